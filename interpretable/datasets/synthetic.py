@@ -1,0 +1,150 @@
+"""Synthetic data generators; all deterministic given ``random_state`` and fully offline."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils import Bunch, check_random_state
+
+__all__ = ["make_parentheses", "make_image_grid", "make_colored_shapes", "make_babi_task1"]
+
+PARENTHESES = "()[]{}<>"
+NOISE_SYMBOL = "."
+
+
+def make_parentheses(n_sequences=1000, length=100, n_types=2, max_count=5, noise=0.3,
+                     random_state=None):
+    """Multiple-parentheses counting task of the ISAN paper.
+
+    Each sequence is a string over ``n_types`` bracket pairs ``()[]{}<>`` and the noise symbol
+    ``"."`` (probability ``noise`` per step). Brackets are drawn so that every nesting count
+    stays within ``[0, max_count]``. The target at step ``t`` is the vector of nesting counts
+    *before* reading symbol ``t`` (a one-step delay, so the model must remember), shape
+    ``(n_sequences, length, n_types)``, int64 in ``[0, max_count]``.
+
+    Returns ``(X, Y)``: a list of str and the count array.
+    """
+    if not 1 <= n_types <= len(PARENTHESES) // 2:
+        raise ValueError(f"n_types must be between 1 and {len(PARENTHESES) // 2}, got {n_types}.")
+    if max_count < 1 or length < 1 or n_sequences < 1:
+        raise ValueError("n_sequences, length and max_count must all be at least 1.")
+    rng = check_random_state(random_state)
+    X, Y = [], np.zeros((n_sequences, length, n_types), dtype=np.int64)
+    for i in range(n_sequences):
+        counts = np.zeros(n_types, dtype=np.int64)
+        chars = []
+        for t in range(length):
+            Y[i, t] = counts
+            if rng.rand() < noise:
+                chars.append(NOISE_SYMBOL)
+                continue
+            kind = rng.randint(n_types)
+            can_open, can_close = counts[kind] < max_count, counts[kind] > 0
+            opening = can_open and (not can_close or rng.rand() < 0.5)
+            counts[kind] += 1 if opening else -1
+            chars.append(PARENTHESES[2 * kind + (0 if opening else 1)])
+        X.append("".join(chars))
+    return X, Y
+
+
+def make_image_grid(images, labels, grid=2, n_grids=100, random_state=None):
+    """Tile ``grid × grid`` images of pairwise distinct classes into one image per grid.
+
+    images : ``(n, H, W)`` or ``(n, H, W, C)``; labels : ``(n,)``.
+    Returns a Bunch with ``data`` ``(n_grids, grid*H, grid*W[, C])``, ``cell_labels``
+    ``(n_grids, grid*grid)`` (row-major cells) and ``cell_index`` (source image of each cell).
+    """
+    images, labels = np.asarray(images), np.asarray(labels)
+    if len(images) != len(labels):
+        raise ValueError(f"{len(images)} images but {len(labels)} labels.")
+    classes = np.unique(labels)
+    cells = grid * grid
+    if len(classes) < cells:
+        raise ValueError(f"a {grid}x{grid} grid needs {cells} distinct classes, got {len(classes)}.")
+    rng = check_random_state(random_state)
+    by_class = {c: np.flatnonzero(labels == c) for c in classes}
+    h, w = images.shape[1:3]
+    data = np.zeros((n_grids, grid * h, grid * w) + images.shape[3:], dtype=images.dtype)
+    cell_labels = np.zeros((n_grids, cells), dtype=labels.dtype)
+    cell_index = np.zeros((n_grids, cells), dtype=np.int64)
+    for g in range(n_grids):
+        chosen = rng.choice(classes, size=cells, replace=False)
+        for k, c in enumerate(chosen):
+            idx = rng.choice(by_class[c])
+            r, col = divmod(k, grid)
+            data[g, r * h:(r + 1) * h, col * w:(col + 1) * w] = images[idx]
+            cell_labels[g, k], cell_index[g, k] = c, idx
+    return Bunch(data=data, cell_labels=cell_labels, cell_index=cell_index, grid=grid)
+
+
+_COLORS = np.array([[0.9, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.2, 0.9], [0.9, 0.8, 0.1]])
+_SHAPES = ("square", "circle", "triangle", "cross")
+
+
+def make_colored_shapes(n_samples=500, size=32, n_shapes=2, n_colors=2, noise=0.05,
+                        random_state=None):
+    """RGB images of one coloured shape on a grey background; the class depends on both
+    shape and colour: ``target = shape * n_colors + color``.
+
+    Returns a Bunch with ``data`` float32 ``(n, size, size, 3)`` in [0, 1], ``target``,
+    ``mask`` (bool ``(n, size, size)``, the object's pixels), ``shape`` and ``color`` indices.
+    """
+    if not (1 <= n_shapes <= len(_SHAPES) and 1 <= n_colors <= len(_COLORS)):
+        raise ValueError(f"n_shapes must be in 1..{len(_SHAPES)} and n_colors in 1..{len(_COLORS)}.")
+    if size < 8:
+        raise ValueError(f"size must be at least 8, got {size}.")
+    rng = check_random_state(random_state)
+    yy, xx = np.mgrid[0:size, 0:size]
+    data = np.empty((n_samples, size, size, 3), dtype=np.float32)
+    masks = np.zeros((n_samples, size, size), dtype=bool)
+    shapes = rng.randint(n_shapes, size=n_samples)
+    colors = rng.randint(n_colors, size=n_samples)
+    for i in range(n_samples):
+        r = rng.randint(size // 6, size // 3)
+        cy, cx = rng.randint(r, size - r, size=2)
+        dy, dx = yy - cy, xx - cx
+        kind = _SHAPES[shapes[i]]
+        if kind == "square":
+            m = (np.abs(dy) <= r) & (np.abs(dx) <= r)
+        elif kind == "circle":
+            m = dy**2 + dx**2 <= r**2
+        elif kind == "triangle":
+            m = (dy <= r) & (dy >= -r) & (np.abs(dx) <= (dy + r) / 2)
+        else:
+            m = ((np.abs(dy) <= r) & (np.abs(dx) <= r // 3)) | ((np.abs(dx) <= r) & (np.abs(dy) <= r // 3))
+        img = np.full((size, size, 3), 0.5) + noise * rng.randn(size, size, 3)
+        img[m] = _COLORS[colors[i]]
+        data[i], masks[i] = np.clip(img, 0, 1), m
+    return Bunch(data=data, target=shapes * n_colors + colors, mask=masks, shape=shapes,
+                 color=colors)
+
+
+_PEOPLE = ("Mary", "John", "Sandra", "Daniel")
+_PLACES = ("bathroom", "hallway", "kitchen", "garden", "office", "bedroom")
+_VERBS = ("moved to", "went to", "journeyed to", "travelled to", "went back to")
+
+
+def make_babi_task1(n_samples=1000, n_sentences=(2, 6), random_state=None):
+    """Stories, questions and answers in the style of bAbI task 1 (single supporting fact).
+
+    Returns a Bunch with ``data``: list of ``(story, question)`` pairs of str, ``target``:
+    answer places (str), ``support``: index of the supporting sentence in the story.
+    """
+    lo, hi = n_sentences
+    if lo < 1 or hi < lo:
+        raise ValueError(f"n_sentences must be a (min, max) range with 1 <= min <= max, got {n_sentences}.")
+    rng = check_random_state(random_state)
+    data, target, support = [], [], []
+    for _ in range(n_samples):
+        n = rng.randint(lo, hi + 1)
+        where, last = {}, {}
+        sentences = []
+        for k in range(n):
+            person = _PEOPLE[rng.randint(len(_PEOPLE))]
+            place = _PLACES[rng.randint(len(_PLACES))]
+            sentences.append(f"{person} {_VERBS[rng.randint(len(_VERBS))]} the {place}.")
+            where[person], last[person] = place, k
+        person = list(where)[rng.randint(len(where))]
+        data.append((" ".join(sentences), f"Where is {person}?"))
+        target.append(where[person])
+        support.append(last[person])
+    return Bunch(data=data, target=np.array(target, dtype=object), support=np.array(support))

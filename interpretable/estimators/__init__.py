@@ -1,0 +1,1 @@
+"""The estimators (imported lazily from :mod:`interpretable`)."""

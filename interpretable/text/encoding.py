@@ -1,0 +1,145 @@
+"""Text encoding: nltk word tokenisation, a learned vocabulary and padded id matrices."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from nltk.tokenize import NLTKWordTokenizer
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import check_texts
+
+__all__ = ["TextEncoder", "PAD", "UNK", "PAD_TOKEN", "UNK_TOKEN"]
+
+PAD, UNK = 0, 1
+PAD_TOKEN, UNK_TOKEN = "<pad>", "<unk>"
+_TOKENIZER = NLTKWordTokenizer()
+
+
+class TextEncoder(TransformerMixin, BaseEstimator):
+    """Tokenise texts (nltk, no data files needed) and map tokens to integer ids.
+
+    Parameters
+    ----------
+    lowercase : bool
+        Lower-case before tokenising.
+    min_freq : int
+        Tokens seen fewer times in ``fit`` map to the unknown id.
+    max_vocab : int or None
+        Keep only the most frequent tokens (ties broken alphabetically), not counting
+        ``<pad>`` and ``<unk>``.
+    max_len : int or None
+        Texts longer than this are truncated to their first ``max_len`` tokens (documented
+        truncation, applied by :meth:`tokenize` so explanations show exactly what the model saw).
+
+    Attributes
+    ----------
+    vocabulary_ : dict str -> int
+        ``<pad>`` is 0, ``<unk>`` is 1, then tokens by decreasing frequency.
+    index_to_token_ : list of str
+    """
+
+    def __init__(self, lowercase=True, min_freq=1, max_vocab=None, max_len=None):
+        self.lowercase = lowercase
+        self.min_freq = min_freq
+        self.max_vocab = max_vocab
+        self.max_len = max_len
+
+    def _validate_params(self):
+        if not isinstance(self.min_freq, (int, np.integer)) or self.min_freq < 1:
+            raise ValueError(f"min_freq must be a positive integer, got {self.min_freq!r}.")
+        for name in ("max_vocab", "max_len"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, (int, np.integer)) or value < 1):
+                raise ValueError(f"{name} must be None or a positive integer, got {value!r}.")
+
+    def tokenize(self, text: str) -> list[str]:
+        """Tokens of one text as the model sees them (lower-cased, truncated to ``max_len``)."""
+        if self.lowercase:
+            text = text.lower()
+        tokens = _TOKENIZER.tokenize(text)
+        return tokens[: self.max_len] if self.max_len else tokens
+
+    def tokenize_many(self, X) -> list[list[str]]:
+        texts = check_texts(X)
+        tokenized = [self.tokenize(t) for t in texts]
+        for i, tokens in enumerate(tokenized):
+            if not tokens:
+                raise ValueError(f"X[{i}] has no tokens after tokenisation: {texts[i]!r:.60}.")
+        return tokenized
+
+    def fit(self, X, y=None):
+        self._validate_params()
+        counts = Counter(tok for tokens in self.tokenize_many(X) for tok in tokens)
+        kept = sorted(
+            (tok for tok, c in counts.items() if c >= self.min_freq and tok not in (PAD_TOKEN, UNK_TOKEN)),
+            key=lambda tok: (-counts[tok], tok),
+        )
+        if self.max_vocab is not None:
+            kept = kept[: self.max_vocab]
+        self.index_to_token_ = [PAD_TOKEN, UNK_TOKEN, *kept]
+        self.vocabulary_ = {tok: i for i, tok in enumerate(self.index_to_token_)}
+        return self
+
+    def encode_tokens(self, tokenized: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
+        """Padded ids ``(n, L)`` (L = longest text) and lengths ``(n,)`` of tokenised texts."""
+        check_is_fitted(self, "vocabulary_")
+        lengths = np.array([len(t) for t in tokenized], dtype=np.int64)
+        ids = np.full((len(tokenized), max(int(lengths.max()), 1)), PAD, dtype=np.int64)
+        vocab = self.vocabulary_
+        for i, tokens in enumerate(tokenized):
+            ids[i, : len(tokens)] = [vocab.get(tok, UNK) for tok in tokens]
+        return ids, lengths
+
+    def encode(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """Padded ids ``(n, L)`` and lengths ``(n,)``."""
+        check_is_fitted(self, "vocabulary_")
+        return self.encode_tokens(self.tokenize_many(X))
+
+    def transform(self, X) -> np.ndarray:
+        """Padded int64 ids ``(n, L)``: pad = 0, unknown = 1; lengths are ``(ids != 0).sum(1)``."""
+        return self.encode(X)[0]
+
+    def inverse_transform(self, ids) -> list[list[str]]:
+        """Tokens back from ids (padding dropped; unknown words come back as ``<unk>``)."""
+        check_is_fitted(self, "vocabulary_")
+        ids = np.asarray(ids)
+        if ids.ndim != 2:
+            raise ValueError(f"ids must be a 2-d array (n, L), got shape {ids.shape}.")
+        n_vocab = len(self.index_to_token_)
+        if ids.size and (ids.min() < 0 or ids.max() >= n_vocab):
+            raise ValueError(f"ids must lie in [0, {n_vocab}), got [{ids.min()}, {ids.max()}].")
+        return [[self.index_to_token_[i] for i in row if i != PAD] for row in ids]
+
+    def embedding_matrix(self, vectors, random_state=0) -> np.ndarray:
+        """``(len(vocabulary_), dim)`` float32 init matrix from gensim ``KeyedVectors``.
+
+        Known words get their vector; unknown words a normal draw with the vectors' std
+        (seeded by ``random_state``); ``<pad>`` is zero.
+        """
+        check_is_fitted(self, "vocabulary_")
+        if not hasattr(vectors, "key_to_index") or not hasattr(vectors, "vector_size"):
+            raise TypeError(f"vectors must be a gensim KeyedVectors, got {type(vectors).__name__}.")
+        rng = check_random_state(random_state)
+        std = float(np.std(vectors.vectors[: min(len(vectors.vectors), 10000)]))
+        matrix = rng.normal(0.0, std, (len(self.index_to_token_), vectors.vector_size))
+        for tok, i in self.vocabulary_.items():
+            if tok in vectors.key_to_index:
+                matrix[i] = vectors[tok]
+        matrix[PAD] = 0.0
+        return matrix.astype(np.float32)
+
+    def get_state(self) -> dict:
+        """JSON-compatible fitted state (for safe persistence)."""
+        check_is_fitted(self, "vocabulary_")
+        return {"params": self.get_params(), "index_to_token": list(self.index_to_token_)}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "TextEncoder":
+        encoder = cls(**state["params"])
+        encoder.index_to_token_ = list(state["index_to_token"])
+        encoder.vocabulary_ = {tok: i for i, tok in enumerate(encoder.index_to_token_)}
+        return encoder
