@@ -155,7 +155,8 @@ def check_targets(y, n_samples: int | None = None, what: str = "y") -> np.ndarra
         raise ValueError(f"{what} contains missing values (None or NaN).")
     if len(np.unique(y)) < 2:
         raise ValueError(
-            f"{what} has a single class ({y[0]!r}); a classifier needs at least two classes."
+            f"{what} has a single class ({np.asarray(y[0]).tolist()!r}); a classifier needs at "
+            "least two classes."
         )
     return y
 

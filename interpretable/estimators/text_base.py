@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from sklearn.base import ClassifierMixin
 
-from .._validation import check_consistent_length, check_targets, check_text_inputs
+from .._validation import check_targets, check_text_inputs
 from ..explanation import TokenExplanation
 from ..text.encoding import TextEncoder
 from .base import NeuralEstimator
@@ -85,8 +85,7 @@ class TextClassifierBase(ClassifierMixin, NeuralEstimator):
         """
         seed = self._start_fit()
         texts, queries = self._split_inputs(X, fitting=True)
-        y = check_targets(y)
-        check_consistent_length(len(texts), len(y))
+        y = check_targets(y, n_samples=len(texts))
         self.pair_input_ = queries is not None
         self.encoder_ = self._text_encoder().fit(texts + (queries or []))
         self.classes_, y_index = np.unique(y, return_inverse=True)
@@ -126,7 +125,8 @@ class TextClassifierBase(ClassifierMixin, NeuralEstimator):
         return torch.softmax(logits.double(), dim=1).numpy()
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[self.decision_function(X).argmax(axis=1)]
+        logits = self.decision_function(X)
+        return self.classes_[logits.argmax(axis=1)]
 
     def score(self, X, y, sample_weight=None) -> float:
         """Accuracy; labels not seen in ``fit`` raise a ``ValueError``."""

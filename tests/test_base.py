@@ -1,0 +1,172 @@
+"""The shared estimator machinery, exercised through the attention-free baseline."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from interpretable import EmbeddingBagClassifier
+from interpretable._validation import check_images, resolve_device
+from interpretable.estimators.base import NeuralEstimator, TrainingDivergedError
+
+
+def _fit(data, **kw):
+    X, y = data
+    params = dict(max_epochs=5, lr=0.05, random_state=0, embed_dim=16)
+    params.update(kw)
+    return EmbeddingBagClassifier(**params).fit(X, y)
+
+
+def test_fit_predict_and_exact_explanation(sentiment_data):
+    X, y = sentiment_data
+    clf = _fit(sentiment_data)
+    assert list(clf.classes_) == ["neg", "pos"]
+    assert clf.score(X, y) > 0.9
+    proba = clf.predict_proba(X[:5])
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    exp = clf.explain(X[:6])
+    assert exp.completeness_error.max() < 1e-5
+    assert list(exp.prediction) == list(clf.predict(X[:6]))
+    # the sentiment word carries the explanation
+    for tokens, att, label in zip(exp.tokens, exp.attributions, exp.target):
+        assert tokens[int(np.argmax(att))] in {"great", "wonderful", "superb", "moving", "brilliant",
+                                                 "awful", "boring", "dull", "terrible", "lifeless"}
+    other = clf.explain(X[:6], target="neg")
+    assert set(other.target) == {"neg"} and other.completeness_error.max() < 1e-5
+    with pytest.raises(ValueError, match="not seen in fit"):
+        clf.explain(X[:2], target="maybe")
+    with pytest.raises(ValueError, match="method"):
+        clf.explain(X[:2], method="magic")
+
+
+def test_random_state_reproducible_and_input_not_mutated(sentiment_data):
+    X, y = sentiment_data
+    X_copy, y_copy = list(X), y.copy()
+    a, b = _fit(sentiment_data), _fit(sentiment_data)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    c = _fit(sentiment_data, random_state=1)
+    assert not np.array_equal(a.predict_proba(X), c.predict_proba(X))
+    assert X == X_copy and np.array_equal(y, y_copy)
+    state = torch.random.get_rng_state()
+    _fit(sentiment_data)
+    assert torch.equal(state, torch.random.get_rng_state())  # global RNG untouched
+
+
+def test_sklearn_contracts(sentiment_data):
+    X, y = sentiment_data
+    est = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    assert clone(est).get_params() == est.get_params()
+    est.set_params(embed_dim=12)
+    assert est.embed_dim == 12
+    with pytest.raises(NotFittedError):
+        est.predict(X)
+    with pytest.raises(NotFittedError):
+        est.explain(X)
+    fitted = _fit(sentiment_data)
+    restored = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(restored.predict_proba(X), fitted.predict_proba(X))
+    assert not hasattr(clone(fitted), "module_")
+
+
+def test_grid_search_and_pipeline(sentiment_data):
+    X, y = sentiment_data
+    search = GridSearchCV(
+        EmbeddingBagClassifier(embed_dim=8, max_epochs=3, lr=0.05, random_state=0),
+        {"embed_dim": [4, 8]}, cv=2,
+    ).fit(X, y)
+    assert search.best_score_ > 0.6
+    pipe = Pipeline([("strip", FunctionTransformer(lambda xs: [x.strip() for x in xs])),
+                     ("clf", EmbeddingBagClassifier(embed_dim=8, max_epochs=6, lr=0.05, random_state=0))])
+    assert pipe.fit(X, y).score(X, y) > 0.8
+
+
+def test_save_load_round_trip(tmp_path, sentiment_data):
+    X, _ = sentiment_data
+    clf = _fit(sentiment_data, embeddings=None)
+    clf.save(tmp_path / "model")
+    again = EmbeddingBagClassifier.load(tmp_path / "model")
+    np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
+    np.testing.assert_array_equal(
+        np.concatenate(again.explain(X[:3]).attributions), np.concatenate(clf.explain(X[:3]).attributions)
+    )
+    assert NeuralEstimator.load(tmp_path / "model").get_params() == again.get_params()
+
+
+def test_load_rejects_tampered_files(tmp_path, sentiment_data):
+    clf = _fit(sentiment_data)
+    path = clf.save(tmp_path / "m")
+    weights = path / "weights.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    with pytest.raises(ValueError, match="corrupt"):
+        EmbeddingBagClassifier.load(path)
+    path = clf.save(tmp_path / "m2")
+    (path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="corrupt"):
+        EmbeddingBagClassifier.load(path)
+    with pytest.raises(FileNotFoundError):
+        EmbeddingBagClassifier.load(tmp_path / "nothing")
+
+
+@pytest.mark.parametrize(
+    "X, y, error, match",
+    [
+        ([], [], ValueError, "empty"),
+        (["good", ""], [0, 1], ValueError, "empty or whitespace"),
+        (["good", 5], [0, 1], TypeError, r"X\[1\] must be a str"),
+        (["good", "bad"], [0], ValueError, "2 samples but y has 1"),
+        (["good", "bad"], [1, 1], ValueError, "single class"),
+        (["good", "bad"], [0.0, np.nan], ValueError, "NaN"),
+        ([("good", "q"), ("bad", "q")], [0, 1], ValueError, "does not take"),
+    ],
+)
+def test_bad_fit_input(X, y, error, match):
+    with pytest.raises(error, match=match):
+        EmbeddingBagClassifier(max_epochs=1).fit(X, y)
+
+
+def test_bad_params_and_score_labels(sentiment_data):
+    X, y = sentiment_data
+    with pytest.raises(ValueError, match="max_epochs"):
+        EmbeddingBagClassifier(max_epochs=0).fit(X, y)
+    with pytest.raises(ValueError, match="optimizer"):
+        EmbeddingBagClassifier(optimizer="lbfgs").fit(X, y)
+    with pytest.raises(ValueError, match="embeddings"):
+        EmbeddingBagClassifier(embeddings="word2vec").fit(X, y)
+    clf = _fit(sentiment_data, max_epochs=1)
+    with pytest.raises(ValueError, match="not seen in fit"):
+        clf.score(X[:2], ["pos", "meh"])
+
+
+def test_diverging_fit_raises_and_keeps_last_good_weights(sentiment_data):
+    X, y = sentiment_data
+    clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=3, lr=1e38, optimizer="sgd", random_state=0)
+    with pytest.raises(TrainingDivergedError, match="diverged"):
+        clf.fit(X, y)
+    assert all(torch.isfinite(p).all() for p in clf.module_.parameters())
+    assert np.isfinite(clf.predict_proba(X[:3])).all()
+
+
+def test_device_and_image_validation():
+    assert resolve_device("auto").type in ("cpu", "cuda")
+    with pytest.raises(ValueError, match="not a valid torch device"):
+        resolve_device("gpu0")
+    ok = check_images(np.zeros((2, 4, 4), dtype=np.uint8))
+    assert ok.shape == (2, 4, 4, 1) and ok.dtype == np.float32
+    cases = [
+        (np.zeros((4, 4)), ValueError, "dimensions"),
+        (np.full((1, 4, 4), np.nan), ValueError, "NaN"),
+        (np.full((1, 4, 4), 2.0), ValueError, r"\[0, 1\]"),
+        (np.zeros((1, 4, 4), dtype=np.int32), TypeError, "uint8"),
+        ([], ValueError, "empty"),
+    ]
+    for X, error, match in cases:
+        with pytest.raises(error, match=match):
+            check_images(X)
+    with pytest.raises(ValueError, match="fitted on 3"):
+        check_images(np.zeros((1, 4, 4, 1)), channels=3)
