@@ -144,7 +144,8 @@ class TokenExplanation(_Explanation):
 
     tokens : list of n lists of str; attributions : list of n float arrays ``(T_i,)``;
     target, prediction : ``(n,)`` class labels; logit, bias : ``(n,)`` or None;
-    queries : list of n token lists for pair inputs, or None.
+    queries : list of n token lists for pair inputs, or None; inputs : the caller's original
+    samples (set by :class:`~interpretable.pipeline.ExplainablePipeline`), or None.
     """
 
     tokens: list
@@ -155,7 +156,9 @@ class TokenExplanation(_Explanation):
     logit: np.ndarray | None = None
     bias: np.ndarray | None = None
     queries: list | None = None
-    _per_sample = ("tokens", "attributions", "target", "prediction", "logit", "bias", "queries")
+    inputs: list | None = None
+    _per_sample = ("tokens", "attributions", "target", "prediction", "logit", "bias", "queries",
+                   "inputs")
 
     def __post_init__(self):
         for i, (tok, att) in enumerate(zip(self.tokens, self.attributions)):
@@ -232,8 +235,9 @@ class ImageExplanation(_Explanation):
     bias: np.ndarray | None = None
     components: np.ndarray | None = None
     component_names: list = field(default_factory=list)
+    inputs: list | None = None
     _per_sample = ("attributions", "target", "prediction", "images", "weights", "logit",
-                   "bias", "components")
+                   "bias", "components", "inputs")
 
     def __post_init__(self):
         if np.ndim(self.attributions) != 3:
@@ -342,7 +346,8 @@ class SequenceExplanation(_Explanation):
     logit: list | None = None
     bias: list | None = None
     level: str = "char"
-    _per_sample = ("symbols", "contributions", "target", "prediction", "logit", "bias")
+    inputs: list | None = None
+    _per_sample = ("symbols", "contributions", "target", "prediction", "logit", "bias", "inputs")
 
     def __post_init__(self):
         for i, (sym, c) in enumerate(zip(self.symbols, self.contributions)):

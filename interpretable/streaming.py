@@ -1,0 +1,80 @@
+"""Explanations of many samples in bounded memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["iter_explanations", "explanations_to_frame"]
+
+
+def _chunks(X, chunk_size: int):
+    if isinstance(X, (list, tuple)) or hasattr(X, "__getitem__") and hasattr(X, "__len__"):
+        for start in range(0, len(X), chunk_size):
+            yield start, X[start:start + chunk_size]
+        return
+    chunk, start = [], 0  # any iterable, e.g. a generator reading a file
+    for item in X:
+        chunk.append(item)
+        if len(chunk) == chunk_size:
+            yield start, chunk
+            start, chunk = start + chunk_size, []
+    if chunk:
+        yield start, chunk
+
+
+def iter_explanations(estimator, X, chunk_size: int = 1000, **explain_kwargs) -> Iterator:
+    """Yield ``(offset, explanation)`` for consecutive chunks of ``X`` (list, array or any
+    iterable, consumed lazily); only one chunk is in memory at a time."""
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size}.")
+    for offset, chunk in _chunks(X, chunk_size):
+        yield offset, estimator.explain(chunk, **explain_kwargs)
+
+
+def explanations_to_frame(estimator, X, path=None, chunk_size: int = 1000, **explain_kwargs):
+    """The tidy explanation table of all samples of ``X``, explained chunk by chunk.
+
+    With ``path`` (``.parquet`` or ``.csv``) each chunk's rows are appended to the file as
+    they are produced, so memory stays bounded by one chunk; returns the path. Without
+    ``path`` the chunks are concatenated into one DataFrame (whose size grows with ``X``).
+    ``sample`` numbers are global positions in ``X``.
+    """
+    writer, frames = None, []
+    path = None if path is None else Path(path)
+    if path is not None and path.suffix not in (".parquet", ".csv"):
+        raise ValueError(f"path must end in .parquet or .csv, got {path.name!r}.")
+    try:
+        for offset, explanation in iter_explanations(estimator, X, chunk_size, **explain_kwargs):
+            frame = explanation.to_frame()
+            frame["sample"] = frame["sample"].to_numpy() + offset
+            if path is None:
+                frames.append(frame)
+            elif path.suffix == ".csv":
+                frame.to_csv(path, mode="w" if offset == 0 else "a", header=offset == 0, index=False)
+            else:
+                writer = _append_parquet(writer, path, frame)
+    finally:
+        if writer is not None:
+            writer.close()
+    if path is not None:
+        return path
+    if not frames:
+        raise ValueError("X is empty: at least one sample is required.")
+    return pd.concat(frames, ignore_index=True)
+
+
+def _append_parquet(writer, path: Path, frame: pd.DataFrame):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # object columns hold labels of any type; store them as strings for a stable schema
+    for name in ("target", "prediction", "token"):
+        frame[name] = frame[name].map(lambda v: None if v is None else str(v)).astype(object)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    if writer is None:
+        writer = pq.ParquetWriter(str(path), table.schema)
+    writer.write_table(table.cast(writer.schema))
+    return writer
