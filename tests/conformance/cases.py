@@ -1,0 +1,50 @@
+"""One entry per estimator: how to build a tiny instance and tiny data for it.
+
+Each case gives ``make()`` (a small, fast, seeded estimator), ``data()`` returning
+``(X_train, y_train, X_test)`` (``y_train`` is None for language models), ``explain_kwargs``
+and the input ``kind`` ("text", "pairs", "image", "chars"), which selects the bad-input rows
+that apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass
+class Case:
+    name: str
+    make: Callable
+    data: Callable
+    kind: str
+    explain_kwargs: dict = field(default_factory=dict)
+
+    def __str__(self):
+        return self.name
+
+
+def _sentiment(n=64, seed=0):
+    rng = np.random.RandomState(seed)
+    pos, neg = ["great", "superb", "moving"], ["awful", "dull", "boring"]
+    filler = ["the", "movie", "was", "a", "plot", "and", "film"]
+    X, y = [], []
+    for i in range(n):
+        words = list(rng.choice(filler, size=rng.randint(2, 6)))
+        words.insert(rng.randint(len(words) + 1), rng.choice(pos if i % 2 else neg))
+        X.append(" ".join(words))
+        y.append("pos" if i % 2 else "neg")
+    return X, np.array(y), X[:6]
+
+
+def _embedding_bag():
+    from interpretable import EmbeddingBagClassifier
+
+    return EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+
+
+CASES = [
+    Case("EmbeddingBagClassifier", _embedding_bag, _sentiment, "text"),
+]
