@@ -11,6 +11,13 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _LAZY = {
     "EmbeddingBagClassifier": "interpretable.estimators.baselines",
+    "BcosViTClassifier": "interpretable.estimators.vision",
+    "ViTClassifier": "interpretable.estimators.vision",
+    "AttentionTextClassifier": "interpretable.estimators.attention_text",
+    "DiversityLSTMClassifier": "interpretable.estimators.diversity_lstm",
+    "SEATClassifier": "interpretable.estimators.seat",
+    "ISANLanguageModel": "interpretable.estimators.language_model",
+    "LSTMLanguageModel": "interpretable.estimators.language_model",
     "TokenExplanation": "interpretable.explanation",
     "ImageExplanation": "interpretable.explanation",
     "SequenceExplanation": "interpretable.explanation",

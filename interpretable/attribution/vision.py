@@ -1,0 +1,144 @@
+"""Attributions for vision transformers behind one call: ``attribute(model, x, target, method)``.
+
+``model`` is a module with ``forward(x) -> logits``, ``forward_with_attention(x) -> (logits,
+[attention (B, heads, N, N)] per layer)``, ``grid_size`` (token grid) and a ``final_map``
+identity layer on the final (B, D, h, w) token map (both :class:`~interpretable.nn.bcos.BcosViT`
+and :class:`~interpretable.nn.vit.ViT` qualify). All methods return (B, H, W) pixel maps.
+
+* ``"inherent"``: B-cos contribution maps ``W(x)ᵀ_k ⊙ x`` summed over channels (exact).
+* ``"rollout"``: attention rollout (Abnar & Zuidema, 2020), ``(A + I)`` row-normalised.
+* ``"final_attention"``: head-averaged attention of the last layer.
+* ``"gradsam"``: GradSAM (Barkan et al., 2021): mean over layers and heads of ``A ⊙ ReLU(∂y/∂A)``.
+* ``"gradcam"``: GradCAM on the final token map (captum ``LayerGradCam``).
+* ``"input_x_gradient"``: captum ``InputXGradient``.
+* ``"integrated_gradients"``: captum ``IntegratedGradients``, zero baseline, 32 steps.
+
+Token-level maps (attention methods, GradCAM) are averaged over the query tokens (the models
+mean-pool the tokens, there is no class token) and upsampled bilinearly to the image size.
+"""
+from __future__ import annotations
+
+import torch
+from torch.nn import functional as F
+
+from ..nn.bcos import explanation_mode
+
+__all__ = ["METHODS", "attribute", "inherent", "inherent_terms"]
+
+METHODS = ("inherent", "rollout", "final_attention", "gradsam", "gradcam", "input_x_gradient",
+           "integrated_gradients")
+
+
+def _check(model, x: torch.Tensor, target) -> torch.Tensor:
+    if x.dim() != 4:
+        raise ValueError(f"x must have shape (B, C, H, W), got {tuple(x.shape)}.")
+    target = torch.as_tensor(target, device=x.device).long().reshape(-1)
+    if target.numel() == 1 and len(x) > 1:
+        target = target.expand(len(x))
+    if len(target) != len(x):
+        raise ValueError(f"target has {len(target)} entries for {len(x)} inputs.")
+    return target
+
+
+def _to_pixels(tokens: torch.Tensor, grid_size, image_size) -> torch.Tensor:
+    """(B, N) token scores -> (B, H, W) by bilinear upsampling of the (h, w) token grid."""
+    maps = tokens.reshape(len(tokens), 1, *grid_size)
+    return F.interpolate(maps, size=tuple(image_size), mode="bilinear",
+                         align_corners=False)[:, 0]
+
+
+def inherent(model, x: torch.Tensor, target) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One backward pass in explanation mode for the whole batch.
+
+    x: (B, C, H, W), target: (B,) -> (contributions (B, H, W), W(x) rows (B, C, H, W),
+    logits (B, K)). ``contributions.sum((1, 2)) + model.logit_bias == logits[target]``.
+    """
+    if not hasattr(model, "term_logits"):
+        raise ValueError("method='inherent' needs a B-cos model (dynamic linear); "
+                         f"{type(model).__name__} is not one.")
+    target = _check(model, x, target)
+    x = x.detach().requires_grad_(True)
+    with explanation_mode(model), torch.enable_grad():
+        logits = model(x)
+        weights, = torch.autograd.grad(logits.gather(1, target[:, None]).sum(), x)
+    return (weights * x).sum(1).detach(), weights, logits.detach()
+
+
+def inherent_terms(model, x: torch.Tensor, target) -> tuple[torch.Tensor, list[str]]:
+    """Exact contribution maps of every residual-stream term (token embedding, each
+    (layer, head), each MLP): x (B, C, H, W) -> ((B, T, H, W), T names); the T maps sum to the
+    inherent contribution map."""
+    target = _check(model, x, target)
+    x = x.detach().requires_grad_(True)
+    with explanation_mode(model), torch.enable_grad():
+        _, terms = model.term_logits(x)                       # (B, T, K)
+        n_terms = terms.shape[1]
+        index = target.view(-1, 1, 1).expand(-1, n_terms, 1)
+        selected = terms.gather(2, index).squeeze(2) * model.output_scale   # (B, T)
+        eye = torch.eye(n_terms, dtype=x.dtype, device=x.device)
+        grad_outputs = eye[:, None, :].expand(n_terms, len(x), n_terms)
+        try:
+            grads, = torch.autograd.grad(selected, x, grad_outputs=grad_outputs,
+                                         is_grads_batched=True)
+        except RuntimeError:  # vmap not supported by some op: one pass per term
+            grads = torch.stack([torch.autograd.grad(selected[:, t].sum(), x,
+                                                     retain_graph=True)[0]
+                                 for t in range(n_terms)])
+    maps = (grads * x.detach()).sum(2).transpose(0, 1)
+    return maps.detach(), model.term_names()
+
+
+def _attentions(model, x, target=None):
+    with torch.set_grad_enabled(target is not None):
+        logits, attentions = model.forward_with_attention(x)
+    if target is None:
+        return attentions, None
+    grads = torch.autograd.grad(logits.gather(1, target[:, None]).sum(), attentions)
+    return attentions, grads
+
+
+def _rollout(attentions) -> torch.Tensor:
+    result = None
+    for attn in attentions:
+        a = attn.mean(1)
+        a = a + torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
+        a = a / a.sum(-1, keepdim=True)
+        result = a if result is None else a @ result
+    return result.mean(1)
+
+
+def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_steps: int = 32,
+              internal_batch_size: int | None = None) -> torch.Tensor:
+    """Pixel attributions (B, H, W) of ``model``'s ``target`` logits for inputs x (B, C, H, W)."""
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is not supported; choose one of {list(METHODS)}.")
+    target = _check(model, x, target)
+    x = x.detach()
+    size = x.shape[-2:]
+    if method == "inherent":
+        return inherent(model, x, target)[0]
+    if method in ("rollout", "final_attention"):
+        attentions, _ = _attentions(model, x)
+        tokens = _rollout(attentions) if method == "rollout" else \
+            attentions[-1].mean(1).mean(1)
+        return _to_pixels(tokens.detach(), model.grid_size, size)
+    if method == "gradsam":
+        with torch.enable_grad():
+            attentions, grads = _attentions(model, x, target)
+        tokens = torch.stack([(a * g.clamp_min(0)).mean(1) for a, g in zip(attentions, grads)])
+        return _to_pixels(tokens.mean(0).mean(1).detach(), model.grid_size, size)
+    import captum.attr as ca
+
+    with torch.enable_grad():
+        if method == "gradcam":
+            cam = ca.LayerGradCam(model, model.final_map).attribute(
+                x, target=target, relu_attributions=True)
+            return F.interpolate(cam, size=tuple(size), mode="bilinear",
+                                 align_corners=False)[:, 0].detach()
+        if method == "input_x_gradient":
+            attr = ca.InputXGradient(model).attribute(x.clone().requires_grad_(), target=target)
+        else:
+            attr = ca.IntegratedGradients(model).attribute(
+                x, baselines=torch.zeros_like(x), target=target, n_steps=n_steps,
+                internal_batch_size=internal_batch_size or len(x))
+    return attr.sum(1).detach()

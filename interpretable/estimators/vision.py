@@ -1,0 +1,328 @@
+"""Vision transformer classifiers: :class:`BcosViTClassifier` (holistically explainable B-cos
+ViT, Böhle et al.) and the conventional :class:`ViTClassifier` baseline of the same size.
+
+Both take images ``(n, H, W)`` (grey) or ``(n, H, W, C)``, float in [0, 1] or uint8.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.base import ClassifierMixin
+from torch import nn
+from torch.nn import functional as F
+
+from .._validation import check_images, check_targets
+from ..attribution.vision import METHODS, attribute, inherent, inherent_terms
+from ..explanation import ImageExplanation
+from ..nn.bcos import ATTENTION_PRIORS, BcosViT, encode_image
+from ..nn.vit import ViT
+from .base import NeuralEstimator
+
+__all__ = ["BcosViTClassifier", "ViTClassifier"]
+
+
+class _OneHotBCE(nn.Module):
+    """Binary cross-entropy on sigmoid outputs against one-hot targets (B-cos training)."""
+
+    def forward(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        target = F.one_hot(y.long(), logits.shape[1]).to(logits.dtype)
+        return F.binary_cross_entropy_with_logits(logits, target)
+
+
+class _ImageTransformerClassifier(ClassifierMixin, NeuralEstimator):
+    """Shared image-classifier machinery: validation, encoding, training, prediction and
+    ``explain``. Subclasses set ``_explain_methods`` and implement ``_make_module``,
+    ``_criterion`` and ``_encode``."""
+
+    _explain_methods: tuple[str, ...] = ()
+
+    def __init__(self, *, patch_size, embed_dim, depth, num_heads, mlp_ratio, stem_channels,
+                 lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state,
+                 verbose):
+        super().__init__(lr=lr, max_epochs=max_epochs, batch_size=batch_size,
+                         optimizer=optimizer, weight_decay=weight_decay, device=device,
+                         random_state=random_state, verbose=verbose)
+        self.patch_size = patch_size
+        self.embed_dim = embed_dim
+        self.depth = depth
+        self.num_heads = num_heads
+        self.mlp_ratio = mlp_ratio
+        self.stem_channels = stem_channels
+
+    # ------------------------------------------------------------------ subclass hooks
+    def _make_module(self, in_channels: int, image_size: tuple, n_classes: int) -> nn.Module:
+        raise NotImplementedError
+
+    def _criterion(self) -> nn.Module:
+        raise NotImplementedError
+
+    def _encode(self, X: np.ndarray) -> torch.Tensor:
+        """(n, H, W, C) float32 in [0, 1] -> model input (n, C', H, W)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ fitted state
+    def _build_module(self) -> nn.Module:
+        return self._make_module(self._encoded_channels(), tuple(self.image_shape_),
+                                 len(self.classes_))
+
+    def _encoded_channels(self) -> int:
+        probe = np.zeros((1, 1, 1, self.n_channels_), dtype=np.float32)
+        return self._encode(probe).shape[1]
+
+    def _get_fitted_state(self) -> dict:
+        return {"classes_": self.classes_, "n_channels_": self.n_channels_,
+                "image_shape_": list(self.image_shape_)}
+
+    def _set_fitted_state(self, state: dict) -> None:
+        self.classes_ = np.asarray(state["classes_"])
+        self.n_channels_ = int(state["n_channels_"])
+        self.image_shape_ = tuple(state["image_shape_"])
+
+    def _validate_architecture(self) -> None:
+        for name in ("patch_size", "embed_dim", "depth", "num_heads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+        if self.embed_dim % self.num_heads:
+            raise ValueError(f"embed_dim={self.embed_dim} must be divisible by "
+                             f"num_heads={self.num_heads}.")
+        if not isinstance(self.mlp_ratio, (int, float)) or self.mlp_ratio <= 0:
+            raise ValueError(f"mlp_ratio must be a positive number, got {self.mlp_ratio!r}.")
+
+    # ------------------------------------------------------------------ training
+    def fit(self, X, y):
+        """Train on images X (n, H, W[, C]) and labels y (n,)."""
+        seed = self._start_fit()
+        self._validate_architecture()
+        X = check_images(X)
+        y = check_targets(y, len(X))
+        h, w = X.shape[1:3]
+        if h % self.patch_size or w % self.patch_size:
+            raise ValueError(f"image size {(h, w)} must be divisible by "
+                             f"patch_size={self.patch_size}.")
+        self.classes_, y_index = np.unique(y, return_inverse=True)
+        self.n_channels_ = X.shape[-1]
+        self.image_shape_ = (h, w)
+        self._fit_net(self._build_module, self._criterion(), {"x": self._encode(X)},
+                      torch.as_tensor(y_index, dtype=torch.long), seed=seed)
+        return self
+
+    # ------------------------------------------------------------------ inference
+    def _check_X(self, X, what: str = "X") -> np.ndarray:
+        """Validate X against the fitted channels and size: -> float32 (n, H, W, C)."""
+        self._check_fitted()
+        X = check_images(X, channels=self.n_channels_, what=what)
+        if tuple(X.shape[1:3]) != tuple(self.image_shape_):
+            raise ValueError(f"{what} has images of size {tuple(X.shape[1:3])} but the estimator "
+                             f"was fitted on {tuple(self.image_shape_)}.")
+        return X
+
+    def _encode_images(self, X, what: str = "X") -> torch.Tensor:
+        """Validate and encode X: -> model input (n, C', H, W)."""
+        return self._encode(self._check_X(X, what))
+
+    def _logits(self, encoded: torch.Tensor) -> torch.Tensor:
+        """Batched logits (n, K) on the CPU for encoded inputs."""
+        out = [logits.detach().cpu() for _, logits in self._forward_batches({"x": encoded})]
+        return torch.cat(out)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Class logits (n, n_classes)."""
+        return self._logits(self._encode_images(X)).numpy()
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Softmax over the class logits (n, n_classes)."""
+        return self._logits(self._encode_images(X)).softmax(1).numpy()
+
+    def predict(self, X) -> np.ndarray:
+        scores = self.decision_function(X)
+        return self.classes_[scores.argmax(1)]
+
+    # ------------------------------------------------------------------ explanations
+    def _target_index(self, target, n: int, predicted: np.ndarray) -> np.ndarray:
+        if target is None:
+            return predicted
+        target = np.asarray(target)
+        if target.ndim == 0:
+            target = np.full(n, target.item(), dtype=target.dtype)
+        if target.ndim != 1 or len(target) != n:
+            raise ValueError(f"target must be a label or {n} labels, got shape {target.shape}.")
+        unseen = sorted(set(target.tolist()) - set(self.classes_.tolist()))
+        if unseen:
+            raise ValueError(f"target contains labels not seen in fit: {unseen[:5]}.")
+        return np.searchsorted(self.classes_, target)
+
+    def _attributions(self, encoded: torch.Tensor, target_index, method: str,
+                      batch_size: int | None = None) -> torch.Tensor:
+        """Pixel attributions (n, H, W) for encoded inputs, batched on ``device_``."""
+        self._check_fitted()
+        module, step = self.module_.eval(), batch_size or self.batch_size
+        target_index = torch.as_tensor(np.asarray(target_index), dtype=torch.long)
+        maps = []
+        for start in range(0, len(encoded), step):
+            x = encoded[start:start + step].to(self.device_)
+            t = target_index[start:start + step].to(self.device_)
+            maps.append(attribute(module, x, t, method).cpu())
+        return torch.cat(maps)
+
+    def explain(self, X, target=None, method: str = "inherent", by: str | None = None,
+                batch_size: int | None = None) -> ImageExplanation:
+        """Explain the ``target`` logits (default: the predicted classes) of images X.
+
+        method : one of ``explain_methods``; ``"inherent"`` (B-cos only) gives the exact
+        contribution maps ``W(x)ᵀ_k ⊙ x`` summed over channels, with ``W(x)``, logit and bias
+        (``completeness_error``). by="head" (inherent only) adds the exact contribution of every
+        residual-stream component (token embedding, each layer's heads and MLP) as
+        ``components``; they sum to ``attributions``.
+        """
+        self._check_method(method, self._explain_methods)
+        if by not in (None, "head"):
+            raise ValueError(f"by must be None or 'head', got {by!r}.")
+        if by == "head" and method != "inherent":
+            raise ValueError("by='head' is only available for method='inherent'.")
+        images = self._check_X(X)
+        encoded = self._encode(images)
+        logits = self._logits(encoded)
+        predicted = logits.argmax(1).numpy()
+        t_index = self._target_index(target, len(encoded), predicted)
+        fields = {}
+        if method == "inherent":
+            fields = self._inherent_fields(encoded, t_index, by, batch_size)
+            attributions = fields.pop("attributions")
+        else:
+            attributions = self._attributions(encoded, t_index, method, batch_size).numpy()
+        return ImageExplanation(
+            attributions=attributions, target=self.classes_[t_index],
+            prediction=self.classes_[predicted], method=method, images=images, **fields)
+
+    def _inherent_fields(self, encoded, t_index, by, batch_size) -> dict:
+        raise ValueError("method='inherent' needs a B-cos model.")
+
+    @property
+    def explain_methods(self) -> tuple[str, ...]:
+        """Methods accepted by :meth:`explain`."""
+        return self._explain_methods
+
+
+class BcosViTClassifier(_ImageTransformerClassifier):
+    """Holistically explainable B-cos Vision Transformer (Böhle, Fritz & Schiele).
+
+    Every component is dynamic linear, so each logit is exactly ``W(x)·x + bias``.
+
+    Parameters
+    ----------
+    patch_size : int
+        Kernel size and stride of the last stem convolution (one token per patch).
+    embed_dim, depth, num_heads, mlp_ratio : transformer size (MLP hidden = mlp_ratio·embed_dim).
+    stem_channels : tuple of int
+        Channels of the 3×3 B-cos convolutions of the CNN tokeniser before the patch layer.
+    attention_prior : {"multiplicative", "additive", "none"}
+        Learned per-layer, per-head prior ``B``: ``SM(R)·SM(B)``, ``SM(R+B)`` or none.
+    b : float
+        B-cos exponent B (1 = linear, 2 in the paper).
+    max_out : int
+        Units per neuron pooled by MaxOut in the stem, attention and MLP layers (1 = none).
+    scale_factor : float or None
+        f in the per-layer output scaling γ = f/√fan_in (None: 30; see
+        :class:`~interpretable.nn.bcos.BcosViT` for why not the paper's 15 / 150).
+    output_scale : float
+        Factor applied to the classifier output before the logit bias (the paper's 10⁻³
+        compensates features scaled by 10³; no such scaling here, so 1).
+    logit_bias : float or None
+        Fixed logit bias (None: log(p/(1-p)) with p = 1/n_classes, as log(0.01/0.99) for
+        ImageNet in the paper).
+    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose :
+        see :class:`~interpretable.estimators.base.NeuralEstimator`. Training uses binary
+        cross-entropy on sigmoid outputs.
+    """
+
+    _explain_methods = METHODS
+
+    def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
+                 stem_channels=(32,), attention_prior="multiplicative", b=2.0, max_out=2,
+                 scale_factor=None, output_scale=1.0, logit_bias=None, *, lr=2e-3,
+                 max_epochs=15, batch_size=32, optimizer="adam", weight_decay=0.0,
+                 device="auto", random_state=None, verbose=0):
+        super().__init__(patch_size=patch_size, embed_dim=embed_dim, depth=depth,
+                         num_heads=num_heads, mlp_ratio=mlp_ratio, stem_channels=stem_channels,
+                         lr=lr, max_epochs=max_epochs, batch_size=batch_size,
+                         optimizer=optimizer, weight_decay=weight_decay, device=device,
+                         random_state=random_state, verbose=verbose)
+        self.attention_prior = attention_prior
+        self.b = b
+        self.max_out = max_out
+        self.scale_factor = scale_factor
+        self.output_scale = output_scale
+        self.logit_bias = logit_bias
+
+    def _validate_architecture(self) -> None:
+        super()._validate_architecture()
+        if self.attention_prior not in ATTENTION_PRIORS:
+            raise ValueError(f"attention_prior must be one of {ATTENTION_PRIORS}, "
+                             f"got {self.attention_prior!r}.")
+
+    def _make_module(self, in_channels, image_size, n_classes):
+        return BcosViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
+                       self.depth, self.num_heads, self.mlp_ratio, tuple(self.stem_channels),
+                       self.attention_prior, self.b, self.max_out,
+                       self.scale_factor, self.output_scale, self.logit_bias)
+
+    def _criterion(self):
+        return _OneHotBCE()
+
+    def _encode(self, X):
+        return encode_image(torch.as_tensor(X).permute(0, 3, 1, 2).contiguous())
+
+    def _inherent_fields(self, encoded, t_index, by, batch_size) -> dict:
+        module, step = self.module_.eval(), batch_size or self.batch_size
+        t_all = torch.as_tensor(t_index, dtype=torch.long)
+        maps, weights, logits, components, names = [], [], [], [], []
+        for start in range(0, len(encoded), step):
+            x = encoded[start:start + step].to(self.device_)
+            t = t_all[start:start + step].to(self.device_)
+            contrib, w, lg = inherent(module, x, t)
+            maps.append(contrib.cpu())
+            weights.append(w.permute(0, 2, 3, 1).cpu())
+            logits.append(lg.gather(1, t[:, None])[:, 0].cpu())
+            if by == "head":
+                comp, names = inherent_terms(module, x, t)
+                components.append(comp.cpu())
+        logit = torch.cat(logits).double().numpy()
+        return {
+            "attributions": torch.cat(maps).numpy(),
+            "weights": torch.cat(weights).numpy(),
+            "logit": logit,
+            "bias": np.full(len(logit), module.logit_bias),
+            "components": torch.cat(components).numpy() if by == "head" else None,
+            "component_names": list(names),
+        }
+
+
+class ViTClassifier(_ImageTransformerClassifier):
+    """Conventional Vision Transformer of the same size (CNN stem, learned positional
+    embedding, GELU, LayerNorm, cross-entropy): the accuracy baseline for
+    :class:`BcosViTClassifier`. Explained post hoc only (``explain_methods``)."""
+
+    _explain_methods = tuple(m for m in METHODS if m != "inherent")
+
+    def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
+                 stem_channels=(32,), dropout=0.0, *, lr=2e-3, max_epochs=15, batch_size=32,
+                 optimizer="adam", weight_decay=0.0, device="auto", random_state=None,
+                 verbose=0):
+        super().__init__(patch_size=patch_size, embed_dim=embed_dim, depth=depth,
+                         num_heads=num_heads, mlp_ratio=mlp_ratio, stem_channels=stem_channels,
+                         lr=lr, max_epochs=max_epochs, batch_size=batch_size,
+                         optimizer=optimizer, weight_decay=weight_decay, device=device,
+                         random_state=random_state, verbose=verbose)
+        self.dropout = dropout
+
+    def _make_module(self, in_channels, image_size, n_classes):
+        return ViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
+                   self.depth, self.num_heads, self.mlp_ratio, tuple(self.stem_channels),
+                   self.dropout)
+
+    def _criterion(self):
+        return nn.CrossEntropyLoss()
+
+    def _encode(self, X):
+        return torch.as_tensor(X).permute(0, 3, 1, 2).contiguous()

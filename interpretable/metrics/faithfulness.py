@@ -1,0 +1,287 @@
+"""Faithfulness of token explanations: ERASER comprehensiveness / sufficiency (DeYoung et al.
+2020), sensitivity (Yin et al. 2022) and the top-k overlap ``V_k`` of SEAT (Hu et al. 2023).
+
+Every metric takes a fitted text estimator with ``explain`` and the tensor hooks of
+:class:`~interpretable.estimators.AttentionTextClassifier` (``_encode_inputs``,
+``_batch_outputs``, ``_embed_batch``; kept by its subclasses such as ``DiversityLSTMClassifier``
+and ``SEATClassifier``) and any explanation method: ``method=`` is passed to ``explain``, or a
+precomputed :class:`~interpretable.explanation.TokenExplanation` (e.g. a post-hoc baseline) is
+given as ``explanation=``. Results are :class:`AnalysisResult` ``(frame, summary)``: one row per
+sample and aggregates. All model evaluations are batched and run in eval mode.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager, nullcontext
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.utils.validation import check_is_fitted
+
+from ..explanation import TokenExplanation
+from ..nn.seat import top_k_overlap as _top_k_overlap_torch
+from ..text import PAD
+from .attention_analysis import AnalysisResult
+
+__all__ = ["comprehensiveness", "sufficiency", "sensitivity", "top_k_overlap",
+           "ERASER_FRACTIONS", "SENSITIVITY_FRACTIONS"]
+
+#: token fractions of ERASER's AOPC bins
+ERASER_FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.5)
+#: fractions of top-ranked tokens perturbed by :func:`sensitivity`
+SENSITIVITY_FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5)
+_HOOKS = ("explain", "_encode_inputs", "_batch_outputs", "_embed_batch")
+
+
+# ---------------------------------------------------------------------------- shared helpers
+def check_text_model(clf, what: str = "this metric"):
+    """Raise a clear error unless ``clf`` is a fitted text estimator with the tensor hooks."""
+    missing = [h for h in _HOOKS if not hasattr(clf, h)]
+    if missing:
+        raise TypeError(
+            f"{what} needs a text estimator with explain() and the tensor hooks of "
+            f"AttentionTextClassifier; {type(clf).__name__} lacks {missing}."
+        )
+    check_is_fitted(clf)
+    return clf
+
+
+@contextmanager
+def explanation_method(clf, method: str):
+    """Context in which ``clf`` predicts with the model behind ``method`` and the method name
+    to pass to ``explain``: SEAT's ``"vanilla"`` switches to the vanilla attention model."""
+    if method == "vanilla" and hasattr(clf, "vanilla_view"):
+        with clf.vanilla_view():
+            yield "attention"
+    else:
+        yield method
+
+
+def iter_batches(clf, inputs: dict, batch_size=None):
+    """Yield ``(rows, batch)`` of ``inputs`` on the estimator's device, trimmed to the longest
+    real length of the batch."""
+    n = len(inputs["tokens"])
+    step = batch_size or getattr(clf, "batch_size", 64)
+    for start in range(0, n, step):
+        rows = slice(start, min(start + step, n))
+        batch = {k: v[rows].to(clf.device_) for k, v in inputs.items()}
+        width = max(int(batch["lengths"].max()), 1)
+        batch["tokens"] = batch["tokens"][:, :width]
+        if "query" in batch:
+            batch["query"] = batch["query"][:, : max(int(batch["query_lengths"].max()), 1)]
+        yield rows, batch
+
+
+def predict_probabilities(clf, inputs: dict, embedded=None, batch_size=None) -> torch.Tensor:
+    """Class probabilities ``(n, C)`` (CPU) of encoded ``inputs``; ``embedded`` optionally
+    gives ``(n, T, E)`` embeddings replacing the model's."""
+    clf.module_.eval()
+    parts = []
+    with torch.no_grad():
+        for rows, batch in iter_batches(clf, inputs, batch_size):
+            emb = None
+            if embedded is not None:
+                emb = embedded[rows, : batch["tokens"].shape[1]].to(clf.device_)
+            parts.append(torch.softmax(clf._batch_outputs(batch, embedded=emb).logits.float(), -1).cpu())
+    return torch.cat(parts)
+
+
+def explanation_matrix(explanation: TokenExplanation, lengths) -> np.ndarray:
+    """Attributions as a zero-padded ``(n, T)`` array, checked against the model's lengths."""
+    lengths = np.asarray(lengths)
+    if len(explanation) != len(lengths):
+        raise ValueError(f"explanation has {len(explanation)} samples but X has {len(lengths)}.")
+    out = np.zeros((len(lengths), int(lengths.max())), dtype=np.float64)
+    for i, (att, n) in enumerate(zip(explanation.attributions, lengths)):
+        if len(att) != n:
+            raise ValueError(
+                f"explanation of sample {i} has {len(att)} tokens but the model sees {n}; "
+                "pass an explanation of the same X by the same estimator."
+            )
+        out[i, :n] = att
+    return out
+
+
+def _explain(clf, X, method, explanation, target=None) -> TokenExplanation:
+    if explanation is not None:
+        if not isinstance(explanation, TokenExplanation):
+            raise TypeError(f"explanation must be a TokenExplanation, got {type(explanation).__name__}.")
+        return explanation
+    return clf.explain(X, target=target, method=method)
+
+
+def _ranks(scores: np.ndarray, lengths: np.ndarray) -> torch.Tensor:
+    """Rank (0 = most important) of every real token by score, ties by position; padding
+    gets ranks >= its row length."""
+    s = torch.as_tensor(scores)
+    real = torch.arange(s.shape[1])[None] < torch.as_tensor(lengths)[:, None]
+    s = s.masked_fill(~real, -np.inf)
+    order = torch.sort(-s, dim=1, stable=True).indices
+    return torch.empty_like(order).scatter_(1, order, torch.arange(s.shape[1]).expand_as(order))
+
+
+def _check_fractions(fractions, name="fractions"):
+    f = np.asarray(fractions, dtype=np.float64).ravel()
+    if f.size == 0 or not np.all((f > 0) & (f <= 1)):
+        raise ValueError(f"{name} must be a non-empty sequence of numbers in (0, 1], got {fractions!r}.")
+    return f
+
+
+def _compact(inputs: dict, keep: torch.Tensor) -> dict:
+    """Remove the tokens where ``keep`` is False (remaining order kept), re-padding rows."""
+    tokens = inputs["tokens"]
+    order = torch.sort((~keep).to(torch.int8), dim=1, stable=True).indices
+    new_len = keep.sum(1)
+    new = tokens.gather(1, order)
+    new[torch.arange(tokens.shape[1])[None] >= new_len[:, None]] = PAD
+    return {**inputs, "tokens": new, "lengths": new_len.to(inputs["lengths"].dtype)}
+
+
+def _erasure(clf, X, method, explanation, fractions, keep_top: bool, batch_size):
+    clf = check_text_model(clf, "comprehensiveness / sufficiency")
+    fractions = _check_fractions(fractions)
+    with explanation_method(clf, method) as m:
+        inputs = clf._encode_inputs(X)
+        lengths = inputs["lengths"]
+        scores = explanation_matrix(_explain(clf, X, m, explanation), lengths.numpy())
+        probs = predict_probabilities(clf, inputs, batch_size=batch_size)
+        pred = probs.argmax(1)
+        p0 = probs.gather(1, pred[:, None])[:, 0]
+        ranks = _ranks(scores, lengths.numpy())
+        T = inputs["tokens"].shape[1]
+        real = torch.arange(T)[None] < lengths[:, None]
+        drops = np.zeros((len(pred), len(fractions)))
+        for j, f in enumerate(fractions):
+            k = torch.ceil(f * lengths.double()).long().clamp(min=1)
+            if not keep_top:
+                k = torch.minimum(k, lengths - 1)  # never erase a whole text
+            top = (ranks < k[:, None]) & real
+            keep = (top if keep_top else ~top) & real
+            p = predict_probabilities(clf, _compact(inputs, keep), batch_size=batch_size)
+            drops[:, j] = (p0 - p.gather(1, pred[:, None])[:, 0]).numpy()
+    frame = pd.DataFrame(drops, columns=[f"k={f:g}" for f in fractions])
+    frame.insert(0, "sample", np.arange(len(frame)))
+    frame["aopc"] = drops.mean(1)
+    summary = {"aopc": float(frame.aopc.mean()), "fractions": fractions.tolist(),
+               "by_fraction": frame.iloc[:, 1:-1].mean().to_dict()}
+    return AnalysisResult(frame, summary)
+
+
+def comprehensiveness(clf, X, method="attention", explanation=None,
+                      fractions=ERASER_FRACTIONS, batch_size=None) -> AnalysisResult:
+    """ERASER comprehensiveness: ``p(ŷ|x) − p(ŷ|x \\ top-k)`` with the top-k fraction of
+    tokens (by explanation score) removed, averaged over ``fractions`` (AOPC). Higher is more
+    faithful. At least one token is always left (a one-token text scores 0)."""
+    return _erasure(clf, X, method, explanation, fractions, False, batch_size)
+
+
+def sufficiency(clf, X, method="attention", explanation=None,
+                fractions=ERASER_FRACTIONS, batch_size=None) -> AnalysisResult:
+    """ERASER sufficiency: ``p(ŷ|x) − p(ŷ|top-k)`` keeping only the top-k fraction of tokens
+    (at least one), averaged over ``fractions`` (AOPC). Lower is more faithful."""
+    return _erasure(clf, X, method, explanation, fractions, True, batch_size)
+
+
+def sensitivity(clf, X, method="attention", explanation=None,
+                fractions=SENSITIVITY_FRACTIONS, max_radius=1.0, n_search=8, pgd_steps=5,
+                batch_size=None) -> AnalysisResult:
+    """Sensitivity of Yin et al. (2022): the smallest perturbation of the embeddings of the
+    top-ranked tokens that flips the prediction. Lower is more faithful.
+
+    For each fraction ``f`` the ``ceil(f·n)`` top tokens may move by ``‖δ_t‖₂ ≤ ε``; the
+    smallest flipping ``ε`` in ``[0, max_radius]`` is found by ``n_search`` bisection steps,
+    each an untargeted PGD attack (``pgd_steps`` normalised-gradient steps on the
+    cross-entropy of the predicted class). A sample never flipped scores ``max_radius``. The
+    per-sample score is the mean over ``fractions``; all samples are searched in lock-step
+    batches.
+    """
+    clf = check_text_model(clf, "sensitivity")
+    fractions = _check_fractions(fractions)
+    if not max_radius > 0 or n_search < 1 or pgd_steps < 1:
+        raise ValueError("max_radius must be > 0 and n_search, pgd_steps positive integers.")
+    with explanation_method(clf, method) as m:
+        inputs = clf._encode_inputs(X)
+        lengths = inputs["lengths"]
+        scores = explanation_matrix(_explain(clf, X, m, explanation), lengths.numpy())
+        ranks = _ranks(scores, lengths.numpy())
+        pred = predict_probabilities(clf, inputs, batch_size=batch_size).argmax(1)
+        eps = np.zeros((len(pred), len(fractions)))
+        for j, f in enumerate(fractions):
+            k = torch.ceil(f * lengths.double()).long().clamp(min=1)
+            selected = ranks < k[:, None]
+            lo = torch.zeros(len(pred), dtype=torch.float64)
+            hi = torch.full((len(pred),), float(max_radius), dtype=torch.float64)
+            for _ in range(n_search):
+                mid = 0.5 * (lo + hi)
+                flipped = _flips(clf, inputs, selected, pred, mid, pgd_steps, batch_size)
+                hi = torch.where(flipped, mid, hi)
+                lo = torch.where(flipped, lo, mid)
+            eps[:, j] = hi.numpy()
+    frame = pd.DataFrame(eps, columns=[f"k={f:g}" for f in fractions])
+    frame.insert(0, "sample", np.arange(len(frame)))
+    frame["sensitivity"] = eps.mean(1)
+    summary = {"mean": float(frame.sensitivity.mean()), "max_radius": float(max_radius),
+               "fractions": fractions.tolist(),
+               "by_fraction": frame.iloc[:, 1:-1].mean().to_dict()}
+    return AnalysisResult(frame, summary)
+
+
+def _flips(clf, inputs, selected, pred, radius, steps, batch_size) -> torch.Tensor:
+    """Whether a PGD attack of per-sample ``radius`` on the selected tokens' embeddings
+    changes the predicted class; ``(n,)`` bool."""
+    out = []
+    clf.module_.eval()
+    cudnn = (torch.backends.cudnn.flags(enabled=False) if clf.device_.type == "cuda"
+             else nullcontext())
+    with cudnn:
+        for rows, batch in iter_batches(clf, inputs, batch_size):
+            T = batch["tokens"].shape[1]
+            sel = selected[rows, :T].to(clf.device_).unsqueeze(-1).float()
+            r = radius[rows].to(clf.device_).float()[:, None, None]
+            y = pred[rows].to(clf.device_)
+            with torch.no_grad():
+                emb = clf._embed_batch(batch).detach()
+            delta = torch.zeros_like(emb)
+            step = 2.5 * r / steps
+            for _ in range(steps):
+                delta.requires_grad_(True)
+                with torch.enable_grad():
+                    logits = clf._batch_outputs(batch, embedded=emb + delta).logits
+                    loss = torch.nn.functional.cross_entropy(logits, y, reduction="sum")
+                    (grad,) = torch.autograd.grad(loss, delta)
+                with torch.no_grad():
+                    grad = grad * sel
+                    grad = grad / grad.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+                    delta = delta.detach() + step * grad
+                    norm = delta.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+                    delta = delta * (r / norm).clamp(max=1.0) * sel
+            with torch.no_grad():
+                logits = clf._batch_outputs(batch, embedded=emb + delta).logits
+            out.append((logits.argmax(1) != y).cpu())
+    return torch.cat(out)
+
+
+def top_k_overlap(w, w_tilde, k: int = 4) -> np.ndarray:
+    """SEAT's top-k overlap ``V_k(w, w~) = |T_k(w) ∩ T_k(w~)| / k`` per sample, ``(n,)``.
+
+    ``w``, ``w_tilde``: TokenExplanations of the same texts, or lists of 1-d arrays of equal
+    lengths (a text shorter than ``k`` uses its length as ``k``).
+    """
+    def rows(e):
+        return e.attributions if isinstance(e, TokenExplanation) else list(e)
+
+    a, b = rows(w), rows(w_tilde)
+    if len(a) != len(b):
+        raise ValueError(f"w has {len(a)} samples but w_tilde has {len(b)}.")
+    lengths = np.array([len(x) for x in a])
+    if any(len(x) != n for x, n in zip(b, lengths)):
+        raise ValueError("w and w_tilde must have the same number of tokens in every sample.")
+    if len(a) == 0:
+        return np.zeros(0)
+    T = int(lengths.max())
+    A, B = np.zeros((len(a), T)), np.zeros((len(a), T))
+    for i, (x, y) in enumerate(zip(a, b)):
+        A[i, : len(x)], B[i, : len(y)] = x, y
+    mask = torch.arange(T)[None] < torch.as_tensor(lengths)[:, None]
+    return _top_k_overlap_torch(torch.as_tensor(A), torch.as_tensor(B), k, mask).numpy()

@@ -1,0 +1,264 @@
+"""Analyses of a fitted :class:`~interpretable.ISANLanguageModel` behind the ISAN paper's figures.
+
+* :func:`input_bias_analysis` — norms of the input biases ``b_c`` (whole, readout part,
+  computational part) against the unigram log-probability of ``c`` (paper: the computational part carries the
+  "surprise" of a character).
+* :func:`readout_bias_vs_unigram` — ``softmax(b_ro)`` against the empirical unigram distribution.
+* :func:`offsets_vs_bigram` — ``softmax(b_ro + W_ro b_c)`` (the bias plus the offset of the last
+  character) against the empirical bigram distribution ``P(next | c)``.
+* :func:`bias_similarity` — cosine similarity of the input biases in either subspace.
+* :func:`contribution_decay` — mean norm of κ_s^t as a function of the lag ``t - s``.
+* :func:`parentheses_state_analysis` — how a parentheses-counting ISAN stores the counts in the
+  readout vs the computational subspace.
+"""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy import stats
+
+__all__ = [
+    "input_bias_analysis",
+    "readout_bias_vs_unigram",
+    "offsets_vs_bigram",
+    "bias_similarity",
+    "contribution_decay",
+    "parentheses_state_analysis",
+]
+
+
+def _check_isan(model):
+    from ..estimators.language_model import ISANLanguageModel
+
+    if not isinstance(model, ISANLanguageModel):
+        raise TypeError(f"model must be a fitted ISANLanguageModel, got {type(model).__name__}.")
+    model._check_fitted()
+
+
+def _params(model):
+    """float64 numpy views of the fitted ISAN: W (S,H,H), b (S,H), W_ro (O,H), b_ro (O,)."""
+    _check_isan(model)
+    m = model.module_
+    f = lambda t: t.detach().double().cpu().numpy()  # noqa: E731
+    return f(m.W), f(m.b), f(m.readout.weight), f(m.readout.bias)
+
+
+def _check_lm(model):
+    _check_isan(model)
+    model._check_mode("lm", "this analysis")
+
+
+def _unigram(model, text) -> np.ndarray:
+    """Empirical distribution over the model's classes (unknown symbol included), (O,)."""
+    from ..estimators.language_model import _check_documents
+
+    docs = _check_documents(text)
+    ids = np.concatenate([model._encode(d) for d in docs])
+    counts = np.bincount(ids, minlength=model.n_symbols_)
+    return counts / counts.sum()
+
+
+def _pearson(a, b) -> float:
+    return float(stats.pearsonr(a, b)[0]) if np.std(a) > 0 and np.std(b) > 0 else float("nan")
+
+
+def input_bias_analysis(model, text) -> tuple[pd.DataFrame, dict]:
+    """Per symbol: ``|b_c|``, its readout / computational parts, and ``log P(c)`` in ``text``.
+
+    Returns ``(table, correlations)``; ``correlations`` holds the Pearson correlation of each
+    norm with the unigram log-probability (symbols absent from ``text`` are left out).
+    """
+    _check_lm(model)
+    _, b, W_ro, _ = _params(model)
+    basis = model.readout_basis()
+    p = _unigram(model, text)
+    table = pd.DataFrame({
+        "symbol": model.classes_,
+        "count_share": p,
+        "log_prob": np.log(np.where(p > 0, p, np.nan)),
+        "bias_norm": np.linalg.norm(b, axis=1),
+        "readout_norm": np.linalg.norm(b @ basis.readout, axis=1),
+        "computational_norm": np.linalg.norm(b @ basis.computational, axis=1),
+    })
+    seen = table[table.count_share > 0]
+    corr = {f"{c}_vs_log_prob": _pearson(seen[c], seen.log_prob)
+            for c in ("bias_norm", "readout_norm", "computational_norm")}
+    return table, corr
+
+
+def _softmax(z, axis=-1):
+    z = z - z.max(axis=axis, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _kl(p, q) -> np.ndarray:
+    """KL(p || q) in bits along the last axis."""
+    q = np.clip(q, 1e-12, None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, p * np.log2(np.where(p > 0, p, 1) / q), 0.0)
+    return terms.sum(-1)
+
+
+def readout_bias_vs_unigram(model, text) -> dict:
+    """Compare ``softmax(b_ro)`` with the empirical unigram distribution of ``text``.
+
+    Returns the Pearson correlation of the two distributions, KL(unigram || softmax(b_ro)) in
+    bits and, for reference, the KL to the uniform distribution.
+    """
+    _check_lm(model)
+    _, _, _, b_ro = _params(model)
+    p = _unigram(model, text)
+    q = _softmax(b_ro)
+    uniform = np.full_like(p, 1.0 / len(p))
+    return {
+        "pearson": _pearson(p, q),
+        "kl_bits": float(_kl(p, q)),
+        "kl_uniform_bits": float(_kl(p, uniform)),
+        "softmax_readout_bias": q,
+        "unigram": p,
+    }
+
+
+def offsets_vs_bigram(model, text, min_count: int = 20) -> tuple[pd.DataFrame, dict]:
+    """Compare ``softmax(b_ro + W_ro b_c)`` with the empirical ``P(next | c)``.
+
+    One row per symbol ``c`` seen at least ``min_count`` times as a predecessor: correlation and
+    KL (bits) of the bias-plus-offset prediction and of the unigram distribution with the bigram
+    distribution. The summary holds their count-weighted means.
+    """
+    from ..estimators.language_model import _check_documents
+
+    _check_lm(model)
+    _, b, W_ro, b_ro = _params(model)
+    docs = _check_documents(text)
+    S = model.n_symbols_
+    pairs = np.zeros((S, S))
+    for d in docs:
+        ids = model._encode(d)
+        np.add.at(pairs, (ids[:-1], ids[1:]), 1)
+    unigram = _unigram(model, docs)
+    offset_pred = _softmax(b_ro[None] + b @ W_ro.T)  # (S, O)
+    rows = []
+    for c in np.flatnonzero(pairs.sum(1) >= min_count):
+        bigram = pairs[c] / pairs[c].sum()
+        rows.append({
+            "symbol": model.classes_[c], "count": int(pairs[c].sum()),
+            "pearson_offset": _pearson(bigram, offset_pred[c]),
+            "pearson_unigram": _pearson(bigram, unigram),
+            "kl_offset_bits": float(_kl(bigram, offset_pred[c])),
+            "kl_unigram_bits": float(_kl(bigram, unigram)),
+        })
+    table = pd.DataFrame(rows)
+    if table.empty:
+        raise ValueError(f"no symbol occurs {min_count} times as a predecessor in text.")
+    w = table["count"] / table["count"].sum()
+    summary = {c: float((table[c] * w).sum()) for c in
+               ("pearson_offset", "pearson_unigram", "kl_offset_bits", "kl_unigram_bits")}
+    return table, summary
+
+
+def bias_similarity(model, subspace: str = "computational", symbols=None) -> pd.DataFrame:
+    """Cosine similarity of input biases ``b_c`` projected on ``subspace`` in
+    {"readout", "computational", "full"}; ``symbols`` selects and orders rows (default: all)."""
+    _, b, _, _ = _params(model)
+    if subspace not in ("readout", "computational", "full"):
+        raise ValueError(
+            f"subspace must be 'readout', 'computational' or 'full', got {subspace!r}.")
+    if subspace != "full":
+        b = b @ model.readout_basis()[subspace]
+    names = list(model._inverse_vocabulary())
+    symbols = names if symbols is None else list(symbols)
+    missing = [s for s in symbols if s not in names]
+    if missing:
+        raise ValueError(f"symbols not in the alphabet: {missing}.")
+    v = b[[names.index(s) for s in symbols]]
+    v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    return pd.DataFrame(v @ v.T, index=symbols, columns=symbols)
+
+
+def contribution_decay(model, texts, max_lag: int = 50) -> pd.DataFrame:
+    """Mean (and median) Euclidean norm of the full logit contribution κ_s^t over all outputs,
+    as a function of the lag ``t - s`` (0 ≤ lag ≤ ``max_lag``), averaged over ``texts``.
+
+    Forward pass over the state contributions ``c_s^t = (∏ W) b_{x_s}`` of the last
+    ``max_lag + 1`` symbols: cost O(T · max_lag · H²).
+    """
+    from ..estimators.language_model import _check_documents
+
+    _check_lm(model)
+    W, b, W_ro, _ = _params(model)
+    norms = [[] for _ in range(max_lag + 1)]
+    for text in _check_documents(texts):
+        ids = model._encode(text)
+        C = np.zeros((0, W.shape[1]))  # contributions of the last symbols, newest last
+        for i in ids:
+            C = np.vstack([C[-max_lag:] @ W[i].T, b[i]])
+            kappa = np.linalg.norm(C @ W_ro.T, axis=1)[::-1]  # lag 0 first
+            for lag, v in enumerate(kappa):
+                norms[lag].append(v)
+    return pd.DataFrame({
+        "lag": np.arange(max_lag + 1),
+        "mean_norm": [np.mean(n) if n else np.nan for n in norms],
+        "median_norm": [np.median(n) if n else np.nan for n in norms],
+    })
+
+
+def parentheses_state_analysis(model, X, Y, random_state: int = 0) -> dict:
+    """Where a parentheses-counting ISAN (fitted with ``fit(X, Y)``) keeps the counts.
+
+    Hidden states are re-expressed in the readout basis and split into the readout part (what
+    the output sees: the counts *before* the current symbol, i.e. the delayed target) and the
+    computational part. A linear decoder (least squares on one-hot counts, argmax per bracket
+    type) is fitted on half of the sequences and scored on the other half for both the delayed
+    counts and the current counts (after the symbol) from each part. Also reports how many
+    dimensions of each part carry 99 % of the state variance.
+    """
+    _check_isan(model)
+    model._check_mode("seq2seq", "parentheses_state_analysis")
+    from ..estimators.language_model import _check_seq_targets, _check_sequences, _pad
+
+    seqs = _check_sequences(X)
+    Y = _check_seq_targets(Y, [len(s) for s in seqs])
+    x, lengths = _pad([model._encode(s) for s in seqs], 0)
+    if len(set(lengths.tolist())) != 1:
+        raise ValueError("parentheses_state_analysis needs sequences of equal length.")
+    basis = model.readout_basis()
+    m = model.module_
+    with torch.no_grad():
+        H = m.states(x.to(model.device_)).double().cpu().numpy()  # (N, T, H)
+    Yd = np.stack(Y)  # delayed counts: target at t = counts before symbol t
+    current = Yd[:, 1:]  # counts after symbol t == delayed target at t + 1
+    H = H[:, :-1]
+    delayed = Yd[:, :-1]
+    parts = {"readout": H @ basis.readout, "computational": H @ basis.computational, "full": H}
+    rng = np.random.RandomState(random_state)
+    order = rng.permutation(len(seqs))
+    train, test = order[: len(order) // 2], order[len(order) // 2:]
+    result = {"rank_readout": int(basis.rank), "hidden_size": int(basis.Q.shape[0])}
+    for name, Z in parts.items():
+        for what, counts in (("delayed", delayed), ("current", current)):
+            result[f"{what}_counts_from_{name}"] = _linear_decoding_accuracy(Z, counts, train, test)
+        flat = Z.reshape(-1, Z.shape[-1])
+        if flat.shape[1]:
+            ev = np.linalg.eigvalsh(np.cov(flat.T).reshape(flat.shape[1], flat.shape[1]))[::-1]
+            share = np.cumsum(ev) / max(ev.sum(), 1e-300)
+            result[f"dims_99pct_{name}"] = int(np.searchsorted(share, 0.99) + 1)
+        else:
+            result[f"dims_99pct_{name}"] = 0
+    return result
+
+
+def _linear_decoding_accuracy(Z, counts, train, test) -> float:
+    """Share of test positions whose counts (all types) a linear one-hot decoder gets right."""
+    n_types = counts.shape[-1]
+    k = int(counts.max()) + 1
+    feats = np.concatenate([Z, np.ones(Z.shape[:-1] + (1,))], -1)
+    onehot = np.eye(k)[counts].reshape(counts.shape[:-1] + (n_types * k,))
+    A = feats[train].reshape(-1, feats.shape[-1])
+    coef, *_ = np.linalg.lstsq(A, onehot[train].reshape(-1, onehot.shape[-1]), rcond=None)
+    pred = (feats[test].reshape(-1, feats.shape[-1]) @ coef).reshape(-1, n_types, k).argmax(-1)
+    return float(np.all(pred == counts[test].reshape(-1, n_types), axis=1).mean())

@@ -1,0 +1,73 @@
+"""sklearn scorers for explanation quality and stability, usable next to accuracy / F1::
+
+    GridSearchCV(SEATClassifier(), grid, refit="f1",
+                 scoring={"f1": "f1", "sufficiency": make_explanation_scorer("sufficiency"),
+                          "stability": make_stability_scorer("embedding", radius=1e-3)})
+
+Scorers follow sklearn's sign convention (greater is better): metrics where lower is better
+(sufficiency, sensitivity, JSD, TVD) are negated. A ``Pipeline`` is scored through its last
+step (earlier steps transform ``X`` first).
+"""
+
+from __future__ import annotations
+
+from .faithfulness import comprehensiveness, sensitivity, sufficiency
+from .stability import embedding_stability, word_stability
+
+__all__ = ["make_explanation_scorer", "make_stability_scorer"]
+
+# name -> (function, summary key, sign)
+_EXPLANATION_METRICS = {
+    "comprehensiveness": (comprehensiveness, "aopc", 1.0),
+    "sufficiency": (sufficiency, "aopc", -1.0),
+    "sensitivity": (sensitivity, "mean", -1.0),
+}
+_STABILITY_METRICS = {"embedding": embedding_stability, "word": word_stability}
+
+
+class _MetricScorer:
+    """Callable ``scorer(estimator, X, y=None) -> float`` (picklable, for parallel search)."""
+
+    def __init__(self, factory, metric, func, key, sign, kwargs, shown=None):
+        self.factory, self.metric, self.func = factory, metric, func
+        self.key, self.sign, self.kwargs = key, sign, kwargs
+        self.shown = {**(shown or {}), **kwargs}
+
+    def __call__(self, estimator, X, y=None, **ignored):
+        if hasattr(estimator, "steps"):  # Pipeline: transform through all but the last step
+            for _, step in estimator.steps[:-1]:
+                if step is not None and step != "passthrough":
+                    X = step.transform(X)
+            estimator = estimator.steps[-1][1]
+        return self.sign * float(self.func(estimator, X, **self.kwargs).summary[self.key])
+
+    def __repr__(self):
+        args = ", ".join([repr(self.metric)] + [f"{k}={v!r}" for k, v in self.shown.items()])
+        return f"{self.factory}({args})"
+
+
+def make_explanation_scorer(metric="sufficiency", method="attention", **kwargs):
+    """Scorer of ``metric`` in ``"comprehensiveness" | "sufficiency" | "sensitivity"`` for
+    explanations by ``method``; ``kwargs`` go to the metric (e.g. ``fractions``)."""
+    if metric not in _EXPLANATION_METRICS:
+        raise ValueError(f"metric must be one of {sorted(_EXPLANATION_METRICS)}, got {metric!r}.")
+    func, key, sign = _EXPLANATION_METRICS[metric]
+    return _MetricScorer("make_explanation_scorer", metric, func, key, sign,
+                         {"method": method, **kwargs})
+
+
+def make_stability_scorer(kind="embedding", quantity="jsd", method="attention", **kwargs):
+    """Negated mean JSD (``quantity="jsd"``, explanation stability) or TVD (``"tvd"``,
+    prediction stability) under ``kind`` = ``"embedding"`` perturbation (``radius=``,
+    ``kind=`` as ``noise=``) or ``"word"`` perturbation (``perturber=`` required)."""
+    if kind not in _STABILITY_METRICS:
+        raise ValueError(f"kind must be one of {sorted(_STABILITY_METRICS)}, got {kind!r}.")
+    if quantity not in ("jsd", "tvd"):
+        raise ValueError(f"quantity must be 'jsd' or 'tvd', got {quantity!r}.")
+    if kind == "word" and "perturber" not in kwargs:
+        raise ValueError("a word stability scorer needs perturber=, e.g. SynonymSubstitution().")
+    if "noise" in kwargs:
+        kwargs["kind"] = kwargs.pop("noise")
+    return _MetricScorer("make_stability_scorer", kind, _STABILITY_METRICS[kind],
+                         f"mean_{quantity}", -1.0, {"method": method, **kwargs},
+                         shown={"quantity": quantity})

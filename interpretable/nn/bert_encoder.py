@@ -1,0 +1,86 @@
+"""BERT / MiniLM encoder plug-in for :class:`~interpretable.nn.attention.AttentionTextModule`.
+
+Needs the ``bert`` extra (``transformers``). The word-piece embedding table moves into the
+attention module (its ``embed`` step, so embedding perturbations and gradient attributions
+work as for the recurrent encoders); this module adds BERT's position / segment embeddings,
+LayerNorm and transformer layers::
+
+    hidden = BERT(inputs_embeds=embedded, attention_mask=mask).last_hidden_state   (B, T, H)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+__all__ = ["BertEncoder"]
+
+
+def _transformers():
+    try:
+        import transformers
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "the BERT encoder needs the 'bert' extra: pip install 'interpretable[bert]'"
+        ) from exc
+    return transformers
+
+
+class BertEncoder(nn.Module):
+    """``forward(embedded (B, T, E), mask (B, T) bool) -> hidden (B, T, H)``.
+
+    Build with :meth:`from_pretrained` (a local model directory, ``local_files_only=True``) or
+    :meth:`from_config` (random initialisation, e.g. a tiny ``BertConfig`` in tests).
+    ``word_embeddings`` holds the ``(vocab, E)`` word-piece table to pass to
+    ``AttentionTextModule(embeddings=...)``; the copy inside BERT is dropped.
+    """
+
+    def __init__(self, bert):
+        super().__init__()
+        if not hasattr(bert, "embeddings") or not hasattr(bert.embeddings, "word_embeddings"):
+            raise TypeError(f"expected a transformers BertModel, got {type(bert).__name__}")
+        table = bert.embeddings.word_embeddings
+        self.word_embeddings = None if table is None else table.weight.detach().clone()
+        bert.embeddings.word_embeddings = None  # the attention module owns the table
+        self.bert = bert
+        self.output_size = int(bert.config.hidden_size)
+        self.pad_token_id = int(bert.config.pad_token_id or 0)
+
+    @classmethod
+    def from_pretrained(cls, path) -> "BertEncoder":
+        """Load pretrained weights from a local directory (never downloads)."""
+        path = Path(path)
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"{path} is not a transformers model directory")
+        tf = _transformers()
+        verbosity = tf.logging.get_verbosity()
+        tf.logging.set_verbosity_error()  # the unused pooler weights are expected
+        try:
+            model = tf.BertModel.from_pretrained(
+                str(path), local_files_only=True, add_pooling_layer=False
+            )
+        finally:
+            tf.logging.set_verbosity(verbosity)
+        return cls(model)
+
+    @classmethod
+    def from_config(cls, config) -> "BertEncoder":
+        """Randomly initialised BERT from a ``BertConfig`` or a dict of its fields."""
+        tf = _transformers()
+        if isinstance(config, dict):
+            config = tf.BertConfig(**config)
+        return cls(tf.BertModel(config, add_pooling_layer=False))
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.bert.config.vocab_size)
+
+    def forward(self, embedded: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        out = self.bert(inputs_embeds=embedded, attention_mask=mask.long())
+        return out.last_hidden_state
+
+    def final_state(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The ``[CLS]`` state (position 0), ``(B, H)``."""
+        return hidden[:, 0]

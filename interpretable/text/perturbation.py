@@ -1,0 +1,124 @@
+"""Word perturbations for stability analyses (SEAT, Yin et al. 2022)."""
+
+from __future__ import annotations
+
+import numpy as np
+from nltk.tokenize import NLTKWordTokenizer
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import check_texts
+
+__all__ = ["SynonymSubstitution"]
+
+_TOKENIZER = NLTKWordTokenizer()
+
+
+class SynonymSubstitution(TransformerMixin, BaseEstimator):
+    """Replace ``n_words`` random content words of each text by their nearest word vector.
+
+    Content words are alphabetic tokens (no punctuation, no numbers) that are not English
+    stop words and have a usable neighbour in ``vectors``. A neighbour is the nearest word
+    (cosine, gensim ``most_similar``) that is alphabetic, not a stop word and not the word
+    itself. Only the replaced characters of the text change (the first letter's case is kept),
+    so the rest of the text tokenises exactly as before.
+
+    Parameters
+    ----------
+    n_words : int
+        Words replaced per text (fewer when a text has fewer content words).
+    vectors : "glove-50" or gensim ``KeyedVectors``
+        Word vectors giving the neighbours (``"glove-50"`` uses :func:`load_glove`).
+    restrict_vocab : int or None
+        Search neighbours among the first ``restrict_vocab`` (most frequent) words only.
+    random_state : int, RandomState or None
+        Seeds the choice of words; every ``transform`` call restarts from it, so the same input
+        gives the same output.
+    """
+
+    def __init__(self, n_words=1, vectors="glove-50", restrict_vocab=50000, random_state=None):
+        self.n_words = n_words
+        self.vectors = vectors
+        self.restrict_vocab = restrict_vocab
+        self.random_state = random_state
+
+    def fit(self, X=None, y=None):
+        """Validate parameters and load the vectors (``X`` is ignored)."""
+        if isinstance(self.n_words, bool) or not isinstance(self.n_words, (int, np.integer)) \
+                or self.n_words < 1:
+            raise ValueError(f"n_words must be a positive integer, got {self.n_words!r}.")
+        if isinstance(self.vectors, str):
+            if self.vectors != "glove-50":
+                raise ValueError(
+                    f"vectors must be 'glove-50' or a gensim KeyedVectors, got {self.vectors!r}."
+                )
+            from ..datasets import load_glove
+
+            self.vectors_ = load_glove(50)
+        elif hasattr(self.vectors, "most_similar") and hasattr(self.vectors, "key_to_index"):
+            self.vectors_ = self.vectors
+        else:
+            raise TypeError(
+                "vectors must be 'glove-50' or a gensim KeyedVectors, got "
+                f"{type(self.vectors).__name__}."
+            )
+        self._neighbours = {}
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
+        return tags
+
+    def _neighbour(self, word: str) -> str | None:
+        cache = self.__dict__.setdefault("_neighbours", {})
+        if word not in cache:
+            cache[word] = None
+            if word in self.vectors_.key_to_index:
+                for candidate, _ in self.vectors_.most_similar(
+                    word, topn=25, restrict_vocab=self.restrict_vocab
+                ):
+                    if _is_content(candidate) and candidate != word:
+                        cache[word] = candidate
+                        break
+        return cache[word]
+
+    def substitute(self, X) -> tuple[list[str], list[np.ndarray]]:
+        """Perturb texts; returns ``(texts, positions)``, ``positions[i]`` the sorted indices of
+        the replaced tokens in the word tokenisation (nltk) of ``X[i]``."""
+        check_is_fitted(self, "vectors_")
+        X = check_texts(X)
+        rng = check_random_state(self.random_state)
+        out, positions = [], []
+        for text in X:
+            spans = list(_TOKENIZER.span_tokenize(text))
+            candidates = []
+            for i, (a, b) in enumerate(spans):
+                token = text[a:b]
+                if _is_content(token.lower()) and self._neighbour(token.lower()) is not None:
+                    candidates.append(i)
+            chosen = np.sort(rng.choice(candidates, min(self.n_words, len(candidates)),
+                                        replace=False)) if candidates else np.zeros(0, int)
+            pieces, last = [], 0
+            for i in chosen:
+                a, b = spans[i]
+                token = text[a:b]
+                new = self._neighbour(token.lower())
+                if token[0].isupper():
+                    new = new[0].upper() + new[1:]
+                pieces += [text[last:a], new]
+                last = b
+            out.append("".join(pieces) + text[last:])
+            positions.append(chosen.astype(np.int64))
+        return out, positions
+
+    def transform(self, X):
+        """Perturbed texts (list of str)."""
+        return self.substitute(X)[0]
+
+
+def _is_content(word: str) -> bool:
+    return word.isascii() and word.isalpha() and word.lower() not in ENGLISH_STOP_WORDS

@@ -1,0 +1,195 @@
+"""B-cos layers, the B-cos ViT module, the conventional ViT and the per-head identity."""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from interpretable.attribution.heads import head_contributions, mha_forward
+from interpretable.attribution.vision import inherent, inherent_terms
+from interpretable.nn.bcos import (BcosAttention, BcosConv2d, BcosLinear, BcosViT, encode_image,
+                                   explanation_mode)
+from interpretable.nn.vit import ViT
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+def _grad_times_input(layer, x, out_index=None):
+    x = x.clone().requires_grad_(True)
+    with explanation_mode(layer):
+        out = layer(x)
+    flat = out.reshape(len(x), -1)
+    contribs = []
+    for j in range(flat.shape[1]):
+        g, = torch.autograd.grad(flat[:, j].sum(), x, retain_graph=True)
+        contribs.append((g * x).reshape(len(x), -1).sum(1))
+    return flat.detach(), torch.stack(contribs, 1)
+
+
+def test_bcos_linear_output_is_maximal_for_aligned_input():
+    layer = BcosLinear(16, 1, b=2, max_out=1).double()
+    w = layer.weight.detach()[0]
+    aligned = (w / w.norm() * 3.0)[None]
+    random = torch.randn(2000, 16, dtype=torch.float64)
+    random = random / random.norm(dim=1, keepdim=True) * 3.0
+    out_aligned = layer(aligned).item()
+    # |cos|^(B-1) · ŵᵀx = γ ||x|| for aligned input, the bound of every other input
+    assert out_aligned == pytest.approx(3.0 / math.sqrt(16))
+    assert (layer(random).abs() < out_aligned).all()
+
+
+def test_bcos_linear_b1_is_linear_and_maxout_takes_max():
+    layer = BcosLinear(8, 3, b=1, max_out=2, scale=2.0).double()
+    x = torch.randn(5, 8, dtype=torch.float64)
+    w = layer.weight / layer.weight.norm(dim=1, keepdim=True)
+    lin = (x @ w.T * 2.0 / math.sqrt(8)).view(5, 3, 2)
+    torch.testing.assert_close(layer(x), lin.max(-1).values)
+
+
+@pytest.mark.parametrize("b", [1.0, 2.0, 2.5])
+def test_bcos_linear_explanation_gradient_times_input_is_output(b):
+    layer = BcosLinear(12, 4, b=b, max_out=2).double()
+    x = torch.randn(6, 12, dtype=torch.float64)
+    out, contrib = _grad_times_input(layer, x)
+    torch.testing.assert_close(contrib, out, atol=1e-12, rtol=1e-10)
+    if b != 1:  # the plain gradient is not W(x): the cos factor depends on x
+        x2 = x.clone().requires_grad_(True)
+        g, = torch.autograd.grad(layer(x2)[:, 0].sum(), x2)
+        with explanation_mode(layer):
+            w, = torch.autograd.grad(layer(x2)[:, 0].sum(), x2)
+        assert not torch.allclose(g, w)
+
+
+def test_bcos_conv_explanation_gradient_times_input_is_output():
+    conv = BcosConv2d(2, 3, 3, stride=2, padding=1, b=2, max_out=2).double()
+    x = torch.rand(2, 2, 7, 7, dtype=torch.float64)
+    out, contrib = _grad_times_input(conv, x)
+    torch.testing.assert_close(contrib, out, atol=1e-12, rtol=1e-10)
+    assert conv(x).shape == (2, 3, 4, 4)
+
+
+def test_forward_parts_sum_to_forward_and_mode_restored():
+    layer = BcosLinear(10, 5).double()
+    x = torch.randn(4, 10, dtype=torch.float64)
+    parts = [x * (torch.arange(10) < 4), x * (torch.arange(10) >= 4)]
+    torch.testing.assert_close(sum(layer.forward_parts(x, parts)), layer(x))
+    with explanation_mode(layer):
+        assert layer.explanation_mode
+        torch.testing.assert_close(layer(x), layer(x).detach())
+    assert not layer.explanation_mode
+
+
+def test_bad_layer_arguments():
+    with pytest.raises(ValueError, match="max_out"):
+        BcosLinear(4, 4, max_out=0)
+    with pytest.raises(ValueError, match="exponent"):
+        BcosLinear(4, 4, b=0.5)
+    with pytest.raises(ValueError, match="attention_prior"):
+        BcosAttention(8, 2, 4, attention_prior="relative")
+    with pytest.raises(ValueError, match="divisible"):
+        BcosViT(2, (10, 10), 3, patch_size=4)
+
+
+def _tiny_bcos(prior, **kw):
+    return BcosViT(2, (8, 8), 5, patch_size=2, embed_dim=16, depth=2, num_heads=2,
+                   stem_channels=(4,), attention_prior=prior, **kw).double()
+
+
+@pytest.mark.parametrize("prior", ["multiplicative", "additive", "none"])
+def test_full_model_completeness_float64(prior):
+    model = _tiny_bcos(prior)
+    with torch.no_grad():  # a non-trivial prior so that it matters
+        for block in model.blocks:
+            if block.attn.prior is not None:
+                block.attn.prior.normal_()
+    x = encode_image(torch.rand(4, 1, 8, 8, dtype=torch.float64))
+    target = torch.tensor([0, 1, 2, 4])
+    contrib, weights, logits = inherent(model, x, target)
+    explained = logits.gather(1, target[:, None])[:, 0]
+    torch.testing.assert_close(contrib.sum((1, 2)) + model.logit_bias, explained,
+                               atol=1e-8, rtol=1e-8)
+    torch.testing.assert_close(model(x).detach(), logits)  # explanation mode changes no value
+    assert weights.shape == x.shape
+
+
+def test_attention_prior_modes():
+    x = torch.randn(3, 4, 8)
+    mult = BcosAttention(8, 2, 4, "multiplicative")
+    add = BcosAttention(8, 2, 4, "additive")
+    none = BcosAttention(8, 2, 4, "none")
+    assert none.prior is None and mult.prior.shape == (2, 4, 4)
+    for m in (mult, add):
+        m.load_state_dict({**none.state_dict(), "prior": torch.randn(2, 4, 4)})
+    a_none, a_add, a_mult = none.attention(x), add.attention(x), mult.attention(x)
+    torch.testing.assert_close(a_none.sum(-1), torch.ones(3, 2, 4))
+    torch.testing.assert_close(a_add.sum(-1), torch.ones(3, 2, 4))
+    torch.testing.assert_close(a_mult, a_none * mult.prior.softmax(-1))
+    torch.testing.assert_close(a_add, (torch.log(a_none) + add.prior).softmax(-1))
+
+
+def test_head_terms_sum_to_attention_output():
+    attn = BcosAttention(12, 3, 5, "additive").double()
+    x = torch.randn(2, 5, 12, dtype=torch.float64)
+    terms, _ = attn.head_terms(x)
+    assert terms.shape == (2, 3, 5, 12)
+    torch.testing.assert_close(terms.sum(1), attn(x))
+
+
+def test_per_head_contributions_sum_to_the_explanation():
+    model = _tiny_bcos("multiplicative")
+    x = encode_image(torch.rand(3, 1, 8, 8, dtype=torch.float64))
+    target = torch.tensor([1, 3, 0])
+    maps, names = inherent_terms(model, x, target)
+    assert names[0] == "tokens" and "layer1.head1" in names and names[-1] == "layer1.mlp"
+    assert maps.shape == (3, len(names), 8, 8)
+    total = inherent(model, x, target)[0]
+    torch.testing.assert_close(maps.sum(1), total, atol=1e-10, rtol=1e-8)
+    assert maps[:, 1:].abs().sum() > 0  # the heads contribute something
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_head_contributions_identity_against_multihead_attention(batch_first):
+    mha = nn.MultiheadAttention(12, 3, batch_first=batch_first).double().eval()
+    x = torch.randn(2, 5, 12, dtype=torch.float64)
+    if not batch_first:
+        x = x.transpose(0, 1)
+    expected, weights = mha(x, x, x, average_attn_weights=False)
+    hc = head_contributions(mha, x)
+    assert hc.terms.shape[-2:] == (3, 12)
+    torch.testing.assert_close(hc.terms.sum(-2) + hc.bias, expected)
+    torch.testing.assert_close(hc.attention, weights)
+
+
+def test_head_contributions_cross_attention_masks_and_unbatched():
+    mha = nn.MultiheadAttention(8, 2, kdim=6, vdim=4, batch_first=True, bias=False).double()
+    q = torch.randn(2, 3, 8, dtype=torch.float64)
+    k = torch.randn(2, 5, 6, dtype=torch.float64)
+    v = torch.randn(2, 5, 4, dtype=torch.float64)
+    pad = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    expected, _ = mha(q, k, v, key_padding_mask=pad)
+    hc = head_contributions(mha, q, k, v, key_padding_mask=pad)
+    torch.testing.assert_close(hc.terms.sum(-2) + hc.bias, expected)
+    self_mha = nn.MultiheadAttention(8, 2).double()
+    x = torch.randn(4, 8, dtype=torch.float64)
+    causal = torch.triu(torch.ones(4, 4, dtype=torch.bool), 1)
+    hc = head_contributions(self_mha, x, attn_mask=causal)
+    torch.testing.assert_close(hc.terms.sum(-2) + hc.bias,
+                               self_mha(x, x, x, attn_mask=causal)[0])
+    with pytest.raises(TypeError, match="MultiheadAttention"):
+        head_contributions(nn.Linear(8, 8), x)
+    with pytest.raises(ValueError, match="shape"):
+        head_contributions(self_mha, torch.randn(4, 7))
+
+
+def test_vit_shapes_and_mha_forward_matches_module():
+    model = ViT(1, (8, 8), 5, patch_size=2, embed_dim=16, depth=2, num_heads=2).eval()
+    x = torch.rand(3, 1, 8, 8)
+    logits, attentions = model.forward_with_attention(x)
+    assert logits.shape == (3, 5) and len(attentions) == 2
+    assert attentions[0].shape == (3, 2, 16, 16)
+    mha = model.blocks[0].attn
+    t = torch.randn(3, 16, 16)
+    torch.testing.assert_close(mha_forward(mha, t)[0], mha(t, t, t)[0], atol=1e-6, rtol=1e-5)

@@ -1,0 +1,195 @@
+"""BcosViTClassifier / ViTClassifier: explanations, sklearn contracts, persistence, bad input."""
+import pickle
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from interpretable import BcosViTClassifier, ViTClassifier
+from interpretable.datasets import load_digits_images
+
+matplotlib.use("Agg")
+
+TINY = dict(patch_size=2, embed_dim=16, depth=2, num_heads=2, stem_channels=(4,),
+            max_epochs=2, batch_size=32, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits_images(return_X_y=True)
+    return X[:240], y[:240]
+
+
+@pytest.fixture(scope="module")
+def bcos(digits):
+    torch.set_num_threads(1)
+    return BcosViTClassifier(**TINY).fit(*digits)
+
+
+@pytest.fixture(scope="module")
+def vit(digits):
+    return ViTClassifier(**TINY).fit(*digits)
+
+
+def test_predict_and_proba(bcos, digits):
+    X, y = digits
+    proba = bcos.predict_proba(X[:10])
+    assert proba.shape == (10, 10)
+    np.testing.assert_allclose(proba.sum(1), 1, rtol=1e-5)
+    assert set(bcos.predict(X[:10])) <= set(bcos.classes_)
+    assert 0 <= bcos.score(X, y) <= 1
+    assert bcos.decision_function(X[:3]).shape == (3, 10)
+
+
+def test_inherent_explanation_is_complete(bcos, digits):
+    X, _ = digits
+    exp = bcos.explain(X[:6])
+    assert exp.attributions.shape == (6, 8, 8)
+    assert exp.weights.shape == (6, 8, 8, 2)  # W(x) over the [x, 1-x] encoding
+    np.testing.assert_array_equal(exp.target, bcos.predict(X[:6]))
+    assert exp.completeness_error.max() < 1e-4
+    np.testing.assert_allclose(exp.logit, bcos.decision_function(X[:6])[
+        np.arange(6), np.searchsorted(bcos.classes_, exp.target)], rtol=1e-5, atol=1e-6)
+    # contribution maps = W(x)ᵀ ⊙ x summed over the encoded channels
+    enc = np.concatenate([exp.images, 1 - exp.images], axis=-1)
+    np.testing.assert_allclose((exp.weights * enc).sum(-1), exp.attributions, atol=1e-6)
+    frame = exp.to_frame()
+    assert len(frame) == 6 * 64 and set(frame["method"]) == {"inherent"}
+
+
+def test_explain_other_target_and_by_head(bcos, digits):
+    X, _ = digits
+    exp = bcos.explain(X[:4], target=3, by="head")
+    assert (exp.target == 3).all()
+    assert exp.completeness_error.max() < 1e-4
+    assert exp.components.shape == (4, len(exp.component_names), 8, 8)
+    assert exp.component_names[:3] == ["tokens", "layer0.head0", "layer0.head1"]
+    np.testing.assert_allclose(exp.components.sum(1), exp.attributions, atol=1e-5)
+    frame = exp.to_frame(by_component=True)
+    assert set(frame["component"]) == set(exp.component_names)
+
+
+@pytest.mark.parametrize("method", ["rollout", "final_attention", "gradsam", "gradcam",
+                                    "input_x_gradient", "integrated_gradients"])
+def test_baselines_on_both_models(bcos, vit, digits, method):
+    X, _ = digits
+    for clf in (bcos, vit):
+        exp = clf.explain(X[:3], method=method)
+        assert exp.attributions.shape == (3, 8, 8)
+        assert np.isfinite(exp.attributions).all()
+        assert exp.logit is None and exp.method == method
+
+
+def test_attention_baselines_are_class_agnostic_but_inherent_is_not(bcos, digits):
+    X, _ = digits
+    a = bcos.explain(X[:2], target=0, method="rollout").attributions
+    b = bcos.explain(X[:2], target=1, method="rollout").attributions
+    np.testing.assert_allclose(a, b)
+    a = bcos.explain(X[:2], target=0).attributions
+    b = bcos.explain(X[:2], target=1).attributions
+    assert not np.allclose(a, b)
+
+
+def test_explain_errors(bcos, vit, digits):
+    X, _ = digits
+    with pytest.raises(ValueError, match="method"):
+        vit.explain(X[:2], method="inherent")
+    with pytest.raises(ValueError, match="method"):
+        bcos.explain(X[:2], method="lrp")
+    with pytest.raises(ValueError, match="by"):
+        bcos.explain(X[:2], by="layer")
+    with pytest.raises(ValueError, match="inherent"):
+        bcos.explain(X[:2], method="rollout", by="head")
+    with pytest.raises(ValueError, match="not seen"):
+        bcos.explain(X[:2], target=42)
+    with pytest.raises(ValueError, match="target"):
+        bcos.explain(X[:2], target=[1, 2, 3])
+
+
+def test_rgb_images_and_colour_weights():
+    rng = np.random.RandomState(0)
+    X = rng.randint(0, 256, size=(40, 8, 8, 3)).astype(np.uint8)
+    y = np.array(["cat", "dog"] * 20)
+    clf = BcosViTClassifier(**{**TINY, "max_epochs": 1}).fit(X, y)
+    assert list(clf.classes_) == ["cat", "dog"]
+    exp = clf.explain(X[:2], target="dog")
+    assert exp.weights.shape == (2, 8, 8, 6)
+    assert exp.completeness_error.max() < 1e-4
+    fig = exp.plot(kind="weights")
+    assert len(fig.axes) >= 2
+    with pytest.raises(ValueError, match="channel"):
+        clf.predict(X[:2, :, :, 0])
+
+
+def test_sklearn_contracts(digits):
+    X, y = digits
+    clf = BcosViTClassifier(**TINY)
+    params = clf.get_params()
+    assert params["attention_prior"] == "multiplicative" and params["stem_channels"] == (4,)
+    cloned = clone(clf)
+    assert cloned.get_params() == params
+    cloned.set_params(attention_prior="additive", max_out=1)
+    assert cloned.attention_prior == "additive"
+    with pytest.raises(NotFittedError):
+        clf.predict(X[:2])
+    with pytest.raises(NotFittedError):
+        clf.explain(X[:2])
+
+
+def test_reproducible_pickle_save_load(bcos, digits, tmp_path):
+    X, y = digits
+    again = clone(bcos).fit(X, y)
+    np.testing.assert_allclose(again.predict_proba(X[:20]), bcos.predict_proba(X[:20]),
+                               rtol=1e-5, atol=1e-6)
+    restored = pickle.loads(pickle.dumps(bcos))
+    np.testing.assert_allclose(restored.predict_proba(X[:5]), bcos.predict_proba(X[:5]))
+    loaded = BcosViTClassifier.load(bcos.save(tmp_path / "bcos"))
+    np.testing.assert_allclose(loaded.predict_proba(X[:5]), bcos.predict_proba(X[:5]),
+                               rtol=1e-6)
+    np.testing.assert_allclose(loaded.explain(X[:2]).attributions,
+                               bcos.explain(X[:2]).attributions, rtol=1e-5, atol=1e-7)
+    assert loaded.get_params()["stem_channels"] == (4,)
+
+
+def test_grid_search_and_pipeline(digits):
+    X, y = digits
+    flat = X[:120].reshape(120, -1)
+    pipe = Pipeline([("reshape", FunctionTransformer(lambda Z: Z.reshape(-1, 8, 8))),
+                     ("clf", ViTClassifier(**{**TINY, "max_epochs": 1}))])
+    search = GridSearchCV(pipe, {"clf__depth": [1, 2]}, cv=2).fit(flat, y[:120])
+    assert search.best_params_["clf__depth"] in (1, 2)
+    assert search.predict(flat[:4]).shape == (4,)
+
+
+@pytest.mark.parametrize("bad, error, match", [
+    (np.zeros(5), ValueError, "shape"),
+    (np.zeros((2, 8, 8, 1, 1)), ValueError, "shape"),
+    (np.full((2, 8, 8), np.nan), ValueError, "NaN"),
+    (np.full((2, 8, 8), 2.0), ValueError, r"\[0, 1\]"),
+    (np.zeros((2, 8, 8), dtype=np.int64), TypeError, "integer"),
+    (np.zeros((2, 6, 6)), ValueError, "size"),
+    (np.zeros((2, 8, 8, 3)), ValueError, "channel"),
+])
+def test_bad_input_at_predict(bcos, bad, error, match):
+    with pytest.raises(error, match=match):
+        bcos.predict(bad)
+
+
+def test_bad_input_at_fit(digits):
+    X, y = digits
+    with pytest.raises(ValueError, match="NaN"):
+        BcosViTClassifier(**TINY).fit(np.full_like(X[:10], np.nan), y[:10])
+    with pytest.raises(ValueError, match="attention_prior"):
+        BcosViTClassifier(**{**TINY, "attention_prior": "relative"}).fit(X[:10], y[:10])
+    with pytest.raises(ValueError, match="patch_size"):
+        BcosViTClassifier(**{**TINY, "patch_size": 3}).fit(X[:10], y[:10])
+    with pytest.raises(ValueError, match="divisible"):
+        ViTClassifier(**{**TINY, "embed_dim": 15}).fit(X[:10], y[:10])
+    with pytest.raises(ValueError, match="samples"):
+        BcosViTClassifier(**TINY).fit(X[:10], y[:9])

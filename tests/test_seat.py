@@ -1,0 +1,315 @@
+"""SEAT: the torch building blocks (L_topk, V_k, PGD) and SEATClassifier."""
+
+import numpy as np
+import pytest
+import torch
+
+from interpretable.nn.seat import (
+    pgd_attention,
+    prediction_divergence,
+    project_ball,
+    seat_objective,
+    top_k_mask,
+    top_k_overlap,
+    topk_surrogate_loss,
+)
+
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny models run far faster single-threaded on a shared machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+# ---------------------------------------------------------------------- torch building blocks
+
+W = torch.tensor([[0.5, 0.3, 0.1, 0.1], [0.1, 0.2, 0.3, 0.4]])
+W_TILDE = torch.tensor([[0.1, 0.3, 0.4, 0.2], [0.1, 0.2, 0.3, 0.4]])
+
+
+def test_top_k_overlap_hand_computed():
+    # row 0: T_2(w) = {0, 1}, T_2(w~) = {1, 2} -> 1/2 ; row 1 identical -> 1
+    assert top_k_overlap(W, W_TILDE, k=2).tolist() == [0.5, 1.0]
+    assert top_k_overlap(W, W_TILDE, k=1).tolist() == [0.0, 1.0]
+    # k larger than the sentence: everything is in the top-k
+    assert top_k_overlap(W, W_TILDE, k=10).tolist() == [1.0, 1.0]
+
+
+def test_top_k_ignores_padding():
+    w = torch.tensor([[0.2, 0.3, 0.5, 0.0]])
+    wt = torch.tensor([[0.6, 0.3, 0.0, 0.9]])  # the 0.9 sits on padding
+    mask = torch.tensor([[True, True, True, False]])
+    assert top_k_mask(wt, 2, mask).tolist() == [[True, True, False, False]]
+    # T_2(w) = {2, 1}, T_2(w~) = {0, 1}
+    assert top_k_overlap(w, wt, 2, mask).item() == pytest.approx(0.5)
+
+
+def test_topk_surrogate_hand_computed():
+    # row 0: S_w = {0, 1}: |0.5-0.1| + |0.3-0.3| = 0.4 ; S_w~ = {2, 1}: |0.1-0.4| + 0 = 0.3
+    # L = (0.4 + 0.3) / (2 * 2) = 0.175 ; row 1: identical -> 0
+    per_row = topk_surrogate_loss(W, W_TILDE, k=2, reduction="none")
+    assert per_row.tolist() == pytest.approx([0.175, 0.0])
+    assert topk_surrogate_loss(W, W_TILDE, k=2).item() == pytest.approx(0.0875)
+    # k = 1: S_w = {0}: 0.4 ; S_w~ = {2}: 0.3 -> 0.7 / 2
+    assert topk_surrogate_loss(W, W_TILDE, k=1, reduction="none")[0].item() == pytest.approx(0.35)
+
+
+def test_topk_surrogate_gradient_only_on_topk_entries():
+    wt = W_TILDE.clone().requires_grad_(True)
+    topk_surrogate_loss(W, wt, k=2, reduction="sum").backward()
+    # entry 3 of row 0 is in neither top-2 set; entry 1 has zero difference (subgradient 0)
+    assert wt.grad[0, 3].item() == 0.0
+    assert wt.grad[0, 0].item() == pytest.approx(-0.25)  # d|0.5 - x|/dx / 4 at x = 0.1
+    assert wt.grad[0, 2].item() == pytest.approx(0.25)
+
+
+def test_prediction_divergences():
+    p = torch.tensor([[0.8, 0.2]])
+    logits = torch.log(torch.tensor([[0.8, 0.2]]))
+    bce = prediction_divergence(p, logits, "bce")
+    assert bce.item() == pytest.approx(-(0.8 * np.log(0.8) + 0.2 * np.log(0.2)), rel=1e-5)
+    assert prediction_divergence(p, logits, "kl").item() == pytest.approx(0.0, abs=1e-6)
+    q_logits = torch.log(torch.tensor([[0.5, 0.5]]))
+    assert prediction_divergence(p, q_logits, "tvd").item() == pytest.approx(0.3)
+    with pytest.raises(ValueError, match="divergence"):
+        prediction_divergence(p, logits, "hellinger")
+
+
+def test_project_ball():
+    d = torch.tensor([[3.0, 4.0], [0.03, 0.04]])
+    out = project_ball(d, 1.0)
+    assert out[0].norm().item() == pytest.approx(1.0)
+    assert torch.equal(out[1], d[1])  # already inside
+    assert project_ball(d, 1.0, "linf").tolist()[0] == [1.0, 1.0]
+
+
+def _toy_predictor(seed=0, hidden=6, classes=2):
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(4, 5, hidden, generator=g)
+    theta = torch.randn(hidden, classes, generator=g) * 3
+
+    def predict(attention):
+        return torch.einsum("bt,bth->bh", attention, h) @ theta
+
+    w = torch.softmax(torch.randn(4, 5, generator=g), dim=1)
+    return predict, w
+
+
+@pytest.mark.parametrize("norm", ["l2", "linf"])
+def test_pgd_stays_in_ball_and_increases_d2(norm):
+    predict, w = _toy_predictor()
+    mask = torch.ones_like(w, dtype=torch.bool)
+    mask[0, 3:] = False
+    radius = 0.05
+    target = torch.softmax(predict(w), -1)
+    g = torch.Generator().manual_seed(1)
+    d0 = pgd_attention(predict, w, mask, radius, steps=0)
+    assert torch.equal(d0, torch.zeros_like(w))
+    delta1 = pgd_attention(predict, w, mask, radius, steps=1, norm=norm, generator=g)
+    delta = pgd_attention(predict, w, mask, radius, steps=10, norm=norm, generator=g)
+    norms = delta.norm(dim=1) if norm == "l2" else delta.abs().amax(dim=1)
+    assert (norms <= radius + 1e-6).all()
+    assert (delta[0, 3:] == 0).all()  # padding is never perturbed
+    # random perturbations of the same size do much less damage than PGD
+    rand = project_ball(torch.randn(w.shape, generator=g) * mask, radius, norm)
+    d2 = lambda d: prediction_divergence(target, predict(w + d), "kl")  # noqa: E731
+    assert (d2(delta) >= d2(rand) - 1e-7).all()
+    assert d2(delta).sum() > d2(delta1).sum()
+    assert d2(delta).sum() > 1.5 * d2(rand).sum()
+
+
+def test_seat_objective_terms():
+    predict, w = _toy_predictor()
+    mask = torch.ones_like(w, dtype=torch.bool)
+    vanilla_probs = torch.softmax(predict(w), -1)
+    same = seat_objective(predict(w), w, predict(w), vanilla_probs, w, mask, 2, 1.0, 1.0, "kl")
+    assert same.total.item() == pytest.approx(0.0, abs=1e-6)
+    wt = torch.softmax(torch.randn(4, 5), 1)
+    out = seat_objective(predict(wt), wt, predict(wt + 0.1), vanilla_probs, w, mask, 2, 2.0, 3.0)
+    expected = out.closeness + 2.0 * out.topk + 3.0 * out.stability
+    assert out.total.item() == pytest.approx(expected.item())
+    assert out.topk.item() == pytest.approx(topk_surrogate_loss(w, wt, 2).item())
+
+
+# ---------------------------------------------------------------------- SEATClassifier
+import pickle  # noqa: E402
+
+from sklearn.base import clone  # noqa: E402
+from sklearn.exceptions import NotFittedError  # noqa: E402
+from sklearn.frozen import FrozenEstimator  # noqa: E402
+
+from interpretable import AttentionTextClassifier, SEATClassifier  # noqa: E402
+from interpretable.estimators.seat import SEAT_METHODS  # noqa: E402
+from interpretable.explanation import TokenExplanation  # noqa: E402
+
+TINY = dict(encoder="rnn", embed_dim=12, hidden_size=12, max_epochs=6, batch_size=16, lr=2e-2,
+            device="cpu", random_state=0)
+
+
+@pytest.fixture(scope="module")
+def vanilla(sentiment_data):
+    X, y = sentiment_data
+    return SEATClassifier(method="vanilla", **TINY).fit(X, y)
+
+
+def _attention_attack_divergence(clf, X, radius, attention_of=None):
+    """Mean D2 (KL) after a PGD attack of the given radius on the model's attention."""
+    inputs = clf._encode_inputs(X)
+    module = clf.module_
+    with torch.no_grad():
+        out = module(**inputs)
+    w = out.attention if attention_of is None else attention_of(out)
+    predict = lambda a: module.decode(out.hidden, a)  # noqa: E731
+    delta = pgd_attention(predict, w, out.mask, radius, steps=10,
+                          generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        clean = torch.softmax(predict(w), -1)
+        return prediction_divergence(clean, predict(w + delta), "kl").mean().item()
+
+
+def test_seat_lowers_attention_sensitivity_and_keeps_predictions(sentiment_data, vanilla):
+    X, y = sentiment_data
+    seat = SEATClassifier(method="seat", base_estimator=FrozenEstimator(vanilla), k=2,
+                          lambda_topk=1.0, lambda_stability=20.0, pgd_radius=0.3, seat_epochs=8,
+                          seat_lr=2e-2, **{k: v for k, v in TINY.items() if k != "max_epochs"})
+    seat.fit(X, y)
+    no_stability = clone(seat).set_params(lambda_stability=0.0).fit(X, y)
+    # the inner maximisation of (6) is what SEAT minimises: w~ is harder to attack than w
+    # (with hidden states and decoder fixed, only by more decided predictions: a 20% drop)
+    d_vanilla = _attention_attack_divergence(vanilla, X, 0.3)
+    d_seat = _attention_attack_divergence(seat, X, 0.3)
+    assert d_seat < 0.9 * d_vanilla
+    assert d_seat < 0.9 * _attention_attack_divergence(no_stability, X, 0.3)
+    # ... while staying close to the vanilla model in prediction and top-k explanation
+    assert np.mean(seat.predict(X) == vanilla.predict(X)) >= 0.9
+    assert seat.fit_diagnostics_["agreement"] >= 0.9
+    w = vanilla.explain(X, method="attention")
+    assert np.mean([
+        len(set(np.argsort(-a)[:2]) & set(np.argsort(-b)[:2])) / min(2, len(a))
+        for a, b in zip(w.attributions, seat.explain(X).attributions)
+    ]) >= 0.6
+    # the vanilla attention w is kept and reproduced exactly
+    vw = seat.explain(X[:10], method="vanilla")
+    assert vw.method == "vanilla"
+    for a, b in zip(vw.attributions, w.attributions[:10]):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    # only the attention layer changed
+    for name, p in seat.module_.named_parameters():
+        if name.startswith("attention.") or name.startswith("vanilla_attention."):
+            continue
+        assert torch.equal(p, dict(vanilla.module_.named_parameters())[name]), name
+    assert not torch.equal(seat.module_.attention.v.weight, vanilla.module_.attention.v.weight)
+
+
+def test_lambda_zero_and_no_steps_keeps_vanilla(sentiment_data, vanilla):
+    """With only D1 and L_topk at their minimum (w~ = w), SEAT stays at the vanilla model."""
+    X, y = sentiment_data
+    seat = SEATClassifier(method="seat", base_estimator=FrozenEstimator(vanilla),
+                          lambda_stability=0.0, divergence="kl", seat_lr=1e-4,
+                          **{k: v for k, v in TINY.items() if k not in ("lr",)}).fit(X, y)
+    np.testing.assert_allclose(seat.predict_proba(X), vanilla.predict_proba(X), atol=1e-2)
+
+
+@pytest.mark.parametrize("method", SEAT_METHODS)
+def test_every_method_fits_predicts_explains(sentiment_data, method):
+    X, y = sentiment_data
+    clf = SEATClassifier(method=method, pgd_steps=2, **{**TINY, "max_epochs": 4}).fit(X, y)
+    assert clf.score(X, y) >= 0.7
+    exp = clf.explain(X[:4])
+    assert isinstance(exp, TokenExplanation)
+    for a in exp.attributions:
+        assert a.sum() == pytest.approx(1.0, abs=1e-5)
+    # reproducible under random_state
+    again = SEATClassifier(method=method, pgd_steps=2, **{**TINY, "max_epochs": 4}).fit(X, y)
+    np.testing.assert_allclose(again.predict_proba(X), clf.predict_proba(X), atol=1e-6)
+    if method == "seat":
+        assert set(clf.history_[0]) >= {"closeness", "topk", "stability"}
+        assert len(clf.vanilla_history_) == 4
+    else:
+        with pytest.raises(ValueError, match="vanilla"):
+            clf.explain(X[:2], method="vanilla")
+
+
+def test_baselines_differ_from_vanilla(sentiment_data, vanilla):
+    X, y = sentiment_data
+    p = vanilla.predict_proba(X)
+    for method in ("attention-rp", "attention-at", "word-at"):
+        clf = clone(vanilla).set_params(method=method, adv_epsilon=0.5).fit(X, y)
+        assert not np.allclose(clf.predict_proba(X), p, atol=1e-4), method
+
+
+def test_base_estimator_variants(sentiment_data, vanilla):
+    X, y = sentiment_data
+    # an AttentionTextClassifier works as the vanilla model; its architecture is used
+    base = AttentionTextClassifier(encoder="lstm", embed_dim=10, hidden_size=6, max_epochs=3,
+                                   batch_size=16, lr=2e-2, device="cpu", random_state=1).fit(X, y)
+    seat = SEATClassifier(base_estimator=FrozenEstimator(base), pgd_steps=2, seat_epochs=2,
+                          device="cpu", random_state=0).fit(X, y)
+    for a, b in zip(seat.explain(X[:5], method="vanilla").attributions,
+                    base.explain(X[:5]).attributions):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    assert seat.architecture_["hidden_size"] == 6
+    # an unfitted base is fitted first (as clone() inside GridSearchCV would leave it)
+    unfitted = SEATClassifier(base_estimator=clone(vanilla), pgd_steps=2,
+                              **{**TINY, "max_epochs": 2}).fit(X, y)
+    assert not hasattr(vanilla, "architecture_") or vanilla.architecture_ is None
+    assert unfitted.predict(X[:3]).shape == (3,)
+    # "vanilla" with a base copies it
+    copy_ = SEATClassifier(method="vanilla", base_estimator=FrozenEstimator(vanilla)).fit(X, y)
+    np.testing.assert_allclose(copy_.predict_proba(X), vanilla.predict_proba(X), atol=1e-6)
+    copy_.module_.output.weight.data.zero_()
+    assert vanilla.module_.output.weight.abs().sum() > 0  # a copy, not the same module
+
+
+def test_sklearn_contracts_and_persistence(sentiment_data, tmp_path):
+    X, y = sentiment_data
+    clf = SEATClassifier(pgd_steps=2, **{**TINY, "max_epochs": 3})
+    params = clf.get_params()
+    with pytest.raises(NotFittedError):
+        clf.predict(X[:2])
+    clf.fit(X, y)
+    assert clf.get_params() == params  # fit does not touch the constructor arguments
+    assert clone(clf).get_params() == params
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_allclose(restored.predict_proba(X), clf.predict_proba(X))
+    clf.save(tmp_path / "seat")
+    loaded = SEATClassifier.load(tmp_path / "seat")
+    np.testing.assert_allclose(loaded.predict_proba(X), clf.predict_proba(X), atol=1e-6)
+    for a, b in zip(loaded.explain(X[:5], method="vanilla").attributions,
+                    clf.explain(X[:5], method="vanilla").attributions):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    assert loaded.fit_diagnostics_ == clf.fit_diagnostics_
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(method="seat-ish"), "method"),
+    (dict(k=0), "k must"),
+    (dict(lambda_topk=-1.0), "lambda_topk"),
+    (dict(lambda_stability=float("nan")), "lambda_stability"),
+    (dict(pgd_radius=-0.1), "pgd_radius"),
+    (dict(pgd_steps=1.5), "pgd_steps"),
+    (dict(pgd_norm="l1"), "pgd_norm"),
+    (dict(divergence="js"), "divergence"),
+    (dict(seat_epochs=0), "seat_epochs"),
+    (dict(adv_epsilon=0.0), "adv_epsilon"),
+])
+def test_bad_parameters(sentiment_data, params, match):
+    X, y = sentiment_data
+    with pytest.raises(ValueError, match=match):
+        SEATClassifier(**params).fit(X, y)
+
+
+def test_bad_inputs(sentiment_data, vanilla):
+    X, y = sentiment_data
+    with pytest.raises(TypeError, match="base_estimator"):
+        SEATClassifier(base_estimator="vanilla").fit(X, y)
+    with pytest.raises(ValueError, match="unknown to base_estimator"):
+        SEATClassifier(base_estimator=FrozenEstimator(vanilla)).fit(X[:4], ["a", "b", "a", "b"])
+    with pytest.raises(ValueError, match="method"):
+        vanilla.explain(X[:2], method="lime")
+    with pytest.raises(ValueError, match="empty"):
+        SEATClassifier(**TINY).fit([], [])
