@@ -142,6 +142,11 @@ def test_sklearn_contracts(digits):
         clf.explain(X[:2])
 
 
+def test_learning_rate_decay(bcos):
+    lrs = [epoch["event_lr"] for epoch in bcos.history_]
+    assert lrs[0] == pytest.approx(bcos.lr) and lrs[-1] == pytest.approx(bcos.lr * 0.1)
+
+
 def test_reproducible_pickle_save_load(bcos, digits, tmp_path):
     X, y = digits
     again = clone(bcos).fit(X, y)
@@ -191,5 +196,7 @@ def test_bad_input_at_fit(digits):
         BcosViTClassifier(**{**TINY, "patch_size": 3}).fit(X[:10], y[:10])
     with pytest.raises(ValueError, match="divisible"):
         ViTClassifier(**{**TINY, "embed_dim": 15}).fit(X[:10], y[:10])
+    with pytest.raises(ValueError, match="lr_decay_at"):
+        BcosViTClassifier(**{**TINY, "lr_decay_at": 1.5}).fit(X[:10], y[:10])
     with pytest.raises(ValueError, match="samples"):
         BcosViTClassifier(**TINY).fit(X[:10], y[:9])

@@ -350,3 +350,20 @@ def test_bias_similarity_and_contribution_decay(wide):
     for lag in (0, 3, T - 1):
         expected = np.mean([norms[t, t - lag] for t in range(lag, T)])
         assert decay.mean_norm[lag] == pytest.approx(expected, rel=1e-9)
+
+
+def test_word_context_effects_match_explanation(isan64):
+    from interpretable.metrics import word_context_effects
+
+    text = "the king is dead long live the queen"
+    effects = word_context_effects(isan64, text)
+    exp = isan64.explain(text, target="predicted", level="word")
+    words = split_words(text)
+    starts = np.cumsum([0] + [len(w) for w in words])
+    assert len(effects) > 10
+    for row in effects.itertuples():
+        k = np.searchsorted(starts, row.position, side="right") - 1  # current word
+        assert row.previous_word == words[k - 1]
+        assert row.contribution == pytest.approx(exp.contributions[0][row.position, k - 1], abs=1e-10)
+        assert row.prediction == exp.prediction[0][row.position]
+        assert row.actual == text[row.position + 1]

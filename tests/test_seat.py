@@ -313,3 +313,55 @@ def test_bad_inputs(sentiment_data, vanilla):
         vanilla.explain(X[:2], method="lime")
     with pytest.raises(ValueError, match="empty"):
         SEATClassifier(**TINY).fit([], [])
+
+
+# ---------------------------------------------------------------------- BERT encoder
+TINY_BERT = dict(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                 intermediate_size=32, max_position_embeddings=64)
+
+
+def test_bert_encoder_module_ignores_padding():
+    pytest.importorskip("transformers")
+    from interpretable.nn.attention import AttentionTextModule
+    from interpretable.nn.bert_encoder import BertEncoder
+
+    torch.manual_seed(0)
+    enc = BertEncoder.from_config({**TINY_BERT, "vocab_size": 40})
+    assert enc.output_size == 16 and enc.word_embeddings.shape == (40, 16)
+    assert enc.bert.embeddings.word_embeddings is None  # the table lives in the attention module
+    module = AttentionTextModule(40, 2, encoder=enc, embeddings=enc.word_embeddings).eval()
+    tokens = torch.randint(1, 40, (3, 6))
+    lengths = torch.tensor([6, 3, 1])
+    out = module(tokens, lengths)
+    garbage = tokens.clone()
+    garbage[1, 3:], garbage[2, 1:] = 7, 9  # change only padding positions
+    torch.testing.assert_close(module(garbage, lengths).logits, out.logits)
+    assert (out.attention[1, 3:] == 0).all()
+
+
+def test_seat_with_tiny_random_bert(sentiment_data):
+    pytest.importorskip("transformers")
+    from interpretable.metrics import sufficiency
+    from interpretable.nn.bert_encoder import BertEncoder
+
+    X, y = sentiment_data
+    torch.manual_seed(0)
+    enc = BertEncoder.from_config(TINY_BERT)
+    before = enc.bert.encoder.layer[0].output.dense.weight.detach().clone()
+    clf = SEATClassifier(encoder=enc, max_epochs=3, lr=5e-3, batch_size=16, pgd_steps=2,
+                         device="cpu", random_state=0).fit(X, y)
+    assert clf.score(X, y) >= 0.8
+    exp = clf.explain(X[:3])
+    assert exp.tokens[0][0] == "[CLS]" and exp.tokens[0][-1] == "[SEP]"
+    assert clf.explain(X[:3], method="vanilla").tokens == exp.tokens
+    assert np.isfinite(sufficiency(clf, X[:10], fractions=(0.2,)).summary["aopc"])
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_allclose(again.predict_proba(X[:5]), clf.predict_proba(X[:5]), atol=1e-6)
+    # the passed encoder is copied, never trained in place
+    assert torch.equal(enc.bert.encoder.layer[0].output.dense.weight, before)
+    assert not torch.equal(clf.module_.encoder.bert.encoder.layer[0].output.dense.weight, before)
+    with pytest.raises(ValueError, match="embeddings must be None"):
+        SEATClassifier(encoder=enc, embeddings="glove-50").fit(X, y)
+    with pytest.raises(ValueError, match="word pieces"):
+        SEATClassifier(encoder=BertEncoder.from_config({**TINY_BERT, "vocab_size": 50}),
+                       max_epochs=1).fit(X, y)

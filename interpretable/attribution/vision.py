@@ -47,19 +47,24 @@ def _to_pixels(tokens: torch.Tensor, grid_size, image_size) -> torch.Tensor:
                          align_corners=False)[:, 0]
 
 
-def inherent(model, x: torch.Tensor, target) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One backward pass in explanation mode for the whole batch.
+def inherent(model, x: torch.Tensor, target=None
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One forward and one backward pass in explanation mode for the whole batch.
 
-    x: (B, C, H, W), target: (B,) -> (contributions (B, H, W), W(x) rows (B, C, H, W),
-    logits (B, K)). ``contributions.sum((1, 2)) + model.logit_bias == logits[target]``.
+    x: (B, C, H, W), target: (B,) or None (the predicted classes) -> (contributions (B, H, W),
+    W(x) rows (B, C, H, W), logits (B, K)); ``contributions.sum((1, 2)) + model.logit_bias``
+    equals the target logits.
     """
     if not hasattr(model, "term_logits"):
         raise ValueError("method='inherent' needs a B-cos model (dynamic linear); "
                          f"{type(model).__name__} is not one.")
-    target = _check(model, x, target)
+    if target is not None:
+        target = _check(model, x, target)
     x = x.detach().requires_grad_(True)
     with explanation_mode(model), torch.enable_grad():
         logits = model(x)
+        if target is None:
+            target = logits.argmax(1)
         weights, = torch.autograd.grad(logits.gather(1, target[:, None]).sum(), x)
     return (weights * x).sum(1).detach(), weights, logits.detach()
 
@@ -75,15 +80,10 @@ def inherent_terms(model, x: torch.Tensor, target) -> tuple[torch.Tensor, list[s
         n_terms = terms.shape[1]
         index = target.view(-1, 1, 1).expand(-1, n_terms, 1)
         selected = terms.gather(2, index).squeeze(2) * model.output_scale   # (B, T)
-        eye = torch.eye(n_terms, dtype=x.dtype, device=x.device)
-        grad_outputs = eye[:, None, :].expand(n_terms, len(x), n_terms)
-        try:
-            grads, = torch.autograd.grad(selected, x, grad_outputs=grad_outputs,
-                                         is_grads_batched=True)
-        except RuntimeError:  # vmap not supported by some op: one pass per term
-            grads = torch.stack([torch.autograd.grad(selected[:, t].sum(), x,
-                                                     retain_graph=True)[0]
-                                 for t in range(n_terms)])
+        # one backward pass per term (faster than a vmapped batched-gradient call here)
+        grads = torch.stack([torch.autograd.grad(selected[:, t].sum(), x,
+                                                 retain_graph=t < n_terms - 1)[0]
+                             for t in range(n_terms)])
     maps = (grads * x.detach()).sum(2).transpose(0, 1)
     return maps.detach(), model.term_names()
 

@@ -5,7 +5,7 @@ baseline of Mohankumar et al. (2020) and Hu et al. (SEAT, 2023). ``DiversityLSTM
 ``SEATClassifier`` build on it through these protected hooks:
 
 * ``_criterion()`` -> ``nn.Module`` called as ``criterion(AttentionOutput, y)`` during training
-  (override to add regularisers; :class:`AttentionLoss` is cross-entropy on the logits);
+  (override to add regularisers; the default is cross-entropy on the logits);
 * ``_encode_inputs(X) -> dict`` of CPU tensors (``tokens``, ``lengths`` [, ``query``,
   ``query_lengths``]) for validated input ``X``;
 * ``_batch_outputs(batch, attention=None, embedded=None) -> AttentionOutput`` on a batch dict;

@@ -210,10 +210,6 @@ class _SequenceModel(NeuralEstimator):
         vocab = self.vocabulary_
         return np.fromiter((vocab.get(c, 0) for c in seq), dtype=np.int64, count=len(seq))
 
-    def _symbols(self, ids) -> list:
-        inv = self._inverse_vocabulary()
-        return [inv[int(i)] for i in ids]
-
     def _inverse_vocabulary(self) -> list:
         inv = [UNKNOWN] * self.n_symbols_
         for c, i in self.vocabulary_.items():
@@ -238,6 +234,7 @@ class _SequenceModel(NeuralEstimator):
             docs = _check_documents(X)
             self._learn_vocabulary(docs)
             self.mode_ = "lm"
+            self.__dict__.pop("target_classes_", None)  # left over from a tagger fit
             self.classes_ = np.array(self._inverse_vocabulary(), dtype=object)
             self.group_sizes_ = [self.n_symbols_]
             inputs, targets = self._lm_windows([self._encode(d) for d in docs], train=True)
@@ -479,8 +476,8 @@ class ISANLanguageModel(_SequenceModel):
     hidden_size : int
         State size H.
     seq_len : int
-        Training window length (backpropagation through time); evaluation windows overlap by
-        half of it.
+        Language models: training window length (backpropagation through time); evaluation
+        windows overlap by half of it. Taggers train on whole sequences.
     min_count : int
         Symbols seen fewer times in ``fit`` share the unknown symbol.
     loss : {"cross_entropy", "squared"}
@@ -570,8 +567,10 @@ class ISANLanguageModel(_SequenceModel):
         SequenceExplanation
             ``contributions[i][t, s]`` is κ_s^t; ``bias[i][t]`` is the readout bias plus the
             propagated initial state; ``logit[i][t]`` is the model's logit, so
-            ``completeness_error`` checks the decomposition (≈1e-6 relative in float32,
-            ≈1e-13 in float64). All positions are explained in one reverse pass.
+            ``completeness_error`` checks the decomposition (float64: ~1e-13; float32:
+            ~1e-7 of the logit scale, more relative to logits that are close to 0). All
+            positions are explained in one reverse pass. ``bias`` merges the readout bias and
+            the propagated initial state; ``module_.decompose`` returns them separately.
         """
         self._check_fitted()
         self._check_method(method, {"inherent"})

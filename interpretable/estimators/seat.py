@@ -36,9 +36,10 @@ from sklearn.utils.validation import check_is_fitted
 from skorch.callbacks import Callback
 from torch import nn
 
-from .._validation import check_targets, check_text_inputs, make_generator
+from .._validation import check_targets, check_text_inputs, check_texts, make_generator
 from ..explanation import TokenExplanation
 from ..nn.attention import AttentionTextModule, lengths_to_mask
+from ..nn.bert_encoder import BertEncoder
 from ..nn.seat import pgd_attention, prediction_divergence, seat_objective, top_k_overlap
 from .attention_text import EXPLAIN_METHODS, AttentionTextClassifier, _trim_collate
 
@@ -175,6 +176,57 @@ class _RobustCriterion(nn.Module):
         return F.cross_entropy(clean, y) + F.cross_entropy(perturbed, y)
 
 
+# ---------------------------------------------------------------------------- BERT inputs
+class _WordPieceEncoder:
+    """Word-piece tokeniser of the bundled MiniLM with the interface of ``TextEncoder`` that
+    the attention classifiers use (``tokenize_many``, ``encode_tokens``, ``index_to_token_``,
+    ``get_state`` / ``from_state``). Texts become ``[CLS] pieces [SEP]``, at most ``max_len``
+    (<= 512) tokens; padding id 0."""
+
+    def __init__(self, max_len=None):
+        self.max_len = min(int(max_len or 512), 512)
+
+    @property
+    def tokenizer(self):
+        if getattr(self, "_tokenizer", None) is None:
+            from transformers import AutoTokenizer
+
+            from ..datasets import load_minilm
+
+            self._tokenizer = AutoTokenizer.from_pretrained(str(load_minilm()),
+                                                            local_files_only=True)
+        return self._tokenizer
+
+    def fit(self, X=None, y=None):
+        vocab = self.tokenizer.get_vocab()
+        self.index_to_token_ = sorted(vocab, key=vocab.get)
+        return self
+
+    def tokenize(self, text: str) -> list:
+        tok = self.tokenizer
+        return [tok.cls_token, *tok.tokenize(text)[: self.max_len - 2], tok.sep_token]
+
+    def tokenize_many(self, X) -> list:
+        return [self.tokenize(t) for t in check_texts(X)]
+
+    def encode_tokens(self, tokenized) -> tuple:
+        lengths = np.array([len(t) for t in tokenized], dtype=np.int64)
+        ids = np.full((len(tokenized), int(lengths.max())), self.tokenizer.pad_token_id, np.int64)
+        for i, tokens in enumerate(tokenized):
+            ids[i, : len(tokens)] = self.tokenizer.convert_tokens_to_ids(tokens)
+        return ids, lengths
+
+    def get_state(self) -> dict:
+        return {"wordpiece": "minilm", "max_len": self.max_len}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "_WordPieceEncoder":
+        return cls(state["max_len"]).fit()
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_tokenizer"}
+
+
 # ---------------------------------------------------------------------------- estimator
 def _check_number(value, name, low=0.0, integer=False, strict=False):
     kind = numbers.Integral if integer else numbers.Real
@@ -222,7 +274,11 @@ class SEATClassifier(AttentionTextClassifier):
     adv_epsilon : float or None
         Perturbation size of the baselines (ℓ2 per sample; default 0.1 on attention weights,
         1.0 on word embeddings).
-    encoder, embeddings, embed_dim, hidden_size, attention_size, freeze_embeddings, dropout,
+    encoder : {"rnn", "lstm", "bilstm", "orthogonal", "minilm"} or nn.Module
+        ``"minilm"``: the bundled MiniLM-L6 (``bert`` extra, word-piece tokens, fine-tuned;
+        ``embeddings`` must be None); a :class:`~interpretable.nn.bert_encoder.BertEncoder`
+        instance (e.g. randomly initialised) works the same way with the MiniLM tokeniser.
+    embeddings, embed_dim, hidden_size, attention_size, freeze_embeddings, dropout,
     lowercase, min_freq, max_vocab, max_len, lr, max_epochs, batch_size, optimizer,
     weight_decay, device, random_state, verbose :
         As in :class:`AttentionTextClassifier` (the vanilla model / baseline training).
@@ -297,14 +353,42 @@ class SEATClassifier(AttentionTextClassifier):
         arch = getattr(self, "architecture_", None)
         return arch if arch is not None else {name: getattr(self, name) for name in _ARCHITECTURE}
 
+    def _is_bert(self) -> bool:
+        spec = self._architecture()["encoder"]
+        return (isinstance(spec, str) and spec == "minilm") or isinstance(spec, BertEncoder)
+
     def _encoder_spec(self):
-        return self._architecture()["encoder"]
+        """``"minilm"``: the bundled MiniLM (pretrained, fine-tuned with the model); a
+        :class:`BertEncoder` instance is copied (e.g. a tiny random one in tests)."""
+        spec = self._architecture()["encoder"]
+        if isinstance(spec, str) and spec == "minilm":
+            from ..datasets import load_minilm
+
+            return BertEncoder.from_pretrained(load_minilm())
+        return copy.deepcopy(spec) if isinstance(spec, BertEncoder) else spec
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if self._is_bert() and self.embeddings is not None:
+            raise ValueError("embeddings must be None with a BERT encoder: it brings its own "
+                             "word-piece embeddings.")
+
+    def _text_encoder(self):
+        if self._is_bert():
+            return _WordPieceEncoder(self.max_len)
+        return super()._text_encoder()
 
     def _build_module(self) -> AttentionTextModule:
         arch, init = self._architecture(), self.embedding_init_
+        spec = self._encoder_spec()
+        if isinstance(spec, BertEncoder):
+            if spec.vocab_size != len(self.encoder_.index_to_token_):
+                raise ValueError(f"the BERT encoder has {spec.vocab_size} word pieces but the "
+                                 f"MiniLM tokeniser {len(self.encoder_.index_to_token_)}.")
+            init = spec.word_embeddings.numpy()
         module = AttentionTextModule(
             vocab_size=len(self.encoder_.index_to_token_), num_classes=self.n_classes_,
-            embed_dim=self.embed_dim_, hidden_size=arch["hidden_size"], encoder=arch["encoder"],
+            embed_dim=self.embed_dim_, hidden_size=arch["hidden_size"], encoder=spec,
             embeddings=None if init is None else torch.from_numpy(init),
             freeze_embeddings=arch["freeze_embeddings"], pair=self.pair_input_,
             dropout=arch["dropout"], attention_size=arch["attention_size"])
@@ -409,7 +493,8 @@ class SEATClassifier(AttentionTextClassifier):
         self.encoder_ = copy.deepcopy(base.encoder_)
         self.embedding_init_ = base.embedding_init_
         arch = {name: getattr(base, name) for name in _ARCHITECTURE}
-        arch["encoder"] = base._encoder_spec()
+        arch["encoder"] = (base._architecture()["encoder"] if isinstance(base, SEATClassifier)
+                           else base._encoder_spec())
         self.architecture_ = arch
         module = copy.deepcopy(base.module_)
         if hasattr(module, "vanilla_attention"):
@@ -443,7 +528,13 @@ class SEATClassifier(AttentionTextClassifier):
         return state
 
     def _set_fitted_state(self, state: dict) -> None:
-        super()._set_fitted_state(state)
+        encoder = state["encoder"]
+        if isinstance(encoder, dict) and "wordpiece" in encoder:
+            super()._set_fitted_state({**state, "encoder": {
+                "params": {}, "index_to_token": []}})
+            self.encoder_ = _WordPieceEncoder.from_state(encoder)
+        else:
+            super()._set_fitted_state(state)
         self.architecture_ = state.get("architecture")
         if state.get("fit_diagnostics") is not None:
             self.fit_diagnostics_ = state["fit_diagnostics"]

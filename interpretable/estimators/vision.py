@@ -37,8 +37,8 @@ class _ImageTransformerClassifier(ClassifierMixin, NeuralEstimator):
     _explain_methods: tuple[str, ...] = ()
 
     def __init__(self, *, patch_size, embed_dim, depth, num_heads, mlp_ratio, stem_channels,
-                 lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state,
-                 verbose):
+                 lr, lr_decay_at, max_epochs, batch_size, optimizer, weight_decay, device,
+                 random_state, verbose):
         super().__init__(lr=lr, max_epochs=max_epochs, batch_size=batch_size,
                          optimizer=optimizer, weight_decay=weight_decay, device=device,
                          random_state=random_state, verbose=verbose)
@@ -48,6 +48,7 @@ class _ImageTransformerClassifier(ClassifierMixin, NeuralEstimator):
         self.num_heads = num_heads
         self.mlp_ratio = mlp_ratio
         self.stem_channels = stem_channels
+        self.lr_decay_at = lr_decay_at
 
     # ------------------------------------------------------------------ subclass hooks
     def _make_module(self, in_channels: int, image_size: tuple, n_classes: int) -> nn.Module:
@@ -88,6 +89,20 @@ class _ImageTransformerClassifier(ClassifierMixin, NeuralEstimator):
                              f"num_heads={self.num_heads}.")
         if not isinstance(self.mlp_ratio, (int, float)) or self.mlp_ratio <= 0:
             raise ValueError(f"mlp_ratio must be a positive number, got {self.mlp_ratio!r}.")
+        if self.lr_decay_at is not None and (not isinstance(self.lr_decay_at, (int, float))
+                                             or not 0 < self.lr_decay_at <= 1):
+            raise ValueError(f"lr_decay_at must be None or a fraction in (0, 1], "
+                             f"got {self.lr_decay_at!r}.")
+
+    def _callbacks(self) -> list:
+        """Learning-rate decay ×0.1 after ``lr_decay_at`` of the epochs (as in the paper)."""
+        if self.lr_decay_at is None:
+            return []
+        from skorch.callbacks import LRScheduler
+
+        milestone = max(1, int(round(self.lr_decay_at * self.max_epochs)))
+        return [("lr_decay", LRScheduler(policy=torch.optim.lr_scheduler.MultiStepLR,
+                                         milestones=[milestone], gamma=0.1))]
 
     # ------------------------------------------------------------------ training
     def fit(self, X, y):
@@ -104,7 +119,8 @@ class _ImageTransformerClassifier(ClassifierMixin, NeuralEstimator):
         self.n_channels_ = X.shape[-1]
         self.image_shape_ = (h, w)
         self._fit_net(self._build_module, self._criterion(), {"x": self._encode(X)},
-                      torch.as_tensor(y_index, dtype=torch.long), seed=seed)
+                      torch.as_tensor(y_index, dtype=torch.long), seed=seed,
+                      callbacks=self._callbacks())
         return self
 
     # ------------------------------------------------------------------ inference
@@ -139,9 +155,10 @@ class _ImageTransformerClassifier(ClassifierMixin, NeuralEstimator):
         return self.classes_[scores.argmax(1)]
 
     # ------------------------------------------------------------------ explanations
-    def _target_index(self, target, n: int, predicted: np.ndarray) -> np.ndarray:
+    def _target_index(self, target, n: int) -> np.ndarray | None:
+        """Class indices of the explained logits (None: the predicted classes)."""
         if target is None:
-            return predicted
+            return None
         target = np.asarray(target)
         if target.ndim == 0:
             target = np.full(n, target.item(), dtype=target.dtype)
@@ -182,14 +199,15 @@ class _ImageTransformerClassifier(ClassifierMixin, NeuralEstimator):
             raise ValueError("by='head' is only available for method='inherent'.")
         images = self._check_X(X)
         encoded = self._encode(images)
-        logits = self._logits(encoded)
-        predicted = logits.argmax(1).numpy()
-        t_index = self._target_index(target, len(encoded), predicted)
+        t_index = self._target_index(target, len(encoded))
         fields = {}
-        if method == "inherent":
+        if method == "inherent":  # one forward + one backward pass per batch
             fields = self._inherent_fields(encoded, t_index, by, batch_size)
             attributions = fields.pop("attributions")
+            predicted, t_index = fields.pop("predicted"), fields.pop("target_index")
         else:
+            predicted = self._logits(encoded).argmax(1).numpy()
+            t_index = predicted if t_index is None else t_index
             attributions = self._attributions(encoded, t_index, method, batch_size).numpy()
         return ImageExplanation(
             attributions=attributions, target=self.classes_[t_index],
@@ -231,6 +249,9 @@ class BcosViTClassifier(_ImageTransformerClassifier):
     logit_bias : float or None
         Fixed logit bias (None: log(p/(1-p)) with p = 1/n_classes, as log(0.01/0.99) for
         ImageNet in the paper).
+    lr_decay_at : float or None
+        The learning rate is divided by 10 after this fraction of ``max_epochs`` (the paper:
+        after 60 of 100 epochs); None keeps it constant.
     lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose :
         see :class:`~interpretable.estimators.base.NeuralEstimator`. Training uses binary
         cross-entropy on sigmoid outputs.
@@ -241,11 +262,12 @@ class BcosViTClassifier(_ImageTransformerClassifier):
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), attention_prior="multiplicative", b=2.0, max_out=2,
                  scale_factor=None, output_scale=1.0, logit_bias=None, *, lr=2e-3,
-                 max_epochs=15, batch_size=32, optimizer="adam", weight_decay=0.0,
-                 device="auto", random_state=None, verbose=0):
+                 lr_decay_at=0.6, max_epochs=15, batch_size=32, optimizer="adam",
+                 weight_decay=0.0, device="auto", random_state=None, verbose=0):
         super().__init__(patch_size=patch_size, embed_dim=embed_dim, depth=depth,
                          num_heads=num_heads, mlp_ratio=mlp_ratio, stem_channels=stem_channels,
-                         lr=lr, max_epochs=max_epochs, batch_size=batch_size,
+                         lr=lr, lr_decay_at=lr_decay_at, max_epochs=max_epochs,
+                         batch_size=batch_size,
                          optimizer=optimizer, weight_decay=weight_decay, device=device,
                          random_state=random_state, verbose=verbose)
         self.attention_prior = attention_prior
@@ -275,20 +297,25 @@ class BcosViTClassifier(_ImageTransformerClassifier):
 
     def _inherent_fields(self, encoded, t_index, by, batch_size) -> dict:
         module, step = self.module_.eval(), batch_size or self.batch_size
-        t_all = torch.as_tensor(t_index, dtype=torch.long)
-        maps, weights, logits, components, names = [], [], [], [], []
+        maps, weights, logits, components, names, targets, predicted = ([] for _ in range(7))
         for start in range(0, len(encoded), step):
             x = encoded[start:start + step].to(self.device_)
-            t = t_all[start:start + step].to(self.device_)
+            t = None if t_index is None else \
+                torch.as_tensor(t_index[start:start + step], dtype=torch.long, device=x.device)
             contrib, w, lg = inherent(module, x, t)
+            t = lg.argmax(1) if t is None else t
             maps.append(contrib.cpu())
             weights.append(w.permute(0, 2, 3, 1).cpu())
             logits.append(lg.gather(1, t[:, None])[:, 0].cpu())
+            targets.append(t.cpu())
+            predicted.append(lg.argmax(1).cpu())
             if by == "head":
                 comp, names = inherent_terms(module, x, t)
                 components.append(comp.cpu())
         logit = torch.cat(logits).double().numpy()
         return {
+            "predicted": torch.cat(predicted).numpy(),
+            "target_index": torch.cat(targets).numpy(),
             "attributions": torch.cat(maps).numpy(),
             "weights": torch.cat(weights).numpy(),
             "logit": logit,
@@ -306,12 +333,13 @@ class ViTClassifier(_ImageTransformerClassifier):
     _explain_methods = tuple(m for m in METHODS if m != "inherent")
 
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
-                 stem_channels=(32,), dropout=0.0, *, lr=2e-3, max_epochs=15, batch_size=32,
-                 optimizer="adam", weight_decay=0.0, device="auto", random_state=None,
-                 verbose=0):
+                 stem_channels=(32,), dropout=0.0, *, lr=2e-3, lr_decay_at=0.6,
+                 max_epochs=15, batch_size=32, optimizer="adam", weight_decay=0.0,
+                 device="auto", random_state=None, verbose=0):
         super().__init__(patch_size=patch_size, embed_dim=embed_dim, depth=depth,
                          num_heads=num_heads, mlp_ratio=mlp_ratio, stem_channels=stem_channels,
-                         lr=lr, max_epochs=max_epochs, batch_size=batch_size,
+                         lr=lr, lr_decay_at=lr_decay_at, max_epochs=max_epochs,
+                         batch_size=batch_size,
                          optimizer=optimizer, weight_decay=weight_decay, device=device,
                          random_state=random_state, verbose=verbose)
         self.dropout = dropout

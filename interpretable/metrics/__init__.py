@@ -9,4 +9,4 @@ from .attention_analysis import (  # noqa: E402,F401
     pos_attention)
 from .isan_analysis import (  # noqa: E402,F401
     bias_similarity, contribution_decay, input_bias_analysis, offsets_vs_bigram,
-    parentheses_state_analysis, readout_bias_vs_unigram)
+    parentheses_state_analysis, readout_bias_vs_unigram, word_context_effects)

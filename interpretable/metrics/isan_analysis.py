@@ -8,6 +8,8 @@
   character) against the empirical bigram distribution ``P(next | c)``.
 * :func:`bias_similarity` — cosine similarity of the input biases in either subspace.
 * :func:`contribution_decay` — mean norm of κ_s^t as a function of the lag ``t - s``.
+* :func:`word_context_effects` — where the previous word's exact contribution decides the
+  next-character prediction (the paper's ``_annual_reve`` → ``n`` example).
 * :func:`parentheses_state_analysis` — how a parentheses-counting ISAN stores the counts in the
   readout vs the computational subspace.
 """
@@ -27,6 +29,7 @@ __all__ = [
     "bias_similarity",
     "contribution_decay",
     "parentheses_state_analysis",
+    "word_context_effects",
 ]
 
 
@@ -262,3 +265,59 @@ def _linear_decoding_accuracy(Z, counts, train, test) -> float:
     coef, *_ = np.linalg.lstsq(A, onehot[train].reshape(-1, onehot.shape[-1]), rcond=None)
     pred = (feats[test].reshape(-1, feats.shape[-1]) @ coef).reshape(-1, n_types, k).argmax(-1)
     return float(np.all(pred == counts[test].reshape(-1, n_types), axis=1).mean())
+
+
+def word_context_effects(model, text: str, max_rest: int = 30, batch_size: int = 256) -> pd.DataFrame:
+    """For every position of ``text``: the prediction with and without the exact contribution
+    of the *previous* word (the word before the one being read).
+
+    The contribution of a word ``w`` to the logits at ``t`` is ``W_ro A_rest b_w``: ``b_w`` is
+    the offset of ``w``'s composed map (its own contribution to the state at its end) and
+    ``A_rest`` the linear part of the composed map of the characters between ``w`` and ``t``.
+    Positions further than ``max_rest`` characters from the previous word are skipped.
+
+    Returns one row per position: ``position``, ``context`` (text up to and including it),
+    ``previous_word``, ``actual`` next character, ``prediction``, ``prediction_without``
+    (previous word's contribution removed), ``contribution`` (to the predicted logit),
+    ``margin_change`` (how much the word raises the predicted logit over the runner-up without
+    it) and ``flips`` (whether removing the word changes the prediction).
+    """
+    from ..estimators.language_model import _check_documents, _pad, split_words
+
+    _check_lm(model)
+    (text,) = _check_documents([text], "text")
+    m = model.module_
+    dev = model.device_
+    ids = torch.as_tensor(model._encode(text))
+    pieces = split_words(text)
+    starts = np.cumsum([0] + [len(p) for p in pieces])
+    with torch.no_grad():
+        logits = m(ids[None].to(dev))[0].double().cpu().numpy()  # (T, O)
+        words, lengths = _pad([model._encode(p) for p in pieces], 0)
+        _, b_word = m.compose(words.to(dev), lengths.to(dev))  # (P, H): own contribution
+    piece_of = np.repeat(np.arange(len(pieces)), [len(p) for p in pieces])
+    rows = []
+    positions = [t for t in range(len(text) - 1)
+                 if piece_of[t] >= 1 and t + 1 - starts[piece_of[t]] <= max_rest]
+    W_ro = m.readout.weight
+    for lo in range(0, len(positions), batch_size):
+        chunk = positions[lo: lo + batch_size]
+        rests = [model._encode(text[starts[piece_of[t]]: t + 1]) for t in chunk]
+        x, n = _pad(rests, 0)
+        with torch.no_grad():
+            A_rest, _ = m.compose(x.to(dev), n.to(dev))
+            prev = b_word[torch.as_tensor(piece_of[chunk] - 1, device=dev)]
+            kappa = (torch.einsum("nhj,nj->nh", A_rest, prev) @ W_ro.T).double().cpu().numpy()
+        for t, k in zip(chunk, kappa):
+            full = logits[t]
+            without = full - k
+            pred, alt = int(full.argmax()), int(without.argmax())
+            runner_up = int(np.argsort(without)[-2]) if alt == pred else alt
+            rows.append({
+                "position": t, "context": text[max(0, t - 40): t + 1],
+                "previous_word": pieces[piece_of[t] - 1], "actual": text[t + 1],
+                "prediction": model.classes_[pred], "prediction_without": model.classes_[alt],
+                "contribution": float(k[pred]),
+                "margin_change": float(k[pred] - k[runner_up]), "flips": pred != alt,
+            })
+    return pd.DataFrame(rows)

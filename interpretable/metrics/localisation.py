@@ -51,8 +51,9 @@ def grid_pointing_game(clf, X, y, grid: int = 2, n_grids: int = 250, method: str
     X, y : candidate images (n, H, W[, C]) and labels; grids are built from the most confidently
     correct images (``n_per_class`` per class, default ``n_grids`` so that each grid can use
     fresh images), resized to the model's input size. Returns the mean score, or
-    ``(mean, scores (n_grids, grid²))`` with ``return_scores``. NaN scores (no positive
-    attribution at all) count as 0.
+    ``(mean, scores (n_grids, grid²))`` with ``return_scores``. A cell explanation without
+    any positive attribution scores 0. The signature ``(clf, X, y)`` makes it usable as a
+    ``scoring=`` callable in ``GridSearchCV`` (e.g. via ``functools.partial`` for options).
     """
     from ..datasets import make_image_grid
 

@@ -24,7 +24,8 @@ def pixel_perturbation(clf, X, y, method: str = "inherent", max_fraction: float 
     Confidence = softmax probability of the true class, its mean normalised to 1 at 0 %;
     curves sampled at ``steps`` equidistant fractions in [0, max_fraction]. Returns the area
     (trapezoidal rule over the fraction axis), or ``(area, curves)`` with ``return_curves``
-    (dict with ``fractions``, ``most_first``, ``least_first``).
+    (dict with ``fractions``, ``most_first``, ``least_first``). Usable as a ``scoring=``
+    callable ``(clf, X, y)``.
     """
     if not 0 < max_fraction <= 1:
         raise ValueError(f"max_fraction must be in (0, 1], got {max_fraction!r}.")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 __all__ = ["OrthogonalLSTM", "RecurrentEncoder", "orthogonal_lstm", "RECURRENT_KINDS"]
@@ -65,7 +66,7 @@ class _OrthogonalLSTMFunction(torch.autograd.Function):
         cells = torch.empty(T + 1, B, H, dtype=xw.dtype, device=xw.device)  # c_{-1} .. c_{T-1}
         hprev = torch.empty(T + 1, B, H, dtype=xw.dtype, device=xw.device)  # recurrent inputs
         sums = torch.empty(T + 1, B, H, dtype=xw.dtype, device=xw.device)   # h̄_t before step t
-        hhat = torch.empty(T, B, H, dtype=xw.dtype, device=xw.device)
+        tanh_c = torch.empty(T, B, H, dtype=xw.dtype, device=xw.device)     # tanh(c_t) (unmasked)
         coefs = torch.empty(T, B, 1, dtype=xw.dtype, device=xw.device)
         out = torch.empty(B, T, H, dtype=xw.dtype, device=xw.device)
         cells[0].zero_()
@@ -79,26 +80,27 @@ class _OrthogonalLSTMFunction(torch.autograd.Function):
             g[:, 2 * H:3 * H].copy_(torch.tanh(z[:, 2 * H:3 * H]))
             i, f, gg, o = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]
             c_new = torch.addcmul(f * cells[t], i, gg)
-            hh = o * torch.tanh(c_new)
+            tc = torch.tanh(c_new, out=tanh_c[t])
+            hh = o * tc
             s = sums[t]
             ss = (s * s).sum(1, keepdim=True)
             coef = torch.where(ss > _EPS, (hh * s).sum(1, keepdim=True) / ss.clamp_min(_EPS),
                                torch.zeros_like(ss))
             h_new = hh - coef * s
             mt = m[:, t]
-            hhat[t] = hh
             coefs[t] = coef
             torch.lerp(cells[t], c_new, mt, out=cells[t + 1])
             torch.lerp(hprev[t], h_new, mt, out=hprev[t + 1])
             y = mt * h_new
             torch.add(s, y, out=sums[t + 1])
             out[:, t] = y
-        ctx.save_for_backward(m, weight_hh, gates, cells, hprev, sums, hhat, coefs)
+        ctx.save_for_backward(m, weight_hh, gates, cells, hprev, sums, tanh_c, coefs)
         return out
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad_out):
-        m, weight_hh, gates, cells, hprev, sums, hhat, coefs = ctx.saved_tensors
+        m, weight_hh, gates, cells, hprev, sums, tanh_c, coefs = ctx.saved_tensors
         T, B, H4 = gates.shape
         H = H4 // 4
         grad_out = grad_out.transpose(0, 1)
@@ -123,12 +125,11 @@ class _OrthogonalLSTMFunction(torch.autograd.Function):
             dcoef = -(dh_new * s).sum(1, keepdim=True) * active
             inv = active / ss.clamp_min(_EPS)
             dhh = dh_new + dcoef * inv * s
-            ds_prev = ds - coef * dh_new + dcoef * inv * (hhat[t] - 2 * coef * s)
-            # hh = o tanh(c_new)
             g = gates[t]
             i, f, gg, o = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]
-            c_new = torch.addcmul(f * cells[t], i, gg)
-            tc = torch.tanh(c_new)
+            tc = tanh_c[t]
+            ds_prev = ds - coef * dh_new + dcoef * inv * (o * tc - 2 * coef * s)
+            # hh = o tanh(c_new)
             dc_new = dc_new + dhh * o * (1 - tc * tc)
             dz = dz_all[t]
             dz[:, :H] = dc_new * gg * i * (1 - i)

@@ -18,10 +18,10 @@ CELLS = ("vanilla", "diversity", "orthogonal")
 
 #: settings per run size; "full" fits in about 20 min on 2 cores with one torch thread
 SETTINGS = {
-    "quick": dict(rt_train=2000, rt_test=500, rt_epochs=3, babi_samples=1000, babi_epochs=6,
-                  analysis=100, permutations=50, ig_steps=20),
-    "full": dict(rt_train=None, rt_test=None, rt_epochs=8, babi_samples=3000, babi_epochs=10,
-                 analysis=500, permutations=100, ig_steps=50),
+    "quick": dict(rt_train=2000, rt_test=500, rt_epochs=3, babi_samples=1500, babi_epochs=12,
+                  babi_lr=3e-3, analysis=100, permutations=50, ig_steps=20),
+    "full": dict(rt_train=None, rt_test=None, rt_epochs=8, babi_samples=3000, babi_epochs=30,
+                 babi_lr=1e-3, analysis=500, permutations=100, ig_steps=50),
 }
 
 
@@ -128,7 +128,8 @@ def run(quick: bool = False, epochs=None, analysis_samples=None, hidden_size=128
                                  dict(embeddings="glove-50", max_epochs=cfg["rt_epochs"]))}
     if not skip_babi:
         tasks["babi1"] = (_babi_split(cfg["babi_samples"], seed),
-                          dict(embeddings=None, embed_dim=50, max_epochs=cfg["babi_epochs"]))
+                          dict(embeddings=None, embed_dim=50, max_epochs=cfg["babi_epochs"],
+                               lr=cfg["babi_lr"]))
     output = {"config": {**cfg, "hidden_size": hidden_size, "seed": seed, "quick": bool(quick)}}
     for task, ((X_train, X_test, y_train, y_test), params) in tasks.items():
         results = {}

@@ -27,6 +27,7 @@ from ..metrics.isan_analysis import (
     offsets_vs_bigram,
     parentheses_state_analysis,
     readout_bias_vs_unigram,
+    word_context_effects,
 )
 from ..nn.char_lstm import lstm_parameter_count
 from ..nn.isan import isan_parameter_count
@@ -80,18 +81,22 @@ def _language_models(cfg, seed, log):
             model.fit(train)
             fit_s = time.perf_counter() - start
             bpc = model.bits_per_char(test)
-            rows.append({"model": name, "budget": H, "hidden_size": model.hidden_size,
-                         "parameters": _n_params(model), "test_bits_per_char": bpc,
-                         "train_loss_bits": model.history_[-1]["train_loss"] / np.log(2),
-                         "fit_seconds": fit_s, "train_chars_per_second": cfg["epochs"] * len(train) / fit_s})
+            rows.append({
+                "model": name, "budget": H, "hidden_size": model.hidden_size,
+                "parameters": _n_params(model), "test_bits_per_char": bpc,
+                "train_loss_bits": model.history_[-1]["train_loss"] / np.log(2),
+                "fit_seconds": fit_s,
+                "train_chars_per_second": cfg["epochs"] * len(train) / fit_s,
+            })
             models[(name, H)] = model
-            log(f"  {name:4s} budget H={H:<4d} hidden={model.hidden_size:<4d} params={rows[-1]['parameters']:>8d} "
-                f"test bits/char={bpc:.3f} ({fit_s:.0f} s)")
+            log(f"  {name:4s} budget H={H:<4d} hidden={model.hidden_size:<4d} "
+                f"params={rows[-1]['parameters']:>8d} test bits/char={bpc:.3f} ({fit_s:.0f} s)")
     large = max(cfg["budgets"])
-    ratio = rows[[r["model"] == "ISAN" and r["budget"] == large for r in rows].index(True)]["test_bits_per_char"] / \
-        rows[[r["model"] == "LSTM" and r["budget"] == large for r in rows].index(True)]["test_bits_per_char"]
-    return {"rows": rows, "train_chars": len(train), "test_chars": len(test),
-            "isan_over_lstm_at_larger_budget": ratio, "within_10_percent": bool(ratio <= 1.10)}, models, train
+    bpc = {(r["model"], r["budget"]): r["test_bits_per_char"] for r in rows}
+    ratio = bpc[("ISAN", large)] / bpc[("LSTM", large)]
+    summary = {"rows": rows, "train_chars": len(train), "test_chars": len(test),
+               "isan_over_lstm_at_larger_budget": ratio, "within_10_percent": bool(ratio <= 1.10)}
+    return summary, models, train
 
 
 def _completeness(model, texts) -> dict:
@@ -139,26 +144,48 @@ def worked_decomposition(model, text: str = WORKED_TEXT, html_path: Path | None 
             "completeness_error": float(exp.completeness_error.max()), "words": table}
 
 
+def _context_effects(model, text: str) -> dict:
+    """Summary of :func:`word_context_effects` and the clearest case where the previous word's
+    contribution turns a wrong prediction into the right one (as ``_annual`` does for
+    ``_reve`` → ``n`` in the paper); ``example_text`` starts three words before that word."""
+    effects = word_context_effects(model, text)
+    good = effects[effects.flips & (effects.prediction == effects.actual)]
+    out = {"positions": len(effects), "flip_share": float(effects.flips.mean()),
+           "correct_flip_share": float(len(good) / max(len(effects), 1)), "example_text": None,
+           "top": []}
+    if len(good):
+        good = good.sort_values("margin_change", ascending=False)
+        out["top"] = [{k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+                      for row in good.head(5).to_dict("records")]
+        t = int(good.iloc[0].position)
+        words = split_words(text[: t + 1])
+        out["example_text"] = "".join(words[-5:]).lstrip()
+    return out
+
+
 def _parentheses(cfg, seed, log):
     kw = dict(n_types=cfg["paren_types"], max_count=5)
     # trained on length-50 sequences, tested on unseen length-100 ones
     X, Y = make_parentheses(cfg["paren_sequences"], 50, random_state=seed, **kw)
     Xt, Yt = make_parentheses(300, 100, random_state=seed + 1000, **kw)
-    model = ISANLanguageModel(hidden_size=cfg["paren_hidden"], loss="squared", max_epochs=cfg["paren_epochs"],
-                              lr=1e-2, batch_size=32, min_count=1, random_state=seed)
+    model = ISANLanguageModel(hidden_size=cfg["paren_hidden"], loss="squared",
+                              max_epochs=cfg["paren_epochs"], lr=1e-2, batch_size=32, min_count=1,
+                              random_state=seed)
     start = time.perf_counter()
     model.fit(X, Y)
     acc = model.score(Xt, Yt)
     analysis = parentheses_state_analysis(model, Xt, Yt, random_state=seed)
-    log(f"  parentheses: {cfg['paren_types']} types, max count 5, length 100: held-out accuracy {acc:.4f} "
-        f"({time.perf_counter() - start:.0f} s)")
-    log(f"    current counts decoded from computational part {analysis['current_counts_from_computational']:.3f}, "
-        f"from readout part {analysis['current_counts_from_readout']:.3f}; delayed counts from readout part "
+    log(f"  parentheses: {cfg['paren_types']} types, max count 5, length 100: held-out accuracy "
+        f"{acc:.4f} ({time.perf_counter() - start:.0f} s)")
+    log("    current counts decoded from computational part "
+        f"{analysis['current_counts_from_computational']:.3f}, from readout part "
+        f"{analysis['current_counts_from_readout']:.3f}; delayed counts from readout part "
         f"{analysis['delayed_counts_from_readout']:.3f}")
-    return {"n_types": cfg["paren_types"], "max_count": 5, "length": 100, "hidden_size": cfg["paren_hidden"],
-            "train_sequences": cfg["paren_sequences"], "train_length": 50, "heldout_accuracy": acc,
-            "target_99_percent": bool(acc >= 0.99), "readout_basis_analysis": analysis,
-            "completeness_float32": float(model.explain(Xt[:5], target=0).completeness_error.max())}
+    completeness = model.explain(Xt[:5], target=0).completeness_error.max()
+    return {"n_types": cfg["paren_types"], "max_count": 5, "length": 100,
+            "hidden_size": cfg["paren_hidden"], "train_sequences": cfg["paren_sequences"],
+            "train_length": 50, "heldout_accuracy": acc, "target_99_percent": bool(acc >= 0.99),
+            "readout_basis_analysis": analysis, "completeness_float32": float(completeness)}
 
 
 def _ngram_analyses(model, train) -> dict:
@@ -166,20 +193,25 @@ def _ngram_analyses(model, train) -> dict:
     _, bias_corr = input_bias_analysis(model, sample)
     uni = readout_bias_vs_unigram(model, sample)
     _, bigram = offsets_vs_bigram(model, sample)
-    decay = contribution_decay(model, [train[i: i + 200] for i in range(0, 2000, 200)], max_lag=30)
+    chunks = [train[i: i + 200] for i in range(0, 2000, 200)]
+    decay = contribution_decay(model, chunks, max_lag=30)
     return {
         "input_bias_norm_correlations": bias_corr,
         "readout_bias_vs_unigram": {k: uni[k] for k in ("pearson", "kl_bits", "kl_uniform_bits")},
         "offsets_vs_bigram": bigram,
-        "contribution_norm_by_lag": {int(r.lag): float(r.mean_norm) for r in decay.itertuples() if r.lag in (0, 1, 2, 5, 10, 20, 30)},
+        "contribution_norm_by_lag": {int(r.lag): float(r.mean_norm) for r in decay.itertuples()
+                                     if r.lag in (0, 1, 2, 5, 10, 20, 30)},
     }
 
 
-def run(quick: bool = False, train_chars=None, test_chars=None, epochs=None, budgets=None, seed: int = 0) -> dict:
+def run(quick: bool = False, train_chars=None, test_chars=None, epochs=None, budgets=None,
+        seed: int = 0) -> dict:
     """Run the reproduction; returns the results dict (also printed as it goes)."""
     torch.set_num_threads(1)
     cfg = dict(QUICK if quick else FULL)
-    for k, v in (("train_chars", train_chars), ("test_chars", test_chars), ("epochs", epochs), ("budgets", budgets)):
+    options = {"train_chars": train_chars, "test_chars": test_chars, "epochs": epochs,
+               "budgets": budgets}
+    for k, v in options.items():
         if v is not None:
             cfg[k] = tuple(v) if k == "budgets" else v
     log = lambda s: print(s, flush=True)  # noqa: E731
@@ -188,34 +220,48 @@ def run(quick: bool = False, train_chars=None, test_chars=None, epochs=None, bud
     lm, models, train = _language_models(cfg, seed, log)
     large = models[("ISAN", max(cfg["budgets"]))]
     log("(b) worked decomposition")
-    worked = worked_decomposition(large, html_path=RESULTS_DIR / "isan_decomposition.html")
+    effects = _context_effects(large, load_shakespeare("test")[:4000])
+    log(f"    previous word decides the prediction at {effects['flip_share']:.1%} of positions "
+        f"({effects['correct_flip_share']:.1%} flips to the right character)")
+    worked = worked_decomposition(large, effects["example_text"] or WORKED_TEXT,
+                                  html_path=RESULTS_DIR / "isan_decomposition.html")
+    worked["context_effects"] = effects
+    log(f"    example {worked['text']!r} -> {worked['prediction']!r}")
     for row in worked["words"]:
         log(f"    {row['word']!r:16s} contribution {row['contribution_to_prediction']:+.3f}  "
             f"prediction without it: {row['prediction_without_word']!r}")
     completeness = _completeness(large, [load_shakespeare("test")[:500], WORKED_TEXT])
-    log("    completeness (max relative per logit / relative to logit scale): float32 "
-        f"{completeness['float32_max_relative']:.1e} / {completeness['float32_relative_to_scale']:.1e}, "
-        f"float64 {completeness['float64_max_relative']:.1e} / {completeness['float64_relative_to_scale']:.1e}")
+    log("    completeness (max relative per logit / relative to logit scale): " + ", ".join(
+        f"{p} {completeness[p + '_max_relative']:.1e} / {completeness[p + '_relative_to_scale']:.1e}"
+        for p in ("float32", "float64")))
     log("(c) parentheses counting")
     paren = _parentheses(cfg, seed, log)
     log("(d) n-gram analyses")
     ngram = _ngram_analyses(large, train)
-    log(f"    softmax(b_ro) vs unigram: pearson {ngram['readout_bias_vs_unigram']['pearson']:.3f}; offsets vs bigram "
-        f"pearson {ngram['offsets_vs_bigram']['pearson_offset']:.3f} (unigram {ngram['offsets_vs_bigram']['pearson_unigram']:.3f})")
-    return {"config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()}, "quick": quick,
-            "seed": seed, "language_model": lm, "worked_decomposition": worked, "completeness": completeness,
-            "parentheses": paren, "ngram": ngram, "seconds": time.perf_counter() - start}
+    bigram = ngram["offsets_vs_bigram"]
+    log(f"    softmax(b_ro) vs unigram: pearson {ngram['readout_bias_vs_unigram']['pearson']:.3f}; "
+        f"offsets vs bigram pearson {bigram['pearson_offset']:.3f} "
+        f"(unigram {bigram['pearson_unigram']:.3f})")
+    return {"config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
+            "quick": quick, "seed": seed, "language_model": lm, "worked_decomposition": worked,
+            "completeness": completeness, "parentheses": paren, "ngram": ngram,
+            "seconds": time.perf_counter() - start}
 
 
 def demo():
     """A tiny ISAN on a slice of Shakespeare and its exact word-level explanation (< 60 s)."""
     torch.set_num_threads(1)
     text = load_shakespeare("train")[:60_000]
-    lm = ISANLanguageModel(hidden_size=32, max_epochs=3, batch_size=16, lr=1e-2, random_state=0).fit(text)
-    print(f"ISAN (H=32) on 60k characters: {lm.bits_per_char(load_shakespeare('test')[:5000]):.2f} bits/char")
-    exp = lm.explain("the king is dead", target="actual", level="word")
+    lm = ISANLanguageModel(hidden_size=32, max_epochs=3, batch_size=16, lr=1e-2, random_state=0)
+    lm.fit(text)
+    test_bpc = lm.bits_per_char(load_shakespeare("test")[:5000])
+    print(f"ISAN (H=32) on 60k characters: {test_bpc:.2f} bits/char on held-out plays")
+    exp = lm.explain("the king is dea", target="predicted", level="word")
     frame = exp.to_frame()
-    last = frame[frame.step == frame.step.max()]
+    last = frame[frame.step == frame.step.max()].copy()
+    for col in ("token", "target", "prediction"):
+        last[col] = last[col].map(repr)
+    print("contribution of each word to the logit of the predicted next character:")
     print(last[["token", "step", "target", "attribution", "prediction"]].to_string(index=False))
     print(f"completeness error (relative): {exp.completeness_error.max():.2e}")
     print("sample:", repr(lm.generate("KING:", n_chars=60, temperature=0.7, random_state=0)))

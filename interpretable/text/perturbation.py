@@ -64,7 +64,7 @@ class SynonymSubstitution(TransformerMixin, BaseEstimator):
                 "vectors must be 'glove-50' or a gensim KeyedVectors, got "
                 f"{type(self.vectors).__name__}."
             )
-        self._neighbours = {}
+        self._neighbours, self._normed = {}, None
         return self
 
     def __sklearn_tags__(self):
@@ -73,18 +73,30 @@ class SynonymSubstitution(TransformerMixin, BaseEstimator):
         tags.input_tags.two_d_array = False
         return tags
 
-    def _neighbour(self, word: str) -> str | None:
+    def _find_neighbours(self, words) -> None:
+        """Nearest usable neighbour of every new word, batched: one cosine-similarity matrix
+        product per chunk of words against the (first ``restrict_vocab``) vectors."""
         cache = self.__dict__.setdefault("_neighbours", {})
-        if word not in cache:
-            cache[word] = None
-            if word in self.vectors_.key_to_index:
-                for candidate, _ in self.vectors_.most_similar(
-                    word, topn=25, restrict_vocab=self.restrict_vocab
-                ):
-                    if _is_content(candidate) and candidate != word:
-                        cache[word] = candidate
-                        break
-        return cache[word]
+        kv = self.vectors_
+        new = sorted({w for w in words if w not in cache and w in kv.key_to_index})
+        cache.update({w: None for w in words if w not in kv.key_to_index})
+        if not new:
+            return
+        if getattr(self, "_normed", None) is None:
+            limit = len(kv.index_to_key) if self.restrict_vocab is None else self.restrict_vocab
+            vectors = np.asarray(kv.vectors[:limit], dtype=np.float32)
+            self._normed = vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-12)
+        normed, keys = self._normed, kv.index_to_key
+        topn = min(25, len(normed))
+        for start in range(0, len(new), 512):
+            chunk = new[start:start + 512]
+            q = np.stack([kv[w] for w in chunk]).astype(np.float32)
+            sims = (q / np.linalg.norm(q, axis=1, keepdims=True).clip(1e-12)) @ normed.T
+            best = np.argpartition(-sims, topn - 1, axis=1)[:, :topn]
+            order = np.take_along_axis(sims, best, 1).argsort(1)[:, ::-1]
+            for word, row in zip(chunk, np.take_along_axis(best, order, 1)):
+                cache[word] = next((keys[j] for j in row
+                                    if keys[j] != word and _is_content(keys[j])), None)
 
     def substitute(self, X) -> tuple[list[str], list[np.ndarray]]:
         """Perturb texts; returns ``(texts, positions)``, ``positions[i]`` the sorted indices of
@@ -92,22 +104,20 @@ class SynonymSubstitution(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "vectors_")
         X = check_texts(X)
         rng = check_random_state(self.random_state)
+        spans = [list(_TOKENIZER.span_tokenize(text)) for text in X]
+        words = [[text[a:b].lower() for a, b in sp] for text, sp in zip(X, spans)]
+        self._find_neighbours({w for ws in words for w in ws if _is_content(w)})
         out, positions = [], []
-        for text in X:
-            spans = list(_TOKENIZER.span_tokenize(text))
-            candidates = []
-            for i, (a, b) in enumerate(spans):
-                token = text[a:b]
-                if _is_content(token.lower()) and self._neighbour(token.lower()) is not None:
-                    candidates.append(i)
+        for text, sp, ws in zip(X, spans, words):
+            candidates = [i for i, w in enumerate(ws)
+                          if _is_content(w) and self._neighbours.get(w) is not None]
             chosen = np.sort(rng.choice(candidates, min(self.n_words, len(candidates)),
                                         replace=False)) if candidates else np.zeros(0, int)
             pieces, last = [], 0
             for i in chosen:
-                a, b = spans[i]
-                token = text[a:b]
-                new = self._neighbour(token.lower())
-                if token[0].isupper():
+                a, b = sp[i]
+                new = self._neighbours[ws[i]]
+                if text[a].isupper():
                     new = new[0].upper() + new[1:]
                 pieces += [text[last:a], new]
                 last = b
