@@ -23,6 +23,13 @@ def test_encoder_round_trip_and_padding():
     assert np.array_equal((enc.transform(["a b c", "d"]) != PAD).sum(1), [3, 1])
 
 
+def test_tokenize_splits_sentences():
+    enc = TextEncoder()
+    assert enc.tokenize("Mary went to the garden. John moved to the kitchen.") == [
+        "mary", "went", "to", "the", "garden", ".", "john", "moved", "to", "the", "kitchen", "."]
+    assert enc.tokenize("Wow! Really? yes.") == ["wow", "!", "really", "?", "yes", "."]
+
+
 def test_encoder_options():
     texts = ["a a a b b c", "a b d"]
     enc = TextEncoder(min_freq=2).fit(texts)

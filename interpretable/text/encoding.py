@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -17,6 +18,9 @@ __all__ = ["TextEncoder", "PAD", "UNK", "PAD_TOKEN", "UNK_TOKEN"]
 PAD, UNK = 0, 1
 PAD_TOKEN, UNK_TOKEN = "<pad>", "<unk>"
 _TOKENIZER = NLTKWordTokenizer()
+# NLTKWordTokenizer splits off only a text's final period; split sentences first (a light
+# rule instead of punkt, whose data files are not available offline).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 class TextEncoder(TransformerMixin, BaseEstimator):
@@ -60,7 +64,7 @@ class TextEncoder(TransformerMixin, BaseEstimator):
         """Tokens of one text as the model sees them (lower-cased, truncated to ``max_len``)."""
         if self.lowercase:
             text = text.lower()
-        tokens = _TOKENIZER.tokenize(text)
+        tokens = [tok for sentence in _SENTENCE_END.split(text) for tok in _TOKENIZER.tokenize(sentence)]
         return tokens[: self.max_len] if self.max_len else tokens
 
     def tokenize_many(self, X) -> list[list[str]]:
