@@ -45,6 +45,34 @@ def _embedding_bag():
     return EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
 
 
+def _diversity(cell):
+    def make():
+        from interpretable import DiversityLSTMClassifier
+
+        return DiversityLSTMClassifier(cell=cell, embed_dim=8, hidden_size=8, max_epochs=2,
+                                       random_state=0)
+    return make
+
+
+def _babi(n=48):
+    from interpretable.datasets import make_babi_task1
+
+    data = make_babi_task1(n, n_sentences=(2, 3), random_state=0)
+    return data.data, data.target, data.data[:5]
+
+
+def _attention_text_pairs():
+    from interpretable import AttentionTextClassifier
+
+    return AttentionTextClassifier(encoder="bilstm", embed_dim=8, hidden_size=8, max_epochs=2,
+                                   random_state=0)
+
+
 CASES = [
     Case("EmbeddingBagClassifier", _embedding_bag, _sentiment, "text"),
+    Case("DiversityLSTMClassifier-vanilla", _diversity("vanilla"), _sentiment, "text"),
+    Case("DiversityLSTMClassifier-diversity", _diversity("diversity"), _sentiment, "text",
+         {"method": "integrated_gradients", "n_steps": 8}),
+    Case("DiversityLSTMClassifier-orthogonal", _diversity("orthogonal"), _sentiment, "text"),
+    Case("AttentionTextClassifier-pairs", _attention_text_pairs, _babi, "pairs"),
 ]
