@@ -21,6 +21,7 @@ class Case:
     data: Callable
     kind: str
     explain_kwargs: dict = field(default_factory=dict)
+    explains: bool = True  # False for plain baselines without an explain method
 
     def __str__(self):
         return self.name
@@ -68,6 +69,25 @@ def _attention_text_pairs():
                                    random_state=0)
 
 
+def _shakespeare_lines():
+    text = ("to be or not to be that is the question whether tis nobler in the mind to suffer "
+            "the slings and arrows of outrageous fortune ") * 4
+    lines = [text[i:i + 60] for i in range(0, len(text) - 60, 30)]
+    return lines, None, ["to be or no", "the slings a"]
+
+
+def _isan():
+    from interpretable import ISANLanguageModel
+
+    return ISANLanguageModel(hidden_size=8, max_epochs=2, seq_len=20, random_state=0)
+
+
+def _lstm_lm():
+    from interpretable import LSTMLanguageModel
+
+    return LSTMLanguageModel(hidden_size=8, max_epochs=2, seq_len=20, random_state=0)
+
+
 CASES = [
     Case("EmbeddingBagClassifier", _embedding_bag, _sentiment, "text"),
     Case("DiversityLSTMClassifier-vanilla", _diversity("vanilla"), _sentiment, "text"),
@@ -75,4 +95,6 @@ CASES = [
          {"method": "integrated_gradients", "n_steps": 8}),
     Case("DiversityLSTMClassifier-orthogonal", _diversity("orthogonal"), _sentiment, "text"),
     Case("AttentionTextClassifier-pairs", _attention_text_pairs, _babi, "pairs"),
+    Case("ISANLanguageModel", _isan, _shakespeare_lines, "chars"),
+    Case("LSTMLanguageModel", _lstm_lm, _shakespeare_lines, "chars", explains=False),
 ]

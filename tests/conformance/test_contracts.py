@@ -87,10 +87,11 @@ def test_refit_same_random_state_is_identical(fitted_case):
     again = clone(est)
     again.fit(X, y) if y is not None else again.fit(X)
     np.testing.assert_array_equal(again.predict_proba(X_test), est.predict_proba(X_test))
-    np.testing.assert_array_equal(
-        _explain_arrays(again.explain(X_test, **case.explain_kwargs)),
-        _explain_arrays(est.explain(X_test, **case.explain_kwargs)),
-    )
+    if case.explains:
+        np.testing.assert_array_equal(
+            _explain_arrays(again.explain(X_test, **case.explain_kwargs)),
+            _explain_arrays(est.explain(X_test, **case.explain_kwargs)),
+        )
 
 
 def test_pickle_and_save_load_round_trip(fitted_case, tmp_path):
@@ -100,10 +101,11 @@ def test_pickle_and_save_load_round_trip(fitted_case, tmp_path):
     np.testing.assert_array_equal(restored.predict_proba(X_test), expected)
     loaded = type(est).load(est.save(tmp_path / "model"))
     np.testing.assert_array_equal(loaded.predict_proba(X_test), expected)
-    np.testing.assert_array_equal(
-        _explain_arrays(loaded.explain(X_test, **case.explain_kwargs)),
-        _explain_arrays(est.explain(X_test, **case.explain_kwargs)),
-    )
+    if case.explains:
+        np.testing.assert_array_equal(
+            _explain_arrays(loaded.explain(X_test, **case.explain_kwargs)),
+            _explain_arrays(est.explain(X_test, **case.explain_kwargs)),
+        )
     assert not any(p.suffix in (".pkl", ".pickle", ".pt") for p in (tmp_path / "model").iterdir())
 
 
