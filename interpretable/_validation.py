@@ -81,9 +81,9 @@ def check_text_inputs(X, what: str = "X") -> tuple[list[str], list[str] | None]:
     The kind is decided by the first sample and must be the same for all samples.
     """
     X = _as_list(X, what)
-    if isinstance(X[0], (str, bytes)):
-        return check_texts(X, what), None
-    return check_pairs(X, what)
+    if isinstance(X[0], (tuple, list)):
+        return check_pairs(X, what)
+    return check_texts(X, what), None
 
 
 def check_images(X, *, channels: int | None = None, what: str = "X") -> np.ndarray:

@@ -1,0 +1,107 @@
+"""One table of bad inputs, run against every estimator whose input kind it concerns.
+
+Each row: (kind(s), stage, description, call, expected error, message regex). ``stage`` is
+"fit" (on a fresh estimator) or "fitted" (on the fitted one). Rows marked ``ok`` document a
+handling instead of an error (e.g. unseen words map to the unknown token).
+"""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from .cases import CASES
+
+LONG_TEXT = " ".join(["word"] * 10_000)
+
+
+def _y_bad(y, kind):
+    return y
+
+
+TEXT_ROWS = [
+    # fit-time
+    ("fit", "empty list", lambda e, X, y: e.fit([], []), ValueError, "empty"),
+    ("fit", "empty string", lambda e, X, y: e.fit(X[:-1] + [""], y), ValueError, "empty"),
+    ("fit", "whitespace-only string", lambda e, X, y: e.fit(X[:-1] + ["  \t"], y), ValueError, "whitespace"),
+    ("fit", "non-str item", lambda e, X, y: e.fit(X[:-1] + [42], y), TypeError, "str"),
+    ("fit", "bytes item", lambda e, X, y: e.fit(X[:-1] + [b"abc"], y), TypeError, "bytes|decode"),
+    ("fit", "a single str instead of a list", lambda e, X, y: e.fit("great movie", y), TypeError, "list"),
+    ("fit", "mismatched X/y lengths", lambda e, X, y: e.fit(X, y[:-1]), ValueError, "samples"),
+    ("fit", "single class in y", lambda e, X, y: e.fit(X, np.full(len(X), y[0])), ValueError, "single class"),
+    ("fit", "NaN in y", lambda e, X, y: e.fit(X, np.r_[np.zeros(len(X) - 1), np.nan]), ValueError, "NaN"),
+    ("fit", "None in y", lambda e, X, y: e.fit(X, list(y[:-1]) + [None]), ValueError, "missing"),
+    ("fit", "2-d y", lambda e, X, y: e.fit(X, np.c_[y, y]), ValueError, "one-dimensional"),
+    # predict-time
+    ("fitted", "empty list", lambda e, X, y: e.predict([]), ValueError, "empty"),
+    ("fitted", "empty string", lambda e, X, y: e.predict([""]), ValueError, "empty"),
+    ("fitted", "non-str item", lambda e, X, y: e.predict([None]), TypeError, "str"),
+    ("fitted", "bytes item", lambda e, X, y: e.explain([b"x"]), TypeError, "bytes|decode"),
+    ("fitted", "unseen labels in score", lambda e, X, y: e.score(X[:2], ["zzz", "yyy"]), ValueError, "not seen"),
+    ("fitted", "unknown explain method", lambda e, X, y: e.explain(X[:1], method="nope"), ValueError, "method"),
+    ("fitted", "unknown explain target", lambda e, X, y: e.explain(X[:1], target="zzz"), ValueError, "not seen"),
+    ("fitted", "unseen words (handled: <unk>)", lambda e, X, y: e.predict(["qwertyuiop zxcvbnm"]), None, None),
+    ("fitted", "10k-token text (handled)", lambda e, X, y: e.predict([LONG_TEXT]), None, None),
+]
+
+PAIR_ROWS = [
+    ("fit", "malformed pair (3 items)", lambda e, X, y: e.fit([X[0] + ("extra",)] + X[1:], y), ValueError, "pair"),
+    ("fit", "pair with empty query", lambda e, X, y: e.fit([(X[0][0], "")] + X[1:], y), ValueError, "empty"),
+    ("fit", "mixed pairs and plain texts", lambda e, X, y: e.fit(X[:-1] + ["plain text"], y), ValueError, "pair"),
+    ("fitted", "plain texts to a pair model", lambda e, X, y: e.predict(["plain text"]), ValueError, "pairs"),
+]
+
+CHAR_ROWS = [
+    ("fit", "empty list", lambda e, X, y: e.fit([]), ValueError, "empty"),
+    ("fit", "empty string", lambda e, X, y: e.fit(""), ValueError, "empty"),
+    ("fit", "non-str", lambda e, X, y: e.fit(123), TypeError, "str"),
+    ("fit", "non-str item", lambda e, X, y: e.fit(X[:-1] + [3.5]), TypeError, "str"),
+    ("fit", "bytes", lambda e, X, y: e.fit([b"abc"]), TypeError, "bytes|decode|str"),
+    ("fit", "empty alphabet (min_count too high)",
+     lambda e, X, y: e.set_params(min_count=10**9).fit(X), ValueError, "alphabet"),
+    ("fitted", "empty list", lambda e, X, y: e.predict_proba([]), ValueError, "empty"),
+    ("fitted", "non-str item", lambda e, X, y: e.predict_proba([None]), TypeError, "str"),
+    ("fitted", "unseen characters (handled: unknown symbol)", lambda e, X, y: e.predict_proba(["日本語 ☃"]), None, None),
+]
+
+ROWS_BY_KIND = {"text": TEXT_ROWS, "pairs": PAIR_ROWS, "chars": CHAR_ROWS}
+
+
+def _params():
+    for case in CASES:
+        for row in ROWS_BY_KIND.get(case.kind, []):
+            yield pytest.param(case, row, id=f"{case.name}-{row[0]}-{row[1]}")
+
+
+_FITTED = {}
+
+
+def _fitted(case):
+    if case.name not in _FITTED:
+        X, y, _ = case.data()
+        est = case.make()
+        _FITTED[case.name] = est.fit(X, y) if y is not None else est.fit(X)
+    return _FITTED[case.name]
+
+
+@pytest.mark.parametrize("case, row", list(_params()))
+def test_bad_input(case, row):
+    stage, description, call, error, match = row
+    X, y, _ = case.data()
+    X = list(X)
+    if stage == "fit":
+        est = clone(case.make())
+    else:
+        est = _fitted(case)
+        if not hasattr(est, "explain") and "explain" in description:
+            pytest.skip("no explain method")
+    if error is None:
+        call(est, X, y)
+        return
+    with pytest.raises(error, match=match):
+        call(est, X, y)
+
+
+def test_rows_tried_per_estimator():
+    """Keep a record of how many bad inputs each estimator is checked against."""
+    counts = {case.name: len(ROWS_BY_KIND.get(case.kind, [])) for case in CASES}
+    assert all(n >= 4 for n in counts.values()), counts
