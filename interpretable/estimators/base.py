@@ -46,20 +46,40 @@ class TrainingDivergedError(RuntimeError):
 
 
 class _DivergenceGuard(Callback):
-    """Snapshot the weights at every epoch start; on a non-finite loss restore them and stop."""
+    """Keep a snapshot of the last finite weights (taken at each epoch start); when the loss
+    or the weights stop being finite, restore it and stop with :class:`TrainingDivergedError`.
+
+    The loss is computed before the optimizer step, so the weights are checked too: a step can
+    make them non-finite after a batch whose loss was still finite.
+    """
+
+    def on_train_begin(self, net, **kwargs):
+        self._snapshot = None
+
+    def _weights_finite(self, net) -> bool:
+        return all(torch.isfinite(p).all() for p in net.module_.parameters())
+
+    def _diverged(self, net, reason: str):
+        if self._snapshot is not None:
+            net.module_.load_state_dict(self._snapshot)
+        raise TrainingDivergedError(
+            f"training diverged in epoch {len(net.history)} ({reason}); the last finite weights "
+            "(from the start of an epoch) were restored. Lower the learning rate `lr`."
+        )
 
     def on_epoch_begin(self, net, **kwargs):
+        if not self._weights_finite(net):
+            self._diverged(net, "the weights became non-finite")
         self._snapshot = copy.deepcopy(net.module_.state_dict())
 
     def on_batch_end(self, net, batch=None, training=False, loss=None, **kwargs):
         loss = float(loss.detach()) if loss is not None else float("nan")
         if training and not math.isfinite(loss):
-            net.module_.load_state_dict(self._snapshot)
-            epoch = len(net.history)
-            raise TrainingDivergedError(
-                f"training diverged in epoch {epoch} (loss={loss}); the weights from the start "
-                "of that epoch were restored. Lower the learning rate `lr`."
-            )
+            self._diverged(net, f"loss={loss}")
+
+    def on_train_end(self, net, **kwargs):
+        if not self._weights_finite(net):
+            self._diverged(net, "the weights became non-finite")
 
 
 class TrainingNet(NeuralNet):
