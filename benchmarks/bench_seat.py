@@ -57,7 +57,7 @@ def metric_times(clf, n_texts):
         "embedding_stability_adversarial": lambda: embedding_stability(clf, X, kind="adversarial"),
         "comprehensiveness": lambda: comprehensiveness(clf, X),
         "sufficiency": lambda: sufficiency(clf, X),
-        "sensitivity": lambda: sensitivity(clf, X, n_search=6),
+        "sensitivity": lambda: sensitivity(clf, X, n_search=5),
     }
     out = {}
     for name, call in calls.items():
@@ -74,7 +74,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--pgd-steps", dest="pgd_steps", type=int, default=5)
     parser.add_argument("--hidden-size", dest="hidden_size", type=int, default=128)
-    parser.add_argument("--metric-texts", dest="metric_texts", type=int, default=500)
+    parser.add_argument("--metric-texts", dest="metric_texts", type=int, default=200)
     args = parser.parse_args()
     torch.set_num_threads(1)
     results = {"settings": vars(args), "machine": platform.platform(), "encoders": {}}

@@ -11,7 +11,7 @@ from interpretable import BcosViTClassifier
 from interpretable.metrics import grid_pointing_game, pixel_perturbation
 from interpretable.reproduce.bcos_vit import split
 
-torch.set_num_threads(2)
+torch.set_num_threads(1)  # predictable on shared machines; raise on a free one
 X_train, X_test, y_train, y_test = split()
 clf = BcosViTClassifier(patch_size=4, embed_dim=64, depth=4, num_heads=4,
                         attention_prior="multiplicative", max_epochs=3, lr=2e-3, batch_size=32,

@@ -1,6 +1,6 @@
 """Diversity LSTM attention on Rotten Tomatoes: fit, explain, and check faithfulness.
 
-    python examples/diversity_lstm.py            # about 2 minutes on 2 CPU cores
+    python examples/diversity_lstm.py            # under a minute on 2 CPU cores
 
 1. fits a vanilla and a Diversity LSTM (GloVe-50 init) on 4,000 review snippets;
 2. shows the Diversity LSTM's attention explanation as a table and writes an HTML heat map;

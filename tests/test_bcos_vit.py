@@ -63,6 +63,18 @@ def test_inherent_explanation_is_complete(bcos, digits):
     assert len(frame) == 6 * 64 and set(frame["method"]) == {"inherent"}
 
 
+def test_float64_explanation_is_exact_to_machine_precision(bcos, digits):
+    X, _ = digits
+    exp = bcos.explain(X[:8], dtype="float64")
+    assert exp.completeness_error.max() < 1e-9
+    np.testing.assert_allclose(exp.attributions, bcos.explain(X[:8]).attributions,
+                               rtol=1e-3, atol=1e-5)
+    with pytest.raises(ValueError, match="dtype"):
+        bcos.explain(X[:2], dtype="int8")
+    with pytest.raises(ValueError, match="dtype"):
+        bcos.explain(X[:2], method="rollout", dtype="float64")
+
+
 def test_explain_other_target_and_by_head(bcos, digits):
     X, _ = digits
     exp = bcos.explain(X[:4], target=3, by="head")

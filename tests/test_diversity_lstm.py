@@ -1,5 +1,4 @@
 """Orthogonal LSTM cell and DiversityLSTMClassifier."""
-import numpy as np
 import pytest
 import torch
 from sklearn.base import clone
@@ -12,6 +11,15 @@ from interpretable.nn.recurrent import OrthogonalLSTM, _orthogonal_lstm_referenc
 
 SMALL = dict(embed_dim=12, hidden_size=12, batch_size=16, lr=1e-2, device="cpu")
 MASK = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]], dtype=torch.bool)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny models run fastest on one thread (and do not thrash a shared machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def test_orthogonal_cell_is_orthogonal_to_sum_of_previous_states():
@@ -76,8 +84,13 @@ def test_cell_selects_encoder(fits):
     assert isinstance(fits["vanilla"].module_.encoder.rnn, torch.nn.LSTM)
 
 
-def test_estimator_contracts(fits, sentiment_data):
+def test_estimator_contracts(fits, sentiment_data, tmp_path):
     X, y = sentiment_data
+    fits["orthogonal"].save(tmp_path / "ortho")
+    loaded = DiversityLSTMClassifier.load(tmp_path / "ortho", device="cpu")
+    assert loaded.cell == "orthogonal"
+    torch.testing.assert_close(torch.from_numpy(loaded.predict_proba(X[:8])),
+                               torch.from_numpy(fits["orthogonal"].predict_proba(X[:8])))
     est = clone(fits["diversity"])
     assert est.get_params()["cell"] == "diversity" and est.get_params()["diversity_weight"] == 0.5
     assert "encoder" not in est.get_params()

@@ -70,7 +70,8 @@ def test_erasure_metrics_rank_explanations(model, texts):
     assert suff_good.summary["aopc"] < suff_bad.summary["aopc"] - 0.2
     assert list(comp_good.frame.columns) == ["sample", "k=0.1", "k=0.3", "aopc"]
     assert len(comp_good.frame) == len(texts)
-    np.testing.assert_allclose(comp_good.frame.aopc, comp_good.frame[["k=0.1", "k=0.3"]].mean(axis=1))
+    np.testing.assert_allclose(comp_good.frame.aopc,
+                               comp_good.frame[["k=0.1", "k=0.3"]].mean(axis=1))
     # the model's own attention is a method like any other
     for method in ("attention", "gradient"):
         res = sufficiency(model, texts, method=method, fractions=fr)
@@ -230,3 +231,31 @@ def test_bad_input(model, texts, sentiment_data):
         make_stability_scorer(quantity="kl")
     with pytest.raises(ValueError, match="empty"):
         sufficiency(model, [])
+
+
+def test_evaluation_runs_without_dropout(sentiment_data, texts):
+    """The public SEAT code leaves dropout on while evaluating; here every metric and the SEAT
+    phase run the module in eval mode, so repeated evaluations agree exactly."""
+    X, y = sentiment_data
+    clf = SEATClassifier(encoder="rnn", dropout=0.5, pgd_steps=2, **{**SMALL, "max_epochs": 3})
+    clf.fit(X, y)
+    clf.module_.train()  # even if someone left the module in training mode
+    zero = embedding_stability(clf, texts, radius=0.0)
+    np.testing.assert_allclose(zero.frame[["jsd", "tvd"]], 0.0, atol=1e-12)
+    a = sufficiency(clf, texts, fractions=(0.2,)).frame
+    b = sufficiency(clf, texts, fractions=(0.2,)).frame
+    assert a.equals(b)
+    # the SEAT phase computes w, y(x, w) and the PGD attack without dropout
+    from interpretable.estimators.seat import _SEATTrainer
+
+    trainer = _SEATTrainer(clf.module_, clf.module_.vanilla_attention, 0.1, 2, None, "l2",
+                           "bce", 0).train()
+    assert not any(m.training for m in trainer.modules())
+
+
+def test_word_pieces_merge_into_words():
+    from interpretable.metrics.stability import _merge_word_pieces
+
+    merged = _merge_word_pieces(["[CLS]", "un", "##watch", "##able", "film", "[SEP]"],
+                                np.array([0.1, 0.2, 0.3, 0.1, 0.2, 0.1]))
+    np.testing.assert_allclose(merged, [0.1, 0.6, 0.2, 0.1])

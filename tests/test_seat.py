@@ -365,3 +365,25 @@ def test_seat_with_tiny_random_bert(sentiment_data):
     with pytest.raises(ValueError, match="word pieces"):
         SEATClassifier(encoder=BertEncoder.from_config({**TINY_BERT, "vocab_size": 50}),
                        max_epochs=1).fit(X, y)
+
+
+# ---------------------------------------------------------------------- reproduction plumbing
+def test_reproduction_runs_end_to_end_on_a_tiny_setting(monkeypatch):
+    import json
+
+    from interpretable.reproduce import seat as repro
+
+    tiny = dict(train=240, test=60, epochs=1, lr=5e-3, seat_epochs=1, hidden_size=8, eval=30,
+                sensitivity=6, n_search=2, seeds=(0, 1))
+    monkeypatch.setitem(repro.SETTINGS, "quick", tiny)
+    results = repro.run(quick=True, encoder=["rnn"])
+    entry = results["encoders"]["rnn"]
+    assert set(entry["methods"]) == set(repro.METHODS)
+    for values in entry["methods"].values():
+        for key in ("f1", "embedding_jsd", "embedding_tvd", "word1_jsd", "word2_tvd",
+                    "comprehensiveness", "sufficiency", "sensitivity", "top4_overlap_vanilla"):
+            assert np.isfinite(values[key]), key
+    assert entry["methods"]["vanilla"]["top4_overlap_vanilla"] == 1.0
+    assert set(entry["seed_stability"]) == {"vanilla", "seat"}
+    assert isinstance(entry["checks"]["f1_within_2_points"], bool)
+    json.dumps(results, default=float)  # what `reproduce` writes

@@ -5,6 +5,8 @@ Both take images ``(n, H, W)`` (grey) or ``(n, H, W, C)``, float in [0, 1] or ui
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 from sklearn.base import ClassifierMixin
@@ -183,16 +185,21 @@ class _ImageTransformerClassifier(ClassifierMixin, NeuralEstimator):
         return torch.cat(maps)
 
     def explain(self, X, target=None, method: str = "inherent", by: str | None = None,
-                batch_size: int | None = None) -> ImageExplanation:
+                batch_size: int | None = None, dtype=None) -> ImageExplanation:
         """Explain the ``target`` logits (default: the predicted classes) of images X.
 
         method : one of ``explain_methods``; ``"inherent"`` (B-cos only) gives the exact
         contribution maps ``W(x)ᵀ_k ⊙ x`` summed over channels, with ``W(x)``, logit and bias
         (``completeness_error``). by="head" (inherent only) adds the exact contribution of every
         residual-stream component (token embedding, each layer's heads and MLP) as
-        ``components``; they sum to ``attributions``.
+        ``components``; they sum to ``attributions``. dtype="float64" (inherent only) runs
+        the explanation pass on a float64 copy of the model: completeness to ~1e-12 instead of
+        float32 rounding, which is relatively large for logits near 0 (cancellation against
+        the fixed logit bias).
         """
         self._check_method(method, self._explain_methods)
+        if dtype is not None and method != "inherent":
+            raise ValueError("dtype is only available for method='inherent'.")
         if by not in (None, "head"):
             raise ValueError(f"by must be None or 'head', got {by!r}.")
         if by == "head" and method != "inherent":
@@ -202,7 +209,7 @@ class _ImageTransformerClassifier(ClassifierMixin, NeuralEstimator):
         t_index = self._target_index(target, len(encoded))
         fields = {}
         if method == "inherent":  # one forward + one backward pass per batch
-            fields = self._inherent_fields(encoded, t_index, by, batch_size)
+            fields = self._inherent_fields(encoded, t_index, by, batch_size, dtype)
             attributions = fields.pop("attributions")
             predicted, t_index = fields.pop("predicted"), fields.pop("target_index")
         else:
@@ -213,7 +220,7 @@ class _ImageTransformerClassifier(ClassifierMixin, NeuralEstimator):
             attributions=attributions, target=self.classes_[t_index],
             prediction=self.classes_[predicted], method=method, images=images, **fields)
 
-    def _inherent_fields(self, encoded, t_index, by, batch_size) -> dict:
+    def _inherent_fields(self, encoded, t_index, by, batch_size, dtype) -> dict:
         raise ValueError("method='inherent' needs a B-cos model.")
 
     @property
@@ -295,8 +302,13 @@ class BcosViTClassifier(_ImageTransformerClassifier):
     def _encode(self, X):
         return encode_image(torch.as_tensor(X).permute(0, 3, 1, 2).contiguous())
 
-    def _inherent_fields(self, encoded, t_index, by, batch_size) -> dict:
+    def _inherent_fields(self, encoded, t_index, by, batch_size, dtype) -> dict:
         module, step = self.module_.eval(), batch_size or self.batch_size
+        if dtype is not None:
+            dtype = getattr(torch, str(dtype).replace("torch.", ""), None)
+            if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+                raise ValueError("dtype must be None, 'float32' or 'float64'.")
+            module, encoded = copy.deepcopy(module).to(dtype), encoded.to(dtype)
         maps, weights, logits, components, names, targets, predicted = ([] for _ in range(7))
         for start in range(0, len(encoded), step):
             x = encoded[start:start + step].to(self.device_)

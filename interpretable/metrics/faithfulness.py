@@ -83,7 +83,8 @@ def predict_probabilities(clf, inputs: dict, embedded=None, batch_size=None) -> 
             emb = None
             if embedded is not None:
                 emb = embedded[rows, : batch["tokens"].shape[1]].to(clf.device_)
-            parts.append(torch.softmax(clf._batch_outputs(batch, embedded=emb).logits.float(), -1).cpu())
+            logits = clf._batch_outputs(batch, embedded=emb).logits.float()
+            parts.append(torch.softmax(logits, -1).cpu())
     return torch.cat(parts)
 
 
@@ -106,7 +107,8 @@ def explanation_matrix(explanation: TokenExplanation, lengths) -> np.ndarray:
 def _explain(clf, X, method, explanation, target=None) -> TokenExplanation:
     if explanation is not None:
         if not isinstance(explanation, TokenExplanation):
-            raise TypeError(f"explanation must be a TokenExplanation, got {type(explanation).__name__}.")
+            raise TypeError("explanation must be a TokenExplanation, got "
+                            f"{type(explanation).__name__}.")
         return explanation
     return clf.explain(X, target=target, method=method)
 
@@ -124,7 +126,8 @@ def _ranks(scores: np.ndarray, lengths: np.ndarray) -> torch.Tensor:
 def _check_fractions(fractions, name="fractions"):
     f = np.asarray(fractions, dtype=np.float64).ravel()
     if f.size == 0 or not np.all((f > 0) & (f <= 1)):
-        raise ValueError(f"{name} must be a non-empty sequence of numbers in (0, 1], got {fractions!r}.")
+        raise ValueError(f"{name} must be a non-empty sequence of numbers in (0, 1], "
+                         f"got {fractions!r}.")
     return f
 
 

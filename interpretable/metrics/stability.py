@@ -98,7 +98,8 @@ def _adversarial_noise(clf, inputs, radius, steps, generator, batch_size) -> tor
             target = F.softmax(clf._batch_outputs(batch, embedded=emb).logits, -1)
         lengths = batch["lengths"].cpu()
         delta = _token_noise(emb.shape, lengths, radius, generator).to(emb) * 0.5
-        real = (torch.arange(emb.shape[1], device=emb.device)[None] < batch["lengths"][:, None])[..., None]
+        positions = torch.arange(emb.shape[1], device=emb.device)[None]
+        real = (positions < batch["lengths"][:, None])[..., None]
         for _ in range(steps):
             delta.requires_grad_(True)
             with torch.enable_grad():
@@ -108,7 +109,8 @@ def _adversarial_noise(clf, inputs, radius, steps, generator, batch_size) -> tor
             with torch.no_grad():
                 grad = grad / grad.norm(dim=-1, keepdim=True).clamp_min(1e-12)
                 delta = delta.detach() + 2.5 * radius / steps * grad
-                delta = delta * (radius / delta.norm(dim=-1, keepdim=True).clamp_min(1e-12)).clamp(max=1)
+                norm = delta.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+                delta = delta * (radius / norm).clamp(max=1)
                 delta = delta * real
         deltas[rows, : emb.shape[1]] = delta.detach().cpu()
     return deltas
@@ -173,11 +175,13 @@ def word_stability(clf, X, perturber, method="attention") -> AnalysisResult:
     """Stability under word perturbation (SEAT, Table 3): ``perturber`` (e.g.
     :class:`~interpretable.text.SynonymSubstitution`, fitted here if needed) rewrites ``X``;
     explanations of the clean and perturbed texts (both for the clean prediction) are compared
-    token by token by JSD, predictions by TVD. ``n_changed`` counts the replaced words.
+    token by token by JSD (word by word, summing word pieces, when a substitution changed the
+    number of word pieces), predictions by TVD. ``n_changed`` counts the replaced words.
     """
     clf = check_text_model(clf, "word_stability")
     if not hasattr(perturber, "transform"):
-        raise TypeError(f"perturber must be a transformer of texts, got {type(perturber).__name__}.")
+        raise TypeError("perturber must be a transformer of texts, got "
+                        f"{type(perturber).__name__}.")
     try:
         check_is_fitted(perturber)
     except NotFittedError:
@@ -192,18 +196,40 @@ def word_stability(clf, X, perturber, method="attention") -> AnalysisResult:
         clean = clf.explain(X, method=m)
         pert = clf.explain(X_pert, target=clean.target, method=m)
         p, q = clf.predict_proba(X), clf.predict_proba(X_pert)
-    lengths = np.array([len(t) for t in clean.tokens])
-    bad = [i for i, t in enumerate(pert.tokens) if len(t) != lengths[i]]
+    rows_a, rows_b, bad = [], [], []
+    for i, (ta, tb) in enumerate(zip(clean.tokens, pert.tokens)):
+        a, b = np.abs(clean.attributions[i]), np.abs(pert.attributions[i])
+        if len(ta) != len(tb):  # a word split into other word pieces: compare whole words
+            a, b = _merge_word_pieces(ta, a), _merge_word_pieces(tb, b)
+        if len(a) != len(b):
+            bad.append(i)
+        rows_a.append(a)
+        rows_b.append(b)
     if bad:
         raise ValueError(
-            f"the perturbation changed the number of tokens of samples {bad[:5]}; word "
+            f"the perturbation changed the number of words of samples {bad[:5]}; word "
             "stability compares explanations token by token."
         )
-    A = explanation_distributions(explanation_matrix(clean, lengths), lengths)
-    B = explanation_distributions(explanation_matrix(pert, lengths), lengths)
+    lengths = np.array([len(a) for a in rows_a])
+    A = explanation_distributions(_pad_rows(rows_a, lengths), lengths)
+    B = explanation_distributions(_pad_rows(rows_b, lengths), lengths)
     jsd = _batched_jsd(A, B, np.arange(A.shape[1])[None] < lengths[:, None])
     extra = {} if n_changed is None else {"n_changed": n_changed}
     return _result(jsd, total_variation(p, q), extra)
+
+
+def _merge_word_pieces(tokens, values) -> np.ndarray:
+    """Sum the values of word pieces (``##`` continuations) into one value per word."""
+    starts = np.array([not t.startswith("##") for t in tokens])
+    starts[0] = True
+    return np.bincount(np.cumsum(starts) - 1, weights=values)
+
+
+def _pad_rows(rows, lengths) -> np.ndarray:
+    out = np.zeros((len(rows), int(lengths.max())))
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
 
 
 # ---------------------------------------------------------------------------- seeds

@@ -230,8 +230,9 @@ def seat_objective(
     logits_tilde: (B, C) ``y(x, w~)``; attention_tilde: (B, T) ``w~``; logits_perturbed:
     (B, C) ``y(x, w~ + δ*)``; vanilla_probs: (B, C) ``y(x, w)``; vanilla_attention: (B, T)
     ``w``. ``D1 = D(y(x, w), y(x, w~))``; ``D2 = D(y(x, w~), y(x, w~ + δ*))`` with the
-    unperturbed prediction as (detached) target, so D2 pulls ``y(x, w~ + δ*)`` back to it. ``lambda_topk`` weights ``L_topk`` (the
-    paper's λ2) and ``lambda_stability`` weights D2 (the paper's λ1).
+    unperturbed prediction as (detached) target, so D2 pulls ``y(x, w~ + δ*)`` back to it.
+    ``lambda_topk`` weights ``L_topk`` (the paper's λ2) and ``lambda_stability`` weights D2
+    (the paper's λ1).
     """
     closeness = prediction_divergence(vanilla_probs.detach(), logits_tilde, divergence).mean()
     topk = topk_surrogate_loss(vanilla_attention.detach(), attention_tilde, k, mask)

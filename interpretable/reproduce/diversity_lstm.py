@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 
 CELLS = ("vanilla", "diversity", "orthogonal")
 
@@ -64,7 +63,6 @@ def evaluate(clf, X_test, y_test, n_analysis, n_permutations, ig_steps, seed=0) 
     flip_rnd = aa.decision_flip_fraction(clf, X_a, order="random", random_state=seed).summary
     ig = aa.attribution_agreement(clf, X_a, against="integrated_gradients", n_steps=ig_steps).summary
     grad = aa.attribution_agreement(clf, X_a, against="gradient").summary
-    texts = [x[0] if isinstance(x, tuple) else x for x in X_a]
     pos = aa.pos_attention(clf, X_a).summary if not isinstance(X_a[0], tuple) else None
     out = {
         "accuracy": float(clf.score(X_test, y_test)),
@@ -76,7 +74,7 @@ def evaluate(clf, X_test, y_test, n_analysis, n_permutations, ig_steps, seed=0) 
         "flip_rate_attention": flip_att["flip_rate"],
         "pearson_ig": ig["mean_pearson"], "jsd_ig": ig["mean_jsd"],
         "pearson_gradient": grad["mean_pearson"], "jsd_gradient": grad["mean_jsd"],
-        "n_analysis": len(texts),
+        "n_analysis": len(X_a),
     }
     if pos is not None:
         out["punctuation_attention"] = pos["punctuation_attention"]

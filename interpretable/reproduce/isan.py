@@ -145,11 +145,14 @@ def worked_decomposition(model, text: str = WORKED_TEXT, html_path: Path | None 
 
 
 def _context_effects(model, text: str) -> dict:
-    """Summary of :func:`word_context_effects` and the clearest case where the previous word's
-    contribution turns a wrong prediction into the right one (as ``_annual`` does for
-    ``_reve`` → ``n`` in the paper); ``example_text`` starts three words before that word."""
+    """Summary of :func:`word_context_effects` and the clearest case, inside a word, where the
+    previous word's contribution turns a wrong prediction into the right one (as ``_annual``
+    does for ``_reve`` → ``n`` in the paper); ``example_text`` starts three words before."""
     effects = word_context_effects(model, text)
-    good = effects[effects.flips & (effects.prediction == effects.actual)]
+    # like "_annual_reve" -> "n": inside a word (two or more letters read), a letter to predict
+    partial = effects.context.str.extract(r"(\S*)$")[0]
+    in_word = partial.str.len().ge(2) & effects.actual.str.isalpha()
+    good = effects[effects.flips & (effects.prediction == effects.actual) & in_word]
     out = {"positions": len(effects), "flip_share": float(effects.flips.mean()),
            "correct_flip_share": float(len(good) / max(len(effects), 1)), "example_text": None,
            "top": []}
