@@ -8,7 +8,6 @@ the peak does not grow with the number of texts. Writes ``benchmarks/results/str
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 RESULTS = Path(__file__).parent / "results"

@@ -23,13 +23,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validation import check_consistent_length, check_targets
 from ..attribution.text import ATTRIBUTION_METHODS, embedding_attributions
 from ..explanation import TokenExplanation
 from ..nn.attention import AttentionOutput, AttentionTextModule, conicity
 from ..nn.losses import OutputCrossEntropy
 from ..nn.recurrent import RECURRENT_KINDS
-from .text_base import TextClassifierBase, resolve_embeddings
+from .text_base import TextClassifierBase
 
 __all__ = ["AttentionTextClassifier", "EXPLAIN_METHODS", "trim_padding"]
 
@@ -158,13 +157,6 @@ class AttentionTextClassifier(TextClassifierBase):
             out.update(query=torch.from_numpy(qids), query_lengths=torch.from_numpy(qlengths))
         return out
 
-    def _encode_inputs(self, X, *, fitting: bool = False) -> dict:
-        """Validate and encode ``X`` into a dict of CPU tensors for ``module_.forward``:
-        ``tokens (n, T)``, ``lengths (n,)`` [, ``query (n, Tq)``, ``query_lengths (n,)``]."""
-        if not fitting:
-            self._check_fitted()
-        return TextClassifierBase._encode_inputs(self, X, fitting=fitting)[0]
-
     def _batch_outputs(self, batch: dict, attention=None, embedded=None) -> AttentionOutput:
         """Forward pass of a batch dict (moved to ``device_``) with optional overrides of the
         attention weights ``(B, T)`` and the embeddings ``(B, T, E)``."""
@@ -192,20 +184,9 @@ class AttentionTextClassifier(TextClassifierBase):
     # ------------------------------------------------------------------ sklearn API
     def fit(self, X, y):
         """Fit on texts (or (text, query) pairs) ``X`` and labels ``y``."""
-        seed = self._start_fit()
         self._validate_params()
-        vectors = resolve_embeddings(self.embeddings)
-        texts, queries = self._split_inputs(X, fitting=True)
-        y = check_targets(y)
-        check_consistent_length(len(texts), len(y))
-        self.pair_input_ = queries is not None
-        self.encoder_ = self._text_encoder().fit(texts + (queries or []))
-        self.classes_, y_index = np.unique(y, return_inverse=True)
-        self.embedding_init_ = (None if vectors is None
-                                else self.encoder_.embedding_matrix(vectors, random_state=seed % 2**32))
-        inputs = self._encode_inputs(X, fitting=True)
-        self._fit_net(self._build_module, self._criterion(), inputs,
-                      torch.from_numpy(y_index.astype(np.int64)), seed=seed,
+        inputs, targets, seed = self._prepare_fit(X, y)
+        self._fit_net(self._build_module, self._criterion(), inputs, targets, seed=seed,
                       iterator_train__collate_fn=_trim_collate)
         return self
 

@@ -68,7 +68,7 @@ class EmbeddingBagClassifier(TextClassifierBase):
         """
         self._check_fitted()
         self._check_method(method, {"inherent"})
-        inputs, tokens = self._encode_inputs(X)
+        inputs, tokens = self._encode_with_tokens(X)
         with torch.no_grad():
             contributions = np.concatenate([
                 self.module_.token_contributions(**batch).cpu().numpy()

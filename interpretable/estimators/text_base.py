@@ -65,10 +65,12 @@ class TextClassifierBase(ClassifierMixin, NeuralEstimator):
             raise ValueError(f"this model was fitted on {kind}; got the other kind of input.")
         return texts, queries
 
-    def _encode_inputs(self, X, *, fitting: bool = False):
+    def _encode_with_tokens(self, X, *, fitting: bool = False):
         """Validate and encode ``X``. Returns ``(inputs, tokens)``: a dict of CPU tensors for
-        ``module.forward`` (``tokens``, ``lengths`` and, for pairs, ``query``,
+        ``module.forward`` (``tokens (n, T)``, ``lengths (n,)`` and, for pairs, ``query``,
         ``query_lengths``) and the token lists as the model sees them."""
+        if not fitting:
+            self._check_fitted()
         texts, queries = self._split_inputs(X, fitting=fitting)
         tokens = self.encoder_.tokenize_many(texts)
         ids, lengths = self.encoder_.encode_tokens(tokens)
@@ -77,6 +79,10 @@ class TextClassifierBase(ClassifierMixin, NeuralEstimator):
             q_ids, q_lengths = self.encoder_.encode_tokens(self.encoder_.tokenize_many(queries))
             inputs.update(query=torch.from_numpy(q_ids), query_lengths=torch.from_numpy(q_lengths))
         return inputs, tokens
+
+    def _encode_inputs(self, X, *, fitting: bool = False) -> dict:
+        """Validate and encode ``X`` into the dict of CPU tensors for ``module.forward``."""
+        return self._encode_with_tokens(X, fitting=fitting)[0]
 
     def _prepare_fit(self, X, y):
         """Validate ``X, y``, fit the vocabulary and labels, resolve embeddings.
@@ -93,7 +99,7 @@ class TextClassifierBase(ClassifierMixin, NeuralEstimator):
         self.embedding_init_ = (
             None if vectors is None else self.encoder_.embedding_matrix(vectors, random_state=seed)
         )
-        inputs, _ = self._encode_inputs(X)
+        inputs = self._encode_inputs(X, fitting=True)
         targets = torch.from_numpy(y_index.astype(np.int64))
         return inputs, targets, seed
 
@@ -114,8 +120,7 @@ class TextClassifierBase(ClassifierMixin, NeuralEstimator):
 
     def decision_function(self, X) -> np.ndarray:
         """Logits ``(n, n_classes)``."""
-        self._check_fitted()
-        inputs, _ = self._encode_inputs(X)
+        inputs = self._encode_inputs(X)
         return np.concatenate(
             [self._logits(out).detach().cpu().numpy() for _, out in self._forward_batches(inputs)]
         )
