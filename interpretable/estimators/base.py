@@ -21,14 +21,20 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Callback
 
 from .._validation import check_random_state_seed, make_generator, resolve_device
 
-__all__ = ["NeuralEstimator", "TrainingDivergedError", "to_jsonable", "from_jsonable"]
+__all__ = [
+    "NeuralEstimator",
+    "NeuralClassifier",
+    "TrainingDivergedError",
+    "to_jsonable",
+    "from_jsonable",
+]
 
 _FORMAT_VERSION = 1
 _WEIGHTS_FILE = "weights.safetensors"
@@ -306,6 +312,46 @@ class NeuralEstimator(BaseEstimator):
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "module_")
+
+
+class NeuralClassifier(ClassifierMixin, NeuralEstimator):
+    """Classifier outputs shared by the text and image classifiers.
+
+    Subclasses implement ``decision_function(X) -> (n, n_classes)`` logits and set ``classes_``.
+    """
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Softmax of the logits, ``(n, n_classes)`` float64."""
+        logits = torch.from_numpy(np.asarray(self.decision_function(X), dtype=np.float64))
+        return torch.softmax(logits, dim=1).numpy()
+
+    def predict(self, X) -> np.ndarray:
+        logits = np.asarray(self.decision_function(X))  # raises NotFittedError first
+        return self.classes_[logits.argmax(axis=1)]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy; labels not seen in ``fit`` raise a ``ValueError``."""
+        self._check_fitted()
+        y = np.asarray(y)
+        unseen = np.setdiff1d(np.unique(y), self.classes_)
+        if unseen.size:
+            raise ValueError(f"y contains labels not seen in fit: {unseen.tolist()[:5]}.")
+        return super().score(X, y, sample_weight=sample_weight)
+
+    def _class_indices(self, target, n: int) -> np.ndarray | None:
+        """Indices into ``classes_`` of the logits to explain: None for ``target=None`` (the
+        predicted classes), else one label for all ``n`` samples or one label per sample."""
+        if target is None:
+            return None
+        labels = np.asarray(target)
+        if labels.ndim == 0:
+            labels = np.full(n, labels.item(), dtype=labels.dtype)
+        if labels.ndim != 1 or len(labels) != n:
+            raise ValueError(f"target must be one label or {n} labels, got shape {labels.shape}.")
+        unseen = sorted(set(labels.tolist()) - set(self.classes_.tolist()), key=str)
+        if unseen:
+            raise ValueError(f"target contains labels not seen in fit: {unseen[:5]}.")
+        return np.searchsorted(self.classes_, labels)
 
 
 def to_jsonable(value):

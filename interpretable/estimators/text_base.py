@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from sklearn.base import ClassifierMixin
 
 from .._validation import check_targets, check_text_inputs
 from ..explanation import TokenExplanation
+from ..nn.losses import logits_of
 from ..text.encoding import TextEncoder
-from .base import NeuralEstimator
+from .base import NeuralClassifier
 
 __all__ = ["TextClassifierBase", "resolve_embeddings"]
 
@@ -32,12 +32,12 @@ def resolve_embeddings(embeddings):
     )
 
 
-class TextClassifierBase(ClassifierMixin, NeuralEstimator):
+class TextClassifierBase(NeuralClassifier):
     """Base of the text classifiers.
 
     Inputs are a list of str, or of ``(text, query)`` pairs when the model supports them
-    (``_supports_pairs``). Subclasses implement ``_build_module()`` and read the module's logits
-    with ``_logits(output)`` (default: the output itself, or its first element).
+    (``_supports_pairs``). Subclasses implement ``_build_module()`` whose output is the logits
+    or a tuple starting with them, and may override ``decision_function``.
 
     Fitted attributes: ``encoder_`` (:class:`~interpretable.text.TextEncoder`), ``classes_``,
     ``pair_input_`` (bool), ``embedding_init_`` (float32 ``(V, E)`` or None, used only while
@@ -114,49 +114,19 @@ class TextClassifierBase(ClassifierMixin, NeuralEstimator):
         return int(getattr(self, "embed_dim", 50))
 
     # ---------------------------------------------------------------- prediction
-    @staticmethod
-    def _logits(output) -> torch.Tensor:
-        return output[0] if isinstance(output, tuple) else output
-
     def decision_function(self, X) -> np.ndarray:
         """Logits ``(n, n_classes)``."""
         inputs = self._encode_inputs(X)
         return np.concatenate(
-            [self._logits(out).detach().cpu().numpy() for _, out in self._forward_batches(inputs)]
+            [logits_of(out).detach().cpu().numpy() for _, out in self._forward_batches(inputs)]
         )
-
-    def predict_proba(self, X) -> np.ndarray:
-        logits = torch.from_numpy(self.decision_function(X))
-        return torch.softmax(logits.double(), dim=1).numpy()
-
-    def predict(self, X) -> np.ndarray:
-        logits = self.decision_function(X)
-        return self.classes_[logits.argmax(axis=1)]
-
-    def score(self, X, y, sample_weight=None) -> float:
-        """Accuracy; labels not seen in ``fit`` raise a ``ValueError``."""
-        self._check_fitted()
-        y = np.asarray(y)
-        unseen = np.setdiff1d(np.unique(y), self.classes_)
-        if unseen.size:
-            raise ValueError(f"y contains labels not seen in fit: {unseen.tolist()}.")
-        return super().score(X, y, sample_weight=sample_weight)
 
     # ---------------------------------------------------------------- explanation helpers
     def _target_indices(self, target, logits: np.ndarray) -> np.ndarray:
         """Class indices to explain: the predicted class (``target=None``), one label for all
         samples, or one label per sample."""
-        n = len(logits)
-        if target is None:
-            return logits.argmax(axis=1)
-        labels = np.asarray(target, dtype=object if np.asarray(target).dtype == object else None)
-        labels = np.full(n, target, dtype=self.classes_.dtype) if labels.ndim == 0 else labels
-        if len(labels) != n:
-            raise ValueError(f"target has {len(labels)} entries for {n} samples.")
-        unknown = np.setdiff1d(np.unique(labels), self.classes_)
-        if unknown.size:
-            raise ValueError(f"target contains labels not seen in fit: {unknown.tolist()}.")
-        return np.searchsorted(self.classes_, labels)
+        indices = self._class_indices(target, len(logits))
+        return logits.argmax(axis=1) if indices is None else indices
 
     def _token_explanation(self, tokens, values, target_idx, logits, method, bias=None,
                            explained_logit=None, queries=None) -> TokenExplanation:

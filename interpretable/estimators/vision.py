@@ -9,7 +9,6 @@ import copy
 
 import numpy as np
 import torch
-from sklearn.base import ClassifierMixin
 from torch import nn
 from torch.nn import functional as F
 
@@ -18,7 +17,7 @@ from ..attribution.vision import METHODS, attribute, inherent, inherent_terms
 from ..explanation import ImageExplanation
 from ..nn.bcos import ATTENTION_PRIORS, BcosViT, encode_image
 from ..nn.vit import ViT
-from .base import NeuralEstimator
+from .base import NeuralClassifier
 
 __all__ = ["BcosViTClassifier", "ViTClassifier"]
 
@@ -31,7 +30,7 @@ class _OneHotBCE(nn.Module):
         return F.binary_cross_entropy_with_logits(logits, target)
 
 
-class _ImageTransformerClassifier(ClassifierMixin, NeuralEstimator):
+class _ImageTransformerClassifier(NeuralClassifier):
     """Shared image-classifier machinery: validation, encoding, training, prediction and
     ``explain``. Subclasses set ``_explain_methods`` and implement ``_make_module``,
     ``_criterion`` and ``_encode``."""
@@ -148,29 +147,7 @@ class _ImageTransformerClassifier(ClassifierMixin, NeuralEstimator):
         """Class logits (n, n_classes)."""
         return self._logits(self._encode_images(X)).numpy()
 
-    def predict_proba(self, X) -> np.ndarray:
-        """Softmax over the class logits (n, n_classes)."""
-        return self._logits(self._encode_images(X)).softmax(1).numpy()
-
-    def predict(self, X) -> np.ndarray:
-        scores = self.decision_function(X)
-        return self.classes_[scores.argmax(1)]
-
     # ------------------------------------------------------------------ explanations
-    def _target_index(self, target, n: int) -> np.ndarray | None:
-        """Class indices of the explained logits (None: the predicted classes)."""
-        if target is None:
-            return None
-        target = np.asarray(target)
-        if target.ndim == 0:
-            target = np.full(n, target.item(), dtype=target.dtype)
-        if target.ndim != 1 or len(target) != n:
-            raise ValueError(f"target must be a label or {n} labels, got shape {target.shape}.")
-        unseen = sorted(set(target.tolist()) - set(self.classes_.tolist()))
-        if unseen:
-            raise ValueError(f"target contains labels not seen in fit: {unseen[:5]}.")
-        return np.searchsorted(self.classes_, target)
-
     def _attributions(self, encoded: torch.Tensor, target_index, method: str,
                       batch_size: int | None = None) -> torch.Tensor:
         """Pixel attributions (n, H, W) for encoded inputs, batched on ``device_``."""
@@ -206,7 +183,7 @@ class _ImageTransformerClassifier(ClassifierMixin, NeuralEstimator):
             raise ValueError("by='head' is only available for method='inherent'.")
         images = self._check_X(X)
         encoded = self._encode(images)
-        t_index = self._target_index(target, len(encoded))
+        t_index = self._class_indices(target, len(encoded))
         fields = {}
         if method == "inherent":  # one forward + one backward pass per batch
             fields = self._inherent_fields(encoded, t_index, by, batch_size, dtype)
