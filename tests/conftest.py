@@ -4,6 +4,17 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+import torch  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_torch_thread():
+    """The tests' tiny models run fastest on one thread (and are not disturbed by other jobs
+    on a shared machine); the previous setting is restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

@@ -11,14 +11,6 @@ from interpretable.metrics.attention_analysis import (
 SMALL = dict(embed_dim=12, hidden_size=12, batch_size=16, lr=1e-2, device="cpu", max_epochs=6)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models run fastest on one thread (and do not thrash a shared machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 @pytest.fixture(scope="module")
 def model(sentiment_data):

@@ -18,14 +18,6 @@ ENCODERS = ["rnn", "lstm", "bilstm", "orthogonal"]
 SMALL = dict(embed_dim=12, hidden_size=12, max_epochs=6, batch_size=16, lr=1e-2, device="cpu")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models run fastest on one thread (and do not thrash a shared machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def _batch(pair=False, seed=0):
     g = torch.Generator().manual_seed(seed)

@@ -4,7 +4,6 @@ import pickle
 import matplotlib
 import numpy as np
 import pytest
-import torch
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV
@@ -28,7 +27,6 @@ def digits():
 
 @pytest.fixture(scope="module")
 def bcos(digits):
-    torch.set_num_threads(1)
     return BcosViTClassifier(**TINY).fit(*digits)
 
 

@@ -13,14 +13,6 @@ SMALL = dict(embed_dim=12, hidden_size=12, batch_size=16, lr=1e-2, device="cpu")
 MASK = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]], dtype=torch.bool)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models run fastest on one thread (and do not thrash a shared machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def test_orthogonal_cell_is_orthogonal_to_sum_of_previous_states():
     torch.manual_seed(0)

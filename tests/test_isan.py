@@ -7,14 +7,6 @@ from interpretable.nn.char_lstm import CharLSTM, lstm_parameter_count
 from interpretable.nn.isan import ISAN, _AffineScan, isan_parameter_count, readout_basis
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny recurrent models run fastest (and least disturbed by other jobs) on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 def random_isan(S=6, H=10, O=None, seed=0, radius=0.95):
     """A float64 ISAN with random (non-trivial) parameters and stable transitions."""

@@ -18,14 +18,6 @@ from interpretable import ISANLanguageModel, LSTMLanguageModel, SequenceExplanat
 from interpretable.datasets import make_parentheses
 from interpretable.estimators.language_model import UNKNOWN, split_words
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny recurrent models run fastest (and least disturbed by other jobs) on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 WORDS = ["the", "king", "is", "dead", "long", "live", "queen", "my", "lord", "good"]
 

@@ -1,7 +1,6 @@
 """Grid pointing game and pixel perturbation."""
 import numpy as np
 import pytest
-import torch
 
 from interpretable import BcosViTClassifier
 from interpretable.datasets import load_digits_images
@@ -63,7 +62,6 @@ def test_grid_pointing_game_errors():
 
 @pytest.fixture(scope="module")
 def tiny():
-    torch.set_num_threads(1)
     X, y = load_digits_images(return_X_y=True)
     clf = BcosViTClassifier(patch_size=4, embed_dim=16, depth=1, num_heads=2,
                             stem_channels=(8,), max_epochs=8, lr=3e-3, batch_size=32,
