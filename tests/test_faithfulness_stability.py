@@ -21,14 +21,6 @@ POLAR = {"great", "wonderful", "superb", "moving", "brilliant",
          "awful", "boring", "dull", "terrible", "lifeless"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def model(sentiment_data):
     X, y = sentiment_data
