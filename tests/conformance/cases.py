@@ -88,6 +88,15 @@ def _lstm_lm():
     return LSTMLanguageModel(hidden_size=8, max_epochs=2, seq_len=20, random_state=0)
 
 
+def _seat(method):
+    def make():
+        from interpretable import SEATClassifier
+
+        return SEATClassifier(method=method, encoder="rnn", embed_dim=8, hidden_size=8,
+                              max_epochs=2, seat_epochs=1, pgd_steps=2, random_state=0)
+    return make
+
+
 CASES = [
     Case("EmbeddingBagClassifier", _embedding_bag, _sentiment, "text"),
     Case("DiversityLSTMClassifier-vanilla", _diversity("vanilla"), _sentiment, "text"),
@@ -95,6 +104,8 @@ CASES = [
          {"method": "integrated_gradients", "n_steps": 8}),
     Case("DiversityLSTMClassifier-orthogonal", _diversity("orthogonal"), _sentiment, "text"),
     Case("AttentionTextClassifier-pairs", _attention_text_pairs, _babi, "pairs"),
+    Case("SEATClassifier-seat", _seat("seat"), _sentiment, "text"),
+    Case("SEATClassifier-word-at", _seat("word-at"), _sentiment, "text"),
     Case("ISANLanguageModel", _isan, _shakespeare_lines, "chars"),
     Case("LSTMLanguageModel", _lstm_lm, _shakespeare_lines, "chars", explains=False),
 ]

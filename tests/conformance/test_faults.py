@@ -26,7 +26,8 @@ def test_interrupted_fit_leaves_usable_model(case, monkeypatch):
     monkeypatch.setattr(TrainingNet, "on_epoch_begin", interrupt, raising=False)
     est = clone(case.make()).set_params(max_epochs=5)
     est.fit(X, y) if y is not None else est.fit(X)
-    assert max(epochs) == 2 and len(est.history_) == 2
+    # training stopped in epoch 2 (two-stage fits such as SEAT's run their next stage after)
+    assert max(epochs) == 2 and 1 <= len(est.history_) <= 2
     proba = est.predict_proba(X_test)
     assert np.isfinite(np.concatenate([np.ravel(p) for p in proba])).all()
 
