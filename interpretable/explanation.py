@@ -77,6 +77,23 @@ def _color(value: float, scale: float) -> str:
     return f"rgba({rgb},{alpha:.3f})"
 
 
+def _heat_spans(units, values, sep: str = " ") -> str:
+    """HTML spans of ``units`` coloured by ``values`` (scaled by the largest ``|value|``)."""
+    values = np.asarray(values, dtype=np.float64)
+    scale = float(np.abs(values).max()) if values.size else 0.0
+    return sep.join(
+        f'<span style="background-color:{_color(a, scale)}" title="{a:.4g}">{html.escape(u)}</span>'
+        for u, a in zip(units, values)
+    )
+
+
+def _html_document(method: str, rows: list) -> str:
+    return (
+        f'<div class="interpretable-explanation" data-method="{html.escape(method)}">'
+        + "\n".join(rows) + "</div>"
+    )
+
+
 class _Explanation:
     """Shared behaviour: length, indexing, concatenation of per-sample fields."""
 
@@ -200,22 +217,13 @@ class TokenExplanation(_Explanation):
         """Token heat map: red = positive, blue = negative, text HTML-escaped."""
         rows = []
         for i in range(len(self)):
-            att = np.asarray(self.attributions[i], dtype=np.float64)
-            scale = float(np.abs(att).max()) if att.size else 0.0
-            spans = " ".join(
-                f'<span style="background-color:{_color(a, scale)}" '
-                f'title="{a:.4g}">{html.escape(t)}</span>'
-                for t, a in zip(self.tokens[i], att)
-            )
+            spans = _heat_spans(self.tokens[i], self.attributions[i])
             head = (
                 f"target={html.escape(str(self.target[i]))} "
                 f"prediction={html.escape(str(self.prediction[i]))}"
             )
             rows.append(f'<div class="explanation"><small>{head}</small><br>{spans}</div>')
-        return (
-            f'<div class="interpretable-explanation" data-method="{html.escape(self.method)}">'
-            + "\n".join(rows) + "</div>"
-        )
+        return _html_document(self.method, rows)
 
     def _repr_html_(self):
         return self.to_html()
@@ -414,14 +422,7 @@ class SequenceExplanation(_Explanation):
         rows = []
         for i, c in enumerate(self.contributions):
             t = step % c.shape[0]
-            att = c[t]
-            scale = float(np.abs(att).max()) if att.size else 0.0
-            sep = "" if self.level == "char" else " "
-            spans = sep.join(
-                f'<span style="background-color:{_color(a, scale)}" title="{a:.4g}">'
-                f"{html.escape(s)}</span>"
-                for s, a in zip(self.symbols[i], att)
-            )
+            spans = _heat_spans(self.symbols[i], c[t], sep="" if self.level == "char" else " ")
             head = (
                 f"step {t}: target={html.escape(repr(str(self.target[i][t])))} "
                 f"prediction={html.escape(repr(str(self.prediction[i][t])))}"
@@ -430,10 +431,7 @@ class SequenceExplanation(_Explanation):
                 f'<div class="explanation"><small>{head}</small><br>'
                 f'<span style="font-family:monospace;white-space:pre">{spans}</span></div>'
             )
-        return (
-            f'<div class="interpretable-explanation" data-method="{html.escape(self.method)}">'
-            + "\n".join(rows) + "</div>"
-        )
+        return _html_document(self.method, rows)
 
     def _repr_html_(self):
         return self.to_html()
