@@ -174,6 +174,7 @@ class _ImageTransformerClassifier(NeuralClassifier):
         float32 rounding, which is relatively large for logits near 0 (cancellation against
         the fixed logit bias).
         """
+        self._check_fitted()
         self._check_method(method, self._explain_methods)
         if dtype is not None and method != "inherent":
             raise ValueError("dtype is only available for method='inherent'.")

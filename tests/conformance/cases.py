@@ -97,6 +97,29 @@ def _seat(method):
     return make
 
 
+def _digits(n=120):
+    from interpretable.datasets import load_digits_images
+
+    X, y = load_digits_images(return_X_y=True)
+    return X[:n], y[:n], X[n:n + 6]
+
+
+_TINY_VIT = dict(patch_size=4, embed_dim=8, depth=1, num_heads=2, stem_channels=(4,),
+                 max_epochs=2, batch_size=32, random_state=0)
+
+
+def _bcos_vit():
+    from interpretable import BcosViTClassifier
+
+    return BcosViTClassifier(**_TINY_VIT)
+
+
+def _vit():
+    from interpretable import ViTClassifier
+
+    return ViTClassifier(**{k: v for k, v in _TINY_VIT.items() if k != "stem_channels"})
+
+
 CASES = [
     Case("EmbeddingBagClassifier", _embedding_bag, _sentiment, "text"),
     Case("DiversityLSTMClassifier-vanilla", _diversity("vanilla"), _sentiment, "text"),
@@ -106,6 +129,8 @@ CASES = [
     Case("AttentionTextClassifier-pairs", _attention_text_pairs, _babi, "pairs"),
     Case("SEATClassifier-seat", _seat("seat"), _sentiment, "text"),
     Case("SEATClassifier-word-at", _seat("word-at"), _sentiment, "text"),
+    Case("BcosViTClassifier", _bcos_vit, _digits, "image"),
+    Case("ViTClassifier", _vit, _digits, "image", {"method": "input_x_gradient"}),
     Case("ISANLanguageModel", _isan, _shakespeare_lines, "chars"),
     Case("LSTMLanguageModel", _lstm_lm, _shakespeare_lines, "chars", explains=False),
 ]

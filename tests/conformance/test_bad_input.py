@@ -20,50 +20,80 @@ def _y_bad(y, kind):
 
 TEXT_ROWS = [
     # fit-time
-    ("fit", "empty list", lambda e, X, y: e.fit([], []), ValueError, "empty"),
-    ("fit", "empty string", lambda e, X, y: e.fit(X[:-1] + [""], y), ValueError, "empty"),
-    ("fit", "whitespace-only string", lambda e, X, y: e.fit(X[:-1] + ["  \t"], y), ValueError, "whitespace"),
-    ("fit", "non-str item", lambda e, X, y: e.fit(X[:-1] + [42], y), TypeError, "str"),
-    ("fit", "bytes item", lambda e, X, y: e.fit(X[:-1] + [b"abc"], y), TypeError, "bytes|decode"),
-    ("fit", "a single str instead of a list", lambda e, X, y: e.fit("great movie", y), TypeError, "list"),
-    ("fit", "mismatched X/y lengths", lambda e, X, y: e.fit(X, y[:-1]), ValueError, "samples"),
-    ("fit", "single class in y", lambda e, X, y: e.fit(X, np.full(len(X), y[0])), ValueError, "single class"),
-    ("fit", "NaN in y", lambda e, X, y: e.fit(X, np.r_[np.zeros(len(X) - 1), np.nan]), ValueError, "NaN"),
-    ("fit", "None in y", lambda e, X, y: e.fit(X, list(y[:-1]) + [None]), ValueError, "missing"),
-    ("fit", "2-d y", lambda e, X, y: e.fit(X, np.c_[y, y]), ValueError, "one-dimensional"),
+    ("fit", "empty list", lambda e, X, y, kw: e.fit([], []), ValueError, "empty"),
+    ("fit", "empty string", lambda e, X, y, kw: e.fit(X[:-1] + [""], y), ValueError, "empty"),
+    ("fit", "whitespace-only string", lambda e, X, y, kw: e.fit(X[:-1] + ["  \t"], y), ValueError, "whitespace"),
+    ("fit", "non-str item", lambda e, X, y, kw: e.fit(X[:-1] + [42], y), TypeError, "str"),
+    ("fit", "bytes item", lambda e, X, y, kw: e.fit(X[:-1] + [b"abc"], y), TypeError, "bytes|decode"),
+    ("fit", "a single str instead of a list", lambda e, X, y, kw: e.fit("great movie", y), TypeError, "list"),
+    ("fit", "mismatched X/y lengths", lambda e, X, y, kw: e.fit(X, y[:-1]), ValueError, "samples"),
+    ("fit", "single class in y", lambda e, X, y, kw: e.fit(X, np.full(len(X), y[0])), ValueError, "single class"),
+    ("fit", "NaN in y", lambda e, X, y, kw: e.fit(X, np.r_[np.zeros(len(X) - 1), np.nan]), ValueError, "NaN"),
+    ("fit", "None in y", lambda e, X, y, kw: e.fit(X, list(y[:-1]) + [None]), ValueError, "missing"),
+    ("fit", "2-d y", lambda e, X, y, kw: e.fit(X, np.c_[y, y]), ValueError, "one-dimensional"),
     # predict-time
-    ("fitted", "empty list", lambda e, X, y: e.predict([]), ValueError, "empty"),
-    ("fitted", "empty string", lambda e, X, y: e.predict([""]), ValueError, "empty"),
-    ("fitted", "non-str item", lambda e, X, y: e.predict([None]), TypeError, "str"),
-    ("fitted", "bytes item", lambda e, X, y: e.explain([b"x"]), TypeError, "bytes|decode"),
-    ("fitted", "unseen labels in score", lambda e, X, y: e.score(X[:2], ["zzz", "yyy"]), ValueError, "not seen"),
-    ("fitted", "unknown explain method", lambda e, X, y: e.explain(X[:1], method="nope"), ValueError, "method"),
-    ("fitted", "unknown explain target", lambda e, X, y: e.explain(X[:1], target="zzz"), ValueError, "not seen"),
-    ("fitted", "unseen words (handled: <unk>)", lambda e, X, y: e.predict(["qwertyuiop zxcvbnm"]), None, None),
-    ("fitted", "10k-token text (handled)", lambda e, X, y: e.predict([LONG_TEXT]), None, None),
+    ("fitted", "empty list", lambda e, X, y, kw: e.predict([]), ValueError, "empty"),
+    ("fitted", "empty string", lambda e, X, y, kw: e.predict([""]), ValueError, "empty"),
+    ("fitted", "non-str item", lambda e, X, y, kw: e.predict([None]), TypeError, "str"),
+    ("fitted", "bytes item", lambda e, X, y, kw: e.explain([b"x"], **kw), TypeError, "bytes|decode"),
+    ("fitted", "unseen labels in score", lambda e, X, y, kw: e.score(X[:2], ["zzz", "yyy"]), ValueError, "not seen"),
+    ("fitted", "unknown explain method", lambda e, X, y, kw: e.explain(X[:1], method="nope"), ValueError, "method"),
+    ("fitted", "unknown explain target", lambda e, X, y, kw: e.explain(X[:1], target="zzz", **kw), ValueError, "not seen"),
+    ("fitted", "unseen words (handled: <unk>)", lambda e, X, y, kw: e.predict(["qwertyuiop zxcvbnm"]), None, None),
+    ("fitted", "10k-token text (handled)", lambda e, X, y, kw: e.predict([LONG_TEXT]), None, None),
 ]
 
 PAIR_ROWS = [
-    ("fit", "malformed pair (3 items)", lambda e, X, y: e.fit([X[0] + ("extra",)] + X[1:], y), ValueError, "pair"),
-    ("fit", "pair with empty query", lambda e, X, y: e.fit([(X[0][0], "")] + X[1:], y), ValueError, "empty"),
-    ("fit", "mixed pairs and plain texts", lambda e, X, y: e.fit(X[:-1] + ["plain text"], y), ValueError, "pair"),
-    ("fitted", "plain texts to a pair model", lambda e, X, y: e.predict(["plain text"]), ValueError, "pairs"),
+    ("fit", "malformed pair (3 items)", lambda e, X, y, kw: e.fit([X[0] + ("extra",)] + X[1:], y), ValueError, "pair"),
+    ("fit", "pair with empty query", lambda e, X, y, kw: e.fit([(X[0][0], "")] + X[1:], y), ValueError, "empty"),
+    ("fit", "mixed pairs and plain texts", lambda e, X, y, kw: e.fit(X[:-1] + ["plain text"], y), ValueError, "pair"),
+    ("fitted", "plain texts to a pair model", lambda e, X, y, kw: e.predict(["plain text"]), ValueError, "pairs"),
 ]
 
 CHAR_ROWS = [
-    ("fit", "empty list", lambda e, X, y: e.fit([]), ValueError, "empty"),
-    ("fit", "empty string", lambda e, X, y: e.fit(""), ValueError, "empty"),
-    ("fit", "non-str", lambda e, X, y: e.fit(123), TypeError, "str"),
-    ("fit", "non-str item", lambda e, X, y: e.fit(X[:-1] + [3.5]), TypeError, "str"),
-    ("fit", "bytes", lambda e, X, y: e.fit([b"abc"]), TypeError, "bytes|decode|str"),
+    ("fit", "empty list", lambda e, X, y, kw: e.fit([]), ValueError, "empty"),
+    ("fit", "empty string", lambda e, X, y, kw: e.fit(""), ValueError, "empty"),
+    ("fit", "non-str", lambda e, X, y, kw: e.fit(123), TypeError, "str"),
+    ("fit", "non-str item", lambda e, X, y, kw: e.fit(X[:-1] + [3.5]), TypeError, "str"),
+    ("fit", "bytes", lambda e, X, y, kw: e.fit([b"abc"]), TypeError, "bytes|decode|str"),
     ("fit", "empty alphabet (min_count too high)",
-     lambda e, X, y: e.set_params(min_count=10**9).fit(X), ValueError, "alphabet"),
-    ("fitted", "empty list", lambda e, X, y: e.predict_proba([]), ValueError, "empty"),
-    ("fitted", "non-str item", lambda e, X, y: e.predict_proba([None]), TypeError, "str"),
-    ("fitted", "unseen characters (handled: unknown symbol)", lambda e, X, y: e.predict_proba(["日本語 ☃"]), None, None),
+     lambda e, X, y, kw: e.set_params(min_count=10**9).fit(X), ValueError, "alphabet"),
+    ("fitted", "empty list", lambda e, X, y, kw: e.predict_proba([]), ValueError, "empty"),
+    ("fitted", "non-str item", lambda e, X, y, kw: e.predict_proba([None]), TypeError, "str"),
+    ("fitted", "unseen characters (handled: unknown symbol)", lambda e, X, y, kw: e.predict_proba(["日本語 ☃"]), None, None),
 ]
 
-ROWS_BY_KIND = {"text": TEXT_ROWS, "pairs": PAIR_ROWS, "chars": CHAR_ROWS}
+def _with(X, index, value):
+    X = np.array(X, dtype=np.float64)
+    X.flat[index] = value
+    return X
+
+
+IMAGE_ROWS = [
+    ("fit", "empty array", lambda e, X, y, kw: e.fit(np.zeros((0, 8, 8)), []), ValueError, "empty"),
+    ("fit", "empty list", lambda e, X, y, kw: e.fit([], []), ValueError, "empty"),
+    ("fit", "wrong ndim (2-d)", lambda e, X, y, kw: e.fit(np.asarray(X)[:, 0], y), ValueError, "dimensions"),
+    ("fit", "wrong ndim (5-d)", lambda e, X, y, kw: e.fit(np.asarray(X)[:, None, ..., None], y), ValueError, "dimensions"),
+    ("fit", "NaN pixel", lambda e, X, y, kw: e.fit(_with(X, 5, np.nan), y), ValueError, "NaN"),
+    ("fit", "inf pixel", lambda e, X, y, kw: e.fit(_with(X, 5, np.inf), y), ValueError, "infinite"),
+    ("fit", "negative pixel", lambda e, X, y, kw: e.fit(_with(X, 5, -0.5), y), ValueError, r"\[0, 1\]"),
+    ("fit", "pixel above 1", lambda e, X, y, kw: e.fit(_with(X, 5, 255.0), y), ValueError, r"\[0, 1\]"),
+    ("fit", "int32 pixels", lambda e, X, y, kw: e.fit(np.asarray(X).astype(np.int32), y), TypeError, "uint8"),
+    ("fit", "string pixels", lambda e, X, y, kw: e.fit(np.asarray(X).astype(str), y), TypeError, "numeric"),
+    ("fit", "mismatched X/y lengths", lambda e, X, y, kw: e.fit(X, y[:-1]), ValueError, "samples"),
+    ("fit", "single class in y", lambda e, X, y, kw: e.fit(X, np.zeros(len(X))), ValueError, "single class"),
+    ("fit", "NaN in y", lambda e, X, y, kw: e.fit(X, np.r_[np.zeros(len(X) - 1), np.nan]), ValueError, "NaN"),
+    ("fitted", "wrong channel count", lambda e, X, y, kw: e.predict(np.repeat(np.asarray(X)[..., None], 3, -1)), ValueError, "channel"),
+    ("fitted", "wrong image size", lambda e, X, y, kw: e.predict(np.zeros((2, 12, 12))), ValueError, "size"),
+    ("fitted", "NaN pixel", lambda e, X, y, kw: e.explain(_with(X[:2], 3, np.nan), **kw), ValueError, "NaN"),
+    ("fitted", "unseen labels in score", lambda e, X, y, kw: e.score(X[:2], [99, 98]), ValueError, "not seen"),
+    ("fitted", "unknown explain method", lambda e, X, y, kw: e.explain(X[:1], method="nope"), ValueError, "method"),
+    ("fitted", "unknown explain target", lambda e, X, y, kw: e.explain(X[:1], target=99, **kw), ValueError, "not seen"),
+    ("fitted", "uint8 images (handled: scaled by 1/255)",
+     lambda e, X, y, kw: e.predict((np.asarray(X[:2]) * 255).astype(np.uint8)), None, None),
+]
+
+ROWS_BY_KIND = {"text": TEXT_ROWS, "pairs": PAIR_ROWS, "chars": CHAR_ROWS, "image": IMAGE_ROWS}
 
 
 def _params():
@@ -87,7 +117,7 @@ def _fitted(case):
 def test_bad_input(case, row):
     stage, description, call, error, match = row
     X, y, _ = case.data()
-    X = list(X)
+    X = list(X) if case.kind != "image" else X
     if stage == "fit":
         est = clone(case.make())
     else:
@@ -95,10 +125,10 @@ def test_bad_input(case, row):
         if not hasattr(est, "explain") and "explain" in description:
             pytest.skip("no explain method")
     if error is None:
-        call(est, X, y)
+        call(est, X, y, case.explain_kwargs)
         return
     with pytest.raises(error, match=match):
-        call(est, X, y)
+        call(est, X, y, case.explain_kwargs)
 
 
 def test_rows_tried_per_estimator():
