@@ -214,7 +214,6 @@ def run(quick: bool = False, encoder=("rnn", "bilstm"), epochs=None, seed=0, thr
 
 def demo():
     """Vanilla attention vs SEAT on two reviews (RNN, 3,000 training snippets)."""
-    import pandas as pd
     import torch
 
     torch.set_num_threads(1)
@@ -232,4 +231,5 @@ def demo():
     frame.insert(2, "vanilla_w", np.concatenate(w.attributions))
     frame.insert(3, "seat_w", np.concatenate(w_tilde.attributions))
     print(frame.round(3).to_string(index=False))
-    print(pd.Series(seat.predict_proba(texts)[:, 1], name="p(fresh)").round(3).to_string())
+    for text, p in zip(texts, seat.predict_proba(texts)[:, 1]):
+        print(f"p(fresh) = {p:.3f}  {text!r}")
