@@ -34,7 +34,8 @@ def _reproduce(args, extra) -> int:
     options = vars(parser.parse_args(extra))
     accepted = inspect.signature(module.run).parameters
     results = module.run(**{k: v for k, v in options.items() if k in accepted})
-    path = reproduce.write_results(args.name, results)
+    # quick runs go to <name>_quick.json so they never overwrite a full run's results
+    path = reproduce.write_results(args.name + ("-quick" if options["quick"] else ""), results)
     print(f"results written to {path}")
     return 0
 
