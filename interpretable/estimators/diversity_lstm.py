@@ -21,6 +21,7 @@ from torch import nn
 from ..nn.attention import AttentionOutput, conicity
 from ..nn.losses import OutputCrossEntropy
 from .attention_text import AttentionTextClassifier
+from .base import NeuralEstimator
 
 __all__ = ["DiversityLSTMClassifier", "DiversityLoss", "CELLS"]
 
@@ -67,6 +68,11 @@ class DiversityLSTMClassifier(AttentionTextClassifier):
                  lowercase=True, min_freq=1, max_vocab=None, max_len=None, lr=1e-3, max_epochs=10,
                  batch_size=64, optimizer="adam", weight_decay=0.0, device="auto", random_state=None,
                  verbose=0):
+        # not super().__init__: AttentionTextClassifier would set `encoder`, which this
+        # estimator derives from `cell` instead of taking as a parameter
+        NeuralEstimator.__init__(self, lr=lr, max_epochs=max_epochs, batch_size=batch_size,
+                                 optimizer=optimizer, weight_decay=weight_decay, device=device,
+                                 random_state=random_state, verbose=verbose)
         self.cell = cell
         self.diversity_weight = diversity_weight
         self.embeddings = embeddings
@@ -79,14 +85,6 @@ class DiversityLSTMClassifier(AttentionTextClassifier):
         self.min_freq = min_freq
         self.max_vocab = max_vocab
         self.max_len = max_len
-        self.lr = lr
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
 
     def _encoder_spec(self):
         return "orthogonal" if self.cell == "orthogonal" else "lstm"
