@@ -16,7 +16,7 @@ from ..datasets import load_mnist_5k
 
 PRIORS = ("multiplicative", "additive", "none")
 SIZE = dict(patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0, stem_channels=(32,))
-FULL = dict(n_train=4000, epochs=15, priors=PRIORS, n_grids=250, n_perturb=250, lr=2e-3,
+FULL = dict(n_train=4000, epochs=20, priors=PRIORS, n_grids=250, n_perturb=250, lr=2e-3,
             lr_decay_at=0.6)
 # --quick: two epochs at a constant learning rate, one prior, small metric samples
 QUICK = dict(n_train=4000, epochs=2, priors=("multiplicative",), n_grids=16, n_perturb=32,
