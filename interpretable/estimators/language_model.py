@@ -191,6 +191,19 @@ class _SequenceModel(NeuralEstimator):
     """Shared machinery of the character language models (vocabulary, windows, training,
     probabilities, bits per character, generation, sequence-to-sequence mode)."""
 
+    def __init__(self, *, hidden_size, seq_len, min_count, loss, dtype, clip_grad, lr,
+                 max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose):
+        super().__init__(
+            lr=lr, max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
+            weight_decay=weight_decay, device=device, random_state=random_state, verbose=verbose,
+        )
+        self.hidden_size = hidden_size
+        self.seq_len = seq_len
+        self.min_count = min_count
+        self.loss = loss
+        self.dtype = dtype
+        self.clip_grad = clip_grad
+
     # ---------------------------------------------------------------- vocabulary
     def _learn_vocabulary(self, sequences) -> None:
         _check_int("min_count", self.min_count)
@@ -513,15 +526,11 @@ class ISANLanguageModel(_SequenceModel):
         verbose=0,
     ):
         super().__init__(
-            lr=lr, max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
-            weight_decay=weight_decay, device=device, random_state=random_state, verbose=verbose,
+            hidden_size=hidden_size, seq_len=seq_len, min_count=min_count, loss=loss,
+            dtype=dtype, clip_grad=clip_grad, lr=lr, max_epochs=max_epochs,
+            batch_size=batch_size, optimizer=optimizer, weight_decay=weight_decay, device=device,
+            random_state=random_state, verbose=verbose,
         )
-        self.hidden_size = hidden_size
-        self.seq_len = seq_len
-        self.min_count = min_count
-        self.loss = loss
-        self.dtype = dtype
-        self.clip_grad = clip_grad
         self.init_gain = init_gain
 
     def _check_params(self):
@@ -735,17 +744,13 @@ class LSTMLanguageModel(_SequenceModel):
         verbose=0,
     ):
         super().__init__(
-            lr=lr, max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
-            weight_decay=weight_decay, device=device, random_state=random_state, verbose=verbose,
+            hidden_size=hidden_size, seq_len=seq_len, min_count=min_count, loss=loss,
+            dtype=dtype, clip_grad=clip_grad, lr=lr, max_epochs=max_epochs,
+            batch_size=batch_size, optimizer=optimizer, weight_decay=weight_decay, device=device,
+            random_state=random_state, verbose=verbose,
         )
-        self.hidden_size = hidden_size
         self.embedding_dim = embedding_dim
         self.num_layers = num_layers
-        self.seq_len = seq_len
-        self.min_count = min_count
-        self.loss = loss
-        self.dtype = dtype
-        self.clip_grad = clip_grad
 
     def _check_params(self):
         super()._check_params()
