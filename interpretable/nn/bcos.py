@@ -83,22 +83,28 @@ class _BcosBase(nn.Module):
         return w / w.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, *([1] * (w.dim() - 1)))
 
     def _dynamic(self, lin: torch.Tensor, norm: torch.Tensor, channel_dim: int):
-        """Return (effective scale of each unit, MaxOut index) for linear responses ``lin``.
+        """MaxOut, then the B-cos scaling of the winning units.
 
-        Both are constants in explanation mode.
+        ``lin``: linear responses ``ŵᵀx`` of all units; ``norm``: ``‖x‖`` broadcastable to
+        them. The output ``γ·|ŵᵀx/‖x‖|^(B-1)·ŵᵀx`` increases with ``ŵᵀx`` (``‖x‖`` is shared),
+        so MaxOut picks on the raw responses and only the winners are scaled. Returns
+        ``(index, selected, factor)``: the MaxOut index (None without MaxOut), the winners'
+        responses and their effective scale (a constant in explanation mode); the output is
+        ``selected * factor``.
         """
+        index = None
+        if self.max_out > 1:
+            index = self._grouped(lin, channel_dim).max(dim=channel_dim + 1,
+                                                        keepdim=True).indices
+        selected = self._select(lin, index, channel_dim)
         if self.b == 1:
-            factor = torch.full_like(lin, self.scale)
+            factor = torch.full_like(selected, self.scale)
         else:
-            cos = (lin / norm.clamp_min(1e-12)).abs()
+            cos = (selected / norm.clamp_min(1e-12)).abs()
             factor = (cos if self.b == 2 else cos.clamp_min(1e-12).pow(self.b - 1)) * self.scale
         if self.explanation_mode:
             factor = factor.detach()
-        index = None
-        if self.max_out > 1:
-            index = self._grouped(lin * factor, channel_dim).max(
-                dim=channel_dim + 1, keepdim=True).indices
-        return factor, index
+        return index, selected, factor
 
     def _grouped(self, out: torch.Tensor, channel_dim: int) -> torch.Tensor:
         shape = list(out.shape)
@@ -129,13 +135,12 @@ class BcosLinear(_BcosBase):
     def _factors(self, x: torch.Tensor):
         w = self._unit_weight()
         lin = F.linear(x, w)
-        norm = x.norm(dim=-1, keepdim=True)
-        factor, index = self._dynamic(lin, norm, channel_dim=lin.dim() - 1)
-        return w, lin, factor, index
+        index, selected, factor = self._dynamic(lin, x.norm(dim=-1, keepdim=True), lin.dim() - 1)
+        return w, index, selected, factor
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _, lin, factor, index = self._factors(x)
-        return self._select(lin * factor, index, lin.dim() - 1)
+        _, _, selected, factor = self._factors(x)
+        return selected * factor
 
     def forward_parts(self, x: torch.Tensor, parts: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """Map each additive part of ``x`` through the effective linear map ``W(x)``.
@@ -143,9 +148,9 @@ class BcosLinear(_BcosBase):
         The dynamic factors are computed from the full ``x``; when ``sum(parts) == x`` the
         outputs sum exactly to ``forward(x)``. parts: each (..., in) -> list of (..., out).
         """
-        w, lin, factor, index = self._factors(x)
-        dim = lin.dim() - 1
-        return [self._select(F.linear(p, w) * factor, index, dim) for p in parts]
+        w, index, _, factor = self._factors(x)
+        dim = x.dim() - 1
+        return [self._select(F.linear(p, w), index, dim) * factor for p in parts]
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -175,8 +180,8 @@ class BcosConv2d(_BcosBase):
         ones = x.new_ones(1, 1, self.kernel_size, self.kernel_size)
         norm = F.conv2d(x.pow(2).sum(1, keepdim=True), ones, stride=self.stride,
                         padding=self.padding).clamp_min(0).sqrt()
-        factor, index = self._dynamic(lin, norm, channel_dim=1)
-        return self._select(lin * factor, index, 1)
+        _, selected, factor = self._dynamic(lin, norm, channel_dim=1)
+        return selected * factor
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_features}, kernel_size={self.kernel_size}, "
