@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install bench clean
+.PHONY: demo test install bench bench-bcos-package clean
 
 $(BIN)/python:
 	@echo ">> creating $(VENV)"
@@ -36,5 +36,29 @@ bench: install
 	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python -m benchmarks
 
+# Optional comparison with the `bcos` PyPI package (not part of `make test` / CI). `bcos` imports
+# torchvision, and no PyPI torchvision works beside the pinned CPU torch of $(VENV), so it gets
+# its own venv with a matching (CUDA, ~5.5 GB, runs on CPU) torch/torchvision pair.
+BCOS_VENV ?= .venv-bcos
+BCOS_BIN := $(BCOS_VENV)/bin
+BCOS_PINS := torch==2.14.1 torchvision==0.29.1
+
+$(BCOS_BIN)/python:
+	@echo ">> creating $(BCOS_VENV)"
+	$(PYTHON) -m venv $(BCOS_VENV)
+	$(BCOS_BIN)/python -m pip install --quiet --upgrade pip
+
+$(BCOS_VENV)/.installed: $(BCOS_BIN)/python setup.cfg pyproject.toml
+	@echo ">> installing $(BCOS_PINS), einops and bcos==0.1.3 (--no-deps: it declares none)"
+	$(BCOS_BIN)/pip install --quiet $(BCOS_PINS)
+	$(BCOS_BIN)/pip install --quiet einops
+	$(BCOS_BIN)/pip install --quiet --no-deps bcos==0.1.3
+	@echo ">> installing interpretable and its runtime deps (the pins keep torch as it is)"
+	$(BCOS_BIN)/pip install --quiet -e . $(BCOS_PINS)
+	@touch $@
+
+bench-bcos-package: $(BCOS_VENV)/.installed
+	$(BCOS_BIN)/python benchmarks/bench_bcos_package.py
+
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) $(BCOS_VENV) *.egg-info
