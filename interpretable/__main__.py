@@ -34,8 +34,11 @@ def _reproduce(args, extra) -> int:
     options = vars(parser.parse_args(extra))
     accepted = inspect.signature(module.run).parameters
     results = module.run(**{k: v for k, v in options.items() if k in accepted})
-    # quick runs go to <name>_quick.json so they never overwrite a full run's results
-    path = reproduce.write_results(args.name + ("-quick" if options["quick"] else ""), results)
+    # quick runs go to <name>_quick.json so they never overwrite a full run's results; a
+    # module's results_suffix(options) names other variants (e.g. seat_minilm.json)
+    suffix = module.results_suffix(options) if hasattr(module, "results_suffix") else ""
+    name = args.name + suffix + ("-quick" if options["quick"] else "")
+    path = reproduce.write_results(name, results)
     print(f"results written to {path}")
     return 0
 

@@ -377,3 +377,11 @@ def test_reproduction_runs_end_to_end_on_a_tiny_setting(monkeypatch):
     assert set(entry["seed_stability"]) == {"vanilla", "seat"}
     assert isinstance(entry["checks"]["f1_within_2_points"], bool)
     json.dumps(results, default=float)  # what `reproduce` writes
+
+
+def test_reproduction_results_are_named_by_encoder():
+    from interpretable.reproduce import seat as repro
+
+    assert repro.results_suffix({"encoder": ["rnn", "bilstm"]}) == ""
+    assert repro.results_suffix({"encoder": ["minilm"]}) == "-minilm"
+    assert repro.results_suffix({"encoder": ["rnn", "minilm"]}) == "-rnn-minilm"

@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 METHODS = ("vanilla", "seat", "attention-rp", "attention-at", "word-at")
+DEFAULT_ENCODERS = ("rnn", "bilstm")
 
 #: settings per run size; "full" fits in about 30 min on 2 cores with one torch thread
 SETTINGS = {
@@ -39,12 +40,19 @@ SEAT_PARAMS = dict(k=4, lambda_topk=10.0, lambda_stability=10.0, pgd_radius=0.1,
 
 
 def add_arguments(parser):
-    parser.add_argument("--encoder", nargs="+", default=["rnn", "bilstm"],
+    parser.add_argument("--encoder", nargs="+", default=list(DEFAULT_ENCODERS),
                         choices=["rnn", "lstm", "bilstm", "minilm"],
                         help="encoders to run (minilm: the bundled MiniLM, bert extra)")
     parser.add_argument("--epochs", type=int, default=None, help="override the training epochs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+
+
+def results_suffix(options) -> str:
+    """``""`` for the default encoders (``seat.json``), else e.g. ``"-minilm"``
+    (``seat_minilm.json``)."""
+    encoders = list(options.get("encoder") or DEFAULT_ENCODERS)
+    return "" if encoders == list(DEFAULT_ENCODERS) else "-" + "-".join(encoders)
 
 
 def _split(n_train, n_test, seed):
@@ -159,7 +167,7 @@ def tables(results: dict) -> str:
     return "\n".join(lines)
 
 
-def run(quick: bool = False, encoder=("rnn", "bilstm"), epochs=None, seed=0, threads=1) -> dict:
+def run(quick: bool = False, encoder=DEFAULT_ENCODERS, epochs=None, seed=0, threads=1) -> dict:
     import torch
 
     from ..text import SynonymSubstitution
