@@ -4,12 +4,11 @@ Times, side by side in one run on a batch of 64 MNIST images (default model size
 ``python -m interpretable reproduce bcos-vit``): ``predict``, inherent ``explain`` (one backward
 pass for the whole batch in explanation mode), ``explain(by="head")`` and
 ``explain(method="integrated_gradients")`` (32 steps). Targets: explain ≤ 3× predict and
-≥ 10× cheaper than integrated gradients. The optional comparison with the ``bcos`` PyPI
-package (``bench`` extra) runs only when it is installed. Writes
+≥ 10× cheaper than integrated gradients. The comparison with the ``bcos`` PyPI package is
+``bench_bcos_package.py`` (its own venv: ``make bench-bcos-package``). Writes
 ``benchmarks/results/bcos_vit_speed.json``.
 """
 
-import importlib.util
 import json
 import platform
 import statistics
@@ -59,9 +58,6 @@ def main():
         "targets": {"explain_at_most_3x_predict": ratios["explain_over_predict"] <= 3,
                     "integrated_gradients_at_least_10x_explain":
                         ratios["integrated_gradients_over_explain"] >= 10},
-        "bcos_package": ("installed; comparison not implemented" if
-                         importlib.util.find_spec("bcos") else
-                         "not installed (optional `bench` extra); comparison skipped."),
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "bcos_vit_speed.json").write_text(json.dumps(result, indent=2))
