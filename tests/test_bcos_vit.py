@@ -211,8 +211,11 @@ def test_bad_input_at_fit(digits):
     with pytest.raises(ValueError, match="samples"):
         BcosViTClassifier(**TINY).fit(X[:10], y[:9])
     for scale in ((0.0, 0.5), (0.8, 0.5), (0.5, 1.5), 0.5, (0.5,)):
-        with pytest.raises(ValueError, match="train_scale"):
-            BcosViTClassifier(**{**TINY, "train_scale": scale}).fit(X[:10], y[:10])
+        with pytest.raises(ValueError, match="zoom_out must"):
+            BcosViTClassifier(**{**TINY, "zoom_out": scale}).fit(X[:10], y[:10])
+    for p in (-0.1, 1.5, "half"):
+        with pytest.raises(ValueError, match="zoom_out_probability"):
+            BcosViTClassifier(**{**TINY, "zoom_out_probability": p}).fit(X[:10], y[:10])
 
 
 def test_zoom_out_batches_shrink_every_image_onto_a_black_canvas():
@@ -222,7 +225,7 @@ def test_zoom_out_batches_shrink_every_image_onto_a_black_canvas():
 
     images = torch.ones(6, 8, 8, 1)
     items = [({"x": img}, torch.tensor(i)) for i, img in enumerate(images)]
-    batches = _ZoomOutBatches(lambda z: z.permute(0, 3, 1, 2), (0.5, 0.5),
+    batches = _ZoomOutBatches(lambda z: z.permute(0, 3, 1, 2), (0.5, 0.5), 1.0,
                               torch.Generator().manual_seed(0))
     X, y = batches(items)
     assert X["x"].shape == (6, 1, 8, 8) and y.tolist() == list(range(6))
@@ -230,16 +233,20 @@ def test_zoom_out_batches_shrink_every_image_onto_a_black_canvas():
     assert (X["x"].sum(dim=(1, 2, 3)) == 16).all()
     positions = {tuple(torch.nonzero(x[0])[0].tolist()) for x in X["x"]}
     assert len(positions) > 1
-    unchanged = _ZoomOutBatches(lambda z: z, None, torch.Generator())(items)[0]["x"]
-    assert torch.equal(unchanged, images)
-    again = _ZoomOutBatches(lambda z: z.permute(0, 3, 1, 2), (0.5, 0.5),
+    for scale, probability in ((None, 1.0), ((0.5, 0.5), 0.0)):
+        unchanged = _ZoomOutBatches(lambda z: z, scale, probability, torch.Generator())(items)
+        assert torch.equal(unchanged[0]["x"], images)
+    again = _ZoomOutBatches(lambda z: z.permute(0, 3, 1, 2), (0.5, 0.5), 1.0,
                             torch.Generator().manual_seed(0))(items)[0]["x"]
     assert torch.equal(again, X["x"])
+    some = _ZoomOutBatches(lambda z: z, (0.5, 0.5), 0.5, torch.Generator().manual_seed(0))
+    shrunk = torch.cat([some(items)[0]["x"] for _ in range(10)]).sum(dim=(1, 2, 3)) == 16
+    assert 0.2 < shrunk.float().mean() < 0.8  # about half the images, the rest untouched
 
 
-def test_train_scale_is_reproducible_and_changes_training(digits):
+def test_zoom_out_is_reproducible_and_changes_training(digits):
     X, y = digits
-    zoomed = BcosViTClassifier(**{**TINY, "max_epochs": 1, "train_scale": (0.5, 1.0)})
+    zoomed = BcosViTClassifier(**{**TINY, "max_epochs": 1, "zoom_out": (0.5, 0.8)})
     first = zoomed.fit(X, y).predict_proba(X[:10])
     np.testing.assert_allclose(clone(zoomed).fit(X, y).predict_proba(X[:10]), first,
                                rtol=1e-5, atol=1e-6)

@@ -33,25 +33,28 @@ class _OneHotBCE(nn.Module):
 class _ZoomOutBatches:
     """Training collate function: random zoom-out augmentation, then the model's encoding.
 
-    Every image ``(H, W, C)`` of a batch is shrunk by a factor drawn uniformly from
-    ``scale = (low, high)`` (area interpolation) and placed at a random position on a black
-    canvas of its original size; ``encode`` then maps the batch ``(B, H, W, C)`` to the
-    model input. ``scale=None`` only encodes. Draws come from ``generator`` (reproducible).
+    Each image ``(H, W, C)`` of a batch is, with ``probability``, shrunk by a factor drawn
+    uniformly from ``scale = (low, high)`` (area interpolation) and placed at a random position
+    on a black canvas of its original size; ``encode`` then maps the batch ``(B, H, W, C)`` to
+    the model input. ``scale=None`` only encodes. Draws come from ``generator``.
     """
 
-    def __init__(self, encode, scale, generator: torch.Generator):
-        self.encode, self.scale, self.generator = encode, scale, generator
+    def __init__(self, encode, scale, probability: float, generator: torch.Generator):
+        self.encode, self.scale, self.probability = encode, scale, probability
+        self.generator = generator
 
     def _zoom_out(self, images: torch.Tensor) -> torch.Tensor:
         n, h, w, _ = images.shape
         low, high = self.scale
+        chosen = torch.rand(n, generator=self.generator) < self.probability
         factors = low + (high - low) * torch.rand(n, generator=self.generator)
         offsets = torch.rand(n, 2, generator=self.generator)
-        out = torch.zeros_like(images)
-        for i in range(n):
+        out = images.clone()
+        for i in torch.nonzero(chosen)[:, 0].tolist():
             sh, sw = max(1, round(h * float(factors[i]))), max(1, round(w * float(factors[i])))
             small = F.interpolate(images[i].permute(2, 0, 1)[None], size=(sh, sw), mode="area")
             top, left = int(offsets[i, 0] * (h - sh + 1)), int(offsets[i, 1] * (w - sw + 1))
+            out[i] = 0
             out[i, top:top + sh, left:left + sw] = small[0].permute(1, 2, 0)
         return out
 
@@ -71,8 +74,8 @@ class _ImageTransformerClassifier(NeuralClassifier):
     _explain_methods: tuple[str, ...] = ()
 
     def __init__(self, *, patch_size, embed_dim, depth, num_heads, mlp_ratio, stem_channels,
-                 train_scale, lr, lr_decay_at, max_epochs, batch_size, optimizer, weight_decay,
-                 device, random_state, verbose):
+                 zoom_out, zoom_out_probability, lr, lr_decay_at, max_epochs, batch_size,
+                 optimizer, weight_decay, device, random_state, verbose):
         super().__init__(lr=lr, max_epochs=max_epochs, batch_size=batch_size,
                          optimizer=optimizer, weight_decay=weight_decay, device=device,
                          random_state=random_state, verbose=verbose)
@@ -82,7 +85,8 @@ class _ImageTransformerClassifier(NeuralClassifier):
         self.num_heads = num_heads
         self.mlp_ratio = mlp_ratio
         self.stem_channels = stem_channels
-        self.train_scale = train_scale
+        self.zoom_out = zoom_out
+        self.zoom_out_probability = zoom_out_probability
         self.lr_decay_at = lr_decay_at
 
     # ------------------------------------------------------------------ subclass hooks
@@ -128,13 +132,16 @@ class _ImageTransformerClassifier(NeuralClassifier):
                                              or not 0 < self.lr_decay_at <= 1):
             raise ValueError(f"lr_decay_at must be None or a fraction in (0, 1], "
                              f"got {self.lr_decay_at!r}.")
-        scale = self.train_scale
+        scale = self.zoom_out
         if scale is not None and not (
                 isinstance(scale, (tuple, list)) and len(scale) == 2
                 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in scale)
                 and 0 < scale[0] <= scale[1] <= 1):
-            raise ValueError("train_scale must be None or (low, high) with "
+            raise ValueError("zoom_out must be None or (low, high) with "
                              f"0 < low <= high <= 1, got {scale!r}.")
+        p = self.zoom_out_probability
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+            raise ValueError(f"zoom_out_probability must be in [0, 1], got {p!r}.")
 
     def _callbacks(self) -> list:
         """Learning-rate decay ×0.1 after ``lr_decay_at`` of the epochs (as in the paper)."""
@@ -160,7 +167,8 @@ class _ImageTransformerClassifier(NeuralClassifier):
         self.classes_, y_index = np.unique(y, return_inverse=True)
         self.n_channels_ = X.shape[-1]
         self.image_shape_ = (h, w)
-        batches = _ZoomOutBatches(self._encode, self.train_scale, make_generator(seed + 1))
+        batches = _ZoomOutBatches(self._encode, self.zoom_out, self.zoom_out_probability,
+                                  make_generator(seed + 1))
         self._fit_net(self._build_module, self._criterion(), {"x": torch.as_tensor(X)},
                       torch.as_tensor(y_index, dtype=torch.long), seed=seed,
                       callbacks=self._callbacks(), iterator_train__collate_fn=batches)
@@ -276,12 +284,15 @@ class BcosViTClassifier(_ImageTransformerClassifier):
     logit_bias : float or None
         Fixed logit bias (None: log(p/(1-p)) with p = 1/n_classes, as log(0.01/0.99) for
         ImageNet in the paper).
-    train_scale : (low, high) or None
-        Random zoom-out augmentation: each training image, at every epoch, is shrunk by a
-        factor drawn uniformly from [low, high] (0 < low <= high <= 1) and placed at a random
-        position on a black canvas. The paper trains with random resized crops, so its models
-        know objects at many scales; centred MNIST digits do not, and the downscaled cells
-        of the grid pointing game are then out of distribution. None: no augmentation.
+    zoom_out : (low, high) or None
+        Random zoom-out augmentation: at every epoch, a training image is (with
+        ``zoom_out_probability``) shrunk by a factor drawn uniformly from [low, high]
+        (0 < low <= high <= 1) and placed at a random position on a black canvas. The paper
+        trains with random resized crops, so its models know objects at many scales; models
+        trained on centred MNIST digits do not, and the downscaled cells of the grid pointing
+        game are then out of distribution. None: no augmentation.
+    zoom_out_probability : float
+        Share of the training images zoomed out at each epoch (with ``zoom_out``).
     lr_decay_at : float or None
         The learning rate is divided by 10 after this fraction of ``max_epochs`` (the paper:
         after 60 of 100 epochs); None keeps it constant.
@@ -294,15 +305,16 @@ class BcosViTClassifier(_ImageTransformerClassifier):
 
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), attention_prior="multiplicative", b=2.0, max_out=2,
-                 scale_factor=None, output_scale=1.0, logit_bias=None, *, train_scale=None,
-                 lr=2e-3, lr_decay_at=0.6, max_epochs=15, batch_size=32, optimizer="adam",
-                 weight_decay=0.0, device="auto", random_state=None, verbose=0):
+                 scale_factor=None, output_scale=1.0, logit_bias=None, *, zoom_out=None,
+                 zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6, max_epochs=15,
+                 batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
+                 random_state=None, verbose=0):
         super().__init__(patch_size=patch_size, embed_dim=embed_dim, depth=depth,
                          num_heads=num_heads, mlp_ratio=mlp_ratio, stem_channels=stem_channels,
-                         train_scale=train_scale, lr=lr, lr_decay_at=lr_decay_at,
-                         max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
-                         weight_decay=weight_decay, device=device, random_state=random_state,
-                         verbose=verbose)
+                         zoom_out=zoom_out, zoom_out_probability=zoom_out_probability,
+                         lr=lr, lr_decay_at=lr_decay_at, max_epochs=max_epochs,
+                         batch_size=batch_size, optimizer=optimizer, weight_decay=weight_decay,
+                         device=device, random_state=random_state, verbose=verbose)
         self.attention_prior = attention_prior
         self.b = b
         self.max_out = max_out
@@ -367,20 +379,20 @@ class ViTClassifier(_ImageTransformerClassifier):
     """Conventional Vision Transformer of the same size (CNN stem, learned positional
     embedding, GELU, LayerNorm, cross-entropy): the accuracy baseline for
     :class:`BcosViTClassifier`. Explained post hoc only (``explain_methods``). Parameters as
-    in :class:`BcosViTClassifier` (``train_scale`` included); ``dropout`` in the blocks."""
+    in :class:`BcosViTClassifier` (``zoom_out`` included); ``dropout`` in the blocks."""
 
     _explain_methods = tuple(m for m in METHODS if m != "inherent")
 
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
-                 stem_channels=(32,), dropout=0.0, *, train_scale=None, lr=2e-3,
-                 lr_decay_at=0.6, max_epochs=15, batch_size=32, optimizer="adam",
+                 stem_channels=(32,), dropout=0.0, *, zoom_out=None, zoom_out_probability=0.5,
+                 lr=2e-3, lr_decay_at=0.6, max_epochs=15, batch_size=32, optimizer="adam",
                  weight_decay=0.0, device="auto", random_state=None, verbose=0):
         super().__init__(patch_size=patch_size, embed_dim=embed_dim, depth=depth,
                          num_heads=num_heads, mlp_ratio=mlp_ratio, stem_channels=stem_channels,
-                         train_scale=train_scale, lr=lr, lr_decay_at=lr_decay_at,
-                         max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
-                         weight_decay=weight_decay, device=device, random_state=random_state,
-                         verbose=verbose)
+                         zoom_out=zoom_out, zoom_out_probability=zoom_out_probability,
+                         lr=lr, lr_decay_at=lr_decay_at, max_epochs=max_epochs,
+                         batch_size=batch_size, optimizer=optimizer, weight_decay=weight_decay,
+                         device=device, random_state=random_state, verbose=verbose)
         self.dropout = dropout
 
     def _make_module(self, in_channels, image_size, n_classes):
