@@ -385,3 +385,17 @@ def test_reproduction_results_are_named_by_encoder():
     assert repro.results_suffix({"encoder": ["rnn", "bilstm"]}) == ""
     assert repro.results_suffix({"encoder": ["minilm"]}) == "-minilm"
     assert repro.results_suffix({"encoder": ["rnn", "minilm"]}) == "-rnn-minilm"
+    assert repro.results_suffix({"encoder": ["minilm"], "methods": ["vanilla", "word-at"]}) \
+        == "-minilm-vanilla-word-at"
+    assert repro.results_suffix({"methods": list(repro.METHODS)[::-1]}) == ""
+
+
+def test_reproduction_runs_a_subset_of_methods(monkeypatch):
+    from interpretable.reproduce import seat as repro
+
+    tiny = dict(train=120, test=40, epochs=1, lr=5e-3, seat_epochs=1, hidden_size=8, eval=20,
+                sensitivity=4, n_search=2, seeds=())
+    monkeypatch.setitem(repro.SETTINGS, "quick", tiny)
+    results = repro.run(quick=True, encoder=["rnn"], methods=["word-at"])
+    entry = results["encoders"]["rnn"]
+    assert set(entry["methods"]) == {"vanilla", "word-at"} and entry["checks"] is None
