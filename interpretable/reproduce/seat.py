@@ -60,7 +60,8 @@ def add_arguments(parser):
 
 def results_suffix(options) -> str:
     """``""`` for the default encoders and all methods (``seat.json``), else e.g.
-    ``"-minilm"`` (``seat_minilm.json``) or ``"-minilm-word-at"``."""
+    ``"-minilm"`` (``seat_minilm.json``) or, for ``--encoder minilm --methods vanilla
+    word-at``, ``"-minilm-vanilla-word-at"``."""
     encoders = list(options.get("encoder") or DEFAULT_ENCODERS)
     methods = list(options.get("methods") or METHODS)
     suffix = "" if encoders == list(DEFAULT_ENCODERS) else "-" + "-".join(encoders)
