@@ -38,8 +38,8 @@ print("SEAT training diagnostics:", seat.fit_diagnostics_)
 reviews = ["A gorgeous, witty and heartfelt film.", "Dull, lifeless and far too long."]
 w, w_tilde = seat.explain(reviews, method="vanilla"), seat.explain(reviews)
 table = w_tilde.to_frame()[["sample", "token", "prediction"]]
-table.insert(2, "vanilla_w", np.concatenate(w.attributions))
-table.insert(3, "seat_w", np.concatenate(w_tilde.attributions))
+table.insert(2, "vanilla_w", np.concatenate(w.values))
+table.insert(3, "seat_w", np.concatenate(w_tilde.values))
 print(table.round(3).to_string(index=False))
 with open("seat_attention.html", "w") as f:
     f.write(w.to_html() + "\n" + w_tilde.to_html())

@@ -15,9 +15,9 @@ sample × unit::
     method       str    explanation method ("inherent", "attention", "integrated_gradients", ...)
 
 Inherent (faithful-by-construction) explanations also carry ``logit`` and ``bias``: the
-attributions plus the bias reproduce the logit, checked by ``completeness_error``: the
-absolute error ``|sum(attributions) + bias - logit|`` relative to the size of what is summed,
-``max(|logit|, sum|attributions| + |bias|)``. That is the scale of floating-point rounding in
+values plus the bias reproduce the logit, checked by ``completeness_error``: the
+absolute error ``|sum(values) + bias - logit|`` relative to the size of what is summed,
+``max(|logit|, sum|values| + |bias|)``. That is the scale of floating-point rounding in
 the sum, so the error stays meaningful for logits near 0 (float32 gives ~1e-7, float64 ~1e-16).
 """
 
@@ -119,7 +119,7 @@ class _Explanation:
 
     @property
     def completeness_error(self) -> np.ndarray | None:
-        """Per-sample relative error of ``sum(attributions) + bias`` against ``logit``
+        """Per-sample relative error of ``sum(values) + bias`` against ``logit``
         (None when the explanation has no logit, e.g. post-hoc methods)."""
         if getattr(self, "logit", None) is None:
             return None
@@ -165,14 +165,15 @@ def _same(a, b) -> bool:
 class TokenExplanation(_Explanation):
     """Per-token attributions for text classifiers.
 
-    tokens : list of n lists of str; attributions : list of n float arrays ``(T_i,)``;
+    units : list of n lists of str (the tokens the model saw); values : list of n float arrays
+    ``(T_i,)``, the attribution of each token;
     target, prediction : ``(n,)`` class labels; logit, bias : ``(n,)`` or None;
     queries : list of n token lists for pair inputs, or None; inputs : the caller's original
     samples (set by :class:`~interpretable.pipeline.ExplainablePipeline`), or None.
     """
 
-    tokens: list
-    attributions: list
+    units: list
+    values: list
     target: np.ndarray
     prediction: np.ndarray
     method: str
@@ -180,44 +181,50 @@ class TokenExplanation(_Explanation):
     bias: np.ndarray | None = None
     queries: list | None = None
     inputs: list | None = None
-    _per_sample = ("tokens", "attributions", "target", "prediction", "logit", "bias", "queries",
+    _per_sample = ("units", "values", "target", "prediction", "logit", "bias", "queries",
                    "inputs")
 
     def __post_init__(self):
-        for i, (tok, att) in enumerate(zip(self.tokens, self.attributions)):
+        for i, (tok, att) in enumerate(zip(self.units, self.values)):
             if len(tok) != len(att):
-                raise ValueError(f"sample {i}: {len(tok)} tokens but {len(att)} attributions.")
+                raise ValueError(f"sample {i}: {len(tok)} units but {len(att)} values.")
 
     def _totals(self):
-        """Per-sample ``(sum of attributions + bias, sum of their absolute values)``."""
+        """Per-sample ``(sum of values + bias, sum of their absolute values)``."""
         bias = np.zeros(len(self)) if self.bias is None else np.asarray(self.bias, dtype=np.float64)
-        total = np.array([np.sum(a, dtype=np.float64) for a in self.attributions]) + bias
-        magnitude = np.array([np.abs(a).sum(dtype=np.float64) for a in self.attributions])
+        total = np.array([np.sum(a, dtype=np.float64) for a in self.values]) + bias
+        magnitude = np.array([np.abs(a).sum(dtype=np.float64) for a in self.values])
         return total, magnitude + np.abs(bias)
 
     def to_frame(self) -> pd.DataFrame:
-        lengths = [len(t) for t in self.tokens]
+        """One row per sample × token; pair inputs add a ``query`` column (the sample's query
+        tokens joined by spaces)."""
+        lengths = [len(t) for t in self.units]
         n_rows = sum(lengths)
         sample = np.repeat(np.arange(len(self)), lengths)
-        return _frame(
+        frame = _frame(
             {
                 "sample": sample,
                 "unit": np.concatenate([np.arange(n) for n in lengths]) if n_rows else [],
-                "token": np.array([t for toks in self.tokens for t in toks], dtype=object),
+                "token": np.array([t for toks in self.units for t in toks], dtype=object),
                 "target": np.asarray(self.target, dtype=object)[sample],
-                "attribution": np.concatenate(self.attributions).astype(np.float64)
+                "attribution": np.concatenate(self.values).astype(np.float64)
                 if n_rows else np.zeros(0),
                 "prediction": np.asarray(self.prediction, dtype=object)[sample],
                 "method": np.full(n_rows, self.method, dtype=object),
             },
             n_rows,
         )
+        if self.queries is not None:
+            queries = np.array([" ".join(q) for q in self.queries], dtype=object)
+            frame.insert(frame.columns.get_loc("token") + 1, "query", queries[sample])
+        return frame
 
     def to_html(self) -> str:
         """Token heat map: red = positive, blue = negative, text HTML-escaped."""
         rows = []
         for i in range(len(self)):
-            spans = _heat_spans(self.tokens[i], self.attributions[i])
+            spans = _heat_spans(self.units[i], self.values[i])
             head = (
                 f"target={html.escape(str(self.target[i]))} "
                 f"prediction={html.escape(str(self.prediction[i]))}"
@@ -233,15 +240,15 @@ class TokenExplanation(_Explanation):
 class ImageExplanation(_Explanation):
     """Per-pixel contributions for image classifiers.
 
-    attributions : ``(n, H, W)`` contributions summed over input channels;
+    values : ``(n, H, W)`` contributions summed over input channels;
     target, prediction : ``(n,)``; images : ``(n, H, W, C)`` inputs in [0, 1] or None;
     weights : ``(n, H, W, K)`` dynamic linear weights ``W(x)`` over the K encoded input
     channels (B-cos: ``[x, 1-x]``) or None; logit, bias : ``(n,)`` or None;
     components : ``(n, M, H, W)`` contribution maps of M model components (e.g. attention
-    heads) that sum to ``attributions``, with ``component_names`` (M names), or None.
+    heads) that sum to ``values``, with ``component_names`` (M names), or None.
     """
 
-    attributions: np.ndarray
+    values: np.ndarray
     target: np.ndarray
     prediction: np.ndarray
     method: str
@@ -252,25 +259,23 @@ class ImageExplanation(_Explanation):
     components: np.ndarray | None = None
     component_names: list = field(default_factory=list)
     inputs: list | None = None
-    _per_sample = ("attributions", "target", "prediction", "images", "weights", "logit",
+    _per_sample = ("values", "target", "prediction", "images", "weights", "logit",
                    "bias", "components", "inputs")
 
     def __post_init__(self):
-        if np.ndim(self.attributions) != 3:
-            raise ValueError(
-                f"attributions must have shape (n, H, W), got {np.shape(self.attributions)}."
-            )
+        if np.ndim(self.values) != 3:
+            raise ValueError(f"values must have shape (n, H, W), got {np.shape(self.values)}.")
 
     def _totals(self):
-        """Per-sample ``(sum of attributions + bias, sum of their absolute values)``."""
-        flat = self.attributions.reshape(len(self), -1).astype(np.float64)
+        """Per-sample ``(sum of values + bias, sum of their absolute values)``."""
+        flat = self.values.reshape(len(self), -1).astype(np.float64)
         bias = np.zeros(len(self)) if self.bias is None else np.asarray(self.bias, dtype=np.float64)
         return flat.sum(axis=1) + bias, np.abs(flat).sum(axis=1) + np.abs(bias)
 
     def to_frame(self, by_component: bool = False) -> pd.DataFrame:
         """One row per sample × pixel (× component when ``by_component``)."""
-        n, h, w = self.attributions.shape
-        maps = self.attributions[:, None]
+        n, h, w = self.values.shape
+        maps = self.values[:, None]
         names = ["total"]
         if by_component:
             if self.components is None:
@@ -316,11 +321,11 @@ class ImageExplanation(_Explanation):
             ax.axis("off")
         for i, ax in zip(range(n), axes.flat):
             if kind == "contributions":
-                a = self.attributions[i]
+                a = self.values[i]
                 lim = float(np.percentile(np.abs(a), percentile)) or 1.0
                 ax.imshow(np.clip(a, -lim, lim), cmap="bwr", vmin=-lim, vmax=lim)
             else:
-                ax.imshow(weights_to_rgba(self.weights[i], self.attributions[i], percentile))
+                ax.imshow(weights_to_rgba(self.weights[i], self.values[i], percentile))
             ax.set_title(f"t={self.target[i]} p={self.prediction[i]}", fontsize=8)
         fig.tight_layout()
         return fig
@@ -348,16 +353,16 @@ def weights_to_rgba(weights: np.ndarray, contributions: np.ndarray, percentile: 
 class SequenceExplanation(_Explanation):
     """Contributions of every input unit to the logits at every later step.
 
-    symbols : list of n lists of S_i units (characters, or words with ``level="word"``);
-    contributions : list of n arrays ``(T_i, S_i)``, entry ``[t, s]`` = contribution of unit
+    units : list of n lists of S_i units (characters, or words with ``level="word"``);
+    values : list of n arrays ``(T_i, S_i)``, entry ``[t, s]`` = contribution of unit
     ``s`` to the explained logit at step ``t`` (0 for units after ``t``);
     target, prediction : lists of n arrays ``(T_i,)`` of the explained / predicted symbol;
     logit, bias : lists of n float arrays ``(T_i,)`` or None (bias = all terms not owned by a
     unit, e.g. readout bias and initial state).
     """
 
-    symbols: list
-    contributions: list
+    units: list
+    values: list
     target: list
     prediction: list
     method: str
@@ -365,19 +370,19 @@ class SequenceExplanation(_Explanation):
     bias: list | None = None
     level: str = "char"
     inputs: list | None = None
-    _per_sample = ("symbols", "contributions", "target", "prediction", "logit", "bias", "inputs")
+    _per_sample = ("units", "values", "target", "prediction", "logit", "bias", "inputs")
 
     def __post_init__(self):
-        for i, (sym, c) in enumerate(zip(self.symbols, self.contributions)):
+        for i, (sym, c) in enumerate(zip(self.units, self.values)):
             if np.ndim(c) != 2 or c.shape[1] != len(sym):
                 raise ValueError(
-                    f"sample {i}: contributions must be (steps, {len(sym)}), got {np.shape(c)}."
+                    f"sample {i}: values must be (steps, {len(sym)}), got {np.shape(c)}."
                 )
 
     def _totals(self):
         """Per sample and step: ``(sum of contributions + bias, sum of absolute values)``."""
         totals, magnitudes = [], []
-        for i, c in enumerate(self.contributions):
+        for i, c in enumerate(self.values):
             c = np.asarray(c, dtype=np.float64)
             b = np.zeros(len(c)) if self.bias is None else np.asarray(self.bias[i], dtype=np.float64)
             totals.append(c.sum(axis=1) + b)
@@ -397,7 +402,7 @@ class SequenceExplanation(_Explanation):
     def to_frame(self) -> pd.DataFrame:
         """One row per sample × step × unit (units not yet read at a step contribute 0)."""
         parts = []
-        for i, c in enumerate(self.contributions):
+        for i, c in enumerate(self.values):
             steps, units = np.indices(c.shape).reshape(2, -1)
             n_rows = len(steps)
             parts.append(
@@ -405,7 +410,7 @@ class SequenceExplanation(_Explanation):
                     {
                         "sample": np.full(n_rows, i),
                         "unit": units,
-                        "token": np.array(self.symbols[i], dtype=object)[units],
+                        "token": np.array(self.units[i], dtype=object)[units],
                         "step": steps,
                         "target": np.asarray(self.target[i], dtype=object)[steps],
                         "attribution": c[steps, units].astype(np.float64),
@@ -420,9 +425,9 @@ class SequenceExplanation(_Explanation):
     def to_html(self, step: int = -1) -> str:
         """Heat map of each sample's units for the explained logit at ``step`` (default last)."""
         rows = []
-        for i, c in enumerate(self.contributions):
+        for i, c in enumerate(self.values):
             t = step % c.shape[0]
-            spans = _heat_spans(self.symbols[i], c[t], sep="" if self.level == "char" else " ")
+            spans = _heat_spans(self.units[i], c[t], sep="" if self.level == "char" else " ")
             head = (
                 f"step {t}: target={html.escape(repr(str(self.target[i][t])))} "
                 f"prediction={html.escape(repr(str(self.prediction[i][t])))}"

@@ -46,8 +46,8 @@ def test_decision_flip_matches_sequential_erasure(model, sentiment_data):
     res = decision_flip_fraction(model, X[:12], order="attention")
     assert len(res.frame) == 12 and res.frame.fraction.between(0, 1).all()
     # check against a slow per-sample loop through the attention override
-    inputs = model._encode_inputs(X[:12])
-    out = model._batch_outputs(inputs)
+    inputs = model.encode(X[:12]).inputs
+    out = model.forward_batch(inputs)
     for i in range(12):
         n = int(inputs["lengths"][i])
         att = out.attention[i, :n].detach()
@@ -60,7 +60,7 @@ def test_decision_flip_matches_sequential_erasure(model, sentiment_data):
             new = torch.zeros_like(out.attention[i:i + 1])
             new[0, :n] = kept / kept.sum()
             one = {key: v[i:i + 1] for key, v in inputs.items()}
-            if int(model._batch_outputs(one, attention=new[:, : one["tokens"].shape[1]]).logits.argmax()) != pred:
+            if int(model.forward_batch(one, attention=new[:, : one["tokens"].shape[1]]).logits.argmax()) != pred:
                 expected = k
                 break
         assert res.frame.n_erased[i] == expected

@@ -111,10 +111,10 @@ def test_fit_predict_score_explain(fitted, sentiment_data):
     assert set(fitted.predict(X)) <= set(fitted.classes_)
     exp = fitted.explain(X[:4])
     assert isinstance(exp, TokenExplanation) and exp.method == "attention"
-    for tokens, att in zip(exp.tokens, exp.attributions):
+    for tokens, att in zip(exp.units, exp.values):
         assert len(tokens) == len(att) and att.sum() == pytest.approx(1, abs=1e-5)
     frame = exp.to_frame()
-    assert len(frame) == sum(len(t) for t in exp.tokens)
+    assert len(frame) == sum(len(t) for t in exp.units)
     assert "<span" in exp.to_html()
     assert list(exp.prediction) == list(fitted.predict(X[:4]))
 
@@ -124,12 +124,12 @@ def test_posthoc_attributions(fitted, sentiment_data, method):
     X, _ = sentiment_data
     exp = fitted.explain(X[:3], method=method, target="pos")
     assert exp.method == method and list(exp.target) == ["pos"] * 3
-    assert all(np.isfinite(a).all() for a in exp.attributions)
+    assert all(np.isfinite(a).all() for a in exp.values)
     if method == "integrated_gradients":
         # completeness: sum of attributions = logit(x) - logit(baseline)
         assert exp.completeness_error.max() < 0.05
     if method == "gradient":
-        assert all((a >= 0).all() for a in exp.attributions)
+        assert all((a >= 0).all() for a in exp.values)
 
 
 def test_sklearn_contracts(fitted, sentiment_data):

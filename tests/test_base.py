@@ -12,7 +12,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from interpretable import EmbeddingBagClassifier
-from interpretable._validation import check_images, resolve_device
+from interpretable.validation import check_images, resolve_device
 from interpretable.estimators.base import NeuralEstimator, TrainingDivergedError
 
 
@@ -34,7 +34,7 @@ def test_fit_predict_and_exact_explanation(sentiment_data):
     assert exp.completeness_error.max() < 1e-5
     assert list(exp.prediction) == list(clf.predict(X[:6]))
     # the sentiment word carries the explanation
-    for tokens, att, label in zip(exp.tokens, exp.attributions, exp.target):
+    for tokens, att, label in zip(exp.units, exp.values, exp.target):
         assert tokens[int(np.argmax(att))] in {"great", "wonderful", "superb", "moving", "brilliant",
                                                  "awful", "boring", "dull", "terrible", "lifeless"}
     other = clf.explain(X[:6], target="neg")
@@ -93,7 +93,7 @@ def test_save_load_round_trip(tmp_path, sentiment_data):
     again = EmbeddingBagClassifier.load(tmp_path / "model")
     np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
     np.testing.assert_array_equal(
-        np.concatenate(again.explain(X[:3]).attributions), np.concatenate(clf.explain(X[:3]).attributions)
+        np.concatenate(again.explain(X[:3]).values), np.concatenate(clf.explain(X[:3]).values)
     )
     assert NeuralEstimator.load(tmp_path / "model").get_params() == again.get_params()
 
@@ -143,13 +143,18 @@ def test_bad_params_and_score_labels(sentiment_data):
         clf.score(X[:2], ["pos", "meh"])
 
 
-def test_diverging_fit_raises_and_keeps_last_good_weights(sentiment_data):
+def test_diverging_refit_raises_and_keeps_the_previous_model(sentiment_data):
     X, y = sentiment_data
     clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=3, lr=1e38, optimizer="sgd", random_state=0)
     with pytest.raises(TrainingDivergedError, match="diverged"):
         clf.fit(X, y)
-    assert all(torch.isfinite(p).all() for p in clf.module_.parameters())
-    assert np.isfinite(clf.predict_proba(X[:3])).all()
+    with pytest.raises(NotFittedError):  # a failed first fit leaves the estimator unfitted
+        clf.predict(X[:3])
+    clf.set_params(lr=1e-2, optimizer="adam").fit(X, y)
+    before = clf.predict_proba(X[:3])
+    with pytest.raises(TrainingDivergedError, match="previous state"):
+        clf.set_params(lr=1e38, optimizer="sgd").fit(X, y)
+    np.testing.assert_array_equal(clf.predict_proba(X[:3]), before)
 
 
 def test_device_and_image_validation():

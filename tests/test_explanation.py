@@ -13,8 +13,8 @@ from interpretable.explanation import (
 
 def _tokens(method="inherent"):
     return TokenExplanation(
-        tokens=[["a", "<b>"], ["c"]],
-        attributions=[np.array([1.0, -2.0]), np.array([0.5])],
+        units=[["a", "<b>"], ["c"]],
+        values=[np.array([1.0, -2.0]), np.array([0.5])],
         target=np.array(["pos", "neg"]),
         prediction=np.array(["pos", "pos"]),
         method=method,
@@ -26,7 +26,7 @@ def _tokens(method="inherent"):
 def _image():
     a = np.arange(2 * 2 * 3, dtype=float).reshape(2, 2, 3)
     return ImageExplanation(
-        attributions=a, target=np.array([3, 4]), prediction=np.array([3, 5]), method="inherent",
+        values=a, target=np.array([3, 4]), prediction=np.array([3, 5]), method="inherent",
         logit=a.reshape(2, -1).sum(1) + 1.0, bias=np.array([1.0, 1.0]),
         components=np.stack([a / 2, a / 2], axis=1), component_names=["layer0.head0", "skip"],
     )
@@ -35,7 +35,7 @@ def _image():
 def _sequence():
     c = np.tril(np.ones((3, 3)))
     return SequenceExplanation(
-        symbols=[list("abc")], contributions=[c], target=[np.array(list("bcd"))],
+        units=[list("abc")], values=[c], target=[np.array(list("bcd"))],
         prediction=[np.array(list("bcx"))], method="inherent",
         logit=[c.sum(1) + 0.25], bias=[np.full(3, 0.25)],
     )
@@ -73,7 +73,7 @@ def test_token_html_escapes_and_colours():
 
 
 def test_mismatched_lengths_rejected():
-    with pytest.raises(ValueError, match="2 tokens but 1 attributions"):
+    with pytest.raises(ValueError, match="2 units but 1 values"):
         TokenExplanation([["a", "b"]], [np.ones(1)], np.array([0]), np.array([0]), "x")
 
 

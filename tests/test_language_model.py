@@ -93,8 +93,8 @@ def test_explain_exact_float32_and_float64(isan, isan64):
         exp = model.explain(["the king is dead", "long live the queen"])
         assert isinstance(exp, SequenceExplanation)
         assert np.all(exp.completeness_error <= tol)
-        assert exp.contributions[0].shape == (16, 16)
-        assert np.allclose(np.triu(exp.contributions[0], 1), 0)  # no effect of future symbols
+        assert exp.values[0].shape == (16, 16)
+        assert np.allclose(np.triu(exp.values[0], 1), 0)  # no effect of future symbols
 
 
 def test_explain_targets_and_word_level(isan64):
@@ -103,10 +103,10 @@ def test_explain_targets_and_word_level(isan64):
     assert list(chars.target[0][:-1]) == list(text[1:])
     assert chars.target[0][-1] == chars.prediction[0][-1]
     words = isan64.explain(text, target="actual", level="word")
-    assert words.symbols[0] == ["the", " king", " is", " dead"]
-    assert words.contributions[0].shape == (16, 4)
-    np.testing.assert_allclose(words.contributions[0].sum(1), chars.contributions[0].sum(1))
-    np.testing.assert_allclose(words.contributions[0][:, 1], chars.contributions[0][:, 3:8].sum(1))
+    assert words.units[0] == ["the", " king", " is", " dead"]
+    assert words.values[0].shape == (16, 4)
+    np.testing.assert_allclose(words.values[0].sum(1), chars.values[0].sum(1))
+    np.testing.assert_allclose(words.values[0][:, 1], chars.values[0][:, 3:8].sum(1))
     assert np.all(words.completeness_error <= 1e-10)
     fixed = isan64.explain(text, target="k")
     assert set(fixed.target[0]) == {"k"}
@@ -116,7 +116,7 @@ def test_explain_targets_and_word_level(isan64):
         logits = isan64.module_(ids)[0, :, isan64.vocabulary_["k"]].numpy()
     np.testing.assert_allclose(fixed.logit[0], logits, rtol=1e-12)
     frame = words.to_frame()
-    assert len(frame) == 16 * 4 and set(frame["token"]) == set(words.symbols[0])
+    assert len(frame) == 16 * 4 and set(frame["token"]) == set(words.units[0])
     assert "<span" in words.to_html()
 
 
@@ -157,7 +157,7 @@ def test_basis_change_preserves_outputs(isan64):
     Q = np.random.RandomState(0).randn(12, 12) + 4 * np.eye(12)
     moved = isan64.to_basis(Q)
     np.testing.assert_allclose(moved.predict_proba(text), isan64.predict_proba(text), rtol=1e-9)
-    np.testing.assert_allclose(moved.explain(text).contributions[1], isan64.explain(text).contributions[1], atol=1e-9)
+    np.testing.assert_allclose(moved.explain(text).values[1], isan64.explain(text).values[1], atol=1e-9)
     assert moved.module_ is not isan64.module_
     with pytest.raises(ValueError, match="singular"):
         isan64.to_basis(np.zeros((12, 12)))
@@ -243,7 +243,9 @@ def test_lstm_baseline(tmp_path):
     lm.save(tmp_path / "lstm")
     back = LSTMLanguageModel.load(tmp_path / "lstm", device="cpu")
     np.testing.assert_allclose(back.predict_proba(["the k"]), lm.predict_proba(["the k"]))
-    assert not hasattr(lm, "explain")
+    assert lm.explain_methods == ()
+    with pytest.raises(ValueError, match="not supported by LSTMLanguageModel"):
+        lm.explain("the k")
 
 
 # ---------------------------------------------------------------------- sequence to sequence
@@ -349,13 +351,13 @@ def test_word_context_effects_match_explanation(isan64):
 
     text = "the king is dead long live the queen"
     effects = word_context_effects(isan64, text)
-    exp = isan64.explain(text, target="predicted", level="word")
+    exp = isan64.explain(text, level="word")
     words = split_words(text)
     starts = np.cumsum([0] + [len(w) for w in words])
     assert len(effects) > 10
     for row in effects.itertuples():
         k = np.searchsorted(starts, row.position, side="right") - 1  # current word
         assert row.previous_word == words[k - 1]
-        assert row.contribution == pytest.approx(exp.contributions[0][row.position, k - 1], abs=1e-10)
+        assert row.contribution == pytest.approx(exp.values[0][row.position, k - 1], abs=1e-10)
         assert row.prediction == exp.prediction[0][row.position]
         assert row.actual == text[row.position + 1]

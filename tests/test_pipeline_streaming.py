@@ -32,10 +32,10 @@ def test_explainable_pipeline_keeps_original_inputs(sentiment_data):
     raw = ["the movie<br>was great", "dull<br>plot"]
     exp = pipe.explain(raw)
     assert exp.inputs == raw
-    assert "<br>" not in " ".join(exp.tokens[0])
+    assert "<br>" not in " ".join(exp.units[0])
     assert exp.completeness_error.max() < 1e-5
     direct = pipe[-1].explain(_strip_html(raw))
-    np.testing.assert_allclose(np.concatenate(exp.attributions), np.concatenate(direct.attributions))
+    np.testing.assert_allclose(np.concatenate(exp.values), np.concatenate(direct.values))
 
 
 def test_streaming_matches_one_shot(fitted, sentiment_data, tmp_path):

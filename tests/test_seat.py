@@ -148,7 +148,7 @@ def vanilla(sentiment_data):
 
 def _attention_attack_divergence(clf, X, radius, attention_of=None):
     """Mean D2 (KL) after a PGD attack of the given radius on the model's attention."""
-    inputs = clf._encode_inputs(X)
+    inputs = clf.encode(X).inputs
     module = clf.module_
     with torch.no_grad():
         out = module(**inputs)
@@ -180,12 +180,12 @@ def test_seat_lowers_attention_sensitivity_and_keeps_predictions(sentiment_data,
     w = vanilla.explain(X, method="attention")
     assert np.mean([
         len(set(np.argsort(-a)[:2]) & set(np.argsort(-b)[:2])) / min(2, len(a))
-        for a, b in zip(w.attributions, seat.explain(X).attributions)
+        for a, b in zip(w.values, seat.explain(X).values)
     ]) >= 0.6
     # the vanilla attention w is kept and reproduced exactly
     vw = seat.explain(X[:10], method="vanilla")
     assert vw.method == "vanilla"
-    for a, b in zip(vw.attributions, w.attributions[:10]):
+    for a, b in zip(vw.values, w.values[:10]):
         np.testing.assert_allclose(a, b, atol=1e-6)
     # only the attention layer changed
     for name, p in seat.module_.named_parameters():
@@ -211,7 +211,7 @@ def test_every_method_fits_predicts_explains(sentiment_data, method):
     assert clf.score(X, y) >= 0.7
     exp = clf.explain(X[:4])
     assert isinstance(exp, TokenExplanation)
-    for a in exp.attributions:
+    for a in exp.values:
         assert a.sum() == pytest.approx(1.0, abs=1e-5)
     # reproducible under random_state
     again = SEATClassifier(method=method, pgd_steps=2, **{**TINY, "max_epochs": 4}).fit(X, y)
@@ -239,8 +239,8 @@ def test_base_estimator_variants(sentiment_data, vanilla):
                                    batch_size=16, lr=2e-2, device="cpu", random_state=1).fit(X, y)
     seat = SEATClassifier(base_estimator=FrozenEstimator(base), pgd_steps=2, seat_epochs=2,
                           device="cpu", random_state=0).fit(X, y)
-    for a, b in zip(seat.explain(X[:5], method="vanilla").attributions,
-                    base.explain(X[:5]).attributions):
+    for a, b in zip(seat.explain(X[:5], method="vanilla").values,
+                    base.explain(X[:5]).values):
         np.testing.assert_allclose(a, b, atol=1e-6)
     assert seat.architecture_["hidden_size"] == 6
     # an unfitted base is fitted first (as clone() inside GridSearchCV would leave it)
@@ -269,15 +269,15 @@ def test_sklearn_contracts_and_persistence(sentiment_data, tmp_path):
     clf.save(tmp_path / "seat")
     loaded = SEATClassifier.load(tmp_path / "seat")
     np.testing.assert_allclose(loaded.predict_proba(X), clf.predict_proba(X), atol=1e-6)
-    for a, b in zip(loaded.explain(X[:5], method="vanilla").attributions,
-                    clf.explain(X[:5], method="vanilla").attributions):
+    for a, b in zip(loaded.explain(X[:5], method="vanilla").values,
+                    clf.explain(X[:5], method="vanilla").values):
         np.testing.assert_allclose(a, b, atol=1e-6)
     assert loaded.fit_diagnostics_ == clf.fit_diagnostics_
 
 
 @pytest.mark.parametrize("params, match", [
     (dict(method="seat-ish"), "method"),
-    (dict(k=0), "k must"),
+    (dict(k=0), "'k' parameter"),
     (dict(lambda_topk=-1.0), "lambda_topk"),
     (dict(lambda_stability=float("nan")), "lambda_stability"),
     (dict(pgd_radius=-0.1), "pgd_radius"),
@@ -342,8 +342,8 @@ def test_seat_with_tiny_random_bert(sentiment_data):
                          device="cpu", random_state=0).fit(X, y)
     assert clf.score(X, y) >= 0.8
     exp = clf.explain(X[:3])
-    assert exp.tokens[0][0] == "[CLS]" and exp.tokens[0][-1] == "[SEP]"
-    assert clf.explain(X[:3], method="vanilla").tokens == exp.tokens
+    assert exp.units[0][0] == "[CLS]" and exp.units[0][-1] == "[SEP]"
+    assert clf.explain(X[:3], method="vanilla").units == exp.units
     assert np.isfinite(sufficiency(clf, X[:10], fractions=(0.2,)).summary["aopc"])
     again = pickle.loads(pickle.dumps(clf))
     np.testing.assert_allclose(again.predict_proba(X[:5]), clf.predict_proba(X[:5]), atol=1e-6)

@@ -1,4 +1,6 @@
 """Grid pointing game and pixel perturbation."""
+
+import dataclasses
 import numpy as np
 import pytest
 
@@ -28,7 +30,7 @@ class _ConstantImageClassifier:
             attr = np.ones_like(X)
         else:  # everything but the right cell
             attr = (~np.isclose(X, level)).astype(float)
-        return ImageExplanation(attributions=attr, target=np.asarray(target),
+        return ImageExplanation(values=attr, target=np.asarray(target),
                                 prediction=np.asarray(target), method=method)
 
 
@@ -85,8 +87,9 @@ class _Negated:
     def __getattr__(self, name):
         return getattr(self._clf, name)
 
-    def _attributions(self, *args, **kwargs):
-        return -self._clf._attributions(*args, **kwargs)
+    def explain(self, *args, **kwargs):
+        explanation = self._clf.explain(*args, **kwargs)
+        return dataclasses.replace(explanation, values=-explanation.values)
 
 
 def test_pixel_perturbation_curves(tiny):

@@ -1,34 +1,45 @@
-"""Shared machinery of the neural estimators: seeding, device, skorch training, batched
-inference, validation of the explain call and safe persistence.
+"""Shared machinery of the neural estimators: the public model interface, parameter
+validation, transactional skorch training, the one batching loop, the explain contract and safe
+persistence.
 
-A concrete estimator subclasses :class:`NeuralEstimator`, lists its hyper-parameters in its own
-``__init__`` (passing the common ones to ``super().__init__``) and implements
+A concrete estimator subclasses :class:`NeuralEstimator` (or :class:`NeuralClassifier`), lists
+its hyper-parameters in ``__init__`` and in ``_parameter_constraints`` and implements
 
-* ``_build_module()``: the ``nn.Module`` (from :mod:`interpretable.nn`) for the fitted state,
-* ``_get_fitted_state()`` / ``_set_fitted_state(state)``: the non-tensor fitted attributes as
-  JSON-compatible values (see :func:`to_jsonable`), used by :meth:`save` / :meth:`load`,
+* ``_fit(X, y)``: train on a fresh copy of the estimator (see :meth:`NeuralEstimator.fit`);
+* ``encode(X) -> Batch``: validated inputs as module keyword tensors (public: metrics and
+  attribution methods work from it);
+* ``_build_module()`` and ``_get_fitted_state()`` / ``_set_fitted_state(state)`` for
+  :meth:`save` / :meth:`load`;
+* ``explain_methods`` (default first) and ``_explainer(method)`` returning the function that
+  explains an encoded :class:`Batch` (its keyword-only parameters are the method's options).
 
-and trains with :meth:`_fit_net` and predicts with :meth:`_forward_batches`.
+See CONTRIBUTING.md for a walk-through.
 """
 
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import math
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from numbers import Integral, Real
 from pathlib import Path
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Callback
 
-from .._validation import check_random_state_seed, make_generator, resolve_device
+from ..nn.losses import logits_of
+from ..validation import check_batch_size, check_random_state_seed, make_generator, resolve_device
 
 __all__ = [
+    "Batch",
     "NeuralEstimator",
     "NeuralClassifier",
     "TrainingDivergedError",
@@ -47,36 +58,55 @@ _OPTIMIZERS = {
 }
 
 
+@dataclass(frozen=True)
+class Batch:
+    """Encoded samples, the public way from user inputs to model inputs.
+
+    inputs : dict of CPU tensors with the sample axis first, the module's keyword arguments
+        (text: ``tokens (n, T)``, ``lengths (n,)`` [, ``query``, ``query_lengths``]; images:
+        ``x (n, C', H, W)``);
+    units : per-sample lists of the units the model sees (tokens), or None;
+    queries : per-sample query tokens of (text, query) pairs, or None;
+    images : validated ``(n, H, W, C)`` float images in [0, 1], or None.
+    """
+
+    inputs: dict
+    units: list | None = None
+    queries: list | None = None
+    images: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(next(iter(self.inputs.values())))
+
+
+def _is_fitted_attribute(name: str) -> bool:
+    return name.endswith("_") and not name.startswith("_")
+
+
 class TrainingDivergedError(RuntimeError):
-    """Raised when the training loss becomes NaN or infinite; the last good weights are kept."""
+    """Raised when the training loss or the weights become NaN or infinite; the estimator keeps
+    the state it had before ``fit`` (fit is transactional)."""
 
 
 class _DivergenceGuard(Callback):
-    """Keep a snapshot of the last finite weights (taken at each epoch start); when the loss
-    or the weights stop being finite, restore it and stop with :class:`TrainingDivergedError`.
+    """Stop with :class:`TrainingDivergedError` when the loss or the weights stop being finite.
 
-    The loss is computed before the optimizer step, so the weights are checked too: a step can
-    make them non-finite after a batch whose loss was still finite.
+    The loss is computed before the optimizer step, so the weights are checked too (at each
+    epoch boundary): a step can make them non-finite after a batch whose loss was finite.
     """
 
-    def on_train_begin(self, net, **kwargs):
-        self._snapshot = None
-
-    def _weights_finite(self, net) -> bool:
-        return all(torch.isfinite(p).all() for p in net.module_.parameters())
+    def _check_weights(self, net):
+        if not all(torch.isfinite(p).all() for p in net.module_.parameters()):
+            self._diverged(net, "the weights became non-finite")
 
     def _diverged(self, net, reason: str):
-        if self._snapshot is not None:
-            net.module_.load_state_dict(self._snapshot)
         raise TrainingDivergedError(
-            f"training diverged in epoch {len(net.history)} ({reason}); the last finite weights "
-            "(from the start of an epoch) were restored. Lower the learning rate `lr`."
+            f"training diverged in epoch {len(net.history)} ({reason}); the estimator keeps "
+            "its previous state. Lower the learning rate `lr`."
         )
 
     def on_epoch_begin(self, net, **kwargs):
-        if not self._weights_finite(net):
-            self._diverged(net, "the weights became non-finite")
-        self._snapshot = copy.deepcopy(net.module_.state_dict())
+        self._check_weights(net)
 
     def on_batch_end(self, net, batch=None, training=False, loss=None, **kwargs):
         loss = float(loss.detach()) if loss is not None else float("nan")
@@ -84,8 +114,7 @@ class _DivergenceGuard(Callback):
             self._diverged(net, f"loss={loss}")
 
     def on_train_end(self, net, **kwargs):
-        if not self._weights_finite(net):
-            self._diverged(net, "the weights became non-finite")
+        self._check_weights(net)
 
 
 class TrainingNet(NeuralNet):
@@ -105,15 +134,16 @@ class NeuralEstimator(BaseEstimator):
 
     Parameters
     ----------
-    lr : float
+    lr : float > 0
         Learning rate.
-    max_epochs : int
+    max_epochs : int >= 1
         Number of passes over the training data.
-    batch_size : int
-        Mini-batch size for training and inference.
+    batch_size : int >= 1
+        Mini-batch size for training and inference (``explain`` and the metrics take their own
+        ``batch_size``).
     optimizer : {"adam", "adamw", "sgd", "rmsprop"}
-    weight_decay : float
-    device : "auto", "cpu", "cuda" or torch.device
+    weight_decay : float >= 0
+    device : "auto", "cpu", "cuda", "cuda:N" or torch.device
         ``"auto"`` uses CUDA when available.
     random_state : int, RandomState or None
         Seeds initialisation, shuffling and dropout; the global torch RNG is left untouched.
@@ -121,6 +151,18 @@ class NeuralEstimator(BaseEstimator):
         Print skorch's epoch table when > 0.
     """
 
+    _parameter_constraints: dict = {
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "optimizer": [StrOptions(set(_OPTIMIZERS))],
+        "weight_decay": [Interval(Real, 0, None, closed="left")],
+        "device": [str, torch.device],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+    #: explanation methods accepted by :meth:`explain`, the default first
+    explain_methods: tuple[str, ...] = ()
     _registry: dict[str, type] = {}
 
     def __init_subclass__(cls, **kwargs):
@@ -149,6 +191,14 @@ class NeuralEstimator(BaseEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ hooks for subclasses
+    def _fit(self, X, y):
+        """Train: set the fitted attributes (``module_``, ``history_``, ...) on ``self``."""
+        raise NotImplementedError
+
+    def encode(self, X) -> Batch:
+        """Validate ``X`` and encode it as a :class:`Batch` of module inputs (CPU tensors)."""
+        raise NotImplementedError
+
     def _build_module(self) -> torch.nn.Module:
         raise NotImplementedError
 
@@ -158,31 +208,59 @@ class NeuralEstimator(BaseEstimator):
     def _set_fitted_state(self, state: dict) -> None:
         raise NotImplementedError
 
+    def _explainer(self, method: str):
+        """The function ``f(batch, target, *, batch_size, **options)`` behind ``method``."""
+        raise NotImplementedError
+
+    def _check_params(self) -> None:
+        """Checks beyond ``_parameter_constraints`` (e.g. relations between parameters)."""
+
+    # ------------------------------------------------------------------ validation
+    def _validate_params(self) -> None:
+        """scikit-learn's constraint validation (``_parameter_constraints``, merged up the class
+        hierarchy by the subclasses), plus: no bool where a number is expected, and the
+        estimator's own :meth:`_check_params`."""
+        super()._validate_params()
+        params = self.get_params(deep=False)
+        for name, constraints in self._parameter_constraints.items():
+            numeric = any(isinstance(c, Interval) for c in constraints)
+            boolean = any(c in ("boolean", bool) for c in constraints)
+            if numeric and not boolean and isinstance(params[name], (bool, np.bool_)):
+                raise ValueError(f"The {name!r} parameter of {type(self).__name__} must be a "
+                                 f"number, got the bool {params[name]!r}.")
+        self._check_params()
+
     # ------------------------------------------------------------------ training
-    def _validate_training_params(self) -> None:
-        for name in ("max_epochs", "batch_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-        if not isinstance(self.lr, (int, float)) or not self.lr > 0:
-            raise ValueError(f"lr must be a positive number, got {self.lr!r}.")
-        if self.optimizer not in _OPTIMIZERS:
-            raise ValueError(
-                f"optimizer must be one of {sorted(_OPTIMIZERS)}, got {self.optimizer!r}."
-            )
+    def fit(self, X, y=None):
+        """Fit on ``X`` (and ``y``); returns ``self``.
+
+        Transactional: the estimator is trained as a fresh copy and its fitted attributes
+        replace the old ones only when training succeeded, so a rejected or crashed refit
+        leaves the previous model fully usable.
+        """
+        self._validate_params()
+        work = copy.copy(self)
+        for name in [k for k in vars(work) if _is_fitted_attribute(k)]:
+            delattr(work, name)
+        work._fit(X, y)
+        for name in [k for k in vars(self) if _is_fitted_attribute(k)]:
+            delattr(self, name)
+        self.__dict__.update({k: v for k, v in vars(work).items() if _is_fitted_attribute(k)})
+        return self
 
     def _start_fit(self) -> int:
-        """Validate the common parameters, set ``device_`` and return the seed of this fit."""
-        self._validate_training_params()
+        """Set ``device_`` and return the seed of this fit."""
         self.device_ = resolve_device(self.device)
         return check_random_state_seed(self.random_state)
 
-    def _fit_net(self, module_factory, criterion, X, y, *, seed, callbacks=(), **net_kwargs):
+    def _fit_net(self, module_factory, criterion, X, y, *, seed, callbacks=(), max_epochs=None,
+                 lr=None, **net_kwargs):
         """Build the module under ``seed`` and train it with skorch.
 
         ``module_factory()`` builds the module (called with the torch RNG seeded), ``X`` is a dict
-        of CPU tensors passed to ``module.forward(**batch)``, ``y`` a tensor. Sets ``module_`` and
-        ``history_``. Returns the skorch net (not stored: the estimator keeps only the module).
+        of CPU tensors passed to ``module.forward(**batch)``, ``y`` a tensor; ``max_epochs`` and
+        ``lr`` override the constructor's for one training phase. Sets ``module_`` (in eval
+        mode) and ``history_``. Returns the skorch net (not stored).
         """
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -191,10 +269,10 @@ class NeuralEstimator(BaseEstimator):
                 module=module,
                 criterion=criterion,
                 optimizer=_OPTIMIZERS[self.optimizer],
-                optimizer__weight_decay=self.weight_decay,
-                lr=self.lr,
-                max_epochs=self.max_epochs,
-                batch_size=self.batch_size,
+                optimizer__weight_decay=float(self.weight_decay),
+                lr=float(self.lr if lr is None else lr),
+                max_epochs=int(self.max_epochs if max_epochs is None else max_epochs),
+                batch_size=int(self.batch_size),
                 train_split=None,
                 iterator_train__shuffle=True,
                 iterator_train__generator=make_generator(seed),
@@ -203,45 +281,74 @@ class NeuralEstimator(BaseEstimator):
                 verbose=self.verbose,
                 **net_kwargs,
             )
-            self.module_ = module
-            try:
-                net.fit(X, y)
-            finally:
-                self.module_ = net.module_.eval()
-                self.history_ = [dict(epoch) for epoch in net.history]
+            net.fit(X, y)
+            self.module_ = net.module_.eval()
+            self.history_ = [dict(epoch) for epoch in net.history]
         return net
 
     # ------------------------------------------------------------------ inference
     def _check_fitted(self) -> None:
         check_is_fitted(self, "module_")
 
-    def _batches(self, inputs: Mapping[str, torch.Tensor], batch_size=None):
-        """Yield ``(rows, batch)``: slices of ``inputs`` (tensors with the sample axis first)
-        moved to ``device_``."""
+    def _trim_batch(self, batch: dict) -> dict:
+        """Per-batch preprocessing of the device tensors (text models cut padding)."""
+        return batch
+
+    def iter_batches(self, inputs: Mapping[str, torch.Tensor], batch_size=None
+                     ) -> Iterator[tuple[slice, dict]]:
+        """The one batching loop: yield ``(rows, batch)`` with ``batch`` the slice ``rows`` of
+        ``inputs`` (tensors, sample axis first) on ``device_``."""
+        self._check_fitted()
+        step = check_batch_size(batch_size, default=self.batch_size)
         n = len(next(iter(inputs.values())))
-        step = batch_size or self.batch_size
         for start in range(0, n, step):
             rows = slice(start, min(start + step, n))
-            yield rows, {k: v[rows].to(self.device_) for k, v in inputs.items()}
+            yield rows, self._trim_batch({k: v[rows].to(self.device_) for k, v in inputs.items()})
 
-    def _forward_batches(
-        self, inputs: Mapping[str, torch.Tensor], *, grad: bool = False, batch_size=None
-    ) -> Iterator[tuple[slice, object]]:
-        """Yield ``(rows, module(**batch))`` over mini-batches of ``inputs`` in eval mode."""
-        self._check_fitted()
-        self.module_.eval()
+    def forward_batch(self, batch: dict, **options):
+        """The module's output for one batch of device tensors (no gradient mode is set; the
+        fitted module is never changed)."""
+        return self.module_(**batch, **options)
+
+    def forward_batches(self, inputs: Mapping[str, torch.Tensor], *, batch_size=None,
+                        grad: bool = False, **options) -> Iterator[tuple[slice, dict, object]]:
+        """Yield ``(rows, batch, output)`` over mini-batches of ``inputs``."""
         with torch.set_grad_enabled(grad):
-            for rows, batch in self._batches(inputs, batch_size):
-                yield rows, self.module_(**batch)
+            for rows, batch in self.iter_batches(inputs, batch_size):
+                yield rows, batch, self.forward_batch(batch, **options)
 
-    # ------------------------------------------------------------------ explain helpers
-    @staticmethod
-    def _check_method(method: str, allowed) -> str:
-        if method not in allowed:
-            raise ValueError(
-                f"method={method!r} is not supported; choose one of {sorted(allowed)}."
-            )
-        return method
+    # ------------------------------------------------------------------ explain
+    def explain(self, X, target=None, *, method=None, batch_size=None, **options):
+        """Explain the ``target`` outputs of ``X`` with ``method``.
+
+        Parameters
+        ----------
+        X : inputs as for ``predict``.
+        target : None (the predicted class / symbol), one label for all samples, or one per
+            sample.
+        method : one of :attr:`explain_methods` (None: the first, the estimator's default).
+        batch_size : mini-batch size (None: the estimator's ``batch_size``).
+        **options : options of ``method`` (e.g. ``n_steps`` of integrated gradients); an
+            option the method does not take raises a ``TypeError`` naming it.
+
+        Returns
+        -------
+        An explanation from :mod:`interpretable.explanation`.
+        """
+        self._check_fitted()
+        method = self.explain_methods[0] if method is None else method
+        if not isinstance(method, str) or method not in self.explain_methods:
+            raise ValueError(f"method={method!r} is not supported by {type(self).__name__}; "
+                             f"choose one of {list(self.explain_methods)}.")
+        batch_size = check_batch_size(batch_size, default=self.batch_size)
+        explainer = self._explainer(method)
+        accepted = [name for name, p in inspect.signature(explainer).parameters.items()
+                    if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "batch_size"]
+        unknown = sorted(set(options) - set(accepted))
+        if unknown:
+            raise TypeError(f"explain(method={method!r}) got unexpected option(s) {unknown}; "
+                            f"it takes {accepted or 'no options'}.")
+        return explainer(self.encode(X), target, batch_size=batch_size, **options)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
@@ -317,8 +424,20 @@ class NeuralEstimator(BaseEstimator):
 class NeuralClassifier(ClassifierMixin, NeuralEstimator):
     """Classifier outputs shared by the text and image classifiers.
 
-    Subclasses implement ``decision_function(X) -> (n, n_classes)`` logits and set ``classes_``.
+    Subclasses implement :meth:`encode` and a module whose output is the logits ``(B, C)`` (or
+    a tuple starting with them), and set ``classes_`` in ``_fit``.
     """
+
+    def logits(self, inputs: Mapping[str, torch.Tensor], *, batch_size=None, **options
+               ) -> torch.Tensor:
+        """Logits ``(n, n_classes)`` (float32, CPU) of encoded ``inputs`` (``Batch.inputs``);
+        ``options`` go to :meth:`forward_batch`."""
+        return torch.cat([logits_of(out).detach().float().cpu() for _, _, out in
+                          self.forward_batches(inputs, batch_size=batch_size, **options)])
+
+    def decision_function(self, X) -> np.ndarray:
+        """Logits ``(n, n_classes)``."""
+        return self.logits(self.encode(X).inputs).numpy()
 
     def predict_proba(self, X) -> np.ndarray:
         """Softmax of the logits, ``(n, n_classes)`` float64."""
@@ -338,11 +457,13 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
             raise ValueError(f"y contains labels not seen in fit: {unseen.tolist()[:5]}.")
         return super().score(X, y, sample_weight=sample_weight)
 
-    def _class_indices(self, target, n: int) -> np.ndarray | None:
-        """Indices into ``classes_`` of the logits to explain: None for ``target=None`` (the
-        predicted classes), else one label for all ``n`` samples or one label per sample."""
+    def target_indices(self, target, logits) -> np.ndarray:
+        """Indices into ``classes_`` of the logits to explain, ``(n,)``: the predicted classes
+        for ``target=None`` (from ``logits (n, C)``), else one label for all samples or one
+        label per sample."""
+        n = len(logits)
         if target is None:
-            return None
+            return np.asarray(logits).argmax(axis=1)
         labels = np.asarray(target)
         if labels.ndim == 0:
             labels = np.full(n, labels.item(), dtype=labels.dtype)

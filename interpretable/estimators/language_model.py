@@ -30,17 +30,21 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
+from numbers import Integral, Real
+
 import numpy as np
 import torch
 from sklearn.utils import Bunch
+from sklearn.utils._param_validation import Interval, StrOptions
 from skorch.callbacks import GradientNormClipping
 from torch import nn
 
-from .._validation import check_random_state_seed
+from ..validation import (check_documents, check_random_state_seed, check_sequence_targets,
+                          check_sequences, pad_sequences)
 from ..explanation import SequenceExplanation
 from ..nn.char_lstm import CharLSTM
 from ..nn.isan import ISAN
-from .base import NeuralEstimator
+from .base import Batch, NeuralEstimator
 
 __all__ = ["ISANLanguageModel", "LSTMLanguageModel", "UNKNOWN", "split_words"]
 
@@ -57,103 +61,9 @@ def split_words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
-# ---------------------------------------------------------------------------- validation
-def _check_documents(X, what="X") -> list[str]:
-    """A str or an iterable of str (whitespace allowed; empty strings rejected)."""
-    if isinstance(X, str):
-        X = [X]
-    elif isinstance(X, bytes):
-        raise TypeError(f"{what} is bytes; decode it first (e.g. X.decode('utf-8')).")
-    elif isinstance(X, np.ndarray) or (hasattr(X, "tolist") and hasattr(X, "ndim")):
-        X = list(np.asarray(X, dtype=object).ravel())
-    elif isinstance(X, Iterable):
-        X = list(X)
-    else:
-        raise TypeError(f"{what} must be a str or an iterable of str, got {type(X).__name__}.")
-    if not X:
-        raise ValueError(f"{what} is empty: at least one text is required.")
-    for i, x in enumerate(X):
-        if not isinstance(x, str):
-            raise TypeError(f"{what}[{i}] must be a str, got {type(x).__name__}: {x!r:.60}.")
-        if not x:
-            raise ValueError(f"{what}[{i}] is an empty text.")
-    return X
-
-
-def _check_sequences(X, what="X") -> list:
-    """A list of non-empty symbol sequences (str or sequences of hashable symbols)."""
-    if isinstance(X, (str, bytes)):
-        raise TypeError(f"{what} must be a list of sequences, got a single {type(X).__name__}.")
-    if isinstance(X, np.ndarray) and X.ndim == 2:
-        X = [row.tolist() for row in X]
-    try:
-        X = list(X)
-    except TypeError:
-        raise TypeError(f"{what} must be a list of sequences, got {type(X).__name__}.") from None
-    if not X:
-        raise ValueError(f"{what} is empty: at least one sequence is required.")
-    out = []
-    for i, x in enumerate(X):
-        if isinstance(x, np.ndarray):
-            x = x.tolist()
-        if not isinstance(x, (str, list, tuple)):
-            raise TypeError(
-                f"{what}[{i}] must be a str or a list of symbols, got {type(x).__name__}.")
-        if len(x) == 0:
-            raise ValueError(f"{what}[{i}] is an empty sequence.")
-        out.append(x)
-    return out
-
-
 def _check_int(name: str, value, minimum: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-
-
-def _check_seq_targets(Y, lengths, what="Y") -> list[np.ndarray]:
-    """Per-position integer targets: arrays (len_i,) or (len_i, G) → list of (len_i, G)."""
-    if isinstance(Y, np.ndarray) and Y.ndim >= 2:
-        Y = list(Y)
-    try:
-        Y = list(Y)
-    except TypeError:
-        raise TypeError(
-            f"{what} must be a list of target sequences, got {type(Y).__name__}.") from None
-    if len(Y) != len(lengths):
-        raise ValueError(f"X has {len(lengths)} sequences but {what} has {len(Y)}.")
-    out, groups = [], None
-    for i, (y, n) in enumerate(zip(Y, lengths)):
-        y = np.asarray(y)
-        if y.ndim == 1:
-            y = y[:, None]
-        if y.ndim != 2 or y.shape[0] != n:
-            raise ValueError(
-                f"{what}[{i}] must have shape ({n},) or ({n}, G) to match X[{i}], got {y.shape}."
-            )
-        if y.dtype.kind == "f":
-            if not np.isfinite(y).all():
-                raise ValueError(f"{what}[{i}] contains NaN or infinite values.")
-            if not np.array_equal(y, np.round(y)):
-                raise TypeError(f"{what}[{i}] must hold integer class labels, got floats.")
-            y = y.astype(np.int64)
-        elif y.dtype.kind not in "iu":
-            raise TypeError(f"{what}[{i}] must hold integer class labels, got dtype {y.dtype}.")
-        if groups is None:
-            groups = y.shape[1]
-        elif y.shape[1] != groups:
-            raise ValueError(f"{what}[{i}] has {y.shape[1]} target groups, {what}[0] has {groups}.")
-        out.append(y.astype(np.int64))
-    return out
-
-
-def _pad(arrays: list[np.ndarray], value: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad 1-d or 2-d int arrays: → (N, L[, G]) long tensor and lengths (N,)."""
-    lengths = torch.tensor([len(a) for a in arrays])
-    shape = (len(arrays), int(lengths.max())) + tuple(arrays[0].shape[1:])
-    out = torch.full(shape, value, dtype=torch.long)
-    for i, a in enumerate(arrays):
-        out[i, : len(a)] = torch.as_tensor(a)
-    return out, lengths
 
 
 # ---------------------------------------------------------------------------- loss
@@ -190,6 +100,16 @@ class SequenceLoss(nn.Module):
 class _SequenceModel(NeuralEstimator):
     """Shared machinery of the character language models (vocabulary, windows, training,
     probabilities, bits per character, generation, sequence-to-sequence mode)."""
+
+    _parameter_constraints = {
+        **NeuralEstimator._parameter_constraints,
+        "hidden_size": [Interval(Integral, 1, None, closed="left")],
+        "seq_len": [Interval(Integral, 2, None, closed="left")],
+        "min_count": [Interval(Integral, 1, None, closed="left")],
+        "loss": [StrOptions(set(_LOSSES))],
+        "dtype": [StrOptions(set(_DTYPES))],
+        "clip_grad": [Interval(Real, 0, None, closed="neither"), None],
+    }
 
     def __init__(self, *, hidden_size, seq_len, min_count, loss, dtype, clip_grad, lr,
                  max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose):
@@ -230,32 +150,21 @@ class _SequenceModel(NeuralEstimator):
         return inv
 
     # ---------------------------------------------------------------- fit
-    def _check_params(self):
-        if self.loss not in _LOSSES:
-            raise ValueError(f"loss must be one of {_LOSSES}, got {self.loss!r}.")
-        _check_int("seq_len", self.seq_len, 2)
-        if self.dtype not in _DTYPES:
-            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {self.dtype!r}.")
-        if self.clip_grad is not None and not self.clip_grad > 0:
-            raise ValueError(f"clip_grad must be None or positive, got {self.clip_grad!r}.")
-
-    def fit(self, X, y=None):
+    def _fit(self, X, y):
         """Fit a language model on texts ``X`` (``y=None``), or a tagger on ``(X, Y)``."""
-        self._check_params()
         seed = self._start_fit()
         if y is None:
-            docs = _check_documents(X)
+            docs = check_documents(X)
             self._learn_vocabulary(docs)
             self.mode_ = "lm"
-            self.__dict__.pop("target_classes_", None)  # left over from a tagger fit
             self.classes_ = np.array(self._inverse_vocabulary(), dtype=object)
             self.group_sizes_ = [self.n_symbols_]
             inputs, targets = self._lm_windows([self._encode(d) for d in docs], train=True)
             if inputs is None:
                 raise ValueError("X has no character with a successor: every text has length 1.")
         else:
-            seqs = _check_sequences(X)
-            Y = _check_seq_targets(y, [len(s) for s in seqs])
+            seqs = check_sequences(X)
+            Y = check_sequence_targets(y, [len(s) for s in seqs])
             self._learn_vocabulary(seqs)
             self.mode_ = "seq2seq"
             stacked = np.concatenate(Y)
@@ -263,8 +172,8 @@ class _SequenceModel(NeuralEstimator):
             self.classes_ = self.target_classes_[0] if len(self.target_classes_) == 1 else None
             self.group_sizes_ = [len(c) for c in self.target_classes_]
             coded = [self._encode_targets(t) for t in Y]
-            inputs, _ = _pad([self._encode(s) for s in seqs], 0)
-            targets, _ = _pad(coded, _IGNORE)
+            inputs, _ = pad_sequences([self._encode(s) for s in seqs], 0)
+            targets, _ = pad_sequences(coded, _IGNORE)
         self.n_outputs_ = int(sum(self.group_sizes_))
         callbacks = []
         if self.clip_grad is not None:
@@ -307,8 +216,8 @@ class _SequenceModel(NeuralEstimator):
                     break
         if not inputs:
             return None, None
-        x, _ = _pad(inputs, 0)
-        t, _ = _pad(targets, _IGNORE)
+        x, _ = pad_sequences(inputs, 0)
+        t, _ = pad_sequences(targets, _IGNORE)
         return x, t
 
     # ---------------------------------------------------------------- inference
@@ -324,10 +233,10 @@ class _SequenceModel(NeuralEstimator):
 
     def _outputs(self, X_ids: list[np.ndarray]) -> list[torch.Tensor]:
         """Module outputs for each sequence: list of (len_i, O) CPU tensors."""
-        x, lengths = _pad(X_ids, 0)
+        x, lengths = pad_sequences(X_ids, 0)
         order = torch.argsort(lengths, descending=True)  # similar lengths share a batch
         out = [None] * len(X_ids)
-        for rows, logits in self._forward_batches({"x": x[order]}):
+        for rows, _, logits in self.forward_batches({"x": x[order]}):
             for j, i in enumerate(order[rows].tolist()):
                 out[i] = logits[j, : int(lengths[i])].cpu()
         return out
@@ -344,10 +253,10 @@ class _SequenceModel(NeuralEstimator):
         (``loss="squared"``: the raw regression outputs)."""
         self._check_fitted()
         if self.mode_ == "lm":
-            docs = _check_documents(X)
+            docs = check_documents(X)
             outs = self._outputs([self._encode(d) for d in docs])
             return torch.stack([torch.softmax(o[-1].double(), -1) for o in outs]).numpy()
-        seqs = _check_sequences(X)
+        seqs = check_sequences(X)
         outs = self._outputs([self._encode(s) for s in seqs])
         return [torch.cat(self._group_probabilities(o), -1).numpy() for o in outs]
 
@@ -357,7 +266,7 @@ class _SequenceModel(NeuralEstimator):
         self._check_fitted()
         if self.mode_ == "lm":
             return self.classes_[self.predict_proba(X).argmax(1)]
-        seqs = _check_sequences(X)
+        seqs = check_sequences(X)
         outs = self._outputs([self._encode(s) for s in seqs])
         preds = []
         for o in outs:
@@ -374,12 +283,12 @@ class _SequenceModel(NeuralEstimator):
         alphabet are scored as the unknown symbol.
         """
         self._check_mode("lm", "bits_per_char")
-        docs = _check_documents(X)
+        docs = check_documents(X)
         x, t = self._lm_windows([self._encode(d) for d in docs], train=False)
         if x is None:
             raise ValueError("X has no character with a successor: every text has length 1.")
         total, count = 0.0, 0
-        for rows, logits in self._forward_batches({"x": x}):
+        for rows, _, logits in self.forward_batches({"x": x}):
             target = t[rows, :, 0].reshape(-1).to(logits.device)
             total += float(nn.functional.cross_entropy(
                 logits.reshape(-1, logits.shape[-1]).double(), target, ignore_index=_IGNORE,
@@ -395,8 +304,8 @@ class _SequenceModel(NeuralEstimator):
             return -self.bits_per_char(X)
         if y is None:
             raise ValueError("y is required to score a tagger fitted with fit(X, Y).")
-        seqs = _check_sequences(X)
-        Y = _check_seq_targets(y, [len(s) for s in seqs])
+        seqs = check_sequences(X)
+        Y = check_sequence_targets(y, [len(s) for s in seqs])
         preds = self.predict(seqs)
         hits = [np.all(p.reshape(len(t), -1) == t, axis=1) for p, t in zip(preds, Y)]
         return float(np.concatenate(hits).mean())
@@ -413,7 +322,7 @@ class _SequenceModel(NeuralEstimator):
         """
         self._check_mode("lm", "generate")
         single = isinstance(prime, str)
-        primes = _check_documents(prime, "prime")
+        primes = check_documents(prime, "prime")
         _check_int("n_chars", n_chars, 0)
         if not (isinstance(temperature, (int, float)) and math.isfinite(temperature)
                 and temperature >= 0):
@@ -421,7 +330,6 @@ class _SequenceModel(NeuralEstimator):
         gen = torch.Generator().manual_seed(check_random_state_seed(random_state))
         inv = self._inverse_vocabulary()
         out = []
-        self.module_.eval()
         with torch.no_grad():
             # primes differ in length: advance each alone, then sample the batch together
             states, last = [], []
@@ -506,6 +414,10 @@ class ISANLanguageModel(_SequenceModel):
         See :class:`~interpretable.estimators.base.NeuralEstimator`.
     """
 
+    _parameter_constraints = {**_SequenceModel._parameter_constraints,
+                              "init_gain": [Interval(Real, None, None, closed="neither")]}
+    explain_methods = ("inherent",)
+
     def __init__(
         self,
         hidden_size=128,
@@ -533,10 +445,6 @@ class ISANLanguageModel(_SequenceModel):
         )
         self.init_gain = init_gain
 
-    def _check_params(self):
-        super()._check_params()
-        _check_int("hidden_size", self.hidden_size)
-
     def _build_module(self):
         module = ISAN(self.n_symbols_, self.hidden_size, self.n_outputs_, init_gain=self.init_gain)
         return module.to(_DTYPES[self.dtype])
@@ -551,56 +459,51 @@ class ISANLanguageModel(_SequenceModel):
         return torch.cat(states)
 
     # ---------------------------------------------------------------- explanation
-    def explain(self, X, target="predicted", level="char", method="inherent", precision=None):
+    def encode(self, X) -> Batch:
+        """Validated texts (language model) or symbol sequences (tagger) as ``Batch``:
+        ``inputs = {"x": ids (n, T)}`` right-padded with 0 and ``units`` = the sequences."""
+        self._check_fitted()
+        seqs = check_documents(X) if self.mode_ == "lm" else check_sequences(X)
+        ids, _ = pad_sequences([self._encode(s) for s in seqs], 0)
+        return Batch({"x": ids}, units=seqs)
+
+    def _explain_inherent(self, batch: Batch, target, *, batch_size, level="char",
+                          dtype=None) -> SequenceExplanation:
         """Exact contribution of every symbol (or word) to the explained logit at every step.
 
-        Parameters
-        ----------
-        X : str or list of str
-            Texts (language model) or symbol sequences (tagger).
-        target : "predicted", "actual", a symbol, or a list of those
-            Which logit to explain at each step ``t``: the most likely next symbol, the actual
-            next symbol of the text (language model; the last step, which has none, falls back
-            to the prediction), or one fixed symbol (language model) / output unit index
-            (tagger) at every step. A list gives one choice per text.
+        target : None (the most likely next symbol), "actual" (the actual next symbol of the
+            text; the last step, which has none, falls back to the prediction), one fixed
+            symbol (language model) / output unit index (tagger) at every step, or a list of
+            those, one per text.
         level : {"char", "word"}
             ``"word"`` sums the contributions of the characters of each word (a word keeps
             its leading whitespace, see :func:`split_words`).
-        precision : None or "float64"
-            ``None`` decomposes in the model's own dtype (``logit`` is then the model's own
+        dtype : None or "float64"
+            None decomposes in the model's own dtype (``logit`` is then the model's own
             output); ``"float64"`` decomposes a float64 copy of the same parameters, which
             removes the float32 rounding from both the contributions and the logits.
 
-        Returns
-        -------
-        SequenceExplanation
-            ``contributions[i][t, s]`` is κ_s^t; ``bias[i][t]`` is the readout bias plus the
-            propagated initial state; ``logit[i][t]`` is the model's logit, so
-            ``completeness_error`` checks the decomposition (float64: ~1e-13; float32:
-            ~1e-7 of the logit scale, more relative to logits that are close to 0). All
-            positions are explained in one reverse pass. ``bias`` merges the readout bias and
-            the propagated initial state; ``module_.decompose`` returns them separately.
+        ``values[i][t, s]`` is κ_s^t; ``bias[i][t]`` is the readout bias plus the propagated
+        initial state; ``logit[i][t]`` is the model's logit, so ``completeness_error`` checks
+        the decomposition (float64: ~1e-13; float32: ~1e-7 of the logit scale). All positions
+        are explained in one reverse pass per text.
         """
-        self._check_fitted()
-        self._check_method(method, {"inherent"})
         if level not in ("char", "word"):
             raise ValueError(f"level must be 'char' or 'word', got {level!r}.")
-        if precision not in (None, "float64"):
-            raise ValueError(f"precision must be None or 'float64', got {precision!r}.")
-        module = self.module_ if precision is None else copy.deepcopy(self.module_).double()
+        if dtype not in (None, "float64"):
+            raise ValueError(f"dtype must be None or 'float64', got {dtype!r}.")
         if level == "word" and self.mode_ != "lm":
             raise ValueError("level='word' needs a character language model over text.")
-        if self.mode_ == "lm":
-            seqs = _check_documents(X)
-        else:
-            seqs = _check_sequences(X)
+        module = self.module_ if dtype is None else copy.deepcopy(self.module_).double()
+        seqs = batch.units
         targets = target if isinstance(target, list) else [target] * len(seqs)
         if len(targets) != len(seqs):
             raise ValueError(f"target has {len(targets)} entries but X has {len(seqs)} texts.")
         inv = self._inverse_vocabulary()
-        out = {k: [] for k in ("symbols", "contributions", "target", "prediction", "logit", "bias")}
-        for seq, tgt in zip(seqs, targets):
-            ids = torch.as_tensor(self._encode(seq))[None].to(self.device_)
+        names = inv if self.mode_ == "lm" else np.arange(self.n_outputs_)
+        out = {k: [] for k in ("units", "values", "target", "prediction", "logit", "bias")}
+        for i, (seq, tgt) in enumerate(zip(seqs, targets)):
+            ids = batch.inputs["x"][i: i + 1, : len(seq)].to(self.device_)
             with torch.no_grad():
                 logits = module(ids)[0]
             predicted = logits.argmax(-1)
@@ -608,25 +511,28 @@ class ISANLanguageModel(_SequenceModel):
             dec = module.decompose(ids, t_ids[None].to(self.device_))
             kappa = dec["kappa"][0, :, 0].double().cpu().numpy()  # (T, T)
             bias = (dec["initial"] + dec["bias"])[0, :, 0].double().cpu().numpy()
-            symbols = list(seq)
+            units = list(seq)
             if level == "word":
-                symbols = split_words(seq)
-                bounds = np.cumsum([0] + [len(w) for w in symbols])
+                units = split_words(seq)
+                bounds = np.cumsum([0] + [len(w) for w in units])
                 kappa = np.add.reduceat(kappa, bounds[:-1], axis=1)
-            names = inv if self.mode_ == "lm" else np.arange(self.n_outputs_)
-            out["symbols"].append([str(s) for s in symbols])
-            out["contributions"].append(kappa)
-            out["target"].append(np.array([names[i] for i in t_ids.tolist()], dtype=object))
-            out["prediction"].append(np.array([names[i] for i in predicted.tolist()], dtype=object))
+            out["units"].append([str(u) for u in units])
+            out["values"].append(kappa)
+            out["target"].append(np.array([names[j] for j in t_ids.tolist()], dtype=object))
+            out["prediction"].append(np.array([names[j] for j in predicted.tolist()],
+                                              dtype=object))
             out["logit"].append(dec["logits"][0, :, 0].double().cpu().numpy())
             out["bias"].append(bias)
         return SequenceExplanation(method="inherent", level=level, **out)
+
+    def _explainer(self, method: str):
+        return self._explain_inherent
 
     def _explained_outputs(self, seq, target, predicted: torch.Tensor) -> torch.Tensor:
         """Output ids (T,) to explain at each step."""
         T = len(seq)
         predicted = predicted.cpu()
-        if isinstance(target, str) and target == "predicted":
+        if target is None:
             return predicted
         if isinstance(target, str) and target == "actual":
             if self.mode_ != "lm":
@@ -640,7 +546,7 @@ class ISANLanguageModel(_SequenceModel):
             return torch.full((T,), self.vocabulary_.get(target, 0), dtype=torch.long)
         if (isinstance(target, bool) or not isinstance(target, (int, np.integer))
                 or not 0 <= target < self.n_outputs_):
-            raise ValueError(f"target must be 'predicted' or an output index in "
+            raise ValueError(f"target must be None, 'actual' or an output index in "
                              f"[0, {self.n_outputs_}), got {target!r}.")
         return torch.full((T,), int(target), dtype=torch.long)
 
@@ -659,12 +565,12 @@ class ISANLanguageModel(_SequenceModel):
         whitespace, see :func:`split_words`): ``{word: (A, b)}`` torch tensors on the device,
         computed in one batched pass. Pass it to :meth:`transition`."""
         self._check_fitted()
-        docs = _check_documents(X)
+        docs = check_documents(X)
         counts = Counter(w for d in docs for w in split_words(d) if len(w) > 1)
         words = [w for w, _ in counts.most_common(n_words)]
         if not words:
             return {}
-        x, lengths = _pad([self._encode(w) for w in words], 0)
+        x, lengths = pad_sequences([self._encode(w) for w in words], 0)
         A, b = self.module_.compose(x.to(self.device_), lengths.to(self.device_))
         return {w: (A[i], b[i]) for i, w in enumerate(words)}
 
@@ -673,7 +579,7 @@ class ISANLanguageModel(_SequenceModel):
         ``h_{-1}``), (H,). Words found in ``cache`` (see :meth:`word_cache`) advance the state
         in one affine step; other pieces are read symbol by symbol."""
         self._check_fitted()
-        (text,) = _check_documents([text], "text")
+        (text,) = check_documents([text], "text")
         m = self.module_
         with torch.no_grad():
             h = m.initial_state(1) if state is None else torch.as_tensor(
@@ -723,6 +629,10 @@ class LSTMLanguageModel(_SequenceModel):
     trained by the same loop. Parameters as :class:`ISANLanguageModel`, plus
     ``embedding_dim`` and ``num_layers``; no inherent explanation."""
 
+    _parameter_constraints = {**_SequenceModel._parameter_constraints,
+                              "embedding_dim": [Interval(Integral, 1, None, closed="left")],
+                              "num_layers": [Interval(Integral, 1, None, closed="left")]}
+
     def __init__(
         self,
         hidden_size=128,
@@ -751,11 +661,6 @@ class LSTMLanguageModel(_SequenceModel):
         )
         self.embedding_dim = embedding_dim
         self.num_layers = num_layers
-
-    def _check_params(self):
-        super()._check_params()
-        for name in ("hidden_size", "embedding_dim", "num_layers"):
-            _check_int(name, getattr(self, name))
 
     def _build_module(self):
         module = CharLSTM(self.n_symbols_, self.hidden_size, self.n_outputs_,

@@ -1,161 +1,230 @@
-"""Shared machinery of the text classifiers: encoding, labels, embeddings, prediction."""
+"""Shared machinery of the text classifiers: encoding, labels, embeddings, training, the
+embedding-level forward used by every metric, and the post-hoc gradient explanations."""
 
 from __future__ import annotations
 
+import functools
+from numbers import Integral
+
 import numpy as np
 import torch
+from sklearn.base import clone
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from .._validation import check_targets, check_text_inputs
+from ..attribution.text import GRADIENT_METHODS, attribute_tokens
 from ..explanation import TokenExplanation
-from ..nn.losses import logits_of
-from ..text.encoding import TextEncoder
-from .base import NeuralClassifier
+from ..nn.losses import OutputCrossEntropy, logits_of
+from ..text import TextEncoder, WordPieceEncoder
+from ..validation import check_targets, check_text_inputs
+from .base import Batch, NeuralClassifier
 
-__all__ = ["TextClassifierBase", "resolve_embeddings"]
+__all__ = ["TextClassifierBase", "resolve_embeddings", "trim_padding"]
+
+_TEXT_ENCODERS = {cls.__name__: cls for cls in (TextEncoder, WordPieceEncoder)}
 
 
 def resolve_embeddings(embeddings):
     """``"glove-50"`` → the offline GloVe ``KeyedVectors``; a ``KeyedVectors`` is returned as is;
     ``None`` means learned from scratch."""
-    if embeddings is None:
-        return None
     if isinstance(embeddings, str):
-        if embeddings not in ("glove-50", "glove"):
-            raise ValueError(f"embeddings must be 'glove-50', a KeyedVectors or None, got {embeddings!r}.")
         from ..datasets import load_glove
 
         return load_glove(50)
-    if hasattr(embeddings, "key_to_index") and hasattr(embeddings, "vector_size"):
-        return embeddings
-    raise TypeError(
-        f"embeddings must be 'glove-50', a gensim KeyedVectors or None, got {type(embeddings).__name__}."
-    )
+    return embeddings
+
+
+def trim_padding(batch: dict) -> dict:
+    """Cut ``tokens`` / ``query`` of a batch dict to the batch's longest real length."""
+    out = dict(batch)
+    for ids, lengths in (("tokens", "lengths"), ("query", "query_lengths")):
+        if ids in out:
+            out[ids] = out[ids][:, : max(int(out[lengths].max()), 1)]
+    return out
+
+
+def _trim_collate(items):
+    """DataLoader collate: stack, then trim padding (training batches run only real steps)."""
+    X, y = torch.utils.data.default_collate(items)
+    return trim_padding(X), y
 
 
 class TextClassifierBase(NeuralClassifier):
     """Base of the text classifiers.
 
     Inputs are a list of str, or of ``(text, query)`` pairs when the model supports them
-    (``_supports_pairs``). Subclasses implement ``_build_module()`` whose output is the logits
-    or a tuple starting with them, and may override ``decision_function``.
+    (``_supports_pairs``). Subclasses implement ``_build_module(embeddings)`` (an
+    ``interpretable.nn`` module with ``embed(tokens)`` and ``forward(tokens, lengths, ...,
+    embedded=None)`` returning the logits or a tuple starting with them) and ``_criterion()``.
 
-    Fitted attributes: ``encoder_`` (:class:`~interpretable.text.TextEncoder`), ``classes_``,
-    ``pair_input_`` (bool), ``embedding_init_`` (float32 ``(V, E)`` or None, used only while
-    building the module), ``module_``, ``history_``, ``device_``.
+    Fitted attributes: ``text_encoder_``, ``classes_``, ``pair_input_``, ``embed_dim_``,
+    ``module_``, ``history_``, ``device_``.
     """
 
+    _parameter_constraints = {
+        **NeuralClassifier._parameter_constraints,
+        "text_encoder": [HasMethods(["fit", "tokenize_many", "encode_tokens"]), None],
+        "embeddings": [StrOptions({"glove-50"}), HasMethods(["get_vector"]), None],
+        "embed_dim": [Interval(Integral, 1, None, closed="left")],
+        "freeze_embeddings": ["boolean"],
+    }
     _supports_pairs = False
+    #: model variants :meth:`forward_batch` can run (SEAT adds its vanilla attention)
+    views: tuple[str, ...] = ("model",)
 
-    # ---------------------------------------------------------------- data preparation
-    def _text_encoder(self) -> TextEncoder:
-        return TextEncoder(
-            lowercase=getattr(self, "lowercase", True),
-            min_freq=getattr(self, "min_freq", 1),
-            max_vocab=getattr(self, "max_vocab", None),
-            max_len=getattr(self, "max_len", None),
-        )
+    # ---------------------------------------------------------------- hooks
+    def _build_module(self, embeddings=None) -> torch.nn.Module:
+        raise NotImplementedError
 
+    def _criterion(self) -> torch.nn.Module:
+        """Training loss, called as ``criterion(module_output, y)``."""
+        return OutputCrossEntropy()
+
+    def _default_text_encoder(self):
+        return TextEncoder()
+
+    # ---------------------------------------------------------------- inputs
     def _split_inputs(self, X, *, fitting: bool):
         texts, queries = check_text_inputs(X)
         is_pair = queries is not None
         if is_pair and not self._supports_pairs:
-            raise ValueError(f"{type(self).__name__} does not take (text, query) pairs; pass a list of str.")
+            raise ValueError(f"{type(self).__name__} does not take (text, query) pairs; "
+                             "pass a list of str.")
         if not fitting and is_pair != self.pair_input_:
             kind = "(text, query) pairs" if self.pair_input_ else "plain texts"
             raise ValueError(f"this model was fitted on {kind}; got the other kind of input.")
         return texts, queries
 
-    def _encode_with_tokens(self, X, *, fitting: bool = False):
-        """Validate and encode ``X``. Returns ``(inputs, tokens)``: a dict of CPU tensors for
-        ``module.forward`` (``tokens (n, T)``, ``lengths (n,)`` and, for pairs, ``query``,
-        ``query_lengths``) and the token lists as the model sees them."""
-        if not fitting:
-            self._check_fitted()
-        texts, queries = self._split_inputs(X, fitting=fitting)
-        tokens = self.encoder_.tokenize_many(texts)
-        ids, lengths = self.encoder_.encode_tokens(tokens)
+    def _encode_texts(self, texts, queries) -> Batch:
+        encoder = self.text_encoder_
+        tokens = encoder.tokenize_many(texts)
+        ids, lengths = encoder.encode_tokens(tokens)
         inputs = {"tokens": torch.from_numpy(ids), "lengths": torch.from_numpy(lengths)}
+        query_tokens = None
         if queries is not None:
-            q_ids, q_lengths = self.encoder_.encode_tokens(self.encoder_.tokenize_many(queries))
+            query_tokens = encoder.tokenize_many(queries)
+            q_ids, q_lengths = encoder.encode_tokens(query_tokens)
             inputs.update(query=torch.from_numpy(q_ids), query_lengths=torch.from_numpy(q_lengths))
-        return inputs, tokens
+        return Batch(inputs, units=tokens, queries=query_tokens)
 
-    def _encode_inputs(self, X, *, fitting: bool = False) -> dict:
-        """Validate and encode ``X`` into the dict of CPU tensors for ``module.forward``."""
-        return self._encode_with_tokens(X, fitting=fitting)[0]
+    def encode(self, X) -> Batch:
+        """Validate and encode texts (or pairs): ``Batch`` with ``inputs`` = ``tokens (n, T)``,
+        ``lengths (n,)`` [, ``query``, ``query_lengths``] and ``units`` = the tokens."""
+        self._check_fitted()
+        return self._encode_texts(*self._split_inputs(X, fitting=False))
 
-    def _prepare_fit(self, X, y):
-        """Validate ``X, y``, fit the vocabulary and labels, resolve embeddings.
+    def _trim_batch(self, batch: dict) -> dict:
+        return trim_padding(batch)
 
-        Returns ``(inputs, y_tensor, seed)`` ready for :meth:`_fit_net`.
-        """
+    # ---------------------------------------------------------------- fit
+    def _fit(self, X, y):
         seed = self._start_fit()
         texts, queries = self._split_inputs(X, fitting=True)
         y = check_targets(y, n_samples=len(texts))
         self.pair_input_ = queries is not None
-        self.encoder_ = self._text_encoder().fit(texts + (queries or []))
+        encoder = self.text_encoder if self.text_encoder is not None \
+            else self._default_text_encoder()
+        self.text_encoder_ = clone(encoder).fit(texts + (queries or []))
         self.classes_, y_index = np.unique(y, return_inverse=True)
         vectors = resolve_embeddings(getattr(self, "embeddings", None))
-        self.embedding_init_ = (
-            None if vectors is None else self.encoder_.embedding_matrix(vectors, random_state=seed)
-        )
-        inputs = self._encode_inputs(X, fitting=True)
-        targets = torch.from_numpy(y_index.astype(np.int64))
-        return inputs, targets, seed
+        init = None if vectors is None else \
+            self.text_encoder_.embedding_matrix(vectors, random_state=seed)
+        self.embed_dim_ = int(self.embed_dim if init is None else init.shape[1])
+        inputs = self._encode_texts(texts, queries).inputs
+        self._fit_net(functools.partial(self._build_module, init), self._criterion(), inputs,
+                      torch.from_numpy(y_index.astype(np.int64)), seed=seed,
+                      iterator_train__collate_fn=_trim_collate)
 
-    @property
-    def n_classes_(self) -> int:
-        return len(self.classes_)
+    # ---------------------------------------------------------------- forward
+    def embed(self, batch: dict) -> torch.Tensor:
+        """Token embeddings ``(B, T, E)`` of a batch of device tensors."""
+        return self.module_.embed(batch["tokens"])
 
-    @property
-    def embed_dim_(self) -> int:
-        if self.embedding_init_ is not None:
-            return int(self.embedding_init_.shape[1])
-        return int(getattr(self, "embed_dim", 50))
+    def _check_view(self, view: str) -> None:
+        if view not in self.views:
+            raise ValueError(f"view={view!r} is not available for {type(self).__name__}; "
+                             f"choose one of {list(self.views)}.")
 
-    # ---------------------------------------------------------------- prediction
-    def decision_function(self, X) -> np.ndarray:
-        """Logits ``(n, n_classes)``."""
-        inputs = self._encode_inputs(X)
-        return np.concatenate(
-            [logits_of(out).detach().cpu().numpy() for _, out in self._forward_batches(inputs)]
-        )
+    def forward_batch(self, batch: dict, *, embedded=None, view: str = "model"):
+        """Module output for a batch; ``embedded (B, T, E)`` replaces the token embeddings."""
+        self._check_view(view)
+        return self.module_(**batch, embedded=embedded)
 
-    # ---------------------------------------------------------------- explanation helpers
-    def _target_indices(self, target, logits: np.ndarray) -> np.ndarray:
-        """Class indices to explain: the predicted class (``target=None``), one label for all
-        samples, or one label per sample."""
-        indices = self._class_indices(target, len(logits))
-        return logits.argmax(axis=1) if indices is None else indices
-
-    def _token_explanation(self, tokens, values, target_idx, logits, method, bias=None,
-                           explained_logit=None, queries=None) -> TokenExplanation:
-        """Build a :class:`TokenExplanation` from padded ``values`` ``(n, L)``."""
+    # ---------------------------------------------------------------- explanations
+    def _token_explanation(self, batch: Batch, values, target_idx, predicted_idx, method, *,
+                           bias=None, logit=None) -> TokenExplanation:
+        """A :class:`TokenExplanation` from padded ``values (n, T)``."""
         return TokenExplanation(
-            tokens=tokens,
-            attributions=[np.asarray(v[: len(t)], dtype=np.float64) for v, t in zip(values, tokens)],
+            units=batch.units,
+            values=[np.asarray(v[: len(t)], dtype=np.float64) for v, t in zip(values, batch.units)],
             target=self.classes_[target_idx],
-            prediction=self.classes_[logits.argmax(axis=1)],
+            prediction=self.classes_[predicted_idx],
             method=method,
-            logit=explained_logit,
+            logit=logit,
             bias=bias,
-            queries=queries,
+            queries=batch.queries,
         )
+
+    def _explain_gradients(self, batch: Batch, target, *, batch_size, method, view="model",
+                           n_steps=50, embedding_offset=None) -> TokenExplanation:
+        """Post-hoc attributions through the embedding layer (captum), see
+        :func:`~interpretable.attribution.text.attribute_tokens`.
+
+        ``embedding_offset (n, T, E)`` is added to the embeddings (perturbation analyses);
+        integrated gradients carry ``logit`` / ``bias`` (the all-zero-embedding baseline's
+        logit), so ``completeness_error`` measures their convergence.
+        """
+        n, T = batch.inputs["tokens"].shape
+        scores = np.zeros((n, T))
+        logits = np.zeros((n, len(self.classes_)))
+        baseline = np.zeros(n)
+        target_idx = None if target is None else self.target_indices(target, logits)
+        for rows, b in self.iter_batches(batch.inputs, batch_size):
+            keys = list(b)
+
+            def forward(embedded, *args):
+                return logits_of(self.forward_batch(dict(zip(keys, args)), embedded=embedded,
+                                                    view=view))
+
+            embedded = self.embed(b).detach()
+            if embedding_offset is not None:
+                embedded = embedded + embedding_offset[rows, : embedded.shape[1]].to(embedded)
+            with torch.no_grad():
+                logits[rows] = forward(embedded, *b.values()).float().cpu().numpy()
+            tgt = logits[rows].argmax(1) if target_idx is None else target_idx[rows]
+            mask = torch.arange(embedded.shape[1], device=embedded.device)[None] \
+                < b["lengths"][:, None]
+            result = attribute_tokens(forward, embedded, torch.as_tensor(tgt, device=embedded.device),
+                                      method, mask=mask, additional_forward_args=tuple(b.values()),
+                                      n_steps=n_steps)
+            scores[rows, : embedded.shape[1]] = result.scores.cpu().numpy()
+            if result.baseline_logit is not None:
+                baseline[rows] = result.baseline_logit.cpu().numpy()
+        predicted = logits.argmax(1)
+        target_idx = predicted if target_idx is None else target_idx
+        ig = method == "integrated_gradients"
+        explained = logits[np.arange(n), target_idx]
+        return self._token_explanation(batch, scores, target_idx, predicted, method,
+                                       bias=baseline if ig else None,
+                                       logit=explained if ig else None)
+
+    def _explainer(self, method: str):
+        if method in GRADIENT_METHODS:
+            return functools.partial(self._explain_gradients, method=method)
+        raise NotImplementedError(method)
 
     # ---------------------------------------------------------------- persistence
     def _get_fitted_state(self) -> dict:
         return {
-            "encoder": self.encoder_.get_state(),
+            "text_encoder": {"class": type(self.text_encoder_).__name__,
+                             **self.text_encoder_.get_state()},
             "classes": self.classes_,
             "pair_input": self.pair_input_,
             "embed_dim": self.embed_dim_,
         }
 
     def _set_fitted_state(self, state: dict) -> None:
-        self.encoder_ = TextEncoder.from_state(state["encoder"])
+        encoder_state = dict(state["text_encoder"])
+        self.text_encoder_ = _TEXT_ENCODERS[encoder_state.pop("class")].from_state(encoder_state)
         self.classes_ = np.asarray(state["classes"])
         self.pair_input_ = bool(state["pair_input"])
-        # the weights are loaded after the module is built; a zero init of the right shape
-        self.embedding_init_ = np.zeros(
-            (len(self.encoder_.index_to_token_), state["embed_dim"]), dtype=np.float32
-        )
+        self.embed_dim_ = int(state["embed_dim"])

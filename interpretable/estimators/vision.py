@@ -6,18 +6,21 @@ Both take images ``(n, H, W)`` (grey) or ``(n, H, W, C)``, float in [0, 1] or ui
 from __future__ import annotations
 
 import copy
+import functools
+from numbers import Integral, Real
 
 import numpy as np
 import torch
 from torch import nn
+from sklearn.utils._param_validation import Interval, StrOptions
 from torch.nn import functional as F
 
-from .._validation import check_images, check_targets, make_generator
+from ..validation import check_images, check_targets, make_generator
 from ..attribution.vision import METHODS, attribute, inherent, inherent_terms
 from ..explanation import ImageExplanation
 from ..nn.bcos import ATTENTION_PRIORS, BcosViT, encode_image
 from ..nn.vit import ViT
-from .base import NeuralClassifier
+from .base import Batch, NeuralClassifier
 
 __all__ = ["BcosViTClassifier", "ViTClassifier"]
 
@@ -67,11 +70,22 @@ class _ZoomOutBatches:
 
 
 class _ImageTransformerClassifier(NeuralClassifier):
-    """Shared image-classifier machinery: validation, encoding, training, prediction and
-    ``explain``. Subclasses set ``_explain_methods`` and implement ``_make_module``,
+    """Shared image-classifier machinery: validation, encoding, training, prediction and the
+    post-hoc explanations. Subclasses set ``explain_methods`` and implement ``_make_module``,
     ``_criterion`` and ``_encode``."""
 
-    _explain_methods: tuple[str, ...] = ()
+    _parameter_constraints = {
+        **NeuralClassifier._parameter_constraints,
+        "patch_size": [Interval(Integral, 1, None, closed="left")],
+        "embed_dim": [Interval(Integral, 1, None, closed="left")],
+        "depth": [Interval(Integral, 1, None, closed="left")],
+        "num_heads": [Interval(Integral, 1, None, closed="left")],
+        "mlp_ratio": [Interval(Real, 0, None, closed="neither")],
+        "stem_channels": [tuple, list],
+        "zoom_out": [tuple, list, None],
+        "zoom_out_probability": [Interval(Real, 0, 1, closed="both")],
+        "lr_decay_at": [Interval(Real, 0, 1, closed="right"), None],
+    }
 
     def __init__(self, *, patch_size, embed_dim, depth, num_heads, mlp_ratio, stem_channels,
                  zoom_out, zoom_out_probability, lr, lr_decay_at, max_epochs, batch_size,
@@ -118,30 +132,22 @@ class _ImageTransformerClassifier(NeuralClassifier):
         self.n_channels_ = int(state["n_channels_"])
         self.image_shape_ = tuple(state["image_shape_"])
 
-    def _validate_architecture(self) -> None:
-        for name in ("patch_size", "embed_dim", "depth", "num_heads"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    def _check_params(self) -> None:
         if self.embed_dim % self.num_heads:
             raise ValueError(f"embed_dim={self.embed_dim} must be divisible by "
                              f"num_heads={self.num_heads}.")
-        if not isinstance(self.mlp_ratio, (int, float)) or self.mlp_ratio <= 0:
-            raise ValueError(f"mlp_ratio must be a positive number, got {self.mlp_ratio!r}.")
-        if self.lr_decay_at is not None and (not isinstance(self.lr_decay_at, (int, float))
-                                             or not 0 < self.lr_decay_at <= 1):
-            raise ValueError(f"lr_decay_at must be None or a fraction in (0, 1], "
-                             f"got {self.lr_decay_at!r}.")
+        channels = self.stem_channels
+        if not all(isinstance(c, Integral) and not isinstance(c, bool) and c >= 1
+                   for c in channels):
+            raise ValueError(f"stem_channels must be a sequence of integers >= 1, got "
+                             f"{channels!r}.")
         scale = self.zoom_out
         if scale is not None and not (
-                isinstance(scale, (tuple, list)) and len(scale) == 2
-                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in scale)
+                len(scale) == 2
+                and all(isinstance(v, Real) and not isinstance(v, bool) for v in scale)
                 and 0 < scale[0] <= scale[1] <= 1):
             raise ValueError("zoom_out must be None or (low, high) with "
                              f"0 < low <= high <= 1, got {scale!r}.")
-        p = self.zoom_out_probability
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
-            raise ValueError(f"zoom_out_probability must be in [0, 1], got {p!r}.")
 
     def _callbacks(self) -> list:
         """Learning-rate decay ×0.1 after ``lr_decay_at`` of the epochs (as in the paper)."""
@@ -154,10 +160,9 @@ class _ImageTransformerClassifier(NeuralClassifier):
                                          milestones=[milestone], gamma=0.1))]
 
     # ------------------------------------------------------------------ training
-    def fit(self, X, y):
+    def _fit(self, X, y):
         """Train on images X (n, H, W[, C]) and labels y (n,)."""
         seed = self._start_fit()
-        self._validate_architecture()
         X = check_images(X)
         y = check_targets(y, len(X))
         h, w = X.shape[1:3]
@@ -172,89 +177,39 @@ class _ImageTransformerClassifier(NeuralClassifier):
         self._fit_net(self._build_module, self._criterion(), {"x": torch.as_tensor(X)},
                       torch.as_tensor(y_index, dtype=torch.long), seed=seed,
                       callbacks=self._callbacks(), iterator_train__collate_fn=batches)
-        return self
 
     # ------------------------------------------------------------------ inference
-    def _check_X(self, X, what: str = "X") -> np.ndarray:
-        """Validate X against the fitted channels and size: -> float32 (n, H, W, C)."""
+    def encode(self, X) -> Batch:
+        """Validate images against the fitted channels and size: ``Batch`` with ``inputs``
+        = ``{"x": model input (n, C', H, W)}`` and ``images`` = float32 ``(n, H, W, C)``."""
         self._check_fitted()
-        X = check_images(X, channels=self.n_channels_, what=what)
-        if tuple(X.shape[1:3]) != tuple(self.image_shape_):
-            raise ValueError(f"{what} has images of size {tuple(X.shape[1:3])} but the estimator "
-                             f"was fitted on {tuple(self.image_shape_)}.")
-        return X
-
-    def _encode_images(self, X, what: str = "X") -> torch.Tensor:
-        """Validate and encode X: -> model input (n, C', H, W)."""
-        return self._encode(self._check_X(X, what))
-
-    def _logits(self, encoded: torch.Tensor) -> torch.Tensor:
-        """Batched logits (n, K) on the CPU for encoded inputs."""
-        out = [logits.detach().cpu() for _, logits in self._forward_batches({"x": encoded})]
-        return torch.cat(out)
-
-    def decision_function(self, X) -> np.ndarray:
-        """Class logits (n, n_classes)."""
-        return self._logits(self._encode_images(X)).numpy()
+        images = check_images(X, channels=self.n_channels_)
+        if tuple(images.shape[1:3]) != tuple(self.image_shape_):
+            raise ValueError(f"X has images of size {tuple(images.shape[1:3])} but the "
+                             f"estimator was fitted on {tuple(self.image_shape_)}.")
+        return Batch({"x": self._encode(images)}, images=images)
 
     # ------------------------------------------------------------------ explanations
-    def _attributions(self, encoded: torch.Tensor, target_index, method: str,
-                      batch_size: int | None = None) -> torch.Tensor:
-        """Pixel attributions (n, H, W) for encoded inputs, batched on ``device_``."""
-        self._check_fitted()
-        module, step = self.module_.eval(), batch_size or self.batch_size
-        target_index = torch.as_tensor(np.asarray(target_index), dtype=torch.long)
-        maps = []
-        for start in range(0, len(encoded), step):
-            x = encoded[start:start + step].to(self.device_)
-            t = target_index[start:start + step].to(self.device_)
-            maps.append(attribute(module, x, t, method).cpu())
-        return torch.cat(maps)
+    def _explain_post_hoc(self, batch: Batch, target, *, batch_size, method,
+                          n_steps=32) -> ImageExplanation:
+        """Pixel attributions (n, H, W) by a post-hoc method (see
+        :func:`interpretable.attribution.vision.attribute`)."""
+        logits = self.logits(batch.inputs, batch_size=batch_size).numpy()
+        predicted = logits.argmax(1)
+        t_index = self.target_indices(target, logits)
+        targets = torch.as_tensor(t_index, dtype=torch.long)
+        maps = [attribute(self.module_, b["x"], targets[rows].to(self.device_), method,
+                          n_steps=n_steps).cpu()
+                for rows, b in self.iter_batches(batch.inputs, batch_size)]
+        return ImageExplanation(values=torch.cat(maps).numpy(), target=self.classes_[t_index],
+                                prediction=self.classes_[predicted], method=method,
+                                images=batch.images)
 
-    def explain(self, X, target=None, method: str = "inherent", by: str | None = None,
-                batch_size: int | None = None, dtype=None) -> ImageExplanation:
-        """Explain the ``target`` logits (default: the predicted classes) of images X.
-
-        method : one of ``explain_methods``; ``"inherent"`` (B-cos only) gives the exact
-        contribution maps ``W(x)ᵀ_k ⊙ x`` summed over channels, with ``W(x)``, logit and bias
-        (``completeness_error``). by="head" (inherent only) adds the exact contribution of every
-        residual-stream component (token embedding, each layer's heads and MLP) as
-        ``components``; they sum to ``attributions``. dtype="float64" (inherent only) runs
-        the explanation pass on a float64 copy of the model: completeness to ~1e-12 instead of
-        float32 rounding, which is relatively large for logits near 0 (cancellation against
-        the fixed logit bias).
-        """
-        self._check_fitted()
-        self._check_method(method, self._explain_methods)
-        if dtype is not None and method != "inherent":
-            raise ValueError("dtype is only available for method='inherent'.")
-        if by not in (None, "head"):
-            raise ValueError(f"by must be None or 'head', got {by!r}.")
-        if by == "head" and method != "inherent":
-            raise ValueError("by='head' is only available for method='inherent'.")
-        images = self._check_X(X)
-        encoded = self._encode(images)
-        t_index = self._class_indices(target, len(encoded))
-        fields = {}
-        if method == "inherent":  # one forward + one backward pass per batch
-            fields = self._inherent_fields(encoded, t_index, by, batch_size, dtype)
-            attributions = fields.pop("attributions")
-            predicted, t_index = fields.pop("predicted"), fields.pop("target_index")
-        else:
-            predicted = self._logits(encoded).argmax(1).numpy()
-            t_index = predicted if t_index is None else t_index
-            attributions = self._attributions(encoded, t_index, method, batch_size).numpy()
-        return ImageExplanation(
-            attributions=attributions, target=self.classes_[t_index],
-            prediction=self.classes_[predicted], method=method, images=images, **fields)
-
-    def _inherent_fields(self, encoded, t_index, by, batch_size, dtype) -> dict:
-        raise ValueError("method='inherent' needs a B-cos model.")
-
-    @property
-    def explain_methods(self) -> tuple[str, ...]:
-        """Methods accepted by :meth:`explain`."""
-        return self._explain_methods
+    def _explainer(self, method: str):
+        explain = functools.partial(self._explain_post_hoc, method=method)
+        if method == "integrated_gradients":
+            return explain
+        return lambda batch, target, *, batch_size: explain(batch, target, batch_size=batch_size)
 
 
 class BcosViTClassifier(_ImageTransformerClassifier):
@@ -301,7 +256,16 @@ class BcosViTClassifier(_ImageTransformerClassifier):
         cross-entropy on sigmoid outputs.
     """
 
-    _explain_methods = METHODS
+    _parameter_constraints = {
+        **_ImageTransformerClassifier._parameter_constraints,
+        "attention_prior": [StrOptions(set(ATTENTION_PRIORS))],
+        "b": [Interval(Real, 1, None, closed="left")],
+        "max_out": [Interval(Integral, 1, None, closed="left")],
+        "scale_factor": [Interval(Real, 0, None, closed="neither"), None],
+        "output_scale": [Interval(Real, 0, None, closed="neither")],
+        "logit_bias": [Interval(Real, None, None, closed="neither"), None],
+    }
+    explain_methods = METHODS
 
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), attention_prior="multiplicative", b=2.0, max_out=2,
@@ -322,12 +286,6 @@ class BcosViTClassifier(_ImageTransformerClassifier):
         self.output_scale = output_scale
         self.logit_bias = logit_bias
 
-    def _validate_architecture(self) -> None:
-        super()._validate_architecture()
-        if self.attention_prior not in ATTENTION_PRIORS:
-            raise ValueError(f"attention_prior must be one of {ATTENTION_PRIORS}, "
-                             f"got {self.attention_prior!r}.")
-
     def _make_module(self, in_channels, image_size, n_classes):
         return BcosViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
                        self.depth, self.num_heads, self.mlp_ratio, tuple(self.stem_channels),
@@ -340,39 +298,55 @@ class BcosViTClassifier(_ImageTransformerClassifier):
     def _encode(self, X):
         return encode_image(torch.as_tensor(X).permute(0, 3, 1, 2).contiguous())
 
-    def _inherent_fields(self, encoded, t_index, by, batch_size, dtype) -> dict:
-        module, step = self.module_.eval(), batch_size or self.batch_size
+    def _explain_inherent(self, batch: Batch, target, *, batch_size, by=None,
+                          dtype=None) -> ImageExplanation:
+        """The exact contribution maps ``W(x)ᵀ_k ⊙ x`` summed over channels, with ``W(x)``,
+        logit and bias (``completeness_error``); one forward and one backward pass per batch.
+
+        by : None or "head": also the exact contribution of every residual-stream component
+            (token embedding, each layer's heads and MLP) as ``components``; they sum to
+            ``values``.
+        dtype : None or "float64": explain with a float64 copy of the model (completeness to
+            ~1e-12 instead of float32 rounding, which is relatively large for logits near 0).
+        """
+        if by not in (None, "head"):
+            raise ValueError(f"by must be None or 'head', got {by!r}.")
+        if dtype not in (None, "float32", "float64"):
+            raise ValueError(f"dtype must be None, 'float32' or 'float64', got {dtype!r}.")
+        module, encoded = self.module_, batch.inputs["x"]
         if dtype is not None:
-            dtype = getattr(torch, str(dtype).replace("torch.", ""), None)
-            if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-                raise ValueError("dtype must be None, 'float32' or 'float64'.")
-            module, encoded = copy.deepcopy(module).to(dtype), encoded.to(dtype)
-        maps, weights, logits, components, names, targets, predicted = ([] for _ in range(7))
-        for start in range(0, len(encoded), step):
-            x = encoded[start:start + step].to(self.device_)
-            t = None if t_index is None else \
-                torch.as_tensor(t_index[start:start + step], dtype=torch.long, device=x.device)
+            precision = getattr(torch, dtype)
+            module, encoded = copy.deepcopy(module).to(precision), encoded.to(precision)
+        t_index = None if target is None else \
+            torch.as_tensor(self.target_indices(target, encoded), dtype=torch.long)
+        fields = {k: [] for k in ("maps", "weights", "logits", "targets", "predicted",
+                                  "components")}
+        names = []
+        for rows, b in self.iter_batches({"x": encoded}, batch_size):
+            x = b["x"]
+            t = None if t_index is None else t_index[rows].to(x.device)
             contrib, w, lg = inherent(module, x, t)
             t = lg.argmax(1) if t is None else t
-            maps.append(contrib.cpu())
-            weights.append(w.permute(0, 2, 3, 1).cpu())
-            logits.append(lg.gather(1, t[:, None])[:, 0].cpu())
-            targets.append(t.cpu())
-            predicted.append(lg.argmax(1).cpu())
+            fields["maps"].append(contrib.cpu())
+            fields["weights"].append(w.permute(0, 2, 3, 1).cpu())
+            fields["logits"].append(lg.gather(1, t[:, None])[:, 0].cpu())
+            fields["targets"].append(t.cpu())
+            fields["predicted"].append(lg.argmax(1).cpu())
             if by == "head":
                 comp, names = inherent_terms(module, x, t)
-                components.append(comp.cpu())
-        logit = torch.cat(logits).double().numpy()
-        return {
-            "predicted": torch.cat(predicted).numpy(),
-            "target_index": torch.cat(targets).numpy(),
-            "attributions": torch.cat(maps).numpy(),
-            "weights": torch.cat(weights).numpy(),
-            "logit": logit,
-            "bias": np.full(len(logit), module.logit_bias),
-            "components": torch.cat(components).numpy() if by == "head" else None,
-            "component_names": list(names),
-        }
+                fields["components"].append(comp.cpu())
+        cat = {k: torch.cat(v).numpy() if v else None for k, v in fields.items()}
+        logit = cat["logits"].astype(np.float64)
+        return ImageExplanation(
+            values=cat["maps"], target=self.classes_[cat["targets"]],
+            prediction=self.classes_[cat["predicted"]], method="inherent", images=batch.images,
+            weights=cat["weights"], logit=logit, bias=np.full(len(logit), module.logit_bias),
+            components=cat["components"], component_names=list(names))
+
+    def _explainer(self, method: str):
+        if method == "inherent":
+            return self._explain_inherent
+        return super()._explainer(method)
 
 
 class ViTClassifier(_ImageTransformerClassifier):
@@ -381,7 +355,11 @@ class ViTClassifier(_ImageTransformerClassifier):
     :class:`BcosViTClassifier`. Explained post hoc only (``explain_methods``). Parameters as
     in :class:`BcosViTClassifier` (``zoom_out`` included); ``dropout`` in the blocks."""
 
-    _explain_methods = tuple(m for m in METHODS if m != "inherent")
+    _parameter_constraints = {
+        **_ImageTransformerClassifier._parameter_constraints,
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+    }
+    explain_methods = tuple(m for m in METHODS if m != "inherent")
 
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), dropout=0.0, *, zoom_out=None, zoom_out_probability=0.5,

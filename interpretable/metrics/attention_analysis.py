@@ -5,10 +5,10 @@ Every analysis takes a fitted attention text estimator and inputs ``X`` and retu
 aggregates. They are batched over samples (and over permutations / erasure steps): no Python
 loop per token.
 
-Estimator protocol (kept by :class:`~interpretable.estimators.AttentionTextClassifier` and its
-subclasses): ``_encode_inputs(X)``, ``_iter_outputs(inputs)`` yielding ``(rows, batch,
-AttentionOutput, query_state)``, ``module_.decode(hidden, attention (B, K, T), query_state)``,
-``_tokens(X)``, ``explain(X, method=...)`` and ``classes_``.
+They use the public interface of the attention text classifiers
+(:class:`~interpretable.estimators.attention_text.AttentionClassifierBase`): ``encode(X)``,
+``forward_batches(inputs)`` yielding ``(rows, batch, AttentionOutput)``,
+``module_.decode(hidden, attention (B, K, T), query_state)`` and ``explain(X, method=...)``.
 """
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .._validation import check_random_state_seed
+from ..validation import check_random_state_seed
 from ..nn.attention import conicity as _conicity_torch
+from .divergences import jensen_shannon, jensen_shannon_rows, total_variation
 
 __all__ = ["AnalysisResult", "conicity", "hidden_state_conicity", "decision_flip_fraction",
            "permutation_tvd", "attribution_agreement", "pos_attention", "jensen_shannon",
@@ -66,9 +67,9 @@ def _n_tokens(batch):
 
 def hidden_state_conicity(estimator, X) -> AnalysisResult:
     """Per-sample conicity of the estimator's hidden states (paper Table 2)."""
-    inputs = estimator._encode_inputs(X)
+    inputs = estimator.encode(X).inputs
     values, lengths = [], []
-    for _, batch, out, _ in estimator._iter_outputs(inputs):
+    for _, batch, out in estimator.forward_batches(inputs):
         values.append(_conicity_torch(out.hidden, out.mask).float().cpu().numpy())
         lengths.append(_n_tokens(batch))
     frame = pd.DataFrame({"sample": np.arange(len(inputs["tokens"])), "n_tokens": np.concatenate(lengths),
@@ -101,9 +102,9 @@ def decision_flip_fraction(estimator, X, order: str = "attention", random_state=
     if order not in ("attention", "random"):
         raise ValueError(f"order must be 'attention' or 'random', got {order!r}")
     generator = torch.Generator().manual_seed(check_random_state_seed(random_state))
-    inputs = estimator._encode_inputs(X)
+    inputs = estimator.encode(X).inputs
     n_erased, lengths = [], []
-    for _, batch, out, query_state in estimator._iter_outputs(inputs, batch_size=batch_size):
+    for _, batch, out in estimator.forward_batches(inputs, batch_size=batch_size):
         att, mask = out.attention, out.mask
         B, T = att.shape
         rank = _ranking(att, mask, order, generator)                               # (B, T)
@@ -117,7 +118,7 @@ def decision_flip_fraction(estimator, X, order: str = "attention", random_state=
         # falls back to uniform weights over the kept states
         uniform = keep.to(att.dtype) / keep.sum(-1, keepdim=True).clamp_min(1)
         erased = torch.where(total > 0, erased / total.clamp_min(1e-30), uniform)
-        pred = estimator.module_.decode(out.hidden, erased, query_state).argmax(-1)   # (B, K)
+        pred = estimator.module_.decode(out.hidden, erased, out.query_state).argmax(-1)   # (B, K)
         n = mask.sum(1)
         valid = k.view(1, T) < n.view(B, 1)                                        # keep >= 1 state
         flips = (pred != out.logits.argmax(-1, keepdim=True)) & valid
@@ -149,10 +150,10 @@ def permutation_tvd(estimator, X, n_permutations: int = 100, random_state=0,
             or n_permutations < 1:
         raise ValueError(f"n_permutations must be a positive integer, got {n_permutations!r}")
     generator = torch.Generator().manual_seed(check_random_state_seed(random_state))
-    inputs = estimator._encode_inputs(X)
+    inputs = estimator.encode(X).inputs
     cols = {"n_tokens": [], "max_attention": [], "median_tvd": [], "mean_tvd": []}
     step = batch_size or max(1, min(estimator.batch_size, 8192 // n_permutations))
-    for _, batch, out, query_state in estimator._iter_outputs(inputs, batch_size=step):
+    for _, batch, out in estimator.forward_batches(inputs, batch_size=step):
         att, mask = out.attention, out.mask
         B, T = att.shape
         keys = torch.rand((B, n_permutations, T), generator=generator).to(att.device)
@@ -160,12 +161,12 @@ def permutation_tvd(estimator, X, n_permutations: int = 100, random_state=0,
         perm = keys.argsort(dim=-1)
         permuted = att.unsqueeze(1).expand(B, n_permutations, T).gather(2, perm)
         probs = torch.softmax(out.logits.float(), -1).unsqueeze(1)
-        new = torch.softmax(estimator.module_.decode(out.hidden, permuted, query_state).float(), -1)
-        tvd = 0.5 * (new - probs).abs().sum(-1)                  # (B, P)
+        new = torch.softmax(estimator.module_.decode(out.hidden, permuted, out.query_state).float(), -1)
+        tvd = total_variation(new.cpu().numpy(), probs.cpu().numpy())  # (B, P)
         cols["n_tokens"].append(mask.sum(1).cpu().numpy())
         cols["max_attention"].append(att.max(1).values.float().cpu().numpy())
-        cols["median_tvd"].append(tvd.median(1).values.cpu().numpy())
-        cols["mean_tvd"].append(tvd.mean(1).cpu().numpy())
+        cols["median_tvd"].append(np.quantile(tvd, 0.5, axis=1, method="lower"))
+        cols["mean_tvd"].append(tvd.mean(1))
     frame = pd.DataFrame({k: np.concatenate(v) for k, v in cols.items()})
     frame.insert(0, "sample", np.arange(len(frame)))
     bins = pd.cut(frame.max_attention, MAX_ATTENTION_BINS, include_lowest=True)
@@ -176,26 +177,6 @@ def permutation_tvd(estimator, X, n_permutations: int = 100, random_state=0,
     return AnalysisResult(frame, summary)
 
 
-def jensen_shannon(p: np.ndarray, q: np.ndarray) -> float:
-    """Jensen-Shannon divergence (natural log, in [0, ln 2]) of two distributions."""
-    p = np.asarray(p, dtype=np.float64)
-    q = np.asarray(q, dtype=np.float64)
-    m = 0.5 * (p + q)
-
-    def kl(a):
-        nz = a > 0
-        return float((a[nz] * np.log(a[nz] / m[nz])).sum())
-
-    return 0.5 * kl(p) + 0.5 * kl(q)
-
-
-def _batched_jsd(P, Q, mask):
-    """JSD per row of ``(n, T)`` distributions (zeros off ``mask``)."""
-    M = 0.5 * (P + Q)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kp = np.where((P > 0) & mask, P * np.log(P / M), 0.0).sum(1)
-        kq = np.where((Q > 0) & mask, Q * np.log(Q / M), 0.0).sum(1)
-    return 0.5 * (kp + kq)
 
 
 def _batched_pearson(a, b, mask):
@@ -238,13 +219,13 @@ def attribution_agreement(estimator, X, against: str = "integrated_gradients", t
     attention = estimator.explain(X, target=target, method="attention")
     attribution = estimator.explain(X, target=attention.target if target is None else target,
                                     method=against, n_steps=n_steps)
-    A, mask = _stack(attention.attributions)
-    G, _ = _stack(attribution.attributions)
+    A, mask = _stack(attention.values)
+    G, _ = _stack(attribution.values)
     G = np.abs(G) * mask
     total = G.sum(1, keepdims=True)
     G = np.where(total > 0, G / np.where(total > 0, total, 1.0), mask / mask.sum(1, keepdims=True))
     frame = pd.DataFrame({"sample": np.arange(len(A)), "n_tokens": mask.sum(1),
-                          "pearson": _batched_pearson(A, G, mask), "jsd": _batched_jsd(A, G, mask)})
+                          "pearson": _batched_pearson(A, G, mask), "jsd": jensen_shannon_rows(A, G, mask)})
     summary = {"against": against,
                "mean_pearson": float(np.nanmean(frame.pearson)), "std_pearson": float(np.nanstd(frame.pearson)),
                "mean_jsd": float(frame.jsd.mean()), "std_jsd": float(frame.jsd.std(ddof=0))}
@@ -264,11 +245,11 @@ def pos_attention(estimator, X) -> AnalysisResult:
     from ..text import pos_tag
 
     explanation = estimator.explain(X, method="attention")
-    tokens = explanation.tokens
+    tokens = explanation.units
     tags = [pos_tag(t) for t in tokens]
     lengths = np.array([len(t) for t in tokens])
     flat_tags = np.array([t for ts in tags for t in ts], dtype=object)
-    flat_att = np.concatenate(explanation.attributions)
+    flat_att = np.concatenate(explanation.values)
     sample = np.repeat(np.arange(len(tokens)), lengths)
     table = pd.DataFrame({"sample": sample, "tag": flat_tags, "attention": flat_att})
     wide = table.pivot_table(index="sample", columns="tag", values="attention", aggfunc="sum",

@@ -1,18 +1,16 @@
 """Faithfulness of token explanations: ERASER comprehensiveness / sufficiency (DeYoung et al.
 2020), sensitivity (Yin et al. 2022) and the top-k overlap ``V_k`` of SEAT (Hu et al. 2023).
 
-Every metric takes a fitted text estimator with ``explain`` and the tensor hooks of
-:class:`~interpretable.estimators.AttentionTextClassifier` (``_encode_inputs``,
-``_batch_outputs``, ``_embed_batch``; kept by its subclasses such as ``DiversityLSTMClassifier``
-and ``SEATClassifier``) and any explanation method: ``method=`` is passed to ``explain``, or a
-precomputed :class:`~interpretable.explanation.TokenExplanation` (e.g. a post-hoc baseline) is
-given as ``explanation=``. Results are :class:`AnalysisResult` ``(frame, summary)``: one row per
+Every metric takes a fitted text classifier through its public interface (``encode``,
+``iter_batches``, ``embed``, ``forward_batch``, ``explain``: every estimator in
+:mod:`interpretable.estimators` that classifies texts) and any explanation method:
+``method=`` is passed to ``explain`` (None: the estimator's default), or a precomputed
+:class:`~interpretable.explanation.TokenExplanation` (e.g. a post-hoc baseline) is given as
+``explanation=``. SEAT's ``method="vanilla"`` scores the vanilla model (its ``view``). Results are :class:`AnalysisResult` ``(frame, summary)``: one row per
 sample and aggregates. All model evaluations are batched and run in eval mode.
 """
 
 from __future__ import annotations
-
-from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import pandas as pd
@@ -20,6 +18,8 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 
 from ..explanation import TokenExplanation
+from ..nn.attack import projected_gradient_ascent
+from ..nn.losses import logits_of
 from ..nn.seat import top_k_overlap as _top_k_overlap_torch
 from ..text import PAD
 from .attention_analysis import AnalysisResult
@@ -31,61 +31,50 @@ __all__ = ["comprehensiveness", "sufficiency", "sensitivity", "top_k_overlap",
 ERASER_FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.5)
 #: fractions of top-ranked tokens perturbed by :func:`sensitivity`
 SENSITIVITY_FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5)
-_HOOKS = ("explain", "_encode_inputs", "_batch_outputs", "_embed_batch")
+_INTERFACE = ("encode", "iter_batches", "embed", "forward_batch", "explain")
 
 
 # ---------------------------------------------------------------------------- shared helpers
 def check_text_model(clf, what: str = "this metric"):
-    """Raise a clear error unless ``clf`` is a fitted text estimator with the tensor hooks."""
-    missing = [h for h in _HOOKS if not hasattr(clf, h)]
+    """Raise a clear error unless ``clf`` is a fitted text classifier with the public
+    embedding-level interface."""
+    missing = [name for name in _INTERFACE if not hasattr(clf, name)]
     if missing:
-        raise TypeError(
-            f"{what} needs a text estimator with explain() and the tensor hooks of "
-            f"AttentionTextClassifier; {type(clf).__name__} lacks {missing}."
-        )
+        raise TypeError(f"{what} needs a text classifier with {list(_INTERFACE)}; "
+                        f"{type(clf).__name__} lacks {missing}.")
     check_is_fitted(clf)
     return clf
 
 
-@contextmanager
-def explanation_method(clf, method: str):
-    """Context in which ``clf`` predicts with the model behind ``method`` and the method name
-    to pass to ``explain``: SEAT's ``"vanilla"`` switches to the vanilla attention model."""
-    if method == "vanilla" and hasattr(clf, "vanilla_view"):
-        with clf.vanilla_view():
-            yield "attention"
-    else:
-        yield method
+def model_view(clf, method) -> str:
+    """The model variant behind an explanation ``method`` (SEAT's ``"vanilla"``)."""
+    return method if method in getattr(clf, "views", ()) else "model"
 
 
-def iter_batches(clf, inputs: dict, batch_size=None):
-    """Yield ``(rows, batch)`` of ``inputs`` on the estimator's device, trimmed to the longest
-    real length of the batch."""
-    n = len(inputs["tokens"])
-    step = batch_size or getattr(clf, "batch_size", 64)
-    for start in range(0, n, step):
-        rows = slice(start, min(start + step, n))
-        batch = {k: v[rows].to(clf.device_) for k, v in inputs.items()}
-        width = max(int(batch["lengths"].max()), 1)
-        batch["tokens"] = batch["tokens"][:, :width]
-        if "query" in batch:
-            batch["query"] = batch["query"][:, : max(int(batch["query_lengths"].max()), 1)]
-        yield rows, batch
-
-
-def predict_probabilities(clf, inputs: dict, embedded=None, batch_size=None) -> torch.Tensor:
+def predict_probabilities(clf, inputs: dict, embedded=None, batch_size=None,
+                          view: str = "model") -> torch.Tensor:
     """Class probabilities ``(n, C)`` (CPU) of encoded ``inputs``; ``embedded`` optionally
     gives ``(n, T, E)`` embeddings replacing the model's."""
-    clf.module_.eval()
     parts = []
     with torch.no_grad():
-        for rows, batch in iter_batches(clf, inputs, batch_size):
+        for rows, batch in clf.iter_batches(inputs, batch_size):
             emb = None
             if embedded is not None:
                 emb = embedded[rows, : batch["tokens"].shape[1]].to(clf.device_)
-            logits = clf._batch_outputs(batch, embedded=emb).logits.float()
+            logits = logits_of(clf.forward_batch(batch, embedded=emb, view=view)).float()
             parts.append(torch.softmax(logits, -1).cpu())
     return torch.cat(parts)
+
+
+def embedding_attack(objective, delta, radius, *, steps: int, mask) -> torch.Tensor:
+    """PGD on token embeddings: maximise ``objective(delta)`` with every token's
+    ``‖δ_t‖₂ ≤ radius`` (``radius`` broadcastable to ``(B, 1, 1)``), steps of
+    ``2.5·radius/steps``; ``mask (B, T, 1)`` marks the tokens that may move."""
+    def project(d):
+        return d * (radius / d.norm(dim=-1, keepdim=True).clamp_min(1e-12)).clamp(max=1.0) * mask
+
+    return projected_gradient_ascent(objective, delta, project, steps=steps,
+                                     step_size=2.5 * radius / steps, norm_dim=-1, grad_mask=mask)
 
 
 def explanation_matrix(explanation: TokenExplanation, lengths) -> np.ndarray:
@@ -94,7 +83,7 @@ def explanation_matrix(explanation: TokenExplanation, lengths) -> np.ndarray:
     if len(explanation) != len(lengths):
         raise ValueError(f"explanation has {len(explanation)} samples but X has {len(lengths)}.")
     out = np.zeros((len(lengths), int(lengths.max())), dtype=np.float64)
-    for i, (att, n) in enumerate(zip(explanation.attributions, lengths)):
+    for i, (att, n) in enumerate(zip(explanation.values, lengths)):
         if len(att) != n:
             raise ValueError(
                 f"explanation of sample {i} has {len(att)} tokens but the model sees {n}; "
@@ -144,25 +133,26 @@ def _compact(inputs: dict, keep: torch.Tensor) -> dict:
 def _erasure(clf, X, method, explanation, fractions, keep_top: bool, batch_size):
     clf = check_text_model(clf, "comprehensiveness / sufficiency")
     fractions = _check_fractions(fractions)
-    with explanation_method(clf, method) as m:
-        inputs = clf._encode_inputs(X)
-        lengths = inputs["lengths"]
-        scores = explanation_matrix(_explain(clf, X, m, explanation), lengths.numpy())
-        probs = predict_probabilities(clf, inputs, batch_size=batch_size)
-        pred = probs.argmax(1)
-        p0 = probs.gather(1, pred[:, None])[:, 0]
-        ranks = _ranks(scores, lengths.numpy())
-        T = inputs["tokens"].shape[1]
-        real = torch.arange(T)[None] < lengths[:, None]
-        drops = np.zeros((len(pred), len(fractions)))
-        for j, f in enumerate(fractions):
-            k = torch.ceil(f * lengths.double()).long().clamp(min=1)
-            if not keep_top:
-                k = torch.minimum(k, lengths - 1)  # never erase a whole text
-            top = (ranks < k[:, None]) & real
-            keep = (top if keep_top else ~top) & real
-            p = predict_probabilities(clf, _compact(inputs, keep), batch_size=batch_size)
-            drops[:, j] = (p0 - p.gather(1, pred[:, None])[:, 0]).numpy()
+    view = model_view(clf, method)
+    inputs = clf.encode(X).inputs
+    lengths = inputs["lengths"]
+    scores = explanation_matrix(_explain(clf, X, method, explanation), lengths.numpy())
+    probs = predict_probabilities(clf, inputs, batch_size=batch_size, view=view)
+    pred = probs.argmax(1)
+    p0 = probs.gather(1, pred[:, None])[:, 0]
+    ranks = _ranks(scores, lengths.numpy())
+    T = inputs["tokens"].shape[1]
+    real = torch.arange(T)[None] < lengths[:, None]
+    drops = np.zeros((len(pred), len(fractions)))
+    for j, f in enumerate(fractions):
+        k = torch.ceil(f * lengths.double()).long().clamp(min=1)
+        if not keep_top:
+            k = torch.minimum(k, lengths - 1)  # never erase a whole text
+        top = (ranks < k[:, None]) & real
+        keep = (top if keep_top else ~top) & real
+        p = predict_probabilities(clf, _compact(inputs, keep), batch_size=batch_size,
+                                  view=view)
+        drops[:, j] = (p0 - p.gather(1, pred[:, None])[:, 0]).numpy()
     frame = pd.DataFrame(drops, columns=[f"k={f:g}" for f in fractions])
     frame.insert(0, "sample", np.arange(len(frame)))
     frame["aopc"] = drops.mean(1)
@@ -171,7 +161,7 @@ def _erasure(clf, X, method, explanation, fractions, keep_top: bool, batch_size)
     return AnalysisResult(frame, summary)
 
 
-def comprehensiveness(clf, X, method="attention", explanation=None,
+def comprehensiveness(clf, X, method=None, explanation=None,
                       fractions=ERASER_FRACTIONS, batch_size=None) -> AnalysisResult:
     """ERASER comprehensiveness: ``p(ŷ|x) − p(ŷ|x \\ top-k)`` with the top-k fraction of
     tokens (by explanation score) removed, averaged over ``fractions`` (AOPC). Higher is more
@@ -179,14 +169,14 @@ def comprehensiveness(clf, X, method="attention", explanation=None,
     return _erasure(clf, X, method, explanation, fractions, False, batch_size)
 
 
-def sufficiency(clf, X, method="attention", explanation=None,
+def sufficiency(clf, X, method=None, explanation=None,
                 fractions=ERASER_FRACTIONS, batch_size=None) -> AnalysisResult:
     """ERASER sufficiency: ``p(ŷ|x) − p(ŷ|top-k)`` keeping only the top-k fraction of tokens
     (at least one), averaged over ``fractions`` (AOPC). Lower is more faithful."""
     return _erasure(clf, X, method, explanation, fractions, True, batch_size)
 
 
-def sensitivity(clf, X, method="attention", explanation=None,
+def sensitivity(clf, X, method=None, explanation=None,
                 fractions=SENSITIVITY_FRACTIONS, max_radius=1.0, n_search=8, pgd_steps=5,
                 batch_size=None) -> AnalysisResult:
     """Sensitivity of Yin et al. (2022): the smallest perturbation of the embeddings of the
@@ -203,24 +193,24 @@ def sensitivity(clf, X, method="attention", explanation=None,
     fractions = _check_fractions(fractions)
     if not max_radius > 0 or n_search < 1 or pgd_steps < 1:
         raise ValueError("max_radius must be > 0 and n_search, pgd_steps positive integers.")
-    with explanation_method(clf, method) as m:
-        inputs = clf._encode_inputs(X)
-        lengths = inputs["lengths"]
-        scores = explanation_matrix(_explain(clf, X, m, explanation), lengths.numpy())
-        ranks = _ranks(scores, lengths.numpy())
-        pred = predict_probabilities(clf, inputs, batch_size=batch_size).argmax(1)
-        eps = np.zeros((len(pred), len(fractions)))
-        for j, f in enumerate(fractions):
-            k = torch.ceil(f * lengths.double()).long().clamp(min=1)
-            selected = ranks < k[:, None]
-            lo = torch.zeros(len(pred), dtype=torch.float64)
-            hi = torch.full((len(pred),), float(max_radius), dtype=torch.float64)
-            for _ in range(n_search):
-                mid = 0.5 * (lo + hi)
-                flipped = _flips(clf, inputs, selected, pred, mid, pgd_steps, batch_size)
-                hi = torch.where(flipped, mid, hi)
-                lo = torch.where(flipped, lo, mid)
-            eps[:, j] = hi.numpy()
+    view = model_view(clf, method)
+    inputs = clf.encode(X).inputs
+    lengths = inputs["lengths"]
+    scores = explanation_matrix(_explain(clf, X, method, explanation), lengths.numpy())
+    ranks = _ranks(scores, lengths.numpy())
+    pred = predict_probabilities(clf, inputs, batch_size=batch_size, view=view).argmax(1)
+    eps = np.zeros((len(pred), len(fractions)))
+    for j, f in enumerate(fractions):
+        k = torch.ceil(f * lengths.double()).long().clamp(min=1)
+        selected = ranks < k[:, None]
+        lo = torch.zeros(len(pred), dtype=torch.float64)
+        hi = torch.full((len(pred),), float(max_radius), dtype=torch.float64)
+        for _ in range(n_search):
+            mid = 0.5 * (lo + hi)
+            flipped = _flips(clf, inputs, selected, pred, mid, pgd_steps, batch_size, view)
+            hi = torch.where(flipped, mid, hi)
+            lo = torch.where(flipped, lo, mid)
+        eps[:, j] = hi.numpy()
     frame = pd.DataFrame(eps, columns=[f"k={f:g}" for f in fractions])
     frame.insert(0, "sample", np.arange(len(frame)))
     frame["sensitivity"] = eps.mean(1)
@@ -230,38 +220,26 @@ def sensitivity(clf, X, method="attention", explanation=None,
     return AnalysisResult(frame, summary)
 
 
-def _flips(clf, inputs, selected, pred, radius, steps, batch_size) -> torch.Tensor:
+def _flips(clf, inputs, selected, pred, radius, steps, batch_size, view) -> torch.Tensor:
     """Whether a PGD attack of per-sample ``radius`` on the selected tokens' embeddings
     changes the predicted class; ``(n,)`` bool."""
     out = []
-    clf.module_.eval()
-    cudnn = (torch.backends.cudnn.flags(enabled=False) if clf.device_.type == "cuda"
-             else nullcontext())
-    with cudnn:
-        for rows, batch in iter_batches(clf, inputs, batch_size):
-            T = batch["tokens"].shape[1]
-            sel = selected[rows, :T].to(clf.device_).unsqueeze(-1).float()
-            r = radius[rows].to(clf.device_).float()[:, None, None]
-            y = pred[rows].to(clf.device_)
-            with torch.no_grad():
-                emb = clf._embed_batch(batch).detach()
-            delta = torch.zeros_like(emb)
-            step = 2.5 * r / steps
-            for _ in range(steps):
-                delta.requires_grad_(True)
-                with torch.enable_grad():
-                    logits = clf._batch_outputs(batch, embedded=emb + delta).logits
-                    loss = torch.nn.functional.cross_entropy(logits, y, reduction="sum")
-                    (grad,) = torch.autograd.grad(loss, delta)
-                with torch.no_grad():
-                    grad = grad * sel
-                    grad = grad / grad.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-                    delta = delta.detach() + step * grad
-                    norm = delta.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-                    delta = delta * (r / norm).clamp(max=1.0) * sel
-            with torch.no_grad():
-                logits = clf._batch_outputs(batch, embedded=emb + delta).logits
-            out.append((logits.argmax(1) != y).cpu())
+    for rows, batch in clf.iter_batches(inputs, batch_size):
+        T = batch["tokens"].shape[1]
+        sel = selected[rows, :T].to(clf.device_).unsqueeze(-1).float()
+        r = radius[rows].to(clf.device_).float()[:, None, None]
+        y = pred[rows].to(clf.device_)
+        with torch.no_grad():
+            emb = clf.embed(batch).detach()
+
+        def logits(delta):
+            return logits_of(clf.forward_batch(batch, embedded=emb + delta, view=view))
+
+        delta = embedding_attack(
+            lambda d: torch.nn.functional.cross_entropy(logits(d), y, reduction="sum"),
+            torch.zeros_like(emb), r, steps=steps, mask=sel)
+        with torch.no_grad():
+            out.append((logits(delta).argmax(1) != y).cpu())
     return torch.cat(out)
 
 
@@ -272,7 +250,7 @@ def top_k_overlap(w, w_tilde, k: int = 4) -> np.ndarray:
     lengths (a text shorter than ``k`` uses its length as ``k``).
     """
     def rows(e):
-        return e.attributions if isinstance(e, TokenExplanation) else list(e)
+        return e.values if isinstance(e, TokenExplanation) else list(e)
 
     a, b = rows(w), rows(w_tilde)
     if len(a) != len(b):

@@ -56,9 +56,9 @@ def _check_lm(model):
 
 def _unigram(model, text) -> np.ndarray:
     """Empirical distribution over the model's classes (unknown symbol included), (O,)."""
-    from ..estimators.language_model import _check_documents
+    from ..validation import check_documents
 
-    docs = _check_documents(text)
+    docs = check_documents(text)
     ids = np.concatenate([model._encode(d) for d in docs])
     counts = np.bincount(ids, minlength=model.n_symbols_)
     return counts / counts.sum()
@@ -133,11 +133,11 @@ def offsets_vs_bigram(model, text, min_count: int = 20) -> tuple[pd.DataFrame, d
     KL (bits) of the bias-plus-offset prediction and of the unigram distribution with the bigram
     distribution. The summary holds their count-weighted means.
     """
-    from ..estimators.language_model import _check_documents
+    from ..validation import check_documents
 
     _check_lm(model)
     _, b, W_ro, b_ro = _params(model)
-    docs = _check_documents(text)
+    docs = check_documents(text)
     S = model.n_symbols_
     pairs = np.zeros((S, S))
     for d in docs:
@@ -190,12 +190,12 @@ def contribution_decay(model, texts, max_lag: int = 50) -> pd.DataFrame:
     Forward pass over the state contributions ``c_s^t = (∏ W) b_{x_s}`` of the last
     ``max_lag + 1`` symbols: cost O(T · max_lag · H²).
     """
-    from ..estimators.language_model import _check_documents
+    from ..validation import check_documents
 
     _check_lm(model)
     W, b, W_ro, _ = _params(model)
     norms = [[] for _ in range(max_lag + 1)]
-    for text in _check_documents(texts):
+    for text in check_documents(texts):
         ids = model._encode(text)
         C = np.zeros((0, W.shape[1]))  # contributions of the last symbols, newest last
         for i in ids:
@@ -222,11 +222,11 @@ def parentheses_state_analysis(model, X, Y, random_state: int = 0) -> dict:
     """
     _check_isan(model)
     model._check_mode("seq2seq", "parentheses_state_analysis")
-    from ..estimators.language_model import _check_seq_targets, _check_sequences, _pad
+    from ..validation import check_sequence_targets, check_sequences, pad_sequences
 
-    seqs = _check_sequences(X)
-    Y = _check_seq_targets(Y, [len(s) for s in seqs])
-    x, lengths = _pad([model._encode(s) for s in seqs], 0)
+    seqs = check_sequences(X)
+    Y = check_sequence_targets(Y, [len(s) for s in seqs])
+    x, lengths = pad_sequences([model._encode(s) for s in seqs], 0)
     if len(set(lengths.tolist())) != 1:
         raise ValueError("parentheses_state_analysis needs sequences of equal length.")
     basis = model.readout_basis()
@@ -282,10 +282,11 @@ def word_context_effects(model, text: str, max_rest: int = 30, batch_size: int =
     ``margin_change`` (how much the word raises the predicted logit over the runner-up without
     it) and ``flips`` (whether removing the word changes the prediction).
     """
-    from ..estimators.language_model import _check_documents, _pad, split_words
+    from ..estimators.language_model import split_words
+    from ..validation import check_documents, pad_sequences
 
     _check_lm(model)
-    (text,) = _check_documents([text], "text")
+    (text,) = check_documents([text], "text")
     m = model.module_
     dev = model.device_
     ids = torch.as_tensor(model._encode(text))
@@ -293,7 +294,7 @@ def word_context_effects(model, text: str, max_rest: int = 30, batch_size: int =
     starts = np.cumsum([0] + [len(p) for p in pieces])
     with torch.no_grad():
         logits = m(ids[None].to(dev))[0].double().cpu().numpy()  # (T, O)
-        words, lengths = _pad([model._encode(p) for p in pieces], 0)
+        words, lengths = pad_sequences([model._encode(p) for p in pieces], 0)
         _, b_word = m.compose(words.to(dev), lengths.to(dev))  # (P, H): own contribution
     piece_of = np.repeat(np.arange(len(pieces)), [len(p) for p in pieces])
     rows = []
@@ -303,7 +304,7 @@ def word_context_effects(model, text: str, max_rest: int = 30, batch_size: int =
     for lo in range(0, len(positions), batch_size):
         chunk = positions[lo: lo + batch_size]
         rests = [model._encode(text[starts[piece_of[t]]: t + 1]) for t in chunk]
-        x, n = _pad(rests, 0)
+        x, n = pad_sequences(rests, 0)
         with torch.no_grad():
             A_rest, _ = m.compose(x.to(dev), n.to(dev))
             prev = b_word[torch.as_tensor(piece_of[chunk] - 1, device=dev)]

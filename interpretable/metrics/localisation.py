@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from .._validation import check_images, check_targets
+from ..validation import check_images, check_targets
 
 __all__ = ["grid_pointing_game", "most_confident_correct"]
 
@@ -76,7 +76,7 @@ def grid_pointing_game(clf, X, y, grid: int = 2, n_grids: int = 250, method: str
     cells = grid * grid
     repeated = np.repeat(images, cells, axis=0)
     targets = bunch.cell_labels.reshape(-1)
-    attributions = clf.explain(repeated, target=targets, method=method).attributions
+    attributions = clf.explain(repeated, target=targets, method=method).values
     positive = np.clip(attributions, 0, None).reshape(n_grids * cells, grid, h // grid,
                                                       grid, w // grid)
     per_cell = positive.sum(axis=(2, 4)).reshape(n_grids * cells, cells)

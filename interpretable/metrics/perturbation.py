@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_images, check_targets
+from ..validation import check_images, check_targets
 from .localisation import most_confident_correct
 
 __all__ = ["pixel_perturbation"]
 
 
-def pixel_perturbation(clf, X, y, method: str = "inherent", max_fraction: float = 0.25,
+def pixel_perturbation(clf, X, y, method: str | None = None, max_fraction: float = 0.25,
                        steps: int = 9, n_samples: int | None = 250, batch_size: int | None = None,
                        return_curves: bool = False):
     """Area between the least-first and most-first confidence curves (higher is better).
@@ -31,8 +31,8 @@ def pixel_perturbation(clf, X, y, method: str = "inherent", max_fraction: float 
         raise ValueError(f"max_fraction must be in (0, 1], got {max_fraction!r}.")
     if not isinstance(steps, (int, np.integer)) or steps < 2:
         raise ValueError(f"steps must be an integer >= 2, got {steps!r}.")
-    if not hasattr(clf, "_attributions") or not hasattr(clf, "_encode_images"):
-        raise TypeError("pixel_perturbation needs a classifier from "
+    if not hasattr(clf, "encode") or getattr(clf, "n_channels_", None) is None:
+        raise TypeError("pixel_perturbation needs a fitted image classifier from "
                         "interpretable.estimators.vision (BcosViTClassifier, ViTClassifier).")
     X = check_images(X)
     y = check_targets(y, len(X))
@@ -41,9 +41,10 @@ def pixel_perturbation(clf, X, y, method: str = "inherent", max_fraction: float 
         chosen = chosen[:n_samples]
     if len(chosen) == 0:
         raise ValueError("no sample is classified correctly; nothing to perturb.")
-    encoded = clf._encode_images(X[chosen])
+    encoded = clf.encode(X[chosen]).inputs["x"]
     target = np.searchsorted(clf.classes_, y[chosen])
-    attributions = clf._attributions(encoded, target, method, batch_size)
+    attributions = torch.as_tensor(clf.explain(X[chosen], target=y[chosen], method=method,
+                                               batch_size=batch_size).values)
     n, h, w = attributions.shape
     order = torch.argsort(attributions.reshape(n, -1), dim=1, descending=True, stable=True)
     rank = torch.empty_like(order)
@@ -55,7 +56,7 @@ def pixel_perturbation(clf, X, y, method: str = "inherent", max_fraction: float 
         k = int(round(fraction * h * w))
         for name, removed in (("most_first", rank < k), ("least_first", rank >= h * w - k)):
             keep = (~removed).reshape(n, 1, h, w).to(encoded.dtype)
-            proba = clf._logits(encoded * keep).softmax(1)
+            proba = clf.logits({"x": encoded * keep}, batch_size=batch_size).softmax(1)
             curves[name].append(float(proba[torch.arange(n), t].mean()))
     result = {"fractions": fractions}
     for name, values in curves.items():

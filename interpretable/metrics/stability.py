@@ -21,11 +21,12 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import make_generator
-from ..attribution.text import embedding_attributions
-from .attention_analysis import AnalysisResult, _batched_jsd
-from .faithfulness import (check_text_model, explanation_matrix, explanation_method,
-                           iter_batches, predict_probabilities)
+from ..nn.losses import logits_of
+from ..validation import make_generator
+from .attention_analysis import AnalysisResult
+from .divergences import jensen_shannon_rows, total_variation
+from .faithfulness import (check_text_model, embedding_attack, explanation_matrix, model_view,
+                           predict_probabilities)
 
 __all__ = ["embedding_stability", "word_stability", "seed_stability",
            "explanation_distributions", "total_variation"]
@@ -42,11 +43,6 @@ def explanation_distributions(scores: np.ndarray, lengths) -> np.ndarray:
     return np.where(total > 0, scores / np.where(total > 0, total, 1.0), uniform)
 
 
-def total_variation(p, q) -> np.ndarray:
-    """Total variation distance ``½‖p − q‖₁`` per row of ``(n, C)`` distributions."""
-    return 0.5 * np.abs(np.asarray(p, dtype=np.float64) - np.asarray(q, dtype=np.float64)).sum(-1)
-
-
 def _result(jsd, tvd, extra: dict | None = None, group: str | None = None) -> AnalysisResult:
     frame = pd.DataFrame({"jsd": jsd, "tvd": tvd, **(extra or {})})
     frame.insert(0, "sample", frame.pop("sample") if "sample" in frame else np.arange(len(frame)))
@@ -58,27 +54,12 @@ def _result(jsd, tvd, extra: dict | None = None, group: str | None = None) -> An
     return AnalysisResult(frame, summary)
 
 
+def _probabilities(clf, X, view: str) -> np.ndarray:
+    """Class probabilities ``(n, C)`` of the model behind ``view``."""
+    return predict_probabilities(clf, clf.encode(X).inputs, view=view).double().numpy()
+
+
 # ---------------------------------------------------------------------------- embeddings
-class _PerturbedEmbeddings:
-    """The estimator seen through perturbed embeddings: ``_embed_batch`` adds ``delta``
-    (rows found through the private ``_row`` key of the batch); everything else delegates."""
-
-    def __init__(self, clf, delta: torch.Tensor | None = None):
-        self._clf, self._delta = clf, delta
-
-    def __getattr__(self, name):
-        return getattr(self._clf, name)
-
-    def _embed_batch(self, batch):
-        emb = self._clf._embed_batch(batch)
-        if self._delta is None:
-            return emb
-        return emb + self._delta[batch["_row"].cpu(), : emb.shape[1]].to(emb)
-
-    def _batch_outputs(self, batch, **kwargs):
-        return self._clf._batch_outputs({k: v for k, v in batch.items() if k != "_row"}, **kwargs)
-
-
 def _token_noise(shape, lengths, radius, generator) -> torch.Tensor:
     """Random directions of norm ``radius`` for every real token, ``(n, T, E)``."""
     noise = torch.randn(shape, generator=generator, dtype=torch.float64)
@@ -87,91 +68,90 @@ def _token_noise(shape, lengths, radius, generator) -> torch.Tensor:
     return (noise * real[..., None]).float()
 
 
-def _adversarial_noise(clf, inputs, radius, steps, generator, batch_size) -> torch.Tensor:
+def _embedding_size(clf, inputs) -> int:
+    batch = {"tokens": inputs["tokens"][:1, :1].to(clf.device_)}
+    return clf.embed(batch).shape[-1]
+
+
+def _adversarial_noise(clf, inputs, radius, steps, generator, batch_size, view) -> torch.Tensor:
     """PGD maximising the KL divergence of the predictions, ``‖δ_t‖₂ ≤ radius`` per token."""
     n, T = inputs["tokens"].shape
-    deltas = torch.zeros(n, T, clf._embed_batch({"tokens": inputs["tokens"][:1, :1]}).shape[-1])
-    clf.module_.eval()
-    for rows, batch in iter_batches(clf, inputs, batch_size):
+    deltas = torch.zeros(n, T, _embedding_size(clf, inputs))
+    for rows, batch in clf.iter_batches(inputs, batch_size):
         with torch.no_grad():
-            emb = clf._embed_batch(batch).detach()
-            target = F.softmax(clf._batch_outputs(batch, embedded=emb).logits, -1)
-        lengths = batch["lengths"].cpu()
-        delta = _token_noise(emb.shape, lengths, radius, generator).to(emb) * 0.5
-        positions = torch.arange(emb.shape[1], device=emb.device)[None]
-        real = (positions < batch["lengths"][:, None])[..., None]
-        for _ in range(steps):
-            delta.requires_grad_(True)
-            with torch.enable_grad():
-                logp = F.log_softmax(clf._batch_outputs(batch, embedded=emb + delta).logits, -1)
-                loss = F.kl_div(logp, target, reduction="sum")
-                (grad,) = torch.autograd.grad(loss, delta)
-            with torch.no_grad():
-                grad = grad / grad.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-                delta = delta.detach() + 2.5 * radius / steps * grad
-                norm = delta.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-                delta = delta * (radius / norm).clamp(max=1)
-                delta = delta * real
-        deltas[rows, : emb.shape[1]] = delta.detach().cpu()
+            emb = clf.embed(batch).detach()
+            target = F.softmax(logits_of(clf.forward_batch(batch, embedded=emb, view=view)), -1)
+        start = _token_noise(emb.shape, batch["lengths"].cpu(), radius, generator).to(emb) * 0.5
+        real = (torch.arange(emb.shape[1], device=emb.device)[None]
+                < batch["lengths"][:, None])[..., None].to(emb)
+
+        def divergence(delta):
+            logits = logits_of(clf.forward_batch(batch, embedded=emb + delta, view=view))
+            return F.kl_div(F.log_softmax(logits, -1), target, reduction="sum")
+
+        delta = embedding_attack(divergence, start, radius, steps=steps, mask=real)
+        deltas[rows, : emb.shape[1]] = delta.cpu()
     return deltas
 
 
-def _explain_tensors(model, inputs, method, target_idx, batch_size, n_steps):
-    """Padded explanation scores ``(n, T)`` and probabilities ``(n, C)`` of ``model`` (a
-    :class:`_PerturbedEmbeddings` view) on encoded ``inputs``."""
-    n, T = inputs["tokens"].shape
-    probs, att = [], np.zeros((n, T))
-    inputs = {**inputs, "_row": torch.arange(n)}
-    model.module_.eval()
-    with torch.no_grad():
-        for rows, batch in iter_batches(model, inputs, batch_size):
-            out = model._batch_outputs(batch, embedded=model._embed_batch(batch))
-            probs.append(F.softmax(out.logits.float(), -1).cpu())
-            att[rows, : out.attention.shape[1]] = out.attention.float().cpu().numpy()
-    if method != "attention":
-        att = embedding_attributions(model, inputs, target_idx, method=method,
-                                     n_steps=n_steps, batch_size=batch_size).scores
-    return att, torch.cat(probs).numpy()
-
-
-def embedding_stability(clf, X, radius=1e-3, method="attention", kind="random", steps=10,
+def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=10,
                         random_state=0, batch_size=None, n_steps=50) -> AnalysisResult:
     """Stability under perturbation of the word embeddings (SEAT, Table 1).
 
     Every token's embedding moves by ``‖δ_t‖₂ = radius`` in a random direction
     (``kind="random"``), or within that ball by ``steps`` of PGD maximising the change of the
-    predicted distribution (``kind="adversarial"``). Explanations by ``method`` (any method
-    of ``explain``; gradient methods target the clean prediction) are compared by JSD,
-    predictions by TVD.
+    predicted distribution (``kind="adversarial"``). Explanations by ``method`` (the attention
+    or a gradient method, None: the estimator's default; gradient methods target the clean
+    prediction) are compared by JSD, predictions by TVD.
     """
     clf = check_text_model(clf, "embedding_stability")
     if not radius >= 0:
         raise ValueError(f"radius must be >= 0, got {radius!r}.")
     if kind not in ("random", "adversarial"):
         raise ValueError(f"kind must be 'random' or 'adversarial', got {kind!r}.")
+    method = clf.explain_methods[0] if method is None else method
+    view = model_view(clf, method)
+    explain_method = "attention" if view != "model" else method
+    if explain_method not in ("attention", "gradient", "integrated_gradients", "input_x_gradient"):
+        raise ValueError(f"embedding_stability perturbs embeddings, so it needs the attention or "
+                         f"a gradient method; got method={method!r}.")
     generator = make_generator(random_state)
-    with explanation_method(clf, method) as m:
-        clf._check_method(m, ("attention", "gradient", "integrated_gradients", "input_x_gradient"))
-        inputs = clf._encode_inputs(X)
-        lengths = inputs["lengths"].numpy()
-        target = predict_probabilities(clf, inputs, batch_size=batch_size).argmax(1).numpy()
-        clean, p = _explain_tensors(_PerturbedEmbeddings(clf), inputs, m, target, batch_size,
-                                    n_steps)
-        if kind == "random":
-            emb_dim = clf._embed_batch({"tokens": inputs["tokens"][:1, :1]}).shape[-1]
-            delta = _token_noise((*inputs["tokens"].shape, emb_dim), lengths, radius, generator)
-        else:
-            delta = _adversarial_noise(clf, inputs, radius, steps, generator, batch_size)
-        pert, q = _explain_tensors(_PerturbedEmbeddings(clf, delta), inputs, m, target,
-                                   batch_size, n_steps)
-    real = np.arange(clean.shape[1])[None] < lengths[:, None]
-    jsd = _batched_jsd(explanation_distributions(clean, lengths),
-                       explanation_distributions(pert, lengths), real)
-    return _result(jsd, total_variation(p, q))
+    inputs = clf.encode(X).inputs
+    lengths = inputs["lengths"].numpy()
+    options = {} if explain_method == "attention" else {"n_steps": n_steps}
+    if view != "model":
+        options["view"] = view
+    clean = clf.explain(X, method=explain_method, batch_size=batch_size, **options)
+    p = predict_probabilities(clf, inputs, batch_size=batch_size, view=view)
+    if kind == "random":
+        delta = _token_noise((*inputs["tokens"].shape, _embedding_size(clf, inputs)), lengths,
+                             radius, generator)
+    else:
+        delta = _adversarial_noise(clf, inputs, radius, steps, generator, batch_size, view)
+    pert = clf.explain(X, target=clean.target, method=explain_method, batch_size=batch_size,
+                       embedding_offset=delta, **options)
+    q = predict_probabilities(clf, inputs, embedded=_embeddings(clf, inputs, batch_size) + delta,
+                              batch_size=batch_size, view=view)
+    real = np.arange(inputs["tokens"].shape[1])[None] < lengths[:, None]
+    jsd = jensen_shannon_rows(
+        explanation_distributions(explanation_matrix(clean, lengths), lengths),
+        explanation_distributions(explanation_matrix(pert, lengths), lengths), real)
+    return _result(jsd, total_variation(p.numpy(), q.numpy()))
+
+
+def _embeddings(clf, inputs, batch_size) -> torch.Tensor:
+    """Token embeddings ``(n, T, E)`` (CPU) of encoded ``inputs``."""
+    n, T = inputs["tokens"].shape
+    out = torch.zeros(n, T, _embedding_size(clf, inputs))
+    with torch.no_grad():
+        for rows, batch in clf.iter_batches(inputs, batch_size):
+            emb = clf.embed(batch)
+            out[rows, : emb.shape[1]] = emb.cpu()
+    return out
 
 
 # ---------------------------------------------------------------------------- words
-def word_stability(clf, X, perturber, method="attention") -> AnalysisResult:
+def word_stability(clf, X, perturber, method=None) -> AnalysisResult:
     """Stability under word perturbation (SEAT, Table 3): ``perturber`` (e.g.
     :class:`~interpretable.text.SynonymSubstitution`, fitted here if needed) rewrites ``X``;
     explanations of the clean and perturbed texts (both for the clean prediction) are compared
@@ -192,13 +172,13 @@ def word_stability(clf, X, perturber, method="attention") -> AnalysisResult:
     else:
         X_pert = perturber.transform(X)
         n_changed = None
-    with explanation_method(clf, method) as m:
-        clean = clf.explain(X, method=m)
-        pert = clf.explain(X_pert, target=clean.target, method=m)
-        p, q = clf.predict_proba(X), clf.predict_proba(X_pert)
+    view = model_view(clf, method)
+    clean = clf.explain(X, method=method)
+    pert = clf.explain(X_pert, target=clean.target, method=method)
+    p, q = _probabilities(clf, X, view), _probabilities(clf, X_pert, view)
     rows_a, rows_b, bad = [], [], []
-    for i, (ta, tb) in enumerate(zip(clean.tokens, pert.tokens)):
-        a, b = np.abs(clean.attributions[i]), np.abs(pert.attributions[i])
+    for i, (ta, tb) in enumerate(zip(clean.units, pert.units)):
+        a, b = np.abs(clean.values[i]), np.abs(pert.values[i])
         if len(ta) != len(tb):  # a word split into other word pieces: compare whole words
             a, b = _merge_word_pieces(ta, a), _merge_word_pieces(tb, b)
         if len(a) != len(b):
@@ -213,7 +193,7 @@ def word_stability(clf, X, perturber, method="attention") -> AnalysisResult:
     lengths = np.array([len(a) for a in rows_a])
     A = explanation_distributions(_pad_rows(rows_a, lengths), lengths)
     B = explanation_distributions(_pad_rows(rows_b, lengths), lengths)
-    jsd = _batched_jsd(A, B, np.arange(A.shape[1])[None] < lengths[:, None])
+    jsd = jensen_shannon_rows(A, B, np.arange(A.shape[1])[None] < lengths[:, None])
     extra = {} if n_changed is None else {"n_changed": n_changed}
     return _result(jsd, total_variation(p, q), extra)
 
@@ -234,7 +214,7 @@ def _pad_rows(rows, lengths) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- seeds
 def seed_stability(estimator, X, y, seeds=(0, 1, 2), X_eval=None,
-                   method="attention") -> AnalysisResult:
+                   method=None) -> AnalysisResult:
     """Stability against training randomness (SEAT, Fig. 2): ``estimator`` is cloned and fitted
     on ``(X, y)`` with ``random_state`` = each seed; the first seed is the base model. For every
     other seed and sample of ``X_eval`` (default ``X``): JSD between its explanation and the
@@ -247,20 +227,19 @@ def seed_stability(estimator, X, y, seeds=(0, 1, 2), X_eval=None,
     X_eval = X if X_eval is None else X_eval
     models = [clone(estimator).set_params(random_state=s).fit(X, y) for s in seeds]
     base = check_text_model(models[0], "seed_stability")
-    with explanation_method(base, method) as m:
-        ref = base.explain(X_eval, method=m)
-        p = base.predict_proba(X_eval)
-    lengths = np.array([len(t) for t in ref.tokens])
+    view = model_view(base, method)
+    ref = base.explain(X_eval, method=method)
+    p = _probabilities(base, X_eval, view)
+    lengths = np.array([len(t) for t in ref.units])
     A = explanation_distributions(explanation_matrix(ref, lengths), lengths)
     real = np.arange(A.shape[1])[None] < lengths[:, None]
     parts = []
     for seed, model in zip(seeds[1:], models[1:]):
-        with explanation_method(model, method) as m:
-            other = model.explain(X_eval, target=ref.target, method=m)
-            q = model.predict_proba(X_eval)
+        other = model.explain(X_eval, target=ref.target, method=method)
+        q = _probabilities(model, X_eval, view)
         B = explanation_distributions(explanation_matrix(other, lengths), lengths)
         parts.append(pd.DataFrame({"sample": np.arange(len(lengths)), "seed": seed,
-                                   "jsd": _batched_jsd(A, B, real), "tvd": total_variation(p, q),
+                                   "jsd": jensen_shannon_rows(A, B, real), "tvd": total_variation(p, q),
                                    "max_attention": A.max(1)}))
     frame = pd.concat(parts, ignore_index=True)
     result = _result(frame.jsd.to_numpy(), frame.tvd.to_numpy(),

@@ -26,11 +26,14 @@ __all__ = ["AttentionOutput", "AttentionTextModule", "AdditiveAttention", "conic
 
 
 class AttentionOutput(NamedTuple):
-    """``logits (B, C)``, ``attention (B, T)``, ``hidden (B, T, H)``, ``mask (B, T)`` bool."""
+    """``logits (B, C)``, ``attention (B, T)``, ``hidden (B, T, H)``, ``mask (B, T)`` bool and,
+    for pair models, ``query_state (B, H)`` (what :meth:`AttentionTextModule.decode` needs to
+    re-decode the same hidden states under other attention weights)."""
     logits: torch.Tensor
     attention: torch.Tensor
     hidden: torch.Tensor
     mask: torch.Tensor
+    query_state: Optional[torch.Tensor] = None
 
 
 def lengths_to_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
@@ -179,9 +182,12 @@ class AttentionTextModule(nn.Module):
         return self.final_state(qhidden, qmask, self.query_encoder)
 
     def attention_weights(self, hidden: torch.Tensor, mask: torch.Tensor,
-                          query_state: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """Additive tanh attention ``(B, T)``: softmax over real tokens, exactly 0 on padding."""
-        return self.attention(hidden, mask, query_state)
+                          query_state: Optional[torch.Tensor] = None,
+                          attention_layer: Optional[nn.Module] = None) -> torch.Tensor:
+        """Additive tanh attention ``(B, T)``: softmax over real tokens, exactly 0 on padding.
+        ``attention_layer`` replaces ``self.attention`` for this call (e.g. a sibling layer)."""
+        layer = self.attention if attention_layer is None else attention_layer
+        return layer(hidden, mask, query_state)
 
     def decode(self, hidden: torch.Tensor, attention: torch.Tensor,
                query_state: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -203,7 +209,8 @@ class AttentionTextModule(nn.Module):
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor, query: Optional[torch.Tensor] = None,
                 query_lengths: Optional[torch.Tensor] = None, attention: Optional[torch.Tensor] = None,
-                embedded: Optional[torch.Tensor] = None) -> AttentionOutput:
+                embedded: Optional[torch.Tensor] = None,
+                attention_layer: Optional[nn.Module] = None) -> AttentionOutput:
         """Run the model.
 
         Args:
@@ -211,13 +218,8 @@ class AttentionTextModule(nn.Module):
             query, query_lengths: ``(B, Tq)``, ``(B,)`` for pair models.
             attention: optional ``(B, T)`` weights replacing the computed attention.
             embedded: optional ``(B, T, E)`` replacing ``embed(tokens)``.
-        """
-        return self.forward_parts(tokens, lengths, query, query_lengths, attention, embedded)[0]
-
-    def forward_parts(self, tokens, lengths, query=None, query_lengths=None, attention=None, embedded=None):
-        """Like :meth:`forward` but returns ``(AttentionOutput, query_state (B, H) | None)``.
-
-        Used by analyses that re-decode the same hidden states under many attention weightings.
+            attention_layer: optional attention module used instead of ``self.attention``
+                (chosen per call; the module is not changed).
         """
         if self.pair and (query is None or query_lengths is None):
             raise ValueError("pair=True model needs `query` and `query_lengths`")
@@ -227,6 +229,6 @@ class AttentionTextModule(nn.Module):
         hidden = self.encode(embedded, mask)
         query_state = self.encode_query(query, query_lengths.to(query.device)) if self.pair else None
         if attention is None:
-            attention = self.attention_weights(hidden, mask, query_state)
+            attention = self.attention_weights(hidden, mask, query_state, attention_layer)
         logits = self.decode(hidden, attention, query_state)
-        return AttentionOutput(logits, attention, hidden, mask), query_state
+        return AttentionOutput(logits, attention, hidden, mask, query_state)

@@ -24,12 +24,21 @@ class MeanEmbeddingClassifier(nn.Module):
         self.embedding.weight.requires_grad_(not freeze_embeddings)
         self.output = nn.Linear(embed_dim, num_classes)
 
-    def token_contributions(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Per-token logit contributions ``(B, T, C)``; zero on padding."""
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``(B, T)`` ids -> ``(B, T, E)`` embeddings."""
+        return self.embedding(tokens)
+
+    def token_contributions(self, tokens: torch.Tensor, lengths: torch.Tensor,
+                            embedded: torch.Tensor | None = None) -> torch.Tensor:
+        """Per-token logit contributions ``(B, T, C)``, zero on padding; ``embedded (B, T, E)``
+        replaces ``embed(tokens)``."""
+        if embedded is None:
+            embedded = self.embed(tokens)
         mask = torch.arange(tokens.shape[1], device=tokens.device)[None, :] < lengths[:, None]
-        per_token = self.embedding(tokens) @ self.output.weight.T  # (B, T, C)
+        per_token = embedded @ self.output.weight.T  # (B, T, C)
         return per_token * (mask / lengths.clamp(min=1)[:, None]).unsqueeze(-1)
 
-    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor,
+                embedded: torch.Tensor | None = None) -> torch.Tensor:
         """tokens ``(B, T)`` int, lengths ``(B,)`` → logits ``(B, C)``."""
-        return self.token_contributions(tokens, lengths).sum(dim=1) + self.output.bias
+        return self.token_contributions(tokens, lengths, embedded).sum(dim=1) + self.output.bias

@@ -6,7 +6,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-__all__ = ["OutputCrossEntropy", "logits_of"]
+from .attention import AttentionOutput, conicity
+
+__all__ = ["OutputCrossEntropy", "DiversityLoss", "logits_of"]
 
 
 def logits_of(output) -> torch.Tensor:
@@ -20,3 +22,17 @@ class OutputCrossEntropy(nn.Module):
 
     def forward(self, output, y: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(logits_of(output), y)
+
+
+class DiversityLoss(OutputCrossEntropy):
+    """``cross_entropy(logits, y) + weight * mean_b conicity(H_b)`` over real tokens."""
+
+    def __init__(self, weight: float):
+        super().__init__()
+        self.weight = float(weight)
+
+    def forward(self, output: AttentionOutput, y: torch.Tensor) -> torch.Tensor:
+        loss = super().forward(output, y)
+        if self.weight:
+            loss = loss + self.weight * conicity(output.hidden, output.mask).mean()
+        return loss

@@ -16,6 +16,10 @@ from typing import Callable, NamedTuple
 
 import torch
 import torch.nn.functional as F
+from torch import nn
+
+from .attack import projected_gradient_ascent
+from .attention import AttentionTextModule, lengths_to_mask
 
 __all__ = [
     "top_k_mask",
@@ -26,6 +30,11 @@ __all__ = [
     "pgd_attention",
     "SEATLoss",
     "seat_objective",
+    "SEATForward",
+    "SEATTrainer",
+    "SEATCriterion",
+    "RobustTrainer",
+    "RobustCriterion",
 ]
 
 _NEG = torch.finfo(torch.float32).min
@@ -189,19 +198,10 @@ def pgd_attention(
         noise = torch.rand(attention.shape, generator=generator, dtype=attention.dtype)
         noise = noise.to(attention.device)
         delta = project_ball((2 * noise - 1) * radius * mask_f, radius, norm)
-    for _ in range(steps):
-        delta.requires_grad_(True)
-        with torch.enable_grad():
-            loss = prediction_divergence(target, predict(attention + delta), divergence).sum()
-            (grad,) = torch.autograd.grad(loss, delta)
-        with torch.no_grad():
-            grad = grad * mask_f
-            if norm == "linf":
-                step = grad.sign()
-            else:
-                step = grad / _row_norm(grad, norm).clamp_min(1e-12)
-            delta = project_ball(delta.detach() + step_size * step, radius, norm) * mask_f
-    return delta.detach()
+    return projected_gradient_ascent(
+        lambda d: prediction_divergence(target, predict(attention + d), divergence).sum(),
+        delta, lambda d: project_ball(d, radius, norm) * mask_f, steps=steps,
+        step_size=step_size, norm_dim=None if norm == "linf" else 1, grad_mask=mask_f)
 
 
 class SEATLoss(NamedTuple):
@@ -241,3 +241,112 @@ def seat_objective(
     ).mean()
     total = closeness + lambda_topk * topk + lambda_stability * stability
     return SEATLoss(total, closeness, topk, stability)
+
+
+# ---------------------------------------------------------------------------- training modules
+class SEATForward(NamedTuple):
+    """Output of :class:`SEATTrainer` for one batch (the inputs of objective (6))."""
+
+    logits: torch.Tensor            # (B, C) y(x, w~)
+    attention: torch.Tensor         # (B, T) w~
+    perturbed_logits: torch.Tensor  # (B, C) y(x, w~ + delta*)
+    vanilla_probs: torch.Tensor     # (B, C) y(x, w)
+    vanilla_attention: torch.Tensor  # (B, T) w
+    mask: torch.Tensor              # (B, T)
+
+
+class SEATTrainer(nn.Module):
+    """One step of Algorithm 1 per batch: PGD on ``delta`` (inner max), then the terms of (6).
+
+    Only ``core.attention`` (the copy producing ``w~``) has trainable parameters; the hidden
+    states, the decoder and the vanilla attention are shared and frozen. Always in eval mode.
+    """
+
+    def __init__(self, core: AttentionTextModule, vanilla_attention: nn.Module, radius, steps,
+                 step_size, norm, divergence, seed):
+        super().__init__()
+        self.core = core
+        self.vanilla_attention = vanilla_attention
+        self.pgd = dict(radius=radius, steps=steps, step_size=step_size, norm=norm,
+                        divergence=divergence)
+        self.generator = torch.Generator().manual_seed(int(seed))
+
+    def train(self, mode: bool = True):
+        return super().train(False)
+
+    def forward(self, tokens, lengths, query=None, query_lengths=None) -> SEATForward:
+        core = self.core
+        with torch.no_grad():
+            mask = lengths_to_mask(lengths.to(tokens.device), tokens.shape[1])
+            hidden = core.encode(core.embed(tokens), mask)
+            q = core.encode_query(query, query_lengths) if core.pair else None
+            w = self.vanilla_attention(hidden, mask, q)
+            vanilla_probs = F.softmax(core.decode(hidden, w, q), dim=-1)
+        w_tilde = core.attention_weights(hidden, mask, q)
+        delta = pgd_attention(lambda a: core.decode(hidden, a, q), w_tilde, mask,
+                              generator=self.generator, **self.pgd)
+        return SEATForward(core.decode(hidden, w_tilde, q), w_tilde,
+                            core.decode(hidden, w_tilde + delta, q), vanilla_probs, w, mask)
+
+
+class SEATCriterion(nn.Module):
+    """Objective (6); the batch's terms are kept in ``last_terms`` for the history."""
+
+    def __init__(self, k, lambda_topk, lambda_stability, divergence):
+        super().__init__()
+        self.k, self.lambda_topk, self.lambda_stability = k, lambda_topk, lambda_stability
+        self.divergence = divergence
+        self.last_terms = {}
+
+    def forward(self, out: SEATForward, y=None):
+        loss = seat_objective(out.logits, out.attention, out.perturbed_logits, out.vanilla_probs,
+                              out.vanilla_attention, out.mask, self.k, self.lambda_topk,
+                              self.lambda_stability, self.divergence)
+        self.last_terms = {name: float(getattr(loss, name).detach())
+                           for name in ("closeness", "topk", "stability")}
+        return loss.total
+
+
+class RobustTrainer(nn.Module):
+    """Clean and perturbed forward passes of the baselines; returns ``(clean, perturbed
+    logits)``. ``labels`` (B,) give the adversarial directions (``*-at``)."""
+
+    def __init__(self, core: AttentionTextModule, method: str, epsilon: float, seed: int):
+        super().__init__()
+        self.core, self.method, self.epsilon = core, method, float(epsilon)
+        self.generator = torch.Generator().manual_seed(int(seed))
+
+    def _direction(self, grad, mask):
+        """Unit-ℓ2 direction per sample (over all real positions)."""
+        m = mask.to(grad.dtype).reshape(mask.shape + (1,) * (grad.dim() - 2))
+        grad = grad * m
+        norm = grad.flatten(1).norm(dim=1).clamp_min(1e-12)
+        return grad / norm.reshape((-1,) + (1,) * (grad.dim() - 1))
+
+    def forward(self, tokens, lengths, labels, query=None, query_lengths=None):
+        core = self.core
+        mask = lengths_to_mask(lengths.to(tokens.device), tokens.shape[1])
+        embedded = core.embed(tokens)
+        if self.method == "word-at" and not embedded.requires_grad:
+            embedded = embedded.detach().requires_grad_(True)
+        hidden = core.encode(embedded, mask)
+        q = core.encode_query(query, query_lengths) if core.pair else None
+        w = core.attention_weights(hidden, mask, q)
+        logits = core.decode(hidden, w, q)
+        if self.method == "attention-rp":
+            noise = torch.randn(w.shape, generator=self.generator).to(w.device)
+            r = self.epsilon * self._direction(noise, mask)
+            return logits, core.decode(hidden, w + r, q)
+        target = embedded if self.method == "word-at" else w
+        (grad,) = torch.autograd.grad(F.cross_entropy(logits, labels), target, retain_graph=True)
+        r = self.epsilon * self._direction(grad.detach(), mask)
+        if self.method == "attention-at":
+            return logits, core.decode(hidden, w + r, q)
+        adv = core(tokens, lengths, query, query_lengths, embedded=embedded + r)
+        return logits, adv.logits
+
+
+class RobustCriterion(nn.Module):
+    def forward(self, out, y):
+        clean, perturbed = out
+        return F.cross_entropy(clean, y) + F.cross_entropy(perturbed, y)

@@ -109,7 +109,7 @@ def run(quick: bool = False, epochs=None, n_train=None, priors=None, n_grids=Non
     clf = models[best]
     results["explained_model"] = best
     exp, exp64 = clf.explain(X_test), clf.explain(X_test, dtype="float64")
-    absolute = np.abs(exp.attributions.reshape(len(exp), -1).sum(1) + exp.bias - exp.logit)
+    absolute = np.abs(exp.values.reshape(len(exp), -1).sum(1) + exp.bias - exp.logit)
     results["completeness_error"] = {
         "max_relative": float(exp.completeness_error.max()),
         "mean_relative": float(exp.completeness_error.mean()),

@@ -108,9 +108,9 @@ def _completeness(model, texts) -> dict:
     """
     out = {}
     for name, precision in (("float32", None), ("float64", "float64")):
-        exp = model.explain(texts, target="actual", precision=precision)
+        exp = model.explain(texts, target="actual", dtype=precision)
         scale = max(np.abs(c.sum(1) + b - l).max() / np.abs(l).max()
-                    for c, b, l in zip(exp.contributions, exp.bias, exp.logit))
+                    for c, b, l in zip(exp.values, exp.bias, exp.logit))
         out[f"{name}_max_relative"] = float(exp.completeness_error.max())
         out[f"{name}_relative_to_scale"] = float(scale)
     return out
@@ -119,7 +119,7 @@ def _completeness(model, texts) -> dict:
 def worked_decomposition(model, text: str = WORKED_TEXT, html_path: Path | None = None) -> dict:
     """Word-level contributions to the last prediction of ``text`` and the prediction without
     each word (the paper's ``_annual_revenue`` figure: dropping ``_annual`` flips the decoding)."""
-    exp = model.explain(text, target="predicted", level="word")
+    exp = model.explain(text, level="word")
     m = model.module_
     ids = torch.as_tensor(model._encode(text))[None].to(model.device_)
     dec = m.decompose(ids)  # all outputs, all positions: (1, T, O, T)
@@ -136,7 +136,7 @@ def worked_decomposition(model, text: str = WORKED_TEXT, html_path: Path | None 
                       "prediction_without_word": str(classes[without.argmax()])})
     if html_path is not None:
         html_path.parent.mkdir(parents=True, exist_ok=True)
-        char_exp = model.explain(text, target="predicted")
+        char_exp = model.explain(text)
         html_path.write_text(
             "<html><body><h3>ISAN: exact word-level contributions</h3>" + exp.to_html()
             + "<h3>character level</h3>" + char_exp.to_html() + "</body></html>")
@@ -259,7 +259,7 @@ def demo():
     lm.fit(text)
     test_bpc = lm.bits_per_char(load_shakespeare("test")[:5000])
     print(f"ISAN (H=32) on 60k characters: {test_bpc:.2f} bits/char on held-out plays")
-    exp = lm.explain("the king is dea", target="predicted", level="word")
+    exp = lm.explain("the king is dea", level="word")
     frame = exp.to_frame()
     last = frame[frame.step == frame.step.max()].copy()
     for col in ("token", "target", "prediction"):

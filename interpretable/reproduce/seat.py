@@ -255,8 +255,8 @@ def demo():
     texts = ["a gorgeous , witty and heartfelt film", "dull , lifeless and far too long"]
     w, w_tilde = seat.explain(texts, method="vanilla"), seat.explain(texts)
     frame = w_tilde.to_frame()[["sample", "token", "prediction"]]
-    frame.insert(2, "vanilla_w", np.concatenate(w.attributions))
-    frame.insert(3, "seat_w", np.concatenate(w_tilde.attributions))
+    frame.insert(2, "vanilla_w", np.concatenate(w.values))
+    frame.insert(3, "seat_w", np.concatenate(w_tilde.values))
     print(frame.round(3).to_string(index=False))
     for text, p in zip(texts, seat.predict_proba(texts)[:, 1]):
         print(f"p(fresh) = {p:.3f}  {text!r}")

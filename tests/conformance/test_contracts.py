@@ -75,7 +75,7 @@ def _same_params(a, b):
 
 
 def _explain_arrays(exp):
-    for name in ("attributions", "contributions"):
+    for name in ("values",):
         if hasattr(exp, name):
             value = getattr(exp, name)
             return np.concatenate([np.ravel(v) for v in value]) if isinstance(value, list) else value

@@ -32,11 +32,38 @@ def test_interrupted_fit_leaves_usable_model(case, monkeypatch):
     assert np.isfinite(np.concatenate([np.ravel(p) for p in proba])).all()
 
 
+def _fit(est, X, y):
+    return est.fit(X, y) if y is not None else est.fit(X)
+
+
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_diverging_fit_raises_clear_error(case):
+def test_diverging_refit_keeps_the_previous_model(case):
+    """fit is transactional: a diverging refit raises a clear error and leaves the previously
+    fitted model (weights, state_dict, fitted attributes) exactly as it was."""
     X, y, X_test = case.data()
-    est = clone(case.make()).set_params(lr=1e38, optimizer="sgd", max_epochs=3)
-    with pytest.raises(TrainingDivergedError, match="lower the learning rate|Lower the learning rate"):
-        est.fit(X, y) if y is not None else est.fit(X)
-    params = list(est.module_.parameters())
-    assert all(torch.isfinite(p).all() for p in params)  # last good weights restored
+    est = _fit(clone(case.make()), X, y)
+    state = {k: v.clone() for k, v in est.module_.state_dict().items()}
+    fitted = {k for k in vars(est) if k.endswith("_")}
+    before = est.predict_proba(X_test)
+    est.set_params(lr=1e38, optimizer="sgd", max_epochs=3)
+    with pytest.raises(TrainingDivergedError, match="Lower the learning rate"):
+        _fit(est, X, y)
+    assert {k for k in vars(est) if k.endswith("_")} == fitted
+    for k, v in est.module_.state_dict().items():
+        assert torch.equal(v, state[k]), k
+    after = est.predict_proba(X_test)
+    for a, b in zip(np.atleast_1d(before), np.atleast_1d(after)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_rejected_refit_keeps_the_previous_model(case):
+    """A refit rejected by validation (here: empty data) changes nothing."""
+    X, y, X_test = case.data()
+    est = _fit(clone(case.make()), X, y)
+    before = est.predict_proba(X_test)
+    with pytest.raises(ValueError):
+        _fit(est, [], [] if y is not None else None)
+    after = est.predict_proba(X_test)
+    for a, b in zip(np.atleast_1d(before), np.atleast_1d(after)):
+        np.testing.assert_array_equal(a, b)

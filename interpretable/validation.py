@@ -14,10 +14,14 @@ __all__ = [
     "check_text_inputs",
     "check_images",
     "check_targets",
-    "check_consistent_length",
+    "check_documents",
+    "check_sequences",
+    "check_sequence_targets",
+    "pad_sequences",
     "check_random_state_seed",
     "resolve_device",
     "make_generator",
+    "check_batch_size",
 ]
 
 
@@ -161,11 +165,6 @@ def check_targets(y, n_samples: int | None = None, what: str = "y") -> np.ndarra
     return y
 
 
-def check_consistent_length(n_x: int, n_y: int) -> None:
-    if n_x != n_y:
-        raise ValueError(f"X has {n_x} samples but y has {n_y}.")
-
-
 def check_random_state_seed(random_state) -> int:
     """Turn ``random_state`` (None, int or numpy RandomState/Generator) into a torch seed."""
     if random_state is None:
@@ -199,3 +198,106 @@ def resolve_device(device) -> torch.device:
 def make_generator(seed: int) -> torch.Generator:
     """A CPU generator for reproducible shuffling independent of the global RNG."""
     return torch.Generator().manual_seed(int(seed))
+
+
+def check_documents(X, what="X") -> list[str]:
+    """A str or an iterable of str (whitespace allowed; empty strings rejected)."""
+    if isinstance(X, str):
+        X = [X]
+    elif isinstance(X, bytes):
+        raise TypeError(f"{what} is bytes; decode it first (e.g. X.decode('utf-8')).")
+    elif isinstance(X, np.ndarray) or (hasattr(X, "tolist") and hasattr(X, "ndim")):
+        X = list(np.asarray(X, dtype=object).ravel())
+    elif isinstance(X, Iterable):
+        X = list(X)
+    else:
+        raise TypeError(f"{what} must be a str or an iterable of str, got {type(X).__name__}.")
+    if not X:
+        raise ValueError(f"{what} is empty: at least one text is required.")
+    for i, x in enumerate(X):
+        if not isinstance(x, str):
+            raise TypeError(f"{what}[{i}] must be a str, got {type(x).__name__}: {x!r:.60}.")
+        if not x:
+            raise ValueError(f"{what}[{i}] is an empty text.")
+    return X
+
+
+def check_sequences(X, what="X") -> list:
+    """A list of non-empty symbol sequences (str or sequences of hashable symbols)."""
+    if isinstance(X, (str, bytes)):
+        raise TypeError(f"{what} must be a list of sequences, got a single {type(X).__name__}.")
+    if isinstance(X, np.ndarray) and X.ndim == 2:
+        X = [row.tolist() for row in X]
+    try:
+        X = list(X)
+    except TypeError:
+        raise TypeError(f"{what} must be a list of sequences, got {type(X).__name__}.") from None
+    if not X:
+        raise ValueError(f"{what} is empty: at least one sequence is required.")
+    out = []
+    for i, x in enumerate(X):
+        if isinstance(x, np.ndarray):
+            x = x.tolist()
+        if not isinstance(x, (str, list, tuple)):
+            raise TypeError(
+                f"{what}[{i}] must be a str or a list of symbols, got {type(x).__name__}.")
+        if len(x) == 0:
+            raise ValueError(f"{what}[{i}] is an empty sequence.")
+        out.append(x)
+    return out
+
+
+def check_sequence_targets(Y, lengths, what="Y") -> list[np.ndarray]:
+    """Per-position integer targets: arrays (len_i,) or (len_i, G) → list of (len_i, G)."""
+    if isinstance(Y, np.ndarray) and Y.ndim >= 2:
+        Y = list(Y)
+    try:
+        Y = list(Y)
+    except TypeError:
+        raise TypeError(
+            f"{what} must be a list of target sequences, got {type(Y).__name__}.") from None
+    if len(Y) != len(lengths):
+        raise ValueError(f"X has {len(lengths)} sequences but {what} has {len(Y)}.")
+    out, groups = [], None
+    for i, (y, n) in enumerate(zip(Y, lengths)):
+        y = np.asarray(y)
+        if y.ndim == 1:
+            y = y[:, None]
+        if y.ndim != 2 or y.shape[0] != n:
+            raise ValueError(
+                f"{what}[{i}] must have shape ({n},) or ({n}, G) to match X[{i}], got {y.shape}."
+            )
+        if y.dtype.kind == "f":
+            if not np.isfinite(y).all():
+                raise ValueError(f"{what}[{i}] contains NaN or infinite values.")
+            if not np.array_equal(y, np.round(y)):
+                raise TypeError(f"{what}[{i}] must hold integer class labels, got floats.")
+            y = y.astype(np.int64)
+        elif y.dtype.kind not in "iu":
+            raise TypeError(f"{what}[{i}] must hold integer class labels, got dtype {y.dtype}.")
+        if groups is None:
+            groups = y.shape[1]
+        elif y.shape[1] != groups:
+            raise ValueError(f"{what}[{i}] has {y.shape[1]} target groups, {what}[0] has {groups}.")
+        out.append(y.astype(np.int64))
+    return out
+
+
+def pad_sequences(arrays: list[np.ndarray], value: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad 1-d or 2-d int arrays: → (N, L[, G]) long tensor and lengths (N,)."""
+    lengths = torch.tensor([len(a) for a in arrays])
+    shape = (len(arrays), int(lengths.max())) + tuple(arrays[0].shape[1:])
+    out = torch.full(shape, value, dtype=torch.long)
+    for i, a in enumerate(arrays):
+        out[i, : len(a)] = torch.as_tensor(a)
+    return out, lengths
+
+
+def check_batch_size(batch_size, default: int) -> int:
+    """``batch_size`` of an inference call: None (``default``) or an integer >= 1."""
+    if batch_size is None:
+        return int(default)
+    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral) \
+            or batch_size < 1:
+        raise ValueError(f"batch_size must be None or an integer >= 1, got {batch_size!r}.")
+    return int(batch_size)
