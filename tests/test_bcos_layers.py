@@ -1,14 +1,17 @@
 """B-cos layers, the B-cos ViT module, the conventional ViT and the per-head identity."""
 import math
+import threading
 
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
-from interpretable.attribution.heads import head_contributions, mha_forward
-from interpretable.attribution.vision import inherent, inherent_terms
+from interpretable.attribution.heads import head_contributions
+from interpretable.attribution.vision import gradcam, inherent, inherent_terms
 from interpretable.nn.bcos import (BcosAttention, BcosConv2d, BcosLinear, BcosViT, encode_image,
                                    explanation_mode)
+from interpretable.nn.heads import mha_forward
 from interpretable.nn.vit import ViT
 
 
@@ -19,7 +22,7 @@ def _seed():
 
 def _grad_times_input(layer, x, out_index=None):
     x = x.clone().requires_grad_(True)
-    with explanation_mode(layer):
+    with explanation_mode():
         out = layer(x)
     flat = out.reshape(len(x), -1)
     contribs = []
@@ -45,8 +48,49 @@ def test_bcos_linear_b1_is_linear_and_maxout_takes_max():
     layer = BcosLinear(8, 3, b=1, max_out=2, scale=2.0).double()
     x = torch.randn(5, 8, dtype=torch.float64)
     w = layer.weight / layer.weight.norm(dim=1, keepdim=True)
-    lin = (x @ w.T * 2.0 / math.sqrt(8)).view(5, 3, 2)
-    torch.testing.assert_close(layer(x), lin.max(-1).values)
+    lin = (x @ w.T * 2.0 / math.sqrt(8)).view(5, 2, 3)  # two contiguous blocks of 3 units
+    torch.testing.assert_close(layer(x), lin.max(1).values)
+
+
+def _reference_bcos(patches, weight, b, max_out, scale):
+    """The B-cos transform written out: patches (..., fan_in), weight (max_out·out, fan_in) ->
+    (..., out), the maximum over the max_out blocks of units of γ·|cos(x, ŵ)|^(B-1)·ŵᵀx."""
+    w_hat = weight / weight.norm(dim=1, keepdim=True)
+    lin = patches @ w_hat.T
+    cos = lin / patches.norm(dim=-1, keepdim=True)
+    out = scale * cos.abs() ** (b - 1) * lin
+    return out.unflatten(-1, (max_out, -1)).max(-2).values
+
+
+@pytest.mark.parametrize("b, max_out", [(1.0, 2), (2.0, 1), (2.0, 2), (2.5, 2), (2.0, 3)])
+def test_bcos_layers_equal_the_reference_formulation(b, max_out):
+    linear = BcosLinear(12, 5, b=b, max_out=max_out, scale=3.0).double()
+    x = torch.randn(4, 7, 12, dtype=torch.float64)
+    expected = _reference_bcos(x, linear.weight, b, max_out, 3.0 / math.sqrt(12))
+    torch.testing.assert_close(linear(x), expected, rtol=1e-12, atol=1e-12)
+
+    conv = BcosConv2d(3, 4, 3, stride=2, padding=1, b=b, max_out=max_out, scale=3.0).double()
+    img = torch.randn(2, 3, 9, 9, dtype=torch.float64)
+    patches = F.unfold(img, 3, padding=1, stride=2).transpose(1, 2)  # (B, L, C·k²)
+    expected = _reference_bcos(patches, conv.weight.flatten(1), b, max_out,
+                               3.0 / math.sqrt(27))
+    torch.testing.assert_close(conv(img), expected.transpose(1, 2).reshape(2, 4, 5, 5),
+                               rtol=1e-12, atol=1e-12)
+    channels_last = img.contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(conv(channels_last), conv(img), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("max_out", [2, 3])
+def test_bcos_layer_gradients_match_finite_differences(max_out):
+    linear = BcosLinear(6, 3, max_out=max_out).double()
+    conv = BcosConv2d(2, 3, 3, padding=1, max_out=max_out).double().to(
+        memory_format=torch.channels_last)
+    for layer, x in ((linear, torch.randn(4, 6, dtype=torch.float64)),
+                     (conv, torch.randn(2, 2, 5, 5, dtype=torch.float64))):
+        def call(inputs, weight, layer=layer):
+            return torch.func.functional_call(layer, {"weight": weight}, (inputs,))
+        assert torch.autograd.gradcheck(
+            call, (x.requires_grad_(), layer.weight.detach().clone().requires_grad_()))
 
 
 @pytest.mark.parametrize("b", [1.0, 2.0, 2.5])
@@ -58,7 +102,7 @@ def test_bcos_linear_explanation_gradient_times_input_is_output(b):
     if b != 1:  # the plain gradient is not W(x): the cos factor depends on x
         x2 = x.clone().requires_grad_(True)
         g, = torch.autograd.grad(layer(x2)[:, 0].sum(), x2)
-        with explanation_mode(layer):
+        with explanation_mode():
             w, = torch.autograd.grad(layer(x2)[:, 0].sum(), x2)
         assert not torch.allclose(g, w)
 
@@ -71,15 +115,36 @@ def test_bcos_conv_explanation_gradient_times_input_is_output():
     assert conv(x).shape == (2, 3, 4, 4)
 
 
-def test_forward_parts_sum_to_forward_and_mode_restored():
-    layer = BcosLinear(10, 5).double()
+@pytest.mark.parametrize("max_out", [1, 2, 3])
+def test_forward_parts_sum_to_forward(max_out):
+    layer = BcosLinear(10, 5, max_out=max_out).double()
     x = torch.randn(4, 10, dtype=torch.float64)
     parts = [x * (torch.arange(10) < 4), x * (torch.arange(10) >= 4)]
     torch.testing.assert_close(sum(layer.forward_parts(x, parts)), layer(x))
-    with explanation_mode(layer):
-        assert layer.explanation_mode
-        torch.testing.assert_close(layer(x), layer(x).detach())
-    assert not layer.explanation_mode
+
+
+def _input_gradient(layer, x):
+    x = x.clone().requires_grad_(True)
+    return torch.autograd.grad(layer(x).sum(), x)[0]
+
+
+def test_explanation_mode_is_scoped_to_the_context_and_the_thread():
+    layer = BcosLinear(10, 5).double()
+    x = torch.randn(4, 10, dtype=torch.float64)
+    plain = _input_gradient(layer, x)
+    before = dict(vars(layer))
+    seen_by_thread = []
+    with explanation_mode():
+        explained = _input_gradient(layer, x)
+        # a thread started inside the context runs outside it
+        thread = threading.Thread(target=lambda: seen_by_thread.append(_input_gradient(layer, x)))
+        thread.start()
+        thread.join()
+    assert vars(layer) == before  # no flag on the module
+    assert not torch.allclose(plain, explained)
+    torch.testing.assert_close((explained * x).sum(), layer(x).sum(), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(seen_by_thread[0], plain, rtol=0, atol=0)
+    torch.testing.assert_close(_input_gradient(layer, x), plain, rtol=0, atol=0)
 
 
 def test_bad_layer_arguments():
@@ -91,6 +156,39 @@ def test_bad_layer_arguments():
         BcosAttention(8, 2, 4, attention_prior="relative")
     with pytest.raises(ValueError, match="divisible"):
         BcosViT(2, (10, 10), 3, patch_size=4)
+    with pytest.raises(ValueError, match="stem stride"):
+        BcosViT(2, (8, 8), 3, patch_size=4, stem_stride=3)
+    with pytest.raises(ValueError, match="stem stride"):
+        BcosViT(2, (8, 8), 3, patch_size=4, stem_channels=(), stem_stride=2)
+
+
+def test_stem_stride_keeps_the_token_grid():
+    model = BcosViT(2, (8, 8), 3, patch_size=4, embed_dim=8, depth=1, num_heads=2,
+                    stem_channels=(4,), stem_stride=2)
+    first, patch = model.stem.layers
+    assert (first.stride, patch.kernel_size, patch.stride) == (2, 2, 2)
+    token_map, attentions = model.forward_features(torch.rand(3, 2, 8, 8))
+    assert token_map.shape == (3, 8, 2, 2) and attentions[0].shape == (3, 2, 4, 4)
+
+
+def test_reset_parameters_redraws_bcos_weights_and_resets_the_prior():
+    model = _tiny_bcos("multiplicative")
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn.prior.normal_()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    for module in model.modules():
+        if hasattr(module, "reset_parameters"):
+            module.reset_parameters()
+    after = model.state_dict()
+    assert {k: v.shape for k, v in after.items()} == {k: v.shape for k, v in before.items()}
+    bcos = [n for n, m in model.named_modules() if isinstance(m, (BcosLinear, BcosConv2d))]
+    assert len(bcos) == 2 + 2 * 4 + 1  # stem, 4 per block, head
+    for name in bcos:
+        assert not torch.allclose(after[f"{name}.weight"], before[f"{name}.weight"])
+    for l in range(2):
+        torch.testing.assert_close(after[f"blocks.{l}.attn.prior"],
+                                   torch.zeros_like(before[f"blocks.{l}.attn.prior"]))
 
 
 def _tiny_bcos(prior, **kw):
@@ -98,9 +196,10 @@ def _tiny_bcos(prior, **kw):
                    stem_channels=(4,), attention_prior=prior, **kw).double()
 
 
-@pytest.mark.parametrize("prior", ["multiplicative", "additive", "none"])
-def test_full_model_completeness_float64(prior):
-    model = _tiny_bcos(prior)
+@pytest.mark.parametrize("prior, kw", [("multiplicative", {}), ("additive", {}), ("none", {}),
+                                       ("multiplicative", {"stem_stride": 2, "max_out": 3})])
+def test_full_model_completeness_float64(prior, kw):
+    model = _tiny_bcos(prior, **kw)
     with torch.no_grad():  # a non-trivial prior so that it matters
         for block in model.blocks:
             if block.attn.prior is not None:
@@ -110,7 +209,7 @@ def test_full_model_completeness_float64(prior):
     contrib, weights, logits = inherent(model, x, target)
     explained = logits.gather(1, target[:, None])[:, 0]
     torch.testing.assert_close(contrib.sum((1, 2)) + model.logit_bias, explained,
-                               atol=1e-8, rtol=1e-8)
+                               atol=1e-10, rtol=0)
     torch.testing.assert_close(model(x).detach(), logits)  # explanation mode changes no value
     assert weights.shape == x.shape
 
@@ -182,6 +281,34 @@ def test_head_contributions_cross_attention_masks_and_unbatched():
         head_contributions(nn.Linear(8, 8), x)
     with pytest.raises(ValueError, match="shape"):
         head_contributions(self_mha, torch.randn(4, 7))
+
+
+class _FinalMapLayer(nn.Module):
+    """The model as captum's LayerGradCam needs it: an identity layer on the final map."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.final_map = nn.Identity()
+
+    def forward(self, x):
+        return self.model.forward_head(self.final_map(self.model.forward_features(x)[0]))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: _tiny_bcos("multiplicative").float(),
+    lambda: ViT(2, (8, 8), 5, patch_size=2, embed_dim=16, depth=2, num_heads=2).eval()])
+def test_gradcam_equals_captum_layer_gradcam(make):
+    ca = pytest.importorskip("captum.attr")
+    model = make()
+    x = encode_image(torch.rand(4, 1, 8, 8))
+    target = torch.tensor([0, 1, 4, 2])
+    wrapped = _FinalMapLayer(model)
+    expected = ca.LayerGradCam(wrapped, wrapped.final_map).attribute(
+        x, target=target, relu_attributions=True)
+    cam = gradcam(model, x, target)
+    assert cam.shape == (4, 4, 4) and (cam > 0).any()
+    torch.testing.assert_close(cam, expected[:, 0].detach(), rtol=1e-6, atol=1e-6)
 
 
 def test_vit_shapes_and_mha_forward_matches_module():

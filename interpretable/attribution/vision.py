@@ -1,15 +1,18 @@
 """Attributions for vision transformers behind one call: ``attribute(model, x, target, method)``.
 
 ``model`` is a module with ``forward(x) -> logits``, ``forward_with_attention(x) -> (logits,
-[attention (B, heads, N, N)] per layer)``, ``grid_size`` (token grid) and a ``final_map``
-identity layer on the final (B, D, h, w) token map (both :class:`~interpretable.nn.bcos.BcosViT`
-and :class:`~interpretable.nn.vit.ViT` qualify). All methods return (B, H, W) pixel maps.
+[attention (B, heads, N, N)] per layer)``, ``forward_features(x) -> (final token map
+(B, D, h, w), attentions)``, ``forward_head(token map) -> logits`` and ``grid_size`` (token
+grid); both :class:`~interpretable.nn.bcos.BcosViT` and :class:`~interpretable.nn.vit.ViT`
+qualify. All methods return (B, H, W) pixel maps. No method changes the model (no hooks, no
+flags), so several threads may explain with one model at once.
 
 * ``"inherent"``: B-cos contribution maps ``W(x)ᵀ_k ⊙ x`` summed over channels (exact).
 * ``"rollout"``: attention rollout (Abnar & Zuidema, 2020), ``(A + I)`` row-normalised.
 * ``"final_attention"``: head-averaged attention of the last layer.
 * ``"gradsam"``: GradSAM (Barkan et al., 2021): mean over layers and heads of ``A ⊙ ReLU(∂y/∂A)``.
-* ``"gradcam"``: GradCAM on the final token map (captum ``LayerGradCam``).
+* ``"gradcam"``: GradCAM on the final token map (as captum ``LayerGradCam`` with
+  ``relu_attributions=True``).
 * ``"input_x_gradient"``: captum ``InputXGradient``.
 * ``"integrated_gradients"``: captum ``IntegratedGradients``, zero baseline, 32 steps.
 
@@ -23,7 +26,7 @@ from torch.nn import functional as F
 
 from ..nn.bcos import explanation_mode
 
-__all__ = ["METHODS", "attribute", "inherent", "inherent_terms"]
+__all__ = ["METHODS", "attribute", "gradcam", "inherent", "inherent_terms"]
 
 METHODS = ("inherent", "rollout", "final_attention", "gradsam", "gradcam", "input_x_gradient",
            "integrated_gradients")
@@ -61,7 +64,7 @@ def inherent(model, x: torch.Tensor, target=None
     if target is not None:
         target = _check(model, x, target)
     x = x.detach().requires_grad_(True)
-    with explanation_mode(model), torch.enable_grad():
+    with explanation_mode(), torch.enable_grad():
         logits = model(x)
         if target is None:
             target = logits.argmax(1)
@@ -75,7 +78,7 @@ def inherent_terms(model, x: torch.Tensor, target) -> tuple[torch.Tensor, list[s
     inherent contribution map."""
     target = _check(model, x, target)
     x = x.detach().requires_grad_(True)
-    with explanation_mode(model), torch.enable_grad():
+    with explanation_mode(), torch.enable_grad():
         _, terms = model.term_logits(x)                       # (B, T, K)
         n_terms = terms.shape[1]
         index = target.view(-1, 1, 1).expand(-1, n_terms, 1)
@@ -86,6 +89,21 @@ def inherent_terms(model, x: torch.Tensor, target) -> tuple[torch.Tensor, list[s
                              for t in range(n_terms)])
     maps = (grads * x.detach()).sum(2).transpose(0, 1)
     return maps.detach(), model.term_names()
+
+
+def gradcam(model, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """GradCAM (Selvaraju et al., 2017) on the final token map ``A`` (B, D, h, w): channel
+    weights = spatial mean of ``∂y_target/∂A``, map = ReLU(Σ_c weight_c · A_c) (B, h, w).
+
+    The map is computed once without autograd; only the head is differentiated."""
+    with torch.no_grad():
+        token_map, _ = model.forward_features(x)
+    token_map.requires_grad_(True)
+    with torch.enable_grad():
+        logits = model.forward_head(token_map)
+        grads, = torch.autograd.grad(logits.gather(1, target[:, None]).sum(), token_map)
+    weights = grads.mean((2, 3), keepdim=True)
+    return (weights * token_map.detach()).sum(1).clamp_min(0)
 
 
 def _attentions(model, x, target=None):
@@ -127,14 +145,13 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
             attentions, grads = _attentions(model, x, target)
         tokens = torch.stack([(a * g.clamp_min(0)).mean(1) for a, g in zip(attentions, grads)])
         return _to_pixels(tokens.mean(0).mean(1).detach(), model.grid_size, size)
+    if method == "gradcam":
+        cam = gradcam(model, x, target)
+        return F.interpolate(cam[:, None], size=tuple(size), mode="bilinear",
+                             align_corners=False)[:, 0]
     import captum.attr as ca
 
     with torch.enable_grad():
-        if method == "gradcam":
-            cam = ca.LayerGradCam(model, model.final_map).attribute(
-                x, target=target, relu_attributions=True)
-            return F.interpolate(cam, size=tuple(size), mode="bilinear",
-                                 align_corners=False)[:, 0].detach()
         if method == "input_x_gradient":
             attr = ca.InputXGradient(model).attribute(x.clone().requires_grad_(), target=target)
         else:

@@ -10,11 +10,14 @@ output (minus the fixed logit bias).
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import functools
 import math
 from typing import Iterator, Sequence
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 __all__ = [
@@ -32,23 +35,63 @@ __all__ = [
 
 ATTENTION_PRIORS = ("multiplicative", "additive", "none")
 
+# A context variable, not a module attribute: explaining in one thread never changes what
+# another thread computes with the same module (new threads start with the default).
+_EXPLAINING: contextvars.ContextVar[bool] = contextvars.ContextVar("bcos_explaining",
+                                                                  default=False)
+
 
 @contextlib.contextmanager
-def explanation_mode(module: nn.Module) -> Iterator[nn.Module]:
-    """Treat the dynamic weights of every B-cos component in ``module`` as constants.
+def explanation_mode() -> Iterator[None]:
+    """Treat the dynamic weights of every B-cos component as constants, in this thread only.
 
     Within the context the forward pass is numerically unchanged, but gradients flow only
-    through the effective linear maps, so ``d out / d x == W(x)``.
+    through the effective linear maps, so ``d out / d x == W(x)``. No module is modified.
     """
-    touched = [m for m in module.modules() if hasattr(m, "explanation_mode")]
-    previous = [m.explanation_mode for m in touched]
-    for m in touched:
-        m.explanation_mode = True
+    token = _EXPLAINING.set(True)
     try:
-        yield module
+        yield
     finally:
-        for m, p in zip(touched, previous):
-            m.explanation_mode = p
+        _EXPLAINING.reset(token)
+
+
+def _dynamic(t: torch.Tensor) -> torch.Tensor:
+    """A dynamic weight: ``t`` itself, or ``t`` as a constant in explanation mode."""
+    return t.detach() if _EXPLAINING.get() else t
+
+
+class _MaxOut2(torch.autograd.Function):
+    """MaxOut over two units: ``max(a, b)`` of the contiguous halves ``a, b`` of ``lin`` along
+    ``dim``. The gradient goes to ``a`` where ``a >= b``, else to ``b``: one masked copy and
+    one subtraction written straight into the gradient of ``lin`` (``torch.maximum``'s
+    backward, which splits ties, is an order of magnitude slower on CPU)."""
+
+    @staticmethod
+    def forward(ctx, lin: torch.Tensor, dim: int) -> torch.Tensor:
+        ctx.save_for_backward(lin)
+        ctx.dim = dim
+        return torch.maximum(*lin.chunk(2, dim))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        lin, = ctx.saved_tensors
+        a, b = lin.chunk(2, ctx.dim)
+        grad_lin = torch.empty_like(lin)
+        grad_a, grad_b = grad_lin.chunk(2, ctx.dim)
+        torch.mul(grad, a >= b, out=grad_a)
+        torch.sub(grad, grad_a, out=grad_b)
+        return grad_lin, None
+
+
+def _maxout(lin: torch.Tensor, max_out: int, dim: int) -> torch.Tensor:
+    """Elementwise maximum over the ``max_out`` contiguous blocks of units of ``lin`` along
+    ``dim``: (..., max_out·C, ...) -> (..., C, ...)."""
+    if max_out == 1:
+        return lin
+    if max_out == 2:
+        return _MaxOut2.apply(lin, dim)
+    return functools.reduce(torch.maximum, lin.chunk(max_out, dim))
 
 
 def encode_image(x: torch.Tensor) -> torch.Tensor:
@@ -61,7 +104,11 @@ def encode_image(x: torch.Tensor) -> torch.Tensor:
 
 
 class _BcosBase(nn.Module):
-    """Shared B-cos computation: ``out = γ · |cos(x, ŵ)|^(B-1) · ŵᵀx``, MaxOut over units."""
+    """Shared B-cos computation: ``out = γ · |cos(x, ŵ)|^(B-1) · ŵᵀx``, MaxOut over units.
+
+    The weight's first dimension holds ``max_out`` contiguous blocks of ``out_features``
+    units; output j is the maximum over the blocks of their unit j.
+    """
 
     def __init__(self, fan_in: int, out_features: int, b: float, max_out: int,
                  scale: float | None):
@@ -76,46 +123,32 @@ class _BcosBase(nn.Module):
         self.max_out = int(max_out)
         # γ = f / sqrt(fan_in); f = 1 unless given (the paper's f = 15, 20, 25).
         self.scale = (1.0 if scale is None else float(scale)) / math.sqrt(fan_in)
-        self.explanation_mode = False
 
-    def _unit_weight(self) -> torch.Tensor:
+    def reset_parameters(self) -> None:
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+
+    def _scaled_unit_weight(self) -> torch.Tensor:
+        """``γ^(1/B) ŵ`` with unit-norm rows ``ŵ``. For ``a = γ^(1/B) ŵᵀx``,
+        ``|a / ‖x‖|^(B-1) · a = γ |cos(x, ŵ)|^(B-1) ŵᵀx``: γ costs no pass over the outputs."""
         w = self.weight
-        return w / w.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, *([1] * (w.dim() - 1)))
+        norm = torch.linalg.vector_norm(w, dim=tuple(range(1, w.dim())), keepdim=True)
+        return w * (self.scale ** (1.0 / self.b) / norm.clamp_min(1e-12))
 
-    def _dynamic(self, lin: torch.Tensor, norm: torch.Tensor, channel_dim: int):
-        """MaxOut, then the B-cos scaling of the winning units.
+    def _bcos(self, lin: torch.Tensor, inv_norm: torch.Tensor, dim: int):
+        """MaxOut, then the B-cos scale of the winners.
 
-        ``lin``: linear responses ``ŵᵀx`` of all units; ``norm``: ``‖x‖`` broadcastable to
-        them. The output ``γ·|ŵᵀx/‖x‖|^(B-1)·ŵᵀx`` increases with ``ŵᵀx`` (``‖x‖`` is shared),
-        so MaxOut picks on the raw responses and only the winners are scaled. Returns
-        ``(index, selected, factor)``: the MaxOut index (None without MaxOut), the winners'
-        responses and their effective scale (a constant in explanation mode); the output is
-        ``selected * factor``.
+        ``lin``: responses ``a`` of all units (units along ``dim``); ``inv_norm``: ``1/‖x‖``
+        broadcastable to the outputs. The output ``|a/‖x‖|^(B-1)·a`` increases with ``a``
+        (``‖x‖`` is shared), so MaxOut compares the raw responses. Returns ``(selected,
+        factor)``, the output being ``selected * factor``; ``factor`` is a dynamic weight.
         """
-        index = None
-        if self.max_out > 1:
-            index = self._grouped(lin, channel_dim).max(dim=channel_dim + 1,
-                                                        keepdim=True).indices
-        selected = self._select(lin, index, channel_dim)
+        selected = _maxout(lin, self.max_out, dim)
         if self.b == 1:
-            factor = torch.full_like(selected, self.scale)
-        else:
-            cos = (selected / norm.clamp_min(1e-12)).abs()
-            factor = (cos if self.b == 2 else cos.clamp_min(1e-12).pow(self.b - 1)) * self.scale
-        if self.explanation_mode:
-            factor = factor.detach()
-        return index, selected, factor
-
-    def _grouped(self, out: torch.Tensor, channel_dim: int) -> torch.Tensor:
-        shape = list(out.shape)
-        shape[channel_dim:channel_dim + 1] = [self.out_features, self.max_out]
-        return out.reshape(shape)
-
-    def _select(self, out: torch.Tensor, index, channel_dim: int) -> torch.Tensor:
-        if index is None:
-            return out
-        return self._grouped(out, channel_dim).gather(channel_dim + 1, index).squeeze(
-            channel_dim + 1)
+            return selected, 1.0
+        factor = selected.abs() * inv_norm
+        if self.b != 2:
+            factor = factor.clamp_min(1e-12).pow(self.b - 1)
+        return selected, _dynamic(factor)
 
 
 class BcosLinear(_BcosBase):
@@ -129,28 +162,33 @@ class BcosLinear(_BcosBase):
                  scale: float | None = None):
         super().__init__(in_features, out_features, b, max_out, scale)
         self.in_features = in_features
-        self.weight = nn.Parameter(torch.empty(out_features * self.max_out, in_features))
-        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        self.weight = nn.Parameter(torch.empty(self.max_out * out_features, in_features))
+        self.reset_parameters()
 
-    def _factors(self, x: torch.Tensor):
-        w = self._unit_weight()
-        lin = F.linear(x, w)
-        index, selected, factor = self._dynamic(lin, x.norm(dim=-1, keepdim=True), lin.dim() - 1)
-        return w, index, selected, factor
+    def _linear(self, x: torch.Tensor):
+        """x (..., in) -> (weight, responses of all units (..., max_out·out), 1/‖x‖ (..., 1))."""
+        w = self._scaled_unit_weight()
+        norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+        return w, F.linear(x, w), norm.clamp_min(1e-12).reciprocal()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _, _, selected, factor = self._factors(x)
+        _, lin, inv_norm = self._linear(x)
+        selected, factor = self._bcos(lin, inv_norm, dim=-1)
         return selected * factor
 
     def forward_parts(self, x: torch.Tensor, parts: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """Map each additive part of ``x`` through the effective linear map ``W(x)``.
 
-        The dynamic factors are computed from the full ``x``; when ``sum(parts) == x`` the
-        outputs sum exactly to ``forward(x)``. parts: each (..., in) -> list of (..., out).
+        The dynamic factors and MaxOut winners come from the full ``x``; when
+        ``sum(parts) == x`` the outputs sum exactly to ``forward(x)``.
+        parts: each (..., in) -> list of (..., out).
         """
-        w, index, _, factor = self._factors(x)
-        dim = x.dim() - 1
-        return [self._select(F.linear(p, w), index, dim) * factor for p in parts]
+        w, lin, inv_norm = self._linear(x)
+        _, factor = self._bcos(lin, inv_norm, dim=-1)
+        blocks = (self.max_out, self.out_features)
+        winner = lin.unflatten(-1, blocks).argmax(-2, keepdim=True)
+        return [F.linear(p, w).unflatten(-1, blocks).gather(-2, winner).squeeze(-2) * factor
+                for p in parts]
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -171,16 +209,16 @@ class BcosConv2d(_BcosBase):
         self.stride = stride
         self.padding = padding
         self.weight = nn.Parameter(
-            torch.empty(out_channels * self.max_out, in_channels, kernel_size, kernel_size))
-        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+            torch.empty(self.max_out * out_channels, in_channels, kernel_size, kernel_size))
+        self.reset_parameters()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        w = self._unit_weight()
-        lin = F.conv2d(x, w, stride=self.stride, padding=self.padding)
+        lin = F.conv2d(x, self._scaled_unit_weight(), stride=self.stride, padding=self.padding)
+        # ‖patch‖² for every output position: a window sum of the per-pixel squared norms
         ones = x.new_ones(1, 1, self.kernel_size, self.kernel_size)
-        norm = F.conv2d(x.pow(2).sum(1, keepdim=True), ones, stride=self.stride,
-                        padding=self.padding).clamp_min(0).sqrt()
-        _, selected, factor = self._dynamic(lin, norm, channel_dim=1)
+        sq_norm = F.conv2d(x.square().sum(1, keepdim=True), ones, stride=self.stride,
+                           padding=self.padding)
+        selected, factor = self._bcos(lin, sq_norm.clamp_min(1e-24).rsqrt(), dim=1)
         return selected * factor
 
     def extra_repr(self) -> str:
@@ -190,23 +228,31 @@ class BcosConv2d(_BcosBase):
 
 
 class BcosStem(nn.Module):
-    """B-cos CNN tokeniser: 3×3 B-cos convolutions, then a patch_size×patch_size B-cos
-    convolution with stride patch_size. (B, C, H, W) -> tokens (B, N, D), N = (H/p)(W/p)."""
+    """B-cos CNN tokeniser: 3×3 B-cos convolutions (the first with stride ``stride``), then a
+    B-cos convolution with kernel = stride = patch_size / stride.
+    (B, C, H, W) -> tokens (B, N, D), N = (H/p)(W/p)."""
 
     def __init__(self, in_channels: int, embed_dim: int, patch_size: int,
                  channels: Sequence[int] = (32,), b: float = 2.0, max_out: int = 2,
-                 scale: float | None = None):
+                 scale: float | None = None, stride: int = 1):
         super().__init__()
+        if patch_size % stride or (stride > 1 and not channels):
+            raise ValueError(f"stem stride {stride} needs a 3×3 stem convolution and must "
+                             f"divide patch_size={patch_size}")
         layers, c = [], in_channels
-        for c_out in channels:
-            layers.append(BcosConv2d(c, c_out, 3, padding=1, b=b, max_out=max_out, scale=scale))
+        for i, c_out in enumerate(channels):
+            layers.append(BcosConv2d(c, c_out, 3, stride=stride if i == 0 else 1, padding=1,
+                                     b=b, max_out=max_out, scale=scale))
             c = c_out
-        layers.append(BcosConv2d(c, embed_dim, patch_size, stride=patch_size, b=b,
-                                 max_out=max_out, scale=scale))
+        patch = patch_size // stride
+        layers.append(BcosConv2d(c, embed_dim, patch, stride=patch, b=b, max_out=max_out,
+                                 scale=scale))
         self.layers = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        feats = self.layers(x)
+        # channels-last convolutions are several times faster on CPU, and their (B, h, w, D)
+        # output is already the token layout
+        feats = self.layers(x.contiguous(memory_format=torch.channels_last))
         return feats.flatten(2).transpose(1, 2)
 
 
@@ -235,31 +281,35 @@ class BcosAttention(nn.Module):
         self.value = BcosLinear(dim, dim, b=b, max_out=max_out, scale=scale)
         self.proj = BcosLinear(dim, dim, b=b, max_out=max_out, scale=scale)
         if attention_prior != "none":
-            self.prior = nn.Parameter(torch.zeros(num_heads, num_tokens, num_tokens))
+            self.prior = nn.Parameter(torch.empty(num_heads, num_tokens, num_tokens))
         else:
             self.register_parameter("prior", None)
-        self.explanation_mode = False
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The prior starts uniform (zeros); the sub-layers reset their own parameters."""
+        if self.prior is not None:
+            nn.init.zeros_(self.prior)
 
     def attention(self, x: torch.Tensor) -> torch.Tensor:
         """Attention matrices A: (B, N, D) -> (B, heads, N, N)."""
         bsz, n, _ = x.shape
-        q, k = self.qk(self.norm(x)).view(bsz, n, 2, self.num_heads, self.head_dim).unbind(2)
-        logits = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(self.head_dim)
+        qk = self.qk(self.norm(x)).view(bsz, n, 2, self.num_heads, self.head_dim)
+        q, k = qk.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, heads, N, head_dim)
+        logits = (q / math.sqrt(self.head_dim)) @ k.transpose(-1, -2)
         if self.attention_prior == "additive":
             attn = (logits + self.prior).softmax(-1)
         elif self.attention_prior == "multiplicative":
             attn = logits.softmax(-1) * self.prior.softmax(-1)
         else:
             attn = logits.softmax(-1)
-        if self.explanation_mode:
-            attn = attn.detach()
-        return attn
+        return _dynamic(attn)
 
     def _heads(self, x: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
         """Concatenated head outputs [A_h V_h x]_h: (B, N, D)."""
         bsz, n, dim = x.shape
-        v = self.value(x).view(bsz, n, self.num_heads, self.head_dim)
-        return torch.einsum("bhqk,bkhd->bqhd", attn, v).reshape(bsz, n, dim)
+        v = self.value(x).view(bsz, n, self.num_heads, self.head_dim).transpose(1, 2)
+        return (attn @ v).transpose(1, 2).reshape(bsz, n, dim)
 
     def forward(self, x: torch.Tensor, return_attention: bool = False):
         attn = self.attention(x)
@@ -274,7 +324,6 @@ class BcosAttention(nn.Module):
         """
         attn = self.attention(x)
         concat = self._heads(x, attn)
-        bsz, n, dim = concat.shape
         mask = torch.eye(self.num_heads, dtype=concat.dtype, device=concat.device)
         mask = mask.repeat_interleave(self.head_dim, dim=1)  # (heads, D)
         parts = [concat * mask[h] for h in range(self.num_heads)]
@@ -323,6 +372,8 @@ class BcosViT(nn.Module):
     features were scaled by 10³; the default here, 30, keeps the token norms O(1) through the
     blocks at initialisation for every prior at this small size. ``logit_bias`` defaults to
     log(p/(1-p)) with p = 1/n_classes (the paper: log(0.01/0.99) for 1000 classes).
+    ``stem_stride`` is the stride of the first 3×3 stem convolution (the rest of the patch
+    size goes to the patch convolution); 2 makes the stem about 4× cheaper.
     """
 
     def __init__(self, in_channels: int, image_size: tuple[int, int], n_classes: int,
@@ -330,7 +381,7 @@ class BcosViT(nn.Module):
                  mlp_ratio: float = 2.0, stem_channels: Sequence[int] = (32,),
                  attention_prior: str = "multiplicative", b: float = 2.0, max_out: int = 2,
                  scale_factor: float | None = None, output_scale: float = 1.0,
-                 logit_bias: float | None = None):
+                 logit_bias: float | None = None, stem_stride: int = 1):
         super().__init__()
         h, w = image_size
         if h % patch_size or w % patch_size:
@@ -341,31 +392,37 @@ class BcosViT(nn.Module):
         self.grid_size = (h // patch_size, w // patch_size)
         num_tokens = self.grid_size[0] * self.grid_size[1]
         self.stem = BcosStem(in_channels, embed_dim, patch_size, stem_channels, b, max_out,
-                             scale_factor)
+                             scale_factor, stride=stem_stride)
         self.blocks = nn.ModuleList(
             BcosBlock(embed_dim, num_heads, num_tokens, mlp_ratio, attention_prior, b, max_out,
                       scale_factor) for _ in range(depth))
-        self.final_map = nn.Identity()  # (B, D, h, w) feature map hook for GradCAM
         self.head = BcosLinear(embed_dim, n_classes, b=b, max_out=1, scale=scale_factor)
         self.output_scale = float(output_scale)
         if logit_bias is None:
             logit_bias = math.log(1.0 / (n_classes - 1)) if n_classes > 1 else 0.0
         self.logit_bias = float(logit_bias)
 
-    def _pool(self, tokens: torch.Tensor) -> torch.Tensor:
-        bsz, n, d = tokens.shape
-        fmap = self.final_map(tokens.transpose(1, 2).reshape(bsz, d, *self.grid_size))
-        return fmap.flatten(2).mean(-1)
-
-    def forward_with_attention(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """x: (B, C, H, W) -> (logits (B, n_classes), [attention (B, heads, N, N)] per layer)."""
+    def forward_features(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """x: (B, C, H, W) -> (final token map (B, D, h, w),
+        [attention (B, heads, N, N)] per layer)."""
         tokens = self.stem(x)
         attentions = []
         for block in self.blocks:
             tokens, attn = block(tokens, return_attention=True)
             attentions.append(attn)
-        logits = self.head(self._pool(tokens)) * self.output_scale + self.logit_bias
-        return logits, attentions
+        return tokens.transpose(1, 2).unflatten(2, self.grid_size), attentions
+
+    def forward_head(self, token_map: torch.Tensor) -> torch.Tensor:
+        """Final token map (B, D, h, w) -> logits (B, n_classes): mean pool, classifier."""
+        return self._logits(self.head(token_map.flatten(2).mean(-1)))
+
+    def _logits(self, out: torch.Tensor) -> torch.Tensor:
+        return out * self.output_scale + self.logit_bias
+
+    def forward_with_attention(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """x: (B, C, H, W) -> (logits (B, n_classes), [attention (B, heads, N, N)] per layer)."""
+        token_map, attentions = self.forward_features(x)
+        return self.forward_head(token_map), attentions
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.forward_with_attention(x)[0]
@@ -395,8 +452,6 @@ class BcosViT(nn.Module):
             mlp = block.mlp(tokens)
             terms.append(mlp)
             tokens = tokens + mlp
-        pooled = self._pool(tokens)
-        parts = self.head.forward_parts(pooled, [t.mean(1) for t in terms])
+        parts = self.head.forward_parts(tokens.mean(1), [t.mean(1) for t in terms])
         term_logits = torch.stack(parts, dim=1)
-        logits = term_logits.sum(1) * self.output_scale + self.logit_bias
-        return logits, term_logits
+        return self._logits(term_logits.sum(1)), term_logits

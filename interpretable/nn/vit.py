@@ -7,7 +7,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from ..attribution.heads import mha_forward
+from .heads import mha_forward
 
 __all__ = ["ViT", "ViTBlock"]
 
@@ -57,20 +57,28 @@ class ViT(nn.Module):
         self.blocks = nn.ModuleList(
             ViTBlock(embed_dim, num_heads, mlp_ratio, dropout) for _ in range(depth))
         self.norm = nn.LayerNorm(embed_dim)
-        self.final_map = nn.Identity()  # (B, D, h, w) feature map hook for GradCAM
         self.head = nn.Linear(embed_dim, n_classes)
 
-    def forward_with_attention(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """x: (B, C, H, W) -> (logits (B, K), [attention (B, heads, N, N)] per layer)."""
-        tokens = self.stem(x).flatten(2).transpose(1, 2) + self.pos_embed
+    def forward_features(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """x: (B, C, H, W) -> (final token map (B, D, h, w) after the last LayerNorm,
+        [attention (B, heads, N, N)] per layer)."""
+        # channels-last convolutions are faster on CPU and give the (B, h, w, D) token layout
+        feats = self.stem(x.contiguous(memory_format=torch.channels_last))
+        tokens = feats.flatten(2).transpose(1, 2) + self.pos_embed
         attentions = []
         for block in self.blocks:
             tokens, attn = block(tokens, return_attention=True)
             attentions.append(attn)
-        tokens = self.norm(tokens)
-        bsz, n, d = tokens.shape
-        fmap = self.final_map(tokens.transpose(1, 2).reshape(bsz, d, *self.grid_size))
-        return self.head(fmap.flatten(2).mean(-1)), attentions
+        return self.norm(tokens).transpose(1, 2).unflatten(2, self.grid_size), attentions
+
+    def forward_head(self, token_map: torch.Tensor) -> torch.Tensor:
+        """Final token map (B, D, h, w) -> logits (B, K): mean pool, linear classifier."""
+        return self.head(token_map.flatten(2).mean(-1))
+
+    def forward_with_attention(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """x: (B, C, H, W) -> (logits (B, K), [attention (B, heads, N, N)] per layer)."""
+        token_map, attentions = self.forward_features(x)
+        return self.forward_head(token_map), attentions
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.forward_with_attention(x)[0]
