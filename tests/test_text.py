@@ -23,6 +23,17 @@ def test_encoder_round_trip_and_padding():
     assert np.array_equal((enc.transform(["a b c", "d"]) != PAD).sum(1), [3, 1])
 
 
+def test_encode_tokens_pads_ragged_lists_and_maps_unknown_tokens():
+    enc = TextEncoder().fit(["a b c", "d"])
+    v = enc.vocabulary_
+    ids, lengths = enc.encode_tokens([["c", "zzz", "a"], [], ["d", "d"]])
+    assert ids.dtype == lengths.dtype == np.int64
+    assert lengths.tolist() == [3, 0, 2]
+    assert ids.tolist() == [[v["c"], UNK, v["a"]], [PAD, PAD, PAD], [v["d"], v["d"], PAD]]
+    ids, lengths = enc.encode_tokens([[]])
+    assert ids.tolist() == [[PAD]] and lengths.tolist() == [0]
+
+
 def test_tokenize_splits_sentences():
     enc = TextEncoder()
     assert enc.tokenize("Mary went to the garden. John moved to the kitchen.") == [

@@ -4,27 +4,27 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import chain, repeat
 
 import numpy as np
-from nltk.tokenize import NLTKWordTokenizer
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_texts
+from ..validation import check_texts
+from .tokenize import word_tokenize
 
 __all__ = ["TextEncoder", "PAD", "UNK", "PAD_TOKEN", "UNK_TOKEN"]
 
 PAD, UNK = 0, 1
 PAD_TOKEN, UNK_TOKEN = "<pad>", "<unk>"
-_TOKENIZER = NLTKWordTokenizer()
 # NLTKWordTokenizer splits off only a text's final period; split sentences first (a light
 # rule instead of punkt, whose data files are not available offline).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 class TextEncoder(TransformerMixin, BaseEstimator):
-    """Tokenise texts (nltk, no data files needed) and map tokens to integer ids.
+    """Tokenise texts (nltk's word tokeniser, no data files needed) and map tokens to integer ids.
 
     Parameters
     ----------
@@ -64,7 +64,7 @@ class TextEncoder(TransformerMixin, BaseEstimator):
         """Tokens of one text as the model sees them (lower-cased, truncated to ``max_len``)."""
         if self.lowercase:
             text = text.lower()
-        tokens = [tok for sentence in _SENTENCE_END.split(text) for tok in _TOKENIZER.tokenize(sentence)]
+        tokens = [tok for sentence in _SENTENCE_END.split(text) for tok in word_tokenize(sentence)]
         return tokens[: self.max_len] if self.max_len else tokens
 
     def tokenize_many(self, X) -> list[list[str]]:
@@ -91,11 +91,12 @@ class TextEncoder(TransformerMixin, BaseEstimator):
     def encode_tokens(self, tokenized: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
         """Padded ids ``(n, L)`` (L = longest text) and lengths ``(n,)`` of tokenised texts."""
         check_is_fitted(self, "vocabulary_")
-        lengths = np.array([len(t) for t in tokenized], dtype=np.int64)
+        lengths = np.fromiter(map(len, tokenized), dtype=np.int64, count=len(tokenized))
+        flat_tokens = chain.from_iterable(tokenized)
+        flat_ids = np.fromiter(map(self.vocabulary_.get, flat_tokens, repeat(UNK)),
+                               dtype=np.int64, count=int(lengths.sum()))
         ids = np.full((len(tokenized), max(int(lengths.max()), 1)), PAD, dtype=np.int64)
-        vocab = self.vocabulary_
-        for i, tokens in enumerate(tokenized):
-            ids[i, : len(tokens)] = [vocab.get(tok, UNK) for tok in tokens]
+        ids[np.arange(ids.shape[1]) < lengths[:, None]] = flat_ids  # row-major, as flattened
         return ids, lengths
 
     def encode(self, X) -> tuple[np.ndarray, np.ndarray]:
