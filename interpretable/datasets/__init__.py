@@ -1,6 +1,6 @@
 """Offline datasets and synthetic generators (never downloads)."""
 
-from ._packages import MissingDataError
+from .packages import MissingDataError
 from .loaders import (
     load_digits_images,
     load_glove,

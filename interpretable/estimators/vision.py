@@ -103,6 +103,13 @@ class _ImageTransformerClassifier(NeuralClassifier):
         self.zoom_out_probability = zoom_out_probability
         self.lr_decay_at = lr_decay_at
 
+    def __sklearn_tags__(self):
+        """Inputs are images ``(n, H, W)`` or ``(n, H, W, C)``."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = False
+        tags.input_tags.three_d_array = True
+        return tags
+
     # ------------------------------------------------------------------ subclass hooks
     def _make_module(self, in_channels: int, image_size: tuple, n_classes: int) -> nn.Module:
         raise NotImplementedError

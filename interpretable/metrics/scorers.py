@@ -46,7 +46,7 @@ class _MetricScorer:
         return f"{self.factory}({args})"
 
 
-def make_explanation_scorer(metric="sufficiency", method="attention", **kwargs):
+def make_explanation_scorer(metric="sufficiency", method=None, **kwargs):
     """Scorer of ``metric`` in ``"comprehensiveness" | "sufficiency" | "sensitivity"`` for
     explanations by ``method``; ``kwargs`` go to the metric (e.g. ``fractions``)."""
     if metric not in _EXPLANATION_METRICS:
@@ -56,7 +56,7 @@ def make_explanation_scorer(metric="sufficiency", method="attention", **kwargs):
                          {"method": method, **kwargs})
 
 
-def make_stability_scorer(kind="embedding", quantity="jsd", method="attention", **kwargs):
+def make_stability_scorer(kind="embedding", quantity="jsd", method=None, **kwargs):
     """Negated mean JSD (``quantity="jsd"``, explanation stability) or TVD (``"tvd"``,
     prediction stability) under ``kind`` = ``"embedding"`` perturbation (``radius=``,
     ``kind=`` as ``noise=``) or ``"word"`` perturbation (``perturber=`` required)."""

@@ -14,7 +14,7 @@ import os
 import pickle
 from pathlib import Path
 
-from ..datasets._packages import package_file
+from ..datasets.packages import package_file
 
 __all__ = ["pos_tag", "PTB_TO_UNIVERSAL"]
 

@@ -1,0 +1,273 @@
+"""The public model contract, on every estimator in ``cases.CASES``: pure and thread-safe
+explain / predict, one explain signature, declarative parameter validation with scikit-learn's
+machinery, transactional fit, and the package layout rules."""
+
+import ast
+import copy
+import inspect
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.utils import estimator_checks as ec
+
+import interpretable
+
+from .cases import CASES
+
+EXPLAINING = [c for c in CASES if c.explains]
+
+
+def _fit(case):
+    X, y, X_test = case.data()
+    est = case.make()
+    est.fit(X, y) if y is not None else est.fit(X)
+    return est, X, y, X_test
+
+
+def _calls(est, X_test):
+    """One call per explanation method (cheap options), plus predict_proba."""
+    calls = [("predict_proba", lambda: est.predict_proba(X_test))]
+    for method in est.explain_methods:
+        options = {"n_steps": 4} if method == "integrated_gradients" else {}
+        calls.append((method, lambda m=method, o=options: est.explain(X_test, method=m, **o)))
+    if "inherent" in est.explain_methods and hasattr(est, "n_channels_"):
+        calls.append(("inherent-by-head", lambda: est.explain(X_test, by="head")))
+        calls.append(("inherent-float64", lambda: est.explain(X_test, dtype="float64")))
+    return calls
+
+
+def _arrays(result):
+    """Every array of a result (explanation or predict output), flattened, in field order."""
+    if isinstance(result, np.ndarray):
+        return [result]
+    if isinstance(result, list):
+        return [np.asarray(r) for r in result]
+    out = []
+    for name in ("values", "logit", "bias", "target", "prediction", "weights", "components"):
+        value = getattr(result, name, None)
+        if value is not None:
+            out.extend([np.asarray(v) for v in value] if isinstance(value, list) else [value])
+    return out
+
+
+def _module_state(module):
+    """state_dict copy plus every submodule's attributes (flags, hooks, children)."""
+    tensors = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    attributes = {name: {k: (v if isinstance(v, (bool, int, float, str, type(None)))
+                             else id(v)) for k, v in vars(m).items() if k != "_parameters"
+                             and k != "_buffers"}
+                  for name, m in module.named_modules()}
+    return tensors, attributes
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_explain_and_predict_are_thread_safe_and_pure(case):
+    """4 threads × all methods (mixed order) give bit-identical results to sequential calls,
+    and the fitted model (state_dict, module attributes, estimator attributes) is unchanged."""
+    est, X, y, X_test = _fit(case)
+    calls, expected = [], {}
+    for name, call in _calls(est, X_test):
+        try:
+            expected[name] = _arrays(call())
+        except ValueError:  # e.g. SEAT's "vanilla" on a model trained without SEAT
+            continue
+        calls.append((name, call))
+    tensors, attributes = _module_state(est.module_)
+    estimator_attributes = {k: id(v) for k, v in vars(est).items()}
+    results, errors = [], []
+
+    def work(shift):
+        try:
+            order = calls[shift % len(calls):] + calls[: shift % len(calls)]
+            for _ in range(2):
+                for name, call in order:
+                    results.append((name, _arrays(call())))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(results) == 8 * len(calls)
+    for name, arrays in results:
+        assert len(arrays) == len(expected[name])
+        for a, b in zip(arrays, expected[name]):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    after_tensors, after_attributes = _module_state(est.module_)
+    assert after_attributes == attributes
+    for k, v in after_tensors.items():
+        assert torch.equal(v, tensors[k]), k
+    assert {k: id(v) for k, v in vars(est).items()} == estimator_attributes
+
+
+@pytest.mark.parametrize("case", EXPLAINING, ids=str)
+def test_one_explain_signature(case):
+    est, X, y, X_test = _fit(case)
+    signature = inspect.signature(type(est).explain)
+    assert list(signature.parameters)[:3] == ["self", "X", "target"]
+    assert {"method", "batch_size"} <= {
+        n for n, p in signature.parameters.items() if p.kind is p.KEYWORD_ONLY}
+    assert est.explain_methods and all(isinstance(m, str) for m in est.explain_methods)
+    default = est.explain(X_test)
+    assert default.method == est.explain_methods[0]
+    assert len(default) == len(X_test) if not isinstance(X_test, str) else True
+    with pytest.raises(TypeError, match="no_such_option"):
+        est.explain(X_test, no_such_option=1)
+    with pytest.raises(ValueError, match="method='nope'"):
+        est.explain(X_test, method="nope")
+    with pytest.raises(ValueError, match="batch_size"):
+        est.explain(X_test, batch_size=-1)
+    small = est.explain(X_test, batch_size=1)
+    for a, b in zip(_arrays(small), _arrays(default)):
+        np.testing.assert_allclose(a.astype(float) if a.dtype.kind in "fiu" else 0,
+                                   b.astype(float) if b.dtype.kind in "fiu" else 0,
+                                   rtol=1e-4, atol=1e-5)  # float32 batch effects
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_every_parameter_has_a_constraint(case):
+    est = case.make()
+    assert set(est._parameter_constraints) == set(est.get_params(deep=False))
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+@pytest.mark.parametrize("check", [ec.check_param_validation, ec.check_valid_tag_types,
+                                   ec.check_estimator_tags_renamed,
+                                   ec.check_no_attributes_set_in_init,
+                                   ec.check_estimators_overwrite_params],
+                         ids=lambda c: c.__name__)
+def test_sklearn_checks_allowed_by_the_tags(case, check):
+    """scikit-learn's checks that do not need 2-d numeric data (the estimators' tags declare
+    text, symbol-sequence or image input, so check_estimator skips the data checks as a whole).
+
+    check_estimators_overwrite_params fits on 2-d random data: an estimator whose inputs are
+    not 2-d arrays must refuse it before touching its parameters, which is what it verifies.
+    Not run: the data checks of ``_yield_checks`` / ``_yield_classifier_checks`` (NaN/inf,
+    dtypes, sparse, sample weights, fit2d_*, n_features_in_, ...) feed 2-d numeric arrays; their
+    intent is covered on the estimators' own inputs by test_bad_input.py, test_contracts.py and
+    test_faults.py.
+    """
+    est = case.make()
+    if check is ec.check_estimators_overwrite_params:
+        with pytest.raises((ValueError, TypeError)):
+            check(type(est).__name__, est)
+        return
+    check(type(est).__name__, est)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_numpy_scalars_are_accepted_and_bad_values_named(case):
+    X, y, X_test = case.data()
+    est = clone(case.make()).set_params(lr=np.float32(0.01), max_epochs=np.int64(1),
+                                        batch_size=np.int32(16))
+    est.fit(X, y) if y is not None else est.fit(X)
+    for name, value in (("weight_decay", -1.0), ("max_epochs", 0), ("lr", float("nan")),
+                        ("batch_size", True), ("optimizer", "adagrad")):
+        bad = clone(case.make()).set_params(**{name: value})
+        with pytest.raises(ValueError, match=name):
+            bad.fit(X, y) if y is not None else bad.fit(X)
+
+
+def test_text_encoder_is_a_grid_searchable_nested_parameter():
+    from interpretable import EmbeddingBagClassifier
+    from interpretable.text import TextEncoder
+
+    est = EmbeddingBagClassifier(text_encoder=TextEncoder(min_freq=2))
+    assert est.get_params()["text_encoder__min_freq"] == 2
+    est.set_params(text_encoder__min_freq=3)
+    assert est.text_encoder.min_freq == 3
+    X, y, _ = CASES[0].data()
+    est.set_params(max_epochs=1, embed_dim=4).fit(X, y)
+    assert est.text_encoder_ is not est.text_encoder  # the parameter is cloned, never fitted
+    assert not hasattr(est.text_encoder, "vocabulary_")
+
+
+def test_seat_on_a_fitted_diversity_lstm_base():
+    from interpretable import DiversityLSTMClassifier, SEATClassifier
+
+    X, y, X_test = CASES[0].data()
+    base = DiversityLSTMClassifier(cell="orthogonal", embed_dim=8, hidden_size=8, max_epochs=2,
+                                   random_state=0).fit(X, y)
+    before = copy.deepcopy(base.module_.state_dict())
+    seat = SEATClassifier(base_estimator=base, seat_epochs=1, pgd_steps=2,
+                          random_state=0).fit(X, y)
+    assert seat.architecture_["encoder"] == "orthogonal"
+    assert seat.explain(X_test, method="vanilla").units == base.explain(X_test).units
+    # the vanilla view is the base model exactly; the base is never trained in place
+    np.testing.assert_allclose(
+        np.concatenate(seat.explain(X_test, method="vanilla").values),
+        np.concatenate(base.explain(X_test).values), rtol=1e-6)
+    for k, v in base.module_.state_dict().items():
+        assert torch.equal(v, before[k])
+
+
+def test_scorers_work_with_every_text_estimator_or_fail_clearly():
+    from sklearn.model_selection import cross_val_score
+
+    from interpretable import EmbeddingBagClassifier
+    from interpretable.metrics import make_explanation_scorer, make_stability_scorer
+
+    X, y, _ = CASES[0].data()
+    est = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    scores = cross_val_score(est, X, y, cv=2, error_score="raise",
+                             scoring=make_explanation_scorer("sufficiency", fractions=(0.2,)))
+    assert np.isfinite(scores).all()
+    with pytest.raises(ValueError, match="attention or a gradient method"):
+        cross_val_score(est, X, y, cv=2, error_score="raise",
+                        scoring=make_stability_scorer("embedding", radius=1e-2))
+    scores = cross_val_score(est, X, y, cv=2, error_score="raise",
+                             scoring=make_stability_scorer("embedding", radius=1e-2,
+                                                           method="input_x_gradient"))
+    assert np.isfinite(scores).all()
+
+
+# ---------------------------------------------------------------------------- layout
+PACKAGE = Path(interpretable.__file__).parent
+
+
+def _imports(path: Path):
+    """(module, imported names) of every ``from ... import ...`` in a file, resolved to the
+    absolute module name."""
+    tree = ast.parse(path.read_text())
+    package = ".".join(("interpretable", *path.relative_to(PACKAGE).parent.parts))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            yield module, [a.name for a in node.names]
+
+
+def _folder(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 else ""
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_layout(path):
+    """nn/ imports only torch and nn/; no underscored name crosses a package folder."""
+    here = ".".join(("interpretable", *path.relative_to(PACKAGE).with_suffix("").parts))
+    for module, names in _imports(path):
+        if not module.startswith("interpretable"):
+            continue
+        if _folder(here) == "nn":
+            assert module.startswith("interpretable.nn"), (here, module)
+        if _folder(module) != _folder(here):
+            private = [n for n in names if n.startswith("_")]
+            private += [p for p in module.split(".")[1:] if p.startswith("_")]
+            assert not private, (here, module, private)
+
+
+def test_module_sizes():
+    for name in ("estimators/seat.py", "estimators/language_model.py"):
+        assert len((PACKAGE / name).read_text().splitlines()) <= 400, name
