@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from skorch.callbacks import Callback
 
 from ..nn.losses import logits_of
 from ..validation import check_batch_size, check_random_state_seed, make_generator, resolve_device
+from .persistence import from_jsonable, load_estimator, save_estimator, to_jsonable
 
 __all__ = [
     "Batch",
@@ -47,9 +47,6 @@ __all__ = [
     "from_jsonable",
 ]
 
-_FORMAT_VERSION = 1
-_WEIGHTS_FILE = "weights.safetensors"
-_CONFIG_FILE = "config.json"
 _OPTIMIZERS = {
     "adam": torch.optim.Adam,
     "adamw": torch.optim.AdamW,
@@ -252,6 +249,7 @@ class NeuralEstimator(BaseEstimator):
         for name in [k for k in vars(work) if _is_fitted_attribute(k)]:
             delattr(work, name)
         work._fit(X, y)
+        work.fitted_params_ = work.get_params(deep=False)  # what save() stores
         for name in [k for k in vars(self) if _is_fitted_attribute(k)]:
             delattr(self, name)
         self.__dict__.update({k: v for k, v in vars(work).items() if _is_fitted_attribute(k)})
@@ -361,70 +359,34 @@ class NeuralEstimator(BaseEstimator):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
-        """Save to directory ``path``: ``weights.safetensors`` + ``config.json`` (no pickle)."""
-        from safetensors.torch import save_file
+        """Save to the folder ``path`` (``config.json`` + ``weights.safetensors``, no pickle);
+        returns ``path``.
 
+        Stores the parameters the model was fitted with (``fitted_params_``; a ``set_params``
+        after ``fit`` does not leak into the file) and its fitted state. A parameter JSON cannot
+        hold is stored as None when None is a valid value for it (e.g. a gensim ``KeyedVectors``
+        ``embeddings``: its contribution is in the weights; a refit of the loaded model then
+        learns embeddings from scratch); otherwise (e.g. a custom ``nn.Module`` encoder) or if
+        the fitted state is not JSON-compatible (e.g. bytes labels), a ``TypeError`` is raised
+        before anything is written (pickle works for trusted use).
+
+        Atomic: the files are written to a new folder next to ``path`` that then replaces
+        ``path``, so ``path`` holds the complete new model or, on any error, exactly what it
+        held before. An existing ``path`` must be empty or hold a saved model.
+        """
         self._check_fitted()
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        state = {k: v.detach().cpu().contiguous() for k, v in self.module_.state_dict().items()}
-        save_file(state, str(path / _WEIGHTS_FILE))
-        params, dropped = {}, []
-        for name, value in self.get_params(deep=False).items():
-            try:
-                json.dumps(to_jsonable(value))
-                params[name] = to_jsonable(value)
-            except TypeError:
-                dropped.append(name)
-        config = {
-            "format_version": _FORMAT_VERSION,
-            "estimator": type(self).__name__,
-            "params": params,
-            "dropped_params": dropped,
-            "fitted": to_jsonable(self._get_fitted_state()),
-        }
-        (path / _CONFIG_FILE).write_text(json.dumps(config, indent=1))
-        return path
+        return save_estimator(self, path)
 
     @classmethod
     def load(cls, path, device="auto"):
-        """Load an estimator saved with :meth:`save`. Parameters that could not be stored as
-        JSON (e.g. a ``KeyedVectors`` object) come back as ``None``; the fitted weights
-        already contain what they contributed."""
-        from safetensors import SafetensorError
-        from safetensors.torch import load_file
+        """Load an estimator saved with :meth:`save` onto ``device``.
 
-        path = Path(path)
-        config_file, weights_file = path / _CONFIG_FILE, path / _WEIGHTS_FILE
-        for f in (config_file, weights_file):
-            if not f.is_file():
-                raise FileNotFoundError(f"{f} does not exist; is {path} a saved estimator?")
-        try:
-            config = json.loads(config_file.read_text())
-            name = config["estimator"]
-            params, fitted = config["params"], from_jsonable(config["fitted"])
-        except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{config_file} is corrupt or not an interpretable config: {exc}")
-        if config.get("format_version") != _FORMAT_VERSION:
-            raise ValueError(f"{config_file} has unsupported format {config.get('format_version')}.")
-        klass = NeuralEstimator._registry.get(name)
-        if klass is None or not issubclass(klass, cls):
-            raise ValueError(f"{path} holds a {name}, which is not a {cls.__name__}.")
-        params = {k: from_jsonable(v) for k, v in params.items()}
-        params.update({k: None for k in config.get("dropped_params", [])})
-        params["device"] = device
-        estimator = klass(**params)
-        estimator.device_ = resolve_device(device)
-        estimator._set_fitted_state(fitted)
-        module = estimator._build_module()
-        try:
-            state = load_file(str(weights_file))
-            module.load_state_dict(state, strict=True)
-        except (SafetensorError, RuntimeError, OSError) as exc:
-            raise ValueError(f"{weights_file} is corrupt or does not match the config: {exc}")
-        estimator.module_ = module.to(estimator.device_).eval()
-        estimator.history_ = []
-        return estimator
+        Model files are untrusted input: no code from them runs, and a file that is corrupt,
+        edited or inconsistent raises a ``ValueError`` naming the wrong field or tensor (a
+        missing file a ``FileNotFoundError``) before large memory is allocated. Parameters
+        stored as None come back as None.
+        """
+        return load_estimator(cls, path, device)
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "module_")
@@ -482,43 +444,4 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         if unseen:
             raise ValueError(f"target contains labels not seen in fit: {unseen[:5]}.")
         return np.searchsorted(self.classes_, labels)
-
-
-def to_jsonable(value):
-    """Encode numpy arrays / scalars and nested containers as JSON-compatible values."""
-    if isinstance(value, np.ndarray):
-        if value.dtype == object:
-            return {"__ndarray__": [to_jsonable(v) for v in value.tolist()], "dtype": "object"}
-        return {"__ndarray__": value.tolist(), "dtype": value.dtype.str}
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Mapping):
-        bad = [k for k in value if not isinstance(k, str)]
-        if bad:
-            return {"__items__": [[to_jsonable(k), to_jsonable(v)] for k, v in value.items()]}
-        return {k: to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return {"__tuple__": [to_jsonable(v) for v in value]}
-    if isinstance(value, list):
-        return [to_jsonable(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    raise TypeError(f"cannot store a {type(value).__name__} as JSON")
-
-
-def from_jsonable(value):
-    """Inverse of :func:`to_jsonable`."""
-    if isinstance(value, dict):
-        if "__ndarray__" in value:
-            dtype = value["dtype"]
-            dtype = object if dtype == "object" else np.dtype(dtype)
-            return np.array(from_jsonable(value["__ndarray__"]), dtype=dtype)
-        if "__tuple__" in value:
-            return tuple(from_jsonable(v) for v in value["__tuple__"])
-        if "__items__" in value:
-            return {from_jsonable(k): from_jsonable(v) for k, v in value["__items__"]}
-        return {k: from_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [from_jsonable(v) for v in value]
-    return value
 

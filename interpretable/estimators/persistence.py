@@ -1,0 +1,343 @@
+"""Safe persistence of fitted estimators: a folder with ``config.json`` (parameters and fitted
+state as JSON) and ``weights.safetensors`` (the module's tensors). Never pickle: no code from a
+model file ever runs.
+
+:func:`save_estimator` is atomic (the folder ends up holding the complete new model, or exactly
+what it held before) and first checks that what it writes loads back. :func:`load_estimator`
+treats both files as hostile: it bounds the config's size and nesting, checks its schema,
+validates the parameters (the estimator's ``_parameter_constraints``) and the fitted state,
+builds the module on the meta device and compares every tensor's name and shape with the
+weights file's header before reading any tensor (so memory is bounded by the file size), and
+refuses non-finite weights.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
+
+from ..validation import resolve_device
+
+__all__ = ["save_estimator", "load_estimator", "to_jsonable", "from_jsonable"]
+
+FORMAT_VERSION = 1
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "weights.safetensors"
+#: bounds on what a config may make the loader read and allocate
+MAX_CONFIG_BYTES = 64 * 2**20
+MAX_NESTING = 64
+MAX_ARRAY_BYTES = 2**30
+_CONFIG_KEYS = {"format_version", "estimator", "params", "dropped_params", "fitted"}
+_TRUSTED_USE = "pickle works for trusted use"
+
+
+# ---------------------------------------------------------------------------- JSON encoding
+def to_jsonable(value, name="value"):
+    """Encode numpy arrays / scalars, tuples and dicts with non-str keys as JSON-compatible
+    values; anything else JSON cannot hold raises a ``TypeError`` naming where it is in
+    ``name``."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "biufU":
+            return {"__ndarray__": value.tolist(), "dtype": value.dtype.str}
+        if value.dtype == object:
+            return {"__ndarray__": to_jsonable(value.tolist(), name), "dtype": "object"}
+        raise TypeError(f"cannot store {name} (an array of dtype {value.dtype}) as JSON")
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item(), name)
+    if isinstance(value, Mapping):
+        if all(isinstance(k, str) and not k.startswith("__") for k in value):
+            return {k: to_jsonable(v, f"{name}[{k!r}]") for k, v in value.items()}
+        return {"__items__": [[to_jsonable(k, f"a key of {name}"), to_jsonable(v, f"{name}[{k!r}]")]
+                              for k, v in value.items()]}
+    if isinstance(value, (tuple, list)):
+        items = [to_jsonable(v, f"{name}[{i}]") for i, v in enumerate(value)]
+        return {"__tuple__": items} if isinstance(value, tuple) else items
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"cannot store {name} (a {type(value).__name__}) as JSON")
+
+
+def from_jsonable(value):
+    """Inverse of :func:`to_jsonable`; malformed input raises a ``ValueError``."""
+    if isinstance(value, list):
+        return [from_jsonable(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "__ndarray__" in value:
+        return _decode_array(_marked(value, "__ndarray__", "dtype"), value["dtype"])
+    if "__tuple__" in value:
+        return tuple(from_jsonable(v) for v in _marked(value, "__tuple__"))
+    if "__items__" in value:
+        items = _marked(value, "__items__")
+        if not all(isinstance(kv, list) and len(kv) == 2 for kv in items):
+            raise ValueError("__items__ must be a list of [key, value] pairs")
+        return {from_jsonable(k): from_jsonable(v) for k, v in items}
+    return {k: from_jsonable(v) for k, v in value.items()}
+
+
+def _marked(value: dict, marker: str, *extra: str) -> list:
+    """The list under ``marker`` of an encoded value, checking the entry's keys."""
+    if value.keys() != {marker, *extra} or not isinstance(value[marker], list):
+        raise ValueError(f"malformed {marker} entry with keys {sorted(value)}")
+    return value[marker]
+
+
+def _decode_array(items: list, dtype) -> np.ndarray:
+    values = np.array(from_jsonable(items), dtype=object)
+    if dtype == "object":
+        return values
+    try:
+        dtype = np.dtype(dtype) if isinstance(dtype, str) else None
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.kind not in "biufU" or values.size * dtype.itemsize > MAX_ARRAY_BYTES:
+        raise ValueError(f"arrays of dtype {dtype!r} with {values.size} values are not accepted")
+    try:
+        return values.astype(dtype)
+    except (TypeError, OverflowError) as exc:
+        raise ValueError(f"cannot decode an array of dtype {dtype}: {exc}") from None
+
+
+def _nesting(value) -> int:
+    """Nesting depth of decoded JSON (iterative: hostile input cannot exhaust the stack)."""
+    depth, level = 0, [value]
+    while level:
+        depth += 1
+        level = [c for v in level if isinstance(v, (dict, list))
+                 for c in (v.values() if isinstance(v, dict) else v)]
+    return depth
+
+
+# ---------------------------------------------------------------------------- save
+def save_estimator(estimator, path) -> Path:
+    """Save a fitted estimator to the folder ``path``; see :meth:`NeuralEstimator.save`."""
+    path = Path(path)
+    _check_target(path)
+    config = _config_text(estimator)
+    state = {k: v.detach().cpu().contiguous() for k, v in estimator.module_.state_dict().items()}
+    try:
+        _restore(json.loads(config), type(estimator), "cpu",
+                 {k: tuple(v.shape) for k, v in state.items()}, state.__getitem__)
+    except ValueError as exc:
+        raise ValueError(f"cannot save {type(estimator).__name__}: the files would not load "
+                         f"back: {exc}") from exc
+    _write_folder(path, config, state)
+    return path
+
+
+def _check_target(path: Path) -> None:
+    """Refuse a target that is not a folder of a saved model (or empty): replacing it must not
+    delete anything else."""
+    if not (path.exists() or path.is_symlink()):
+        return
+    if not path.is_dir():
+        raise FileExistsError(f"{path} exists and is not a folder.")
+    others = sorted(p.name for p in path.iterdir() if p.name not in (CONFIG_FILE, WEIGHTS_FILE))
+    if others:
+        raise FileExistsError(f"{path} holds files that are not part of a saved model "
+                              f"({others[:5]}); save into a new or empty folder.")
+
+
+def _config_text(estimator) -> str:
+    """config.json of a fitted estimator: the parameters it was fitted with (parameters JSON
+    cannot hold are listed in ``dropped_params`` and load as None) and its fitted state."""
+    name = type(estimator).__name__
+    params, dropped = {}, []
+    for key, value in estimator.fitted_params_.items():
+        try:
+            params[key] = to_jsonable(value)
+        except TypeError:
+            dropped.append(key)
+    try:  # load takes the device from its argument
+        validate_parameter_constraints(
+            {k: estimator._parameter_constraints[k] for k in dropped if k != "device"},
+            dict.fromkeys(dropped), caller_name=name)
+    except InvalidParameterError as exc:
+        raise TypeError(f"cannot save {name}: parameter(s) {dropped} cannot be stored as JSON "
+                        f"and None cannot replace them ({exc}); {_TRUSTED_USE}.") from None
+    try:
+        fitted = to_jsonable(estimator._get_fitted_state(), "the fitted state")
+    except TypeError as exc:
+        raise TypeError(f"cannot save {name}: {exc}; {_TRUSTED_USE}.") from None
+    return json.dumps({"format_version": FORMAT_VERSION, "estimator": name, "params": params,
+                       "dropped_params": dropped, "fitted": fitted}, indent=1)
+
+
+def _write_folder(path: Path, config: str, state: dict) -> None:
+    """Write both files into a fresh folder next to ``path`` and swap it in: afterwards ``path``
+    holds exactly the new files or, on any error, exactly what it held before."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
+    new, old = work / "new", work / "old"
+    try:
+        new.mkdir()
+        (new / CONFIG_FILE).write_text(config, encoding="utf-8")
+        save_file(state, str(new / WEIGHTS_FILE))
+        if path.exists() or path.is_symlink():
+            os.rename(path, old)
+        try:
+            os.rename(new, path)
+        except BaseException:
+            if old.exists() or old.is_symlink():
+                os.rename(old, path)
+            raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- load
+def load_estimator(cls, path, device="auto"):
+    """Load an estimator saved by :func:`save_estimator`; see :meth:`NeuralEstimator.load`."""
+    path = Path(path)
+    config_file, weights_file = path / CONFIG_FILE, path / WEIGHTS_FILE
+    for f in (config_file, weights_file):
+        if not f.is_file():
+            raise FileNotFoundError(f"{f} does not exist; is {path} a saved estimator?")
+    config = _read_config(config_file)
+    try:
+        with safe_open(str(weights_file), framework="pt") as f:
+            shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+            return _restore(config, cls, device, shapes, f.get_tensor)
+    except SafetensorError as exc:
+        raise ValueError(f"{weights_file} is corrupt: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"cannot load {path}: {exc}") from exc
+
+
+def _read_config(config_file: Path):
+    with open(config_file, "rb") as f:
+        data = f.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ValueError(f"{config_file} is larger than {MAX_CONFIG_BYTES} bytes.")
+    try:
+        config = json.loads(data.decode("utf-8"))
+        too_deep = _nesting(config) > MAX_NESTING
+    except RecursionError:
+        too_deep = True
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too many digits
+        raise ValueError(f"{config_file} is corrupt: not valid JSON ({exc}).") from None
+    if too_deep:
+        raise ValueError(f"{config_file} is nested deeper than {MAX_NESTING} levels.")
+    return config
+
+
+def _restore(config, cls, device, shapes: Mapping[str, tuple], read: Callable[[str], torch.Tensor]):
+    """The fitted estimator described by ``config`` (decoded config.json) and its tensors:
+    ``shapes`` maps each tensor's name to its shape, ``read(name)`` reads it. Raises a
+    ``ValueError`` naming the wrong field or tensor; reads tensors only once the module built
+    from the config has exactly their names and shapes."""
+    estimator = _estimator_from_config(config, cls, device)
+    try:
+        with torch.device("meta"):
+            module = estimator._build_module()
+    except Exception as exc:  # noqa: BLE001 - any failure means the config is unusable
+        raise ValueError(f"the module described by {CONFIG_FILE} cannot be built on the meta "
+                         f"device ({type(exc).__name__}: {exc}).") from exc
+    expected = module.state_dict()
+    missing, unexpected = sorted(expected.keys() - shapes), sorted(shapes.keys() - expected)
+    if missing or unexpected:
+        raise ValueError(f"{WEIGHTS_FILE} holds the weights of another model: tensors missing "
+                         f"{missing[:5]}, unexpected {unexpected[:5]}.")
+    for name, meta in expected.items():
+        if tuple(meta.shape) != shapes[name]:
+            fields = _fields_equal_to(config, set(meta.shape) - set(shapes[name]))
+            source = f" (from {', '.join(fields)})" if fields else ""
+            raise ValueError(f"tensor {name!r} has shape {shapes[name]} in {WEIGHTS_FILE} but "
+                             f"{CONFIG_FILE} implies {tuple(meta.shape)}{source}.")
+    tensors = {name: _checked_tensor(name, read(name), meta.dtype)
+               for name, meta in expected.items()}
+    module.load_state_dict(tensors, strict=True, assign=True)
+    stale = _meta_tensors(module)
+    if stale:
+        raise TypeError(f"{type(estimator).__name__}._build_module() keeps tensors outside the "
+                        f"module's state_dict ({stale[:5]}); they cannot be saved or loaded.")
+    estimator.module_ = module.to(estimator.device_).eval()
+    estimator.history_ = []
+    estimator.fitted_params_ = estimator.get_params(deep=False)
+    return estimator
+
+
+def _estimator_from_config(config, cls, device):
+    """An unfitted-module estimator: schema, parameters and fitted state checked."""
+    if not isinstance(config, dict) or config.keys() != _CONFIG_KEYS:
+        keys = sorted(config) if isinstance(config, dict) else type(config).__name__
+        raise ValueError(f"{CONFIG_FILE} must hold the keys {sorted(_CONFIG_KEYS)}, got {keys}.")
+    version = config["format_version"]
+    if type(version) is not int or version != FORMAT_VERSION:
+        raise ValueError(f"{CONFIG_FILE} has format_version {version!r}; this version of "
+                         f"interpretable reads format {FORMAT_VERSION}.")
+    name = config["estimator"]
+    klass = cls._registry.get(name) if isinstance(name, str) else None
+    if klass is None or not issubclass(klass, cls):
+        raise ValueError(f"{CONFIG_FILE} holds estimator {name!r}, which is not a known "
+                         f"{cls.__name__}.")
+    params, dropped = config["params"], config["dropped_params"]
+    if not isinstance(params, dict) or not isinstance(dropped, list) \
+            or not all(isinstance(k, str) for k in dropped):
+        raise ValueError(f"{CONFIG_FILE}: params must be an object and dropped_params a list "
+                         "of parameter names.")
+    stored, names = {*params, *dropped}, set(klass._get_param_names())
+    wrong = sorted(stored - names) + sorted(names - stored) + sorted(set(params) & set(dropped))
+    if wrong:
+        raise ValueError(f"{CONFIG_FILE}: params must name each parameter of {name} once; "
+                         f"unknown, missing or repeated: {wrong}.")
+    try:
+        estimator = klass(**{**{k: from_jsonable(v) for k, v in params.items()},
+                             **dict.fromkeys(dropped), "device": device})
+        estimator._validate_params()
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{CONFIG_FILE} params: {exc}") from exc
+    estimator.device_ = resolve_device(device)
+    try:
+        estimator._set_fitted_state(from_jsonable(config["fitted"]))
+        for value in vars(estimator).values():
+            if isinstance(value, BaseEstimator):
+                value._validate_params()
+    except Exception as exc:  # noqa: BLE001 - any failure means the fitted state is unusable
+        raise ValueError(f"{CONFIG_FILE} has an invalid fitted state "
+                         f"({type(exc).__name__}: {exc}).") from exc
+    return estimator
+
+
+def _checked_tensor(name: str, tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    if tensor.dtype != dtype:
+        raise ValueError(f"tensor {name!r} has dtype {tensor.dtype} in {WEIGHTS_FILE}; the model "
+                         f"needs {dtype}.")
+    if tensor.is_floating_point() and not torch.isfinite(tensor).all():
+        raise ValueError(f"tensor {name!r} in {WEIGHTS_FILE} holds NaN or infinite values.")
+    return tensor
+
+
+def _meta_tensors(module: torch.nn.Module) -> list[str]:
+    """Names of the tensors (buffers and plain attributes) still on the meta device."""
+    named = [*module.named_buffers(),
+             *((f"{prefix}.{k}".lstrip("."), v) for prefix, m in module.named_modules()
+               for k, v in vars(m).items() if isinstance(v, torch.Tensor))]
+    return sorted(name for name, t in named if t.is_meta)
+
+
+def _fields_equal_to(config, values: set) -> list[str]:
+    """Paths of the integers in ``config`` (and of the lists whose length) in ``values``: the
+    config fields that a tensor's wrong dimensions come from."""
+    found, stack = [], [("", config)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack += [(f"{path}.{k}".lstrip("."), v) for k, v in value.items()]
+        elif isinstance(value, list):
+            found += [f"len({path})"] if len(value) in values else []
+            stack += [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+        elif type(value) is int and value in values:
+            found.append(path)
+    return sorted(found)
