@@ -18,6 +18,7 @@ _LAZY = {
     "SEATClassifier": "interpretable.estimators.seat",
     "ISANLanguageModel": "interpretable.estimators.language_model",
     "LSTMLanguageModel": "interpretable.estimators.language_model",
+    "ISANSequenceTagger": "interpretable.estimators.tagger",
     "TokenExplanation": "interpretable.explanation",
     "ImageExplanation": "interpretable.explanation",
     "SequenceExplanation": "interpretable.explanation",

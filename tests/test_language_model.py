@@ -1,5 +1,5 @@
-"""ISANLanguageModel / LSTMLanguageModel: estimator contracts, explanation, composition,
-basis change, generation, unknown symbols, parentheses task, bad input."""
+"""ISANLanguageModel / LSTMLanguageModel: estimator contracts, explanation (exact for the ISAN,
+captum for the LSTM), composition, basis change, generation, unknown symbols, bad input."""
 
 import copy
 import math
@@ -14,9 +14,9 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from interpretable import ISANLanguageModel, LSTMLanguageModel, SequenceExplanation
-from interpretable.datasets import make_parentheses
-from interpretable.estimators.language_model import UNKNOWN, split_words
+from interpretable import ISANLanguageModel, ISANSequenceTagger, LSTMLanguageModel, SequenceExplanation
+from interpretable.estimators.language_model import split_words
+from interpretable.estimators.sequence import UNKNOWN, next_symbol_windows
 
 
 WORDS = ["the", "king", "is", "dead", "long", "live", "queen", "my", "lord", "good"]
@@ -43,7 +43,7 @@ def isan64():
 
 # ---------------------------------------------------------------------- language model basics
 def test_alphabet_unknown_symbol_and_probabilities(isan):
-    assert isan.classes_[0] == UNKNOWN
+    assert isan.classes_[0] == UNKNOWN and list(isan.classes_) == isan.symbols_
     assert "~" not in isan.vocabulary_  # seen once < min_count=2 → shares the unknown symbol
     assert set(isan.classes_[1:]) == set("".join(WORDS)) | {" "}
     P = isan.predict_proba(["the ki", "long li", "xyz§ unseen ☃"])  # unseen chars never crash
@@ -64,13 +64,13 @@ def test_training_learns_and_is_reproducible(isan):
 
 def test_bits_per_char_matches_direct_computation(isan):
     text = make_text(8, seed=3)  # shorter than seq_len: one window
-    ids = torch.as_tensor(isan._encode(text))[None]
+    ids = torch.as_tensor(isan.encode_symbols(text))[None]
     with torch.no_grad():
         logp = torch.log_softmax(isan.module_(ids)[0, :-1].double(), -1)
     direct = -logp.gather(1, ids[0, 1:, None]).mean() / math.log(2)
     assert isan.bits_per_char(text) == pytest.approx(float(direct), rel=1e-6)
     # long texts: overlapping windows score every character exactly once
-    x, t = isan._lm_windows([isan._encode(TEXT)], train=False)
+    x, t = next_symbol_windows([isan.encode_symbols(TEXT)], isan.seq_len, train=False)
     assert int((t != -100).sum()) == len(TEXT) - 1
 
 
@@ -111,7 +111,7 @@ def test_explain_targets_and_word_level(isan64):
     fixed = isan64.explain(text, target="k")
     assert set(fixed.target[0]) == {"k"}
     # the explained logit is the model's logit for that symbol
-    ids = torch.as_tensor(isan64._encode(text))[None]
+    ids = torch.as_tensor(isan64.encode_symbols(text))[None]
     with torch.no_grad():
         logits = isan64.module_(ids)[0, :, isan64.vocabulary_["k"]].numpy()
     np.testing.assert_allclose(fixed.logit[0], logits, rtol=1e-12)
@@ -141,7 +141,7 @@ def test_compose_and_cached_transition(isan64):
     np.testing.assert_allclose(isan64.transition(text, cache=cache), isan64.transition(text), rtol=1e-10)
     # the state from transition reproduces the model's logits
     logits = isan64.module_.readout(torch.as_tensor(isan64.transition(text)))
-    ids = torch.as_tensor(isan64._encode(text))[None]
+    ids = torch.as_tensor(isan64.encode_symbols(text))[None]
     np.testing.assert_allclose(logits.detach().numpy(), isan64.module_(ids)[0, -1].detach().numpy(), rtol=1e-10)
     with pytest.raises(ValueError, match="substring"):
         isan64.compose("")
@@ -186,8 +186,10 @@ def test_not_fitted_and_bad_input():
         lm.fit(["a", "b", "a", "b"])
     with pytest.raises(ValueError, match="hidden_size"):
         ISANLanguageModel(hidden_size=0).fit(TEXT)
-    with pytest.raises(ValueError, match="loss"):
-        ISANLanguageModel(loss="hinge").fit(TEXT)
+    with pytest.raises(ValueError, match="dtype"):
+        ISANLanguageModel(dtype="float16").fit(TEXT)
+    with pytest.raises(ValueError, match="texts alone.*ISANSequenceTagger"):
+        lm.fit([TEXT], [np.zeros(len(TEXT))])
     with pytest.raises(ValueError, match="seq_len"):
         ISANLanguageModel(seq_len=1).fit(TEXT)
 
@@ -233,61 +235,123 @@ def test_save_load_roundtrip(tmp_path, dtype):
 
 
 # ---------------------------------------------------------------------- LSTM baseline
-def test_lstm_baseline(tmp_path):
-    lm = LSTMLanguageModel(**{**SMALL, "hidden_size": 16}).fit(TEXT)
-    assert lm.bits_per_char(make_text(200, seed=1)) < math.log2(len(lm.classes_))
-    a = lm.generate(["the ", "my"], n_chars=30, temperature=0.7, random_state=0)
-    assert a == lm.generate(["the ", "my"], n_chars=30, temperature=0.7, random_state=0)
+@pytest.fixture(scope="module")
+def lstm():
+    return LSTMLanguageModel(**{**SMALL, "hidden_size": 16}).fit(TEXT)
+
+
+def test_lstm_baseline(lstm, tmp_path):
+    assert lstm.bits_per_char(make_text(200, seed=1)) < math.log2(len(lstm.classes_))
+    a = lstm.generate(["the ", "my"], n_chars=30, temperature=0.7, random_state=0)
+    assert a == lstm.generate(["the ", "my"], n_chars=30, temperature=0.7, random_state=0)
     assert len(a) == 2 and all(len(s) == 30 for s in a)
-    assert lm.generate("the ", 5, temperature=0)[0] == lm.predict(["the "])[0]
-    lm.save(tmp_path / "lstm")
+    assert lstm.generate("the ", 5, temperature=0)[0] == lstm.predict(["the "])[0]
+    lstm.save(tmp_path / "lstm")
     back = LSTMLanguageModel.load(tmp_path / "lstm", device="cpu")
-    np.testing.assert_allclose(back.predict_proba(["the k"]), lm.predict_proba(["the k"]))
-    assert lm.explain_methods == ()
-    with pytest.raises(ValueError, match="not supported by LSTMLanguageModel"):
-        lm.explain("the k")
+    np.testing.assert_allclose(back.predict_proba(["the k"]), lstm.predict_proba(["the k"]))
 
 
-# ---------------------------------------------------------------------- sequence to sequence
-def test_parentheses_counting_learnable():
-    X, Y = make_parentheses(400, 30, n_types=2, max_count=3, random_state=0)
-    Xt, Yt = make_parentheses(100, 80, n_types=2, max_count=3, random_state=1)
-    m = ISANLanguageModel(hidden_size=20, loss="squared", max_epochs=30, lr=2e-2,
-                          batch_size=32, min_count=1, random_state=0).fit(X, Y)
-    assert m.mode_ == "seq2seq" and m.group_sizes_ == [4, 4]
-    assert m.score(Xt, Yt) >= 0.97  # held out, longer than in training
-    pred = m.predict(Xt[:2])
-    assert pred[0].shape == (80, 2)
-    proba = m.predict_proba(Xt[:1])[0]
-    assert proba.shape == (80, 8)
-    exp = m.explain(Xt[:1], target=3)
-    assert np.all(exp.completeness_error <= 1e-4)
-    from interpretable.metrics import parentheses_state_analysis
-
-    analysis = parentheses_state_analysis(m, Xt, Yt)
-    assert analysis["rank_readout"] == 8
-    assert analysis["delayed_counts_from_readout"] >= 0.95  # the output part holds the delayed counts
-    assert analysis["current_counts_from_full"] >= 0.95  # the state also knows the current ones
-    with pytest.raises(ValueError, match="language model"):
-        m.bits_per_char(["(("])
-    with pytest.raises(ValueError, match="shape"):
-        m.fit(X, [y[:-1] for y in Y])
-    with pytest.raises(TypeError, match="integer"):
-        m.fit(X[:2], [np.full(30, "a"), np.full(30, "b")])
-    with pytest.raises(ValueError, match="y is required"):
-        m.score(Xt)
+def _step_gradients(lm, text, targets):
+    """Reference: ∂ logit[t, targets[t]] / ∂ embedding (T, T, E), one backward per step."""
+    m = lm.module_
+    embedded = m.embedding(torch.as_tensor(lm.encode_symbols(text))[None]).detach()
+    embedded.requires_grad_(True)
+    logits = m.readout(m.lstm(embedded)[0])[0]
+    grads = [torch.autograd.grad(logits[t, k], embedded, retain_graph=True)[0][0]
+             for t, k in enumerate(targets)]
+    return torch.stack(grads).detach(), embedded.detach()[0]
 
 
-def test_seq2seq_cross_entropy_single_group():
-    rng = np.random.RandomState(0)
-    X = ["".join(rng.choice(list("ab"), size=20)) for _ in range(60)]
-    Y = [np.array([1 if c == "a" else 7 for c in x]) for x in X]  # label of the current symbol
-    m = ISANLanguageModel(hidden_size=6, max_epochs=15, lr=2e-2, batch_size=16, random_state=0,
-                          min_count=1).fit(X, Y)
-    np.testing.assert_array_equal(m.classes_, [1, 7])
-    assert m.score(X[:10], Y[:10]) == 1.0
-    assert m.predict(["ab"])[0].tolist() == [1, 7]
-    np.testing.assert_allclose(m.predict_proba(["ab"])[0].sum(1), 1.0)
+def test_lstm_explain_matches_per_step_gradients(lstm):
+    texts = ["the king is dead", "my lord"]
+    default = lstm.explain(texts)
+    assert lstm.explain_methods[0] == "input_x_gradient" == default.method
+    assert default.logit is None  # post hoc: no completeness claim
+    gradient = lstm.explain(texts, method="gradient", target="actual")
+    for i, text in enumerate(texts):
+        assert default.values[i].shape == (len(text), len(text))
+        assert list(default.target[i]) == list(default.prediction[i])
+        ids = [lstm.vocabulary_.get(c, 0) for c in default.target[i]]
+        grads, embedded = _step_gradients(lstm, text, ids)
+        np.testing.assert_allclose(default.values[i], (grads * embedded).sum(-1).numpy(),
+                                   rtol=1e-4, atol=1e-6)
+        actual = [lstm.vocabulary_.get(c, 0) for c in text[1:]] + ids[-1:]
+        grads, _ = _step_gradients(lstm, text, actual)
+        np.testing.assert_allclose(gradient.values[i], grads.norm(dim=-1).numpy(),
+                                   rtol=1e-4, atol=1e-6)
+        assert np.all(np.triu(gradient.values[i], 1) == 0)  # the future never contributes
+
+
+def test_lstm_integrated_gradients_converge_and_words(lstm):
+    coarse = lstm.explain("the king is dead", method="integrated_gradients", n_steps=2,
+                          target="k")
+    fine = lstm.explain("the king is dead", method="integrated_gradients", n_steps=64,
+                        target="k")
+    assert set(fine.target[0]) == {"k"}
+    assert fine.completeness_error.max() < 1e-3 < coarse.completeness_error.max()
+    # the baseline logit is the logit with all embeddings at zero
+    m = lstm.module_
+    with torch.no_grad():
+        zero = m.readout(m.lstm(torch.zeros(1, 16, m.embedding.embedding_dim))[0])[0]
+    np.testing.assert_allclose(fine.bias[0], zero[:, lstm.vocabulary_["k"]].numpy(), rtol=1e-5)
+    words = lstm.explain("the king is dead", method="integrated_gradients", n_steps=64,
+                         target="k", level="word")
+    np.testing.assert_allclose(words.values[0].sum(1), fine.values[0].sum(1), rtol=1e-9)
+    with pytest.raises(TypeError, match="n_steps"):
+        lstm.explain("the king", method="gradient", n_steps=4)
+
+
+# ---------------------------------------------------------------------- ISAN: positions, window
+def test_positions_and_window_equal_the_full_explanation(isan64):
+    texts = ["the king is dead", "long live the queen"]
+    full = isan64.explain(texts, target="actual")
+    steps = [9, 0, 15, 9]
+    part = isan64.explain(texts, target="actual", positions=steps)
+    for i in range(2):
+        np.testing.assert_allclose(part.values[i], full.values[i][steps], rtol=1e-12, atol=1e-14)
+        for name in ("logit", "bias"):
+            np.testing.assert_allclose(getattr(part, name)[i], getattr(full, name)[i][steps],
+                                       rtol=1e-12)
+        for name in ("target", "prediction"):
+            np.testing.assert_array_equal(getattr(part, name)[i], getattr(full, name)[i][steps])
+    w = 4
+    windowed = isan64.explain(texts, target="actual", positions=steps, window=w)
+    for i in range(2):
+        inside = np.array([[t - w < s <= t for s in range(len(texts[i]))] for t in steps])
+        np.testing.assert_allclose(windowed.values[i], np.where(inside, part.values[i], 0),
+                                   atol=1e-12)
+        older = np.where(inside, 0, part.values[i]).sum(1)  # folded into the bias exactly
+        np.testing.assert_allclose(windowed.bias[i], part.bias[i] + older, rtol=1e-10)
+        np.testing.assert_allclose(windowed.logit[i], part.logit[i], rtol=1e-12)
+    assert np.all(windowed.completeness_error <= 1e-10)
+    every = isan64.explain(texts, window=w)
+    assert every.values[1].shape == (19, 19) and np.all(every.completeness_error <= 1e-10)
+    with pytest.raises(ValueError, match="positions"):
+        isan64.explain(texts, positions=[16])  # beyond the shorter text
+    with pytest.raises(ValueError, match="positions"):
+        isan64.explain(texts, positions=[-1])
+    with pytest.raises(ValueError, match="window"):
+        isan64.explain(texts, window=0)
+
+
+def test_language_model_and_tagger_train_identically():
+    """The shared training loop: a tagger fitted on the language model's own windows and
+    next-character ids learns the very same weights."""
+    lm = ISANLanguageModel(**{**SMALL, "max_epochs": 2}).fit(TEXT)
+    L, X, Y = lm.seq_len, [], []
+    ids = lm.encode_symbols(TEXT)
+    for start in range(0, len(TEXT) - 1, L):
+        n = len(ids[start + 1: start + L + 1])
+        X.append(TEXT[start: start + n])
+        Y.append(ids[start + 1: start + 1 + n])
+    params = {k: v for k, v in SMALL.items() if k != "seq_len"}
+    tagger = ISANSequenceTagger(**{**params, "max_epochs": 2}).fit(X, Y)
+    assert tagger.symbols_ == lm.symbols_
+    np.testing.assert_array_equal(tagger.classes_, np.arange(lm.n_symbols_))
+    for name, value in lm.module_.state_dict().items():
+        assert torch.equal(tagger.module_.state_dict()[name], value), name
+    text = "the king is dead"
+    np.testing.assert_array_equal(tagger.explain([text]).values[0], lm.explain(text).values[0])
 
 
 # ---------------------------------------------------------------------- paper-figure analyses
@@ -301,7 +365,7 @@ def test_ngram_analyses_recover_planted_statistics(wide):
     from interpretable.metrics import input_bias_analysis, offsets_vs_bigram, readout_bias_vs_unigram
 
     m = copy.deepcopy(wide)
-    ids = m._encode(TEXT)
+    ids = m.encode_symbols(TEXT)
     O, H = m.n_outputs_, m.hidden_size
     unigram = np.bincount(ids, minlength=O) / len(ids)
     pairs = np.zeros((O, O))
@@ -337,7 +401,7 @@ def test_bias_similarity_and_contribution_decay(wide):
         bias_similarity(wide, "output")
     text = "the king is dead"
     decay = contribution_decay(wide, [text], max_lag=len(text) - 1)
-    ids = torch.as_tensor(wide._encode(text))[None]
+    ids = torch.as_tensor(wide.encode_symbols(text))[None]
     kappa = wide.module_.decompose(ids)["kappa"][0]  # (T, O, T): all outputs
     norms = torch.linalg.vector_norm(kappa, dim=1).numpy()  # (T, T) [t, s]
     T = len(text)

@@ -1,4 +1,5 @@
-"""Analyses of a fitted :class:`~interpretable.ISANLanguageModel` behind the ISAN paper's figures.
+"""Analyses of a fitted :class:`~interpretable.ISANLanguageModel` (or, for the parentheses task,
+:class:`~interpretable.ISANSequenceTagger`) behind the ISAN paper's figures.
 
 * :func:`input_bias_analysis` — norms of the input biases ``b_c`` (whole, readout part,
   computational part) against the unigram log-probability of ``c`` (paper: the computational part carries the
@@ -16,11 +17,15 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import torch
 from scipy import stats
+from sklearn.utils.validation import check_is_fitted
+
+from ..estimators.language_model import ISANLanguageModel, split_words
+from ..estimators.tagger import ISANSequenceTagger
+from ..validation import check_documents, check_sequence_targets, pad_sequences
 
 __all__ = [
     "input_bias_analysis",
@@ -33,33 +38,28 @@ __all__ = [
 ]
 
 
-def _check_isan(model):
-    from ..estimators.language_model import ISANLanguageModel
-
-    if not isinstance(model, ISANLanguageModel):
-        raise TypeError(f"model must be a fitted ISANLanguageModel, got {type(model).__name__}.")
-    model._check_fitted()
+def _check_model(model, *classes):
+    """Raise unless ``model`` is a fitted instance of one of ``classes`` (default: a language
+    model)."""
+    classes = classes or (ISANLanguageModel,)
+    if not isinstance(model, classes):
+        names = " or ".join(c.__name__ for c in classes)
+        raise TypeError(f"model must be a fitted {names}, got {type(model).__name__}.")
+    check_is_fitted(model)
 
 
 def _params(model):
     """float64 numpy views of the fitted ISAN: W (S,H,H), b (S,H), W_ro (O,H), b_ro (O,)."""
-    _check_isan(model)
+    _check_model(model, ISANLanguageModel, ISANSequenceTagger)
     m = model.module_
     f = lambda t: t.detach().double().cpu().numpy()  # noqa: E731
     return f(m.W), f(m.b), f(m.readout.weight), f(m.readout.bias)
 
 
-def _check_lm(model):
-    _check_isan(model)
-    model._check_mode("lm", "this analysis")
-
-
 def _unigram(model, text) -> np.ndarray:
     """Empirical distribution over the model's classes (unknown symbol included), (O,)."""
-    from ..validation import check_documents
-
     docs = check_documents(text)
-    ids = np.concatenate([model._encode(d) for d in docs])
+    ids = np.concatenate([model.encode_symbols(d) for d in docs])
     counts = np.bincount(ids, minlength=model.n_symbols_)
     return counts / counts.sum()
 
@@ -74,7 +74,7 @@ def input_bias_analysis(model, text) -> tuple[pd.DataFrame, dict]:
     Returns ``(table, correlations)``; ``correlations`` holds the Pearson correlation of each
     norm with the unigram log-probability (symbols absent from ``text`` are left out).
     """
-    _check_lm(model)
+    _check_model(model)
     _, b, W_ro, _ = _params(model)
     basis = model.readout_basis()
     p = _unigram(model, text)
@@ -112,7 +112,7 @@ def readout_bias_vs_unigram(model, text) -> dict:
     Returns the Pearson correlation of the two distributions, KL(unigram || softmax(b_ro)) in
     bits and, for reference, the KL to the uniform distribution.
     """
-    _check_lm(model)
+    _check_model(model)
     _, _, _, b_ro = _params(model)
     p = _unigram(model, text)
     q = _softmax(b_ro)
@@ -133,15 +133,13 @@ def offsets_vs_bigram(model, text, min_count: int = 20) -> tuple[pd.DataFrame, d
     KL (bits) of the bias-plus-offset prediction and of the unigram distribution with the bigram
     distribution. The summary holds their count-weighted means.
     """
-    from ..validation import check_documents
-
-    _check_lm(model)
+    _check_model(model)
     _, b, W_ro, b_ro = _params(model)
     docs = check_documents(text)
     S = model.n_symbols_
     pairs = np.zeros((S, S))
     for d in docs:
-        ids = model._encode(d)
+        ids = model.encode_symbols(d)
         np.add.at(pairs, (ids[:-1], ids[1:]), 1)
     unigram = _unigram(model, docs)
     offset_pred = _softmax(b_ro[None] + b @ W_ro.T)  # (S, O)
@@ -173,7 +171,7 @@ def bias_similarity(model, subspace: str = "computational", symbols=None) -> pd.
             f"subspace must be 'readout', 'computational' or 'full', got {subspace!r}.")
     if subspace != "full":
         b = b @ model.readout_basis()[subspace]
-    names = list(model._inverse_vocabulary())
+    names = model.symbols_
     symbols = names if symbols is None else list(symbols)
     missing = [s for s in symbols if s not in names]
     if missing:
@@ -190,13 +188,11 @@ def contribution_decay(model, texts, max_lag: int = 50) -> pd.DataFrame:
     Forward pass over the state contributions ``c_s^t = (∏ W) b_{x_s}`` of the last
     ``max_lag + 1`` symbols: cost O(T · max_lag · H²).
     """
-    from ..validation import check_documents
-
-    _check_lm(model)
+    _check_model(model)
     W, b, W_ro, _ = _params(model)
     norms = [[] for _ in range(max_lag + 1)]
     for text in check_documents(texts):
-        ids = model._encode(text)
+        ids = model.encode_symbols(text)
         C = np.zeros((0, W.shape[1]))  # contributions of the last symbols, newest last
         for i in ids:
             C = np.vstack([C[-max_lag:] @ W[i].T, b[i]])
@@ -211,7 +207,7 @@ def contribution_decay(model, texts, max_lag: int = 50) -> pd.DataFrame:
 
 
 def parentheses_state_analysis(model, X, Y, random_state: int = 0) -> dict:
-    """Where a parentheses-counting ISAN (fitted with ``fit(X, Y)``) keeps the counts.
+    """Where a parentheses-counting :class:`~interpretable.ISANSequenceTagger` keeps the counts.
 
     Hidden states are re-expressed in the readout basis and split into the readout part (what
     the output sees: the counts *before* the current symbol, i.e. the delayed target) and the
@@ -220,13 +216,10 @@ def parentheses_state_analysis(model, X, Y, random_state: int = 0) -> dict:
     counts and the current counts (after the symbol) from each part. Also reports how many
     dimensions of each part carry 99 % of the state variance.
     """
-    _check_isan(model)
-    model._check_mode("seq2seq", "parentheses_state_analysis")
-    from ..validation import check_sequence_targets, check_sequences, pad_sequences
-
-    seqs = check_sequences(X)
-    Y = check_sequence_targets(Y, [len(s) for s in seqs])
-    x, lengths = pad_sequences([model._encode(s) for s in seqs], 0)
+    _check_model(model, ISANSequenceTagger)
+    batch = model.encode(X)
+    Y = check_sequence_targets(Y, [len(s) for s in batch.units])
+    x, lengths = batch.inputs["x"], batch.inputs["lengths"]
     if len(set(lengths.tolist())) != 1:
         raise ValueError("parentheses_state_analysis needs sequences of equal length.")
     basis = model.readout_basis()
@@ -239,7 +232,7 @@ def parentheses_state_analysis(model, X, Y, random_state: int = 0) -> dict:
     delayed = Yd[:, :-1]
     parts = {"readout": H @ basis.readout, "computational": H @ basis.computational, "full": H}
     rng = np.random.RandomState(random_state)
-    order = rng.permutation(len(seqs))
+    order = rng.permutation(len(x))
     train, test = order[: len(order) // 2], order[len(order) // 2:]
     result = {"rank_readout": int(basis.rank), "hidden_size": int(basis.Q.shape[0])}
     for name, Z in parts.items():
@@ -282,19 +275,16 @@ def word_context_effects(model, text: str, max_rest: int = 30, batch_size: int =
     ``margin_change`` (how much the word raises the predicted logit over the runner-up without
     it) and ``flips`` (whether removing the word changes the prediction).
     """
-    from ..estimators.language_model import split_words
-    from ..validation import check_documents, pad_sequences
-
-    _check_lm(model)
+    _check_model(model)
     (text,) = check_documents([text], "text")
     m = model.module_
     dev = model.device_
-    ids = torch.as_tensor(model._encode(text))
+    ids = torch.as_tensor(model.encode_symbols(text))
     pieces = split_words(text)
     starts = np.cumsum([0] + [len(p) for p in pieces])
     with torch.no_grad():
         logits = m(ids[None].to(dev))[0].double().cpu().numpy()  # (T, O)
-        words, lengths = pad_sequences([model._encode(p) for p in pieces], 0)
+        words, lengths = pad_sequences([model.encode_symbols(p) for p in pieces], 0)
         _, b_word = m.compose(words.to(dev), lengths.to(dev))  # (P, H): own contribution
     piece_of = np.repeat(np.arange(len(pieces)), [len(p) for p in pieces])
     rows = []
@@ -303,7 +293,7 @@ def word_context_effects(model, text: str, max_rest: int = 30, batch_size: int =
     W_ro = m.readout.weight
     for lo in range(0, len(positions), batch_size):
         chunk = positions[lo: lo + batch_size]
-        rests = [model._encode(text[starts[piece_of[t]]: t + 1]) for t in chunk]
+        rests = [model.encode_symbols(text[starts[piece_of[t]]: t + 1]) for t in chunk]
         x, n = pad_sequences(rests, 0)
         with torch.no_grad():
             A_rest, _ = m.compose(x.to(dev), n.to(dev))

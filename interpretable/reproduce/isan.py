@@ -21,6 +21,7 @@ import torch
 
 from ..datasets import load_shakespeare, make_parentheses
 from ..estimators.language_model import ISANLanguageModel, LSTMLanguageModel, split_words
+from ..estimators.tagger import ISANSequenceTagger
 from ..metrics.isan_analysis import (
     contribution_decay,
     input_bias_analysis,
@@ -121,7 +122,7 @@ def worked_decomposition(model, text: str = WORKED_TEXT, html_path: Path | None 
     each word (the paper's ``_annual_revenue`` figure: dropping ``_annual`` flips the decoding)."""
     exp = model.explain(text, level="word")
     m = model.module_
-    ids = torch.as_tensor(model._encode(text))[None].to(model.device_)
+    ids = torch.as_tensor(model.encode_symbols(text))[None].to(model.device_)
     dec = m.decompose(ids)  # all outputs, all positions: (1, T, O, T)
     kappa = dec["kappa"][0, -1].double().cpu().numpy()  # (O, T) at the last step
     logits = dec["logits"][0, -1].double().cpu().numpy()
@@ -171,9 +172,9 @@ def _parentheses(cfg, seed, log):
     # trained on length-50 sequences, tested on unseen length-100 ones
     X, Y = make_parentheses(cfg["paren_sequences"], 50, random_state=seed, **kw)
     Xt, Yt = make_parentheses(300, 100, random_state=seed + 1000, **kw)
-    model = ISANLanguageModel(hidden_size=cfg["paren_hidden"], loss="squared",
-                              max_epochs=cfg["paren_epochs"], lr=1e-2, batch_size=32, min_count=1,
-                              random_state=seed)
+    model = ISANSequenceTagger(hidden_size=cfg["paren_hidden"], loss="squared",
+                               max_epochs=cfg["paren_epochs"], lr=1e-2, batch_size=32, min_count=1,
+                               random_state=seed)
     start = time.perf_counter()
     model.fit(X, Y)
     acc = model.score(Xt, Yt)

@@ -88,6 +88,19 @@ def _lstm_lm():
     return LSTMLanguageModel(hidden_size=8, max_epochs=2, seq_len=20, random_state=0)
 
 
+def _parentheses():
+    from interpretable.datasets import make_parentheses
+
+    X, Y = make_parentheses(48, 12, n_types=2, max_count=3, random_state=0)
+    return X, Y, X[:4]
+
+
+def _isan_tagger():
+    from interpretable import ISANSequenceTagger
+
+    return ISANSequenceTagger(hidden_size=8, max_epochs=2, min_count=1, random_state=0)
+
+
 def _seat(method):
     def make():
         from interpretable import SEATClassifier
@@ -132,5 +145,6 @@ CASES = [
     Case("BcosViTClassifier", _bcos_vit, _digits, "image"),
     Case("ViTClassifier", _vit, _digits, "image", {"method": "input_x_gradient"}),
     Case("ISANLanguageModel", _isan, _shakespeare_lines, "chars"),
-    Case("LSTMLanguageModel", _lstm_lm, _shakespeare_lines, "chars", explains=False),
+    Case("LSTMLanguageModel", _lstm_lm, _shakespeare_lines, "chars"),
+    Case("ISANSequenceTagger", _isan_tagger, _parentheses, "sequences"),
 ]
