@@ -18,6 +18,7 @@ __all__ = [
     "check_sequences",
     "check_sequence_targets",
     "pad_sequences",
+    "as_column",
     "check_random_state_seed",
     "resolve_device",
     "make_generator",
@@ -25,7 +26,20 @@ __all__ = [
 ]
 
 
+def as_column(X, what: str = "X"):
+    """A one-column pandas DataFrame as its column (a Series, index kept); a DataFrame with
+    several columns is refused with the column names; anything else is returned unchanged."""
+    columns = getattr(X, "columns", None)
+    if columns is None or not hasattr(X, "iloc"):
+        return X
+    if len(columns) != 1:
+        raise ValueError(f"{what} is a DataFrame with columns {list(columns)[:10]}; pass the one "
+                         f"column to use, e.g. {what}[{str(list(columns)[0])!r}].")
+    return X.iloc[:, 0]
+
+
 def _as_list(X, what: str) -> list:
+    X = as_column(X, what)
     if isinstance(X, (str, bytes)):
         raise TypeError(
             f"{what} must be a list of samples, got a single {type(X).__name__}; "
@@ -93,8 +107,11 @@ def check_text_inputs(X, what: str = "X") -> tuple[list[str], list[str] | None]:
 def check_images(X, *, channels: int | None = None, what: str = "X") -> np.ndarray:
     """Validate images and return float32 ``(n, H, W, C)`` in [0, 1] (a new array).
 
-    Accepts ``(n, H, W)`` grey or ``(n, H, W, C)`` images, float in [0, 1] or uint8 in [0, 255].
-    ``channels`` (the count seen in ``fit``) is enforced when given.
+    Layout rule: a batch of ``(n, H, W)`` grey or channels-last ``(n, H, W, C)`` images, float
+    in [0, 1] or uint8 in [0, 255]. Never guessed: a channels-first batch ``(n, C, H, W)`` (C ≤ 4
+    before more than 4 trailing values) and a single image without batch axis are refused with
+    a message saying how to pass them. Float pixels within 1e-6 outside [0, 1] (rounding) are
+    clipped. ``channels`` (the count seen in ``fit``) is enforced when given.
     """
     if isinstance(X, torch.Tensor):
         X = X.detach().cpu().numpy()
@@ -108,6 +125,15 @@ def check_images(X, *, channels: int | None = None, what: str = "X") -> np.ndarr
         raise ValueError(f"{what} must be an array of equally sized numeric images.")
     if X.size == 0 or X.ndim == 0 or X.shape[0] == 0:
         raise ValueError(f"{what} is empty: at least one image is required.")
+    if X.ndim == 2:
+        raise ValueError(f"{what} must be a batch of images (n, H, W[, C]), got 2 dimensions "
+                         f"{X.shape}; for a single image pass {what}[None].")
+    if X.ndim == 3 and channels is not None and channels > 1 and X.shape[-1] == channels:
+        raise ValueError(f"{what} of shape {X.shape} looks like one (H, W, C) image; pass a batch "
+                         f"(n, H, W, C), e.g. {what}[None].")
+    if X.ndim == 4 and X.shape[1] <= 4 < X.shape[-1]:
+        raise ValueError(f"{what} of shape {X.shape} looks channels-first (n, C, H, W); images "
+                         f"are channels-last (n, H, W, C): pass np.moveaxis({what}, 1, -1).")
     if X.ndim == 3:
         X = X[..., None]
     if X.ndim != 4:
@@ -129,12 +155,12 @@ def check_images(X, *, channels: int | None = None, what: str = "X") -> np.ndarr
         if not np.isfinite(X).all():
             raise ValueError(f"{what} contains NaN or infinite pixel values.")
         lo, hi = float(X.min()), float(X.max())
-        if lo < 0.0 or hi > 1.0:
+        if lo < -1e-6 or hi > 1.0 + 1e-6:
             raise ValueError(
                 f"{what} float pixel values must lie in [0, 1], got range [{lo:.4g}, {hi:.4g}]; "
                 "scale them (e.g. X / 255) or pass uint8."
             )
-        X = X.astype(np.float32, copy=True)
+        X = np.clip(X, 0.0, 1.0).astype(np.float32)
     if channels is not None and X.shape[-1] != channels:
         raise ValueError(
             f"{what} has {X.shape[-1]} channel(s) but the estimator was fitted on {channels}."
@@ -143,10 +169,18 @@ def check_images(X, *, channels: int | None = None, what: str = "X") -> np.ndarr
 
 
 def check_targets(y, n_samples: int | None = None, what: str = "y") -> np.ndarray:
-    """Validate classification targets: 1-d, no missing values, at least two classes."""
+    """Validate classification targets: 1-d, one label type, no missing values, at least two
+    classes."""
     if y is None:
         raise ValueError(f"{what} is required for fitting a classifier.")
-    y = np.asarray(y)
+    y = as_column(y, what)
+    if isinstance(y, (list, tuple)) or getattr(y, "dtype", None) == object:
+        y = np.asarray(list(y), dtype=object)
+        if all(isinstance(v, str) for v in y) or all(
+                isinstance(v, numbers.Number) and not isinstance(v, bool) for v in y):
+            y = np.asarray(y.tolist())
+    else:
+        y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()
     if y.ndim != 1:
@@ -157,6 +191,12 @@ def check_targets(y, n_samples: int | None = None, what: str = "y") -> np.ndarra
         raise ValueError(f"{what} contains NaN or infinite values.")
     if y.dtype == object and any(v is None or (isinstance(v, float) and v != v) for v in y):
         raise ValueError(f"{what} contains missing values (None or NaN).")
+    if y.dtype == object:
+        kinds = {"str" if isinstance(v, str) else "number" if isinstance(v, numbers.Number)
+                 else type(v).__name__ for v in y}
+        if len(kinds) > 1:
+            raise ValueError(f"{what} mixes label types {sorted(kinds)}; use one type for all "
+                             "labels (e.g. all str).")
     if len(np.unique(y)) < 2:
         raise ValueError(
             f"{what} has a single class ({np.asarray(y[0]).tolist()!r}); a classifier needs at "
@@ -190,8 +230,15 @@ def resolve_device(device) -> torch.device:
         device = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ValueError(f"device={device!r} is not a valid torch device: {exc}") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' was requested but CUDA is not available here.")
+    available = {"cpu": True, "cuda": torch.cuda.is_available(),
+                 "mps": torch.backends.mps.is_available()}
+    if not available.get(device.type, False):
+        raise ValueError(f"device={str(device)!r} was requested but it is not available here; "
+                         "use device='auto' or 'cpu'.")
+    if device.type == "cuda" and device.index is not None \
+            and device.index >= torch.cuda.device_count():
+        raise ValueError(f"device={str(device)!r}: only {torch.cuda.device_count()} CUDA "
+                         "device(s) here.")
     return device
 
 

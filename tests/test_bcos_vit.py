@@ -69,7 +69,7 @@ def test_float64_explanation_is_exact_to_machine_precision(bcos, digits):
                                rtol=1e-3, atol=1e-5)
     with pytest.raises(ValueError, match="dtype"):
         bcos.explain(X[:2], dtype="int8")
-    with pytest.raises(ValueError, match="dtype"):
+    with pytest.raises(TypeError, match="dtype"):  # an option of method="inherent" only
         bcos.explain(X[:2], method="rollout", dtype="float64")
 
 

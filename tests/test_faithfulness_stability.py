@@ -189,7 +189,7 @@ def test_scorer_values_match_metrics(model, texts):
     tvd = make_stability_scorer("embedding", quantity="tvd", radius=0.1)
     assert tvd(model, texts) == pytest.approx(
         -embedding_stability(model, texts, radius=0.1).summary["mean_tvd"])
-    assert repr(scorer) == ("make_explanation_scorer('sufficiency', method='attention', "
+    assert repr(scorer) == ("make_explanation_scorer('sufficiency', method=None, "
                             "fractions=(0.2,))")
 
 
@@ -241,9 +241,9 @@ def test_evaluation_runs_without_dropout(sentiment_data, texts):
     b = sufficiency(clf, texts, fractions=(0.2,)).frame
     assert a.equals(b)
     # the SEAT phase computes w, y(x, w) and the PGD attack without dropout
-    from interpretable.estimators.seat import _SEATTrainer
+    from interpretable.nn.seat import SEATTrainer
 
-    trainer = _SEATTrainer(clf.module_, clf.module_.vanilla_attention, 0.1, 2, None, "l2",
+    trainer = SEATTrainer(clf.module_, clf.module_.vanilla_attention, 0.1, 2, None, "l2",
                            "bce", 0).train()
     assert not any(m.training for m in trainer.modules())
 

@@ -245,6 +245,8 @@ class NeuralEstimator(BaseEstimator):
         leaves the previous model fully usable.
         """
         self._validate_params()
+        X = list(X) if isinstance(X, Iterator) else X  # read a generator once
+        y = list(y) if isinstance(y, Iterator) else y
         work = copy.copy(self)
         for name in [k for k in vars(work) if _is_fitted_attribute(k)]:
             delattr(work, name)
@@ -407,17 +409,19 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
                           self.forward_batches(inputs, batch_size=batch_size, **options)])
 
     def decision_function(self, X) -> np.ndarray:
-        """Logits ``(n, n_classes)``."""
-        return self.logits(self.encode(X).inputs).numpy()
+        """scikit-learn's convention: the logits ``(n, n_classes)``, or for two classes the
+        margin of the positive class ``classes_[1]``, ``logit_1 - logit_0``, shape ``(n,)``."""
+        logits = self.logits(self.encode(X).inputs).numpy()
+        return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
 
     def predict_proba(self, X) -> np.ndarray:
         """Softmax of the logits, ``(n, n_classes)`` float64."""
-        logits = torch.from_numpy(np.asarray(self.decision_function(X), dtype=np.float64))
+        logits = self.logits(self.encode(X).inputs).double()
         return torch.softmax(logits, dim=1).numpy()
 
     def predict(self, X) -> np.ndarray:
-        logits = np.asarray(self.decision_function(X))  # raises NotFittedError first
-        return self.classes_[logits.argmax(axis=1)]
+        logits = self.logits(self.encode(X).inputs)  # raises NotFittedError first
+        return self.classes_[logits.numpy().argmax(axis=1)]
 
     def score(self, X, y, sample_weight=None) -> float:
         """Accuracy; labels not seen in ``fit`` raise a ``ValueError``."""
