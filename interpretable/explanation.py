@@ -5,7 +5,7 @@ sample × unit::
 
     sample       int    index of the sample in the explained batch
     unit         int    token position, flat pixel index (row * W + col) or sequence position
-    token        str    the token / symbol at the unit (None for pixels)
+    token        str    the token / symbol at the unit (None for pixels; lone surrogates → U+FFFD)
     row, col     Int64  pixel coordinates (<NA> for text)
     step         Int64  position of the explained logit in a sequence (<NA> unless sequence)
     component    str    "total", or the model component (e.g. "layer0.head1") of a by-head view
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,8 +53,21 @@ def _relative_error(total, logit, magnitude):
     return np.abs(total - logit) / scale
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _exportable(text):
+    """``text`` with lone surrogates (invalid in UTF-8, e.g. from ``errors="surrogateescape"``
+    decoding) replaced by U+FFFD, so that every export format can write it."""
+    return _LONE_SURROGATE.sub("\ufffd", text) if isinstance(text, str) else text
+
+
 def _frame(columns: dict, n_rows: int) -> pd.DataFrame:
-    """Assemble the shared schema; missing columns are filled with nulls of the right dtype."""
+    """Assemble the shared schema; missing columns are filled with nulls of the right dtype.
+    Tokens are made exportable (lone surrogates → U+FFFD)."""
+    if columns.get("token") is not None:
+        columns = {**columns, "token": np.array([_exportable(t) for t in columns["token"]],
+                                                dtype=object)}
     data = {}
     for name in FRAME_COLUMNS:
         value = columns.get(name)
@@ -216,7 +230,7 @@ class TokenExplanation(_Explanation):
             n_rows,
         )
         if self.queries is not None:
-            queries = np.array([" ".join(q) for q in self.queries], dtype=object)
+            queries = np.array([_exportable(" ".join(q)) for q in self.queries], dtype=object)
             frame.insert(frame.columns.get_loc("token") + 1, "query", queries[sample])
         return frame
 

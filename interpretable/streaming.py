@@ -42,7 +42,7 @@ def explanations_to_frame(estimator, X, path=None, chunk_size: int = 1000, **exp
     ``path`` the chunks are concatenated into one DataFrame (whose size grows with ``X``).
     ``sample`` numbers are global positions in ``X``.
     """
-    writer, frames = None, []
+    writer, frames, written = None, [], False
     path = None if path is None else Path(path)
     if path is not None and path.suffix not in (".parquet", ".csv"):
         raise ValueError(f"path must end in .parquet or .csv, got {path.name!r}.")
@@ -56,14 +56,13 @@ def explanations_to_frame(estimator, X, path=None, chunk_size: int = 1000, **exp
                 frame.to_csv(path, mode="w" if offset == 0 else "a", header=offset == 0, index=False)
             else:
                 writer = _append_parquet(writer, path, frame)
+            written = True
     finally:
         if writer is not None:
             writer.close()
-    if path is not None:
-        return path
-    if not frames:
+    if not written:
         raise ValueError("X is empty: at least one sample is required.")
-    return pd.concat(frames, ignore_index=True)
+    return path if path is not None else pd.concat(frames, ignore_index=True)
 
 
 def _append_parquet(writer, path: Path, frame: pd.DataFrame):

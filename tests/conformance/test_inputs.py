@@ -134,3 +134,23 @@ def test_calibration_of_a_frozen_model(case):
     proba = calibrated.predict_proba(X[:5])
     assert proba.shape == (5, 2)
     np.testing.assert_allclose(proba.sum(1), 1.0)
+
+
+# ---------------------------------------------------------------------------- exports
+def test_any_string_that_reached_the_model_can_be_exported(tmp_path):
+    from interpretable.streaming import explanations_to_frame
+
+    case = TEXT[0]
+    X, y, _ = case.data()
+    est = clone(case.make()).fit(X, y)
+    texts = ["great film \udcff here", "dull \ud800 plot"]
+    frame = est.explain(texts).to_frame()
+    assert "\ufffd" in set(frame.token) and not any("\udcff" in t for t in frame.token)
+    frame.to_csv(tmp_path / "e.csv")
+    frame.to_parquet(tmp_path / "e.parquet")
+    for suffix in (".csv", ".parquet"):
+        path = explanations_to_frame(est, texts, path=tmp_path / f"s{suffix}")
+        assert path.exists()
+    with pytest.raises(ValueError, match="empty"):
+        explanations_to_frame(est, [], path=tmp_path / "none.csv")
+    assert not (tmp_path / "none.csv").exists()
