@@ -96,7 +96,7 @@ def _apply(rules, text: str) -> str:
 
 def _collapse_whitespace(text: str) -> str:
     """``_WHITESPACE.sub(" ", text)`` for a text that starts and ends with a space."""
-    if any(separator in text for separator in _SPLIT_ONLY_SPACES):
+    if any(map(text.__contains__, _SPLIT_ONLY_SPACES)):
         return _WHITESPACE.sub(" ", text)
     return " ".join(("", *text.split(), ""))
 
@@ -106,7 +106,7 @@ def _has_contraction(text: str) -> bool:
     takes a shortcut around the slow case-insensitive search."""
     if text.isascii():
         lower = text.lower()
-        return any(word in lower for word in _CONTRACTION_WORDS)
+        return any(map(lower.__contains__, _CONTRACTION_WORDS))
     return _CONTRACTION_TRIGGER.search(text) is not None
 
 
