@@ -13,6 +13,7 @@ refuses non-finite weights.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -238,12 +239,7 @@ def _restore(config, cls, device, shapes: Mapping[str, tuple], read: Callable[[s
     ``ValueError`` naming the wrong field or tensor; reads tensors only once the module built
     from the config has exactly their names and shapes."""
     estimator = _estimator_from_config(config, cls, device)
-    try:
-        with torch.device("meta"):
-            module = estimator._build_module()
-    except Exception as exc:  # noqa: BLE001 - any failure means the config is unusable
-        raise ValueError(f"the module described by {CONFIG_FILE} cannot be built on the meta "
-                         f"device ({type(exc).__name__}: {exc}).") from exc
+    module = _meta_module(estimator)
     expected = module.state_dict()
     missing, unexpected = sorted(expected.keys() - shapes), sorted(shapes.keys() - expected)
     if missing or unexpected:
@@ -251,10 +247,10 @@ def _restore(config, cls, device, shapes: Mapping[str, tuple], read: Callable[[s
                          f"{missing[:5]}, unexpected {unexpected[:5]}.")
     for name, meta in expected.items():
         if tuple(meta.shape) != shapes[name]:
-            fields = _fields_equal_to(config, set(meta.shape) - set(shapes[name]))
-            source = f" (from {', '.join(fields)})" if fields else ""
+            sources = _shape_sources(estimator, name, meta.shape)
             raise ValueError(f"tensor {name!r} has shape {shapes[name]} in {WEIGHTS_FILE} but "
-                             f"{CONFIG_FILE} implies {tuple(meta.shape)}{source}.")
+                             f"{CONFIG_FILE} implies {tuple(meta.shape)} (its shape follows "
+                             f"{sources or 'the fitted state'}).")
     tensors = {name: _checked_tensor(name, read(name), meta.dtype)
                for name, meta in expected.items()}
     module.load_state_dict(tensors, strict=True, assign=True)
@@ -268,11 +264,39 @@ def _restore(config, cls, device, shapes: Mapping[str, tuple], read: Callable[[s
     return estimator
 
 
+def _meta_module(estimator) -> torch.nn.Module:
+    """The estimator's module on the meta device: shapes without memory."""
+    try:
+        with torch.device("meta"):
+            return estimator._build_module()
+    except Exception as exc:  # noqa: BLE001 - any failure means the config is unusable
+        raise ValueError(f"the module described by {CONFIG_FILE} cannot be built on the meta "
+                         f"device ({type(exc).__name__}: {exc}).") from exc
+
+
+def _shape_sources(estimator, name: str, shape: torch.Size) -> list[str]:
+    """The integer parameters and fitted attributes that the shape of tensor ``name`` follows:
+    each is doubled in turn and the module rebuilt on the meta device."""
+    sources = []
+    for attr, value in vars(estimator).items():
+        if type(value) is int and value:
+            trial = copy.copy(estimator)
+            setattr(trial, attr, 2 * value)
+            try:
+                if _meta_module(trial).state_dict()[name].shape != shape:
+                    sources.append(attr)
+            except ValueError:
+                continue
+    return sources
+
+
 def _estimator_from_config(config, cls, device):
     """An unfitted-module estimator: schema, parameters and fitted state checked."""
-    if not isinstance(config, dict) or config.keys() != _CONFIG_KEYS:
-        keys = sorted(config) if isinstance(config, dict) else type(config).__name__
-        raise ValueError(f"{CONFIG_FILE} must hold the keys {sorted(_CONFIG_KEYS)}, got {keys}.")
+    if not isinstance(config, dict):
+        raise ValueError(f"{CONFIG_FILE} must hold a JSON object, got {type(config).__name__}.")
+    missing, unknown = sorted(_CONFIG_KEYS - config.keys()), sorted(config.keys() - _CONFIG_KEYS)
+    if missing or unknown:
+        raise ValueError(f"{CONFIG_FILE}: missing keys {missing}, unknown keys {unknown}.")
     version = config["format_version"]
     if type(version) is not int or version != FORMAT_VERSION:
         raise ValueError(f"{CONFIG_FILE} has format_version {version!r}; this version of "
@@ -326,18 +350,3 @@ def _meta_tensors(module: torch.nn.Module) -> list[str]:
                for k, v in vars(m).items() if isinstance(v, torch.Tensor))]
     return sorted(name for name, t in named if t.is_meta)
 
-
-def _fields_equal_to(config, values: set) -> list[str]:
-    """Paths of the integers in ``config`` (and of the lists whose length) in ``values``: the
-    config fields that a tensor's wrong dimensions come from."""
-    found, stack = [], [("", config)]
-    while stack:
-        path, value = stack.pop()
-        if isinstance(value, dict):
-            stack += [(f"{path}.{k}".lstrip("."), v) for k, v in value.items()]
-        elif isinstance(value, list):
-            found += [f"len({path})"] if len(value) in values else []
-            stack += [(f"{path}[{i}]", v) for i, v in enumerate(value)]
-        elif type(value) is int and value in values:
-            found.append(path)
-    return sorted(found)
