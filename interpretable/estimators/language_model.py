@@ -310,12 +310,13 @@ class LSTMLanguageModel(_LanguageModel):
         lengths = inputs["lengths"]
         text = torch.repeat_interleave(torch.arange(len(lengths)), lengths)  # row → sequence
         step = torch.cat([torch.arange(n) for n in lengths.tolist()])  # row → step
-        rows = {"x": inputs["x"][text], "lengths": step + 1, "targets": explained[text, step]}
+        rows = {"lengths": step + 1, "targets": explained[text, step]}
         values = [np.zeros((n, n)) for n in lengths.tolist()]
         bias, logit = np.zeros(len(step)), np.zeros(len(step))
         for index, batch in self._by_length(rows, batch_size):
-            embedded = self.module_.embedding(batch["x"]).detach()
             last, target = batch["lengths"] - 1, batch["targets"]
+            x = inputs["x"][text[index], : int(last.max()) + 1].to(self.device_)
+            embedded = self.module_.embedding(x).detach()
             mask = torch.arange(embedded.shape[1], device=last.device)[None] <= last[:, None]
             result = attribute_tokens(self._step_logits, embedded, target, method, mask=mask,
                                       additional_forward_args=(last,), n_steps=n_steps)
