@@ -192,10 +192,12 @@ class _ReversePass:
         self.maps: dict[int, torch.Tensor] = {}
 
     def _auto_block(self) -> int:
-        """128 where block maps pay off, else 0 (the plain pass).
+        """Blocks of 128 positions where they pay off, else 0 (the plain pass).
 
-        Per row, the plain pass costs ``span·K·H²``; blocks of L = H cost about ``H³·T/P`` (the
-        maps, shared by all rows) ``+ K·H³/2`` (stepping inside the row's block) ``+ 2·span·K·H``.
+        Per row, the plain pass costs ``span·K·H²`` multiply-adds; blocks of L cost about
+        ``H³·T/P`` (the maps, shared by the P rows) ``+ L·K·H²/2`` (stepping through the row's
+        own block) ``+ span·K·(H + H²/L)`` (crossing the others), less with L ≈ H roughly
+        when ``K·span > H·(T/P + K)``.
         """
         T, (P,), K, H = self.states.shape[1], self.positions.shape, self.targets.shape[-1], \
             self.Wro.shape[1]
