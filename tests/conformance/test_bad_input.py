@@ -93,7 +93,41 @@ IMAGE_ROWS = [
      lambda e, X, y, kw: e.predict((np.asarray(X[:2]) * 255).astype(np.uint8)), None, None),
 ]
 
-ROWS_BY_KIND = {"text": TEXT_ROWS, "pairs": PAIR_ROWS, "chars": CHAR_ROWS, "image": IMAGE_ROWS}
+
+def _nan_target(y):
+    y = np.asarray(y, dtype=np.float64)
+    y[0, 0, 0] = np.nan
+    return y
+
+
+SEQUENCE_ROWS = [
+    ("fit", "empty list", lambda e, X, y, kw: e.fit([], []), ValueError, "empty"),
+    ("fit", "empty sequence", lambda e, X, y, kw: e.fit(X[:-1] + [""], y), ValueError, "empty"),
+    ("fit", "a single str instead of a list", lambda e, X, y, kw: e.fit(X[0], y[:1]), TypeError,
+     "single str"),
+    ("fit", "non-sequence item", lambda e, X, y, kw: e.fit(X[:-1] + [3.5], y), TypeError,
+     "str or a list"),
+    ("fit", "no targets", lambda e, X, y, kw: e.fit(X), ValueError, "targets"),
+    ("fit", "mismatched X/Y lengths", lambda e, X, y, kw: e.fit(X, y[:-1]), ValueError,
+     "sequences"),
+    ("fit", "targets shorter than their sequence",
+     lambda e, X, y, kw: e.fit(X, [t[:-1] for t in y]), ValueError, "shape"),
+    ("fit", "non-integer targets", lambda e, X, y, kw: e.fit(X, np.asarray(y) + 0.5), TypeError,
+     "integer"),
+    ("fit", "NaN in targets", lambda e, X, y, kw: e.fit(X, _nan_target(y)), ValueError, "NaN"),
+    ("fit", "empty alphabet (min_count too high)",
+     lambda e, X, y, kw: e.set_params(min_count=10**9).fit(X, y), ValueError, "alphabet"),
+    ("fitted", "empty list", lambda e, X, y, kw: e.predict_proba([]), ValueError, "empty"),
+    ("fitted", "non-sequence item", lambda e, X, y, kw: e.predict_proba([None]), TypeError,
+     "str or a list"),
+    ("fitted", "unknown explain target",
+     lambda e, X, y, kw: e.explain(X[:1], target=10**6, **kw), ValueError, "output index"),
+    ("fitted", "unseen symbols (handled: unknown symbol)",
+     lambda e, X, y, kw: e.predict_proba(["日本語 ☃"]), None, None),
+]
+
+ROWS_BY_KIND = {"text": TEXT_ROWS, "pairs": PAIR_ROWS, "chars": CHAR_ROWS, "image": IMAGE_ROWS,
+                "sequences": SEQUENCE_ROWS}
 
 
 def _params():
