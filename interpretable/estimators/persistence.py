@@ -140,7 +140,7 @@ def save_estimator(estimator, path) -> Path:
 def _check_target(path: Path) -> None:
     """Refuse a target that is not a folder of a saved model (or empty): replacing it must not
     delete anything else."""
-    if not (path.exists() or path.is_symlink()):
+    if not os.path.lexists(path):
         return
     if not path.is_dir():
         raise FileExistsError(f"{path} exists and is not a folder.")
@@ -177,7 +177,9 @@ def _config_text(estimator) -> str:
 
 def _write_folder(path: Path, config: str, state: dict) -> None:
     """Write both files into a fresh folder next to ``path`` and swap it in: afterwards ``path``
-    holds exactly the new files or, on any error, exactly what it held before."""
+    holds exactly the new files or, on any error, exactly what it held before. (Were the
+    process killed between the two renames, the old model would be left in the hidden
+    ``.<name>-*/old`` folder next to ``path``.)"""
     path.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
     new, old = work / "new", work / "old"
@@ -185,16 +187,17 @@ def _write_folder(path: Path, config: str, state: dict) -> None:
         new.mkdir()
         (new / CONFIG_FILE).write_text(config, encoding="utf-8")
         save_file(state, str(new / WEIGHTS_FILE))
-        if path.exists() or path.is_symlink():
+        if os.path.lexists(path):
             os.rename(path, old)
         try:
             os.rename(new, path)
         except BaseException:
-            if old.exists() or old.is_symlink():
+            if os.path.lexists(old):
                 os.rename(old, path)
             raise
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if os.path.lexists(path) or not os.path.lexists(old):  # else `old` is the only copy
+            shutil.rmtree(work, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------- load
@@ -291,7 +294,8 @@ def _shape_sources(estimator, name: str, shape: torch.Size) -> list[str]:
 
 
 def _estimator_from_config(config, cls, device):
-    """An unfitted-module estimator: schema, parameters and fitted state checked."""
+    """The estimator described by ``config``, without its module: schema, parameters and
+    fitted state checked."""
     if not isinstance(config, dict):
         raise ValueError(f"{CONFIG_FILE} must hold a JSON object, got {type(config).__name__}.")
     missing, unknown = sorted(_CONFIG_KEYS - config.keys()), sorted(config.keys() - _CONFIG_KEYS)

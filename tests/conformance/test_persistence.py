@@ -8,6 +8,7 @@ import json
 import operator
 import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,9 +43,8 @@ def foreign():
 
 
 def _files(root) -> dict:
-    """Every file under ``root`` (recursively) with its bytes."""
-    return {os.path.relpath(os.path.join(d, f), root): open(os.path.join(d, f), "rb").read()
-            for d, _, names in os.walk(root) for f in names}
+    """Every file under ``root`` (hidden ones too, recursively) with its bytes."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in Path(root).rglob("*") if p.is_file()}
 
 
 # ---------------------------------------------------------------------------- save
@@ -178,10 +178,7 @@ def _with(config, keys, value):
     """A copy of ``config`` with the existing field at ``keys`` set to ``value``."""
     _field(config, keys)
     config = copy.deepcopy(config)
-    node = config
-    for key in keys[:-1]:
-        node = node[key]
-    node[keys[-1]] = value
+    functools.reduce(operator.getitem, keys[:-1], config)[keys[-1]] = value
     return config
 
 
@@ -260,13 +257,12 @@ def _other_dtype(weights, foreign_path):
 
 
 def _truncated(weights, foreign_path):
-    data = open(weights, "rb").read()
-    open(weights, "wb").write(data[: len(data) // 2])
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     return "corrupt"
 
 
 def _foreign(weights, foreign_path):
-    open(weights, "wb").write(open(foreign_path / WEIGHTS, "rb").read())
+    weights.write_bytes((foreign_path / WEIGHTS).read_bytes())
     return "another model|tensor 'embedding.weight' has shape"
 
 
