@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from numbers import Integral, Real
 
 import numpy as np
@@ -210,25 +211,33 @@ class SEATClassifier(AttentionTextClassifier):
         spec = self._architecture()["encoder"]
         return (isinstance(spec, str) and spec == "minilm") or isinstance(spec, BertEncoder)
 
-    def _encoder_spec(self):
+    def _encoder_spec(self, pretrained: bool = False):
+        """The encoder; ``"minilm"`` is the bundled MiniLM, with its pretrained weights for
+        training (``pretrained=True``) or only its structure (weights loaded afterwards)."""
         spec = self._architecture()["encoder"]
         if isinstance(spec, str) and spec == "minilm":
             from ..datasets import load_minilm
 
-            return BertEncoder.from_pretrained(load_minilm())
+            path = load_minilm()
+            if pretrained:
+                return BertEncoder.from_pretrained(path)
+            return BertEncoder.from_config(json.loads((path / "config.json").read_text()))
         return spec
 
     def _default_text_encoder(self):
         return WordPieceEncoder() if self._is_bert() else super()._default_text_encoder()
 
-    def _build_module(self, embeddings=None) -> AttentionTextModule:
+    def _initial_module(self, embeddings=None) -> AttentionTextModule:
+        return self._build_module(embeddings, pretrained=True)
+
+    def _build_module(self, embeddings=None, pretrained: bool = False) -> AttentionTextModule:
         arch = self._architecture()
-        spec = copy.deepcopy(self._encoder_spec())
+        spec = copy.deepcopy(self._encoder_spec(pretrained))
         if isinstance(spec, BertEncoder):
             if spec.vocab_size != len(self.text_encoder_.index_to_token_):
                 raise ValueError(f"the BERT encoder has {spec.vocab_size} word pieces but the "
                                  f"tokeniser {len(self.text_encoder_.index_to_token_)}.")
-            embeddings = spec.word_embeddings
+            embeddings, spec.word_embeddings = spec.word_embeddings, None  # moves into the module
         module = AttentionTextModule(
             vocab_size=len(self.text_encoder_.index_to_token_), num_classes=len(self.classes_),
             embed_dim=self.embed_dim_, hidden_size=arch["hidden_size"], encoder=spec,

@@ -75,6 +75,11 @@ class TextClassifierBase(NeuralClassifier):
     def _build_module(self, embeddings=None) -> torch.nn.Module:
         raise NotImplementedError
 
+    def _initial_module(self, embeddings=None) -> torch.nn.Module:
+        """The module training starts from (pretrained parts loaded); ``_build_module`` alone
+        builds the structure that saved weights are loaded into."""
+        return self._build_module(embeddings)
+
     def _criterion(self) -> torch.nn.Module:
         """Training loss, called as ``criterion(module_output, y)``."""
         return OutputCrossEntropy()
@@ -130,7 +135,7 @@ class TextClassifierBase(NeuralClassifier):
             self.text_encoder_.embedding_matrix(vectors, random_state=seed)
         self.embed_dim_ = int(self.embed_dim if init is None else init.shape[1])
         inputs = self._encode_texts(texts, queries).inputs
-        self._fit_net(functools.partial(self._build_module, init), self._criterion(), inputs,
+        self._fit_net(functools.partial(self._initial_module, init), self._criterion(), inputs,
                       torch.from_numpy(y_index.astype(np.int64)), seed=seed,
                       iterator_train__collate_fn=_trim_collate)
 

@@ -44,6 +44,9 @@ class BertEncoder(nn.Module):
         table = bert.embeddings.word_embeddings
         self.word_embeddings = None if table is None else table.weight.detach().clone()
         bert.embeddings.word_embeddings = None  # the attention module owns the table
+        for module in bert.modules():  # e.g. position_ids: saved with the weights, so that a
+            for name, buffer in list(module.named_buffers(recurse=False)):  # structure-only
+                module.register_buffer(name, buffer, persistent=True)  # build loads them
         self.bert = bert
         self.output_size = int(bert.config.hidden_size)
         self.pad_token_id = int(bert.config.pad_token_id or 0)

@@ -29,14 +29,6 @@ DATA_FREE_CHECKS = [
 PUBLIC_METHODS = ["predict", "predict_proba", "score", "explain", "save"]
 
 
-@pytest.fixture(scope="module", params=CASES, ids=str)
-def fitted_case(request):
-    case = request.param
-    X, y, X_test = case.data()
-    est = case.make()
-    est.fit(X, y) if y is not None else est.fit(X)
-    return case, est, X, y, X_test
-
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 @pytest.mark.parametrize("check", DATA_FREE_CHECKS, ids=lambda c: c.__name__)

@@ -26,12 +26,9 @@ CONFIG, WEIGHTS = "config.json", "weights.safetensors"
 HUGE = 10**9
 
 
-@pytest.fixture(scope="module", params=CASES, ids=str)
-def fitted(request):
-    case = request.param
-    X, y, X_test = case.data()
-    est = case.make()
-    est.fit(X, y) if y is not None else est.fit(X)
+@pytest.fixture(scope="module")
+def fitted(fitted_case):
+    _, est, _, _, X_test = fitted_case
     return est, X_test
 
 
