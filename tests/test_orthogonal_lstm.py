@@ -10,6 +10,7 @@ MASKS = {  # padding at the end of each row; rows in no particular length order
     "full": [6, 6],
     "one_step": [1, 1, 1],
     "empty_row": [4, 0, 2],
+    "no_tokens": [0, 0],
 }
 
 
