@@ -79,6 +79,12 @@ def _heads(blocks, sizes):
     return [block[:n] for block, n in zip(blocks, sizes)]
 
 
+def _carried(blocks, sizes):
+    """What step ``t`` reads of a state written per step: the first ``B_t`` rows of step
+    ``t - 1``'s block (zeros at ``t = 0``)."""
+    return [blocks[0].new_zeros(blocks[0].shape), *_heads(blocks[:-1], sizes[1:])]
+
+
 class _OrthogonalLSTMFunction(torch.autograd.Function):
     """Orthogonal-LSTM scan over packed sequences with a hand-written backward through time.
 
@@ -104,6 +110,7 @@ class _OrthogonalLSTMFunction(torch.autograd.Function):
         scale = x.new_tensor([1.0, 1.0, 2.0, 1.0]).repeat_interleave(H)  # σ(2 z_g)
         weight_scaled = (weight * scale.unsqueeze(1)).t()
         bias_scaled = bias * scale
+        # constants as 0-dim tensors: a Python scalar costs a conversion per op
         minus_one, eps = x.new_tensor(-1.0), x.new_tensor(_EPS)
         inputs = x.new_empty(N, E + H)         # [x_t, h_{t-1}]
         inputs[:, :E] = x.reshape(B * T, E)[index]
@@ -115,11 +122,10 @@ class _OrthogonalLSTMFunction(torch.autograd.Function):
         sqnorm, coef = x.new_empty(2, N, 1)    # q_t = ‖h̄_t‖² + ε, coef_t = ĥ_t·h̄_t / q_t
         i, f, ag, o = gates.unflatten(1, (4, H)).unbind(1)
         cells_b, hidden_b, sums_b = (_blocks(b, sizes) for b in (cells, hidden, sums))
-        c_prev = [x.new_zeros(sizes[0], H), *_heads(cells_b[:-1], sizes[1:])]
         steps = zip(*(_blocks(b, sizes) for b in (inputs, gates, i, f, ag, o, cand, tanh_c, h_hat,
                                                    sqnorm, s_q, coef)),
-                    c_prev, cells_b, hidden_b, sums_b, _heads(hidden_b, nxt), _heads(sums_b, nxt),
-                    _blocks(inputs[:, E:], sizes, 1), _blocks(sums, sizes, 1))
+                    _carried(cells_b, sizes), cells_b, hidden_b, sums_b, _heads(hidden_b, nxt),
+                    _heads(sums_b, nxt), _blocks(inputs[:, E:], sizes, 1), _blocks(sums, sizes, 1))
         for (inp, a, i, f, ag, o, g, tc, hh, q, sq, k, c_prev, c, h, s, h_on, s_on, h_next,
              s_next) in steps:
             torch.addmm(bias_scaled, inp, weight_scaled, out=a).sigmoid_()
@@ -136,18 +142,18 @@ class _OrthogonalLSTMFunction(torch.autograd.Function):
             h_next.copy_(h_on)
             torch.add(s_on, h_on, out=s_next)
         ctx.sizes = sizes
-        ctx.save_for_backward(index, weight, inputs, gates, cand, cells, tanh_c, h_hat, hidden, sums,
-                              s_q, coef)
+        ctx.save_for_backward(index, weight, inputs, gates, cand, cells, tanh_c, h_hat, hidden,
+                              sums, s_q, coef)
         return _unpack(hidden, index, (B, T, H))
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out):
-        index, weight, inputs, gates, cand, cells, tanh_c, h_hat, hidden, sums, s_q, coef = ctx.saved_tensors
+        index, weight, inputs, gates, cand, cells, tanh_c, h_hat, hidden, sums, s_q, coef = \
+            ctx.saved_tensors
         sizes = ctx.sizes
-        B, T, _ = grad_out.shape
-        grad_hidden = grad_out.reshape(B * T, -1).index_select(0, index)
         nxt = sizes[1:] + [0]
+        B, T, _ = grad_out.shape
         N, H4 = gates.shape
         H = H4 // 4
         E = inputs.shape[1] - H
@@ -155,22 +161,22 @@ class _OrthogonalLSTMFunction(torch.autograd.Function):
         if not need_x:
             weight = weight[:, E:]                      # dL/dh_{t-1} only
         four = gates.new_tensor(4.0)
+        grad_hidden = grad_out.reshape(B * T, H).index_select(0, index)
         dz = torch.empty_like(gates)                    # dL/dz_t, z_t: gate pre-activations
         d_inputs = gates.new_empty(N, weight.shape[1])  # dL/d[x_t, h_{t-1}] through z_t
-        # dL/dh_t, dL/dĥ_t, ∂ĥ_t/∂c_t = o_t (1 - tanh² c_t): scratch, rows of the running step
+        # scratch for the rows of the running step: dL/dh_t, dL/dĥ_t, ∂ĥ_t/∂c_t = o (1 - tanh² c_t)
         dh, dhh, dc_dhh = gates.new_empty(3, sizes[0], H)
         da = gates.new_empty(sizes[0], 1)               # -dL/dcoef_t / q_t
         dc, ds = gates.new_zeros(2, sizes[0], H)        # dL/dc_t, dL/dh̄_{t+1}
         i, f, _, o = gates.unflatten(1, (4, H)).unbind(1)
         dz_i, dz_f, dz_g, dz_o = dz.unflatten(1, (4, H)).unbind(1)
-        dh_b = _heads([dh] * len(sizes), sizes)
-        c_prev = [gates.new_zeros(sizes[0], H), *_heads(_blocks(cells, sizes)[:-1], sizes[1:])]
-        steps = zip(*(_heads([b] * len(sizes), sizes) for b in (dhh, dc_dhh, da, dc, ds)),
+        dh_b = [dh[:n] for n in sizes]
+        steps = zip(*([b[:n] for n in sizes] for b in (dhh, dc_dhh, da, dc, ds)),
                     dh_b, _heads(dh_b, nxt), _blocks(d_inputs[:, -H:], sizes, 1),
                     *(_blocks(b, sizes) for b in (grad_hidden, dz, dz_i, dz_f, dz_g, dz_o, d_inputs,
                                                  gates, i, f, o, cand, tanh_c, h_hat, hidden, sums,
                                                  s_q, coef)),
-                    c_prev)
+                    _carried(_blocks(cells, sizes), sizes))
         for (dhh, dc_dhh, da, dc, ds, dh, dh_on, dh_next, dy, dz_t, dz_i, dz_f, dz_g, dz_o, d_inp,
              a, i, f, o, g, tc, hh, h, s, sq, k, c_prev) in reversed(list(steps)):
             # h_t feeds y_t, h̄_{t+1} = h̄_t + h_t and (if still running) z_{t+1}
@@ -186,7 +192,7 @@ class _OrthogonalLSTMFunction(torch.autograd.Function):
             torch.mul(dc, c_prev, out=dz_f)
             torch.mul(dc, i, out=dz_g).mul_(four)
             torch.mul(dhh, tc, out=dz_o)
-            torch.ops.aten.sigmoid_backward.grad_input(dz_t, a, grad_input=dz_t)
+            torch.ops.aten.sigmoid_backward.grad_input(dz_t, a, grad_input=dz_t)  # · σ(1 - σ)
             torch.mm(dz_t, weight, out=d_inp)
             dc.mul_(f)
         grad_x = _unpack(d_inputs[:, :E], index, (B, T, E)) if need_x else None
