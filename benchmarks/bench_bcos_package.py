@@ -1,20 +1,27 @@
 """Our B-cos ViT side by side with the B-cos ViT of the ``bcos`` PyPI package (Böhle et al.).
 
-Setting: a batch of 64 random RGB 28×28 images encoded as ``[r, g, b, 1-r, 1-g, 1-b]``
-(64, 6, 28, 28), the encoding both packages use for colour (``bcos``'s ``explain`` colours its
-explanation assuming these six channels); 10 classes; both models randomly initialised, eval
-mode, 1 thread. Sizes are those of ``python -m interpretable reproduce bcos-vit`` (embed_dim 64,
-depth 4, 4 heads, MLP ratio 2, stem (32,), 7×7 = 49 tokens). Theirs is ``bcos.models.vit.
-SimpleViT`` assembled as their ``vit_final`` ImageNet configs do (B-cos linear/conv layers, b=2,
-bias-free detachable LayerNorms, no activation, sin-cos positional embedding, ``LogitLayer``
-bias) with the same dims; their conv stem halves the resolution, so their patches are 2×2 on
-14×14 features. MaxOut 2 in both (our default; their ImageNet configs use 1).
+Two settings, each on random RGB images encoded as ``[r, g, b, 1-r, 1-g, 1-b]`` (the encoding
+both packages use for colour), 10 classes, randomly initialised models in eval mode, 1 thread:
 
-Times (median over interleaved rounds): the forward pass of the batch; our explanation as one
-batched :func:`interpretable.attribution.vision.inherent` call; theirs as ``model.explain`` once
-per image (64 calls, the only explanation entry point the package offers) and as a batched W(x)
-(one backward pass inside ``model.explanation_mode()``, the like-for-like comparison); ours per
-image too. Also checks completeness: contributions + logit bias vs the explained logit.
+* ``28x28``: batch 64, the model of ``python -m interpretable reproduce bcos-vit`` (patch 4,
+  embed_dim 64, depth 4, 4 heads, MLP ratio 2, stem (32,); 7×7 tokens);
+* ``64x64``: batch 32, the same with patch 8 and embed_dim 192 (8×8 tokens).
+
+Theirs is ``bcos.models.vit.SimpleViT`` assembled as their ``vit_final`` ImageNet configs do
+(B-cos linear/conv layers, b=2, bias-free detachable LayerNorms, no activation, sin-cos
+positional embedding, ``LogitLayer`` bias) with the same dims; their conv stem has stride 2, so
+their patches are p/2 × p/2 on half-resolution features. Ours is timed with our default stem
+(first 3×3 convolution at full resolution, ``stem_stride=1``) and with ``stem_stride=2`` (their
+stem's geometry). MaxOut 2 everywhere (our default; their ImageNet configs use 1).
+
+Times: the forward pass of the batch without autograd, and the batched explanation, i.e. W(x)
+of the predicted logits in one backward pass (ours: :func:`interpretable.attribution.vision.
+inherent`; theirs: one backward pass inside ``model.explanation_mode()``); also theirs through
+``model.explain`` once per image, the only explanation entry point their package offers. The
+callables run in interleaved rounds (so load changes hit all alike); each time is the median
+over rounds of the wall-clock time and, since the machine may be shared, of the process CPU
+time too. Ratios are theirs / ours (> 1: ours is faster). Also checks completeness:
+contributions + logit bias vs the explained logit.
 
 Needs its own venv, built and run by ``make bench-bcos-package`` (``.venv-bcos``): ``bcos``
 imports torchvision at import time, no PyPI torchvision works beside the project's pinned CPU
@@ -41,11 +48,16 @@ from interpretable.nn.bcos import BcosViT, encode_image
 from interpretable.reproduce.bcos_vit import SIZE
 
 RESULTS = Path(__file__).parent / "results"
-BATCH, IMAGE, N_CLASSES, ROUNDS, MAX_OUT = 64, 28, 10, 5, 2
+N_CLASSES, ROUNDS, MAX_OUT = 10, 7, 2
+SETTINGS = {
+    "28x28": {"image": 28, "batch": 64, "model": SIZE},
+    "64x64": {"image": 64, "batch": 32, "model": {**SIZE, "patch_size": 8, "embed_dim": 192}},
+}
+STEM_STRIDES = (1, 2)
 
 
-def build_theirs():
-    """``bcos`` SimpleViT with a conv stem, dims of ``SIZE``: (B, 6, 28, 28) -> (B, 10)."""
+def build_theirs(image: int, size: dict) -> nn.Module:
+    """``bcos`` SimpleViT with a conv stem and our dims: (B, 6, image, image) -> (B, 10)."""
     from bcos.models.vit import SimpleViT
     from bcos.modules import (
         BcosConv2d,
@@ -56,14 +68,14 @@ def build_theirs():
         norms,
     )
 
-    down = 2 ** len(SIZE["stem_channels"])  # stride 2 in each stem conv that widens channels
+    down = 2 ** len(size["stem_channels"])  # stride 2 in each stem conv that widens channels
     with warnings.catch_warnings():  # warns that the LogitLayer below is needed
         warnings.simplefilter("ignore")
         vit = SimpleViT(
-            image_size=IMAGE // down, patch_size=SIZE["patch_size"] // down,
-            num_classes=N_CLASSES, dim=SIZE["embed_dim"], depth=SIZE["depth"],
-            heads=SIZE["num_heads"], mlp_dim=int(SIZE["embed_dim"] * SIZE["mlp_ratio"]),
-            channels=6, conv_stem=list(SIZE["stem_channels"]),
+            image_size=image // down, patch_size=size["patch_size"] // down,
+            num_classes=N_CLASSES, dim=size["embed_dim"], depth=size["depth"],
+            heads=size["num_heads"], mlp_dim=int(size["embed_dim"] * size["mlp_ratio"]),
+            channels=6, conv_stem=list(size["stem_channels"]),
             linear_layer=partial(BcosLinear, b=2, max_out=MAX_OUT),
             conv2d_layer=partial(BcosConv2d, b=2, max_out=MAX_OUT),
             norm_layer=norms.NoBias(norms.DetachableLayerNorm),
@@ -75,6 +87,12 @@ def build_theirs():
 def forward(model, x):
     """Logits without autograd: x (B, 6, H, W) -> (B, K)."""
     return model(x)
+
+
+def ours_batched(model, x):
+    """:func:`inherent` for the predicted logits: x -> (contributions (B, H, W), logits (B,))."""
+    contributions, _, logits = inherent(model, x)
+    return contributions, logits.max(1).values
 
 
 def theirs_batched(model, x):
@@ -95,11 +113,6 @@ def theirs_per_image(model, x):
                       for img in x]).detach()
 
 
-def ours_per_image(model, x):
-    """:func:`inherent` once per image: x (B, C, H, W) -> contributions (B, H, W)."""
-    return torch.cat([inherent(model, img[None])[0] for img in x])
-
-
 def completeness(contributions, logits, bias):
     """Max |Σ contributions + bias - logit| over the batch, and the mean |logit - bias|."""
     return {"max_abs_error": (contributions.sum((1, 2)) + bias - logits).abs().max().item(),
@@ -107,16 +120,75 @@ def completeness(contributions, logits, bias):
 
 
 def timed(fns, rounds):
-    """Median seconds of each callable; rounds interleave them so load changes hit all alike."""
+    """Median wall-clock and process-CPU seconds of each callable over interleaved rounds."""
     for fn in fns.values():
         fn()  # warm-up
-    times = {name: [] for name in fns}
+    wall = {name: [] for name in fns}
+    cpu = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            start = time.perf_counter()
+            start_wall, start_cpu = time.perf_counter(), time.process_time()
             fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+            cpu[name].append(time.process_time() - start_cpu)
+            wall[name].append(time.perf_counter() - start_wall)
+    return ({name: statistics.median(t) for name, t in wall.items()},
+            {name: statistics.median(t) for name, t in cpu.items()})
+
+
+def ratios(seconds):
+    """theirs / ours for the forward pass and the batched explanation, per stem stride."""
+    out = {}
+    for task in ("forward", "explain_batched"):
+        for stride in STEM_STRIDES:
+            out[f"{task}_stem_stride_{stride}"] = (seconds[f"theirs_{task}"]
+                                                   / seconds[f"ours_stride{stride}_{task}"])
+    out["theirs_per_image_over_ours_batched_stem_stride_1"] = (
+        seconds["theirs_explain_per_image"] / seconds["ours_stride1_explain_batched"])
+    return out
+
+
+def run_setting(image, batch, model):
+    torch.manual_seed(0)
+    ours = {s: BcosViT(6, (image, image), N_CLASSES, **model, max_out=MAX_OUT,
+                       stem_stride=s).eval() for s in STEM_STRIDES}
+    theirs = build_theirs(image, model).eval()
+    x = encode_image(torch.rand(batch, 3, image, image))
+    for m in (*ours.values(), theirs):
+        assert forward(m, x).shape == (batch, N_CLASSES)
+
+    fns = {}
+    for s, m in ours.items():
+        fns[f"ours_stride{s}_forward"] = partial(forward, m, x)
+        fns[f"ours_stride{s}_explain_batched"] = partial(ours_batched, m, x)
+    fns["theirs_forward"] = partial(forward, theirs, x)
+    fns["theirs_explain_batched"] = partial(theirs_batched, theirs, x)
+    fns["theirs_explain_per_image"] = partial(theirs_per_image, theirs, x)
+    wall, cpu = timed(fns, ROUNDS)
+
+    bias = theirs[1].logit_bias
+    theirs_maps, theirs_logits = theirs_batched(theirs, x)
+    # the sin-cos positional embedding is an input-independent term: without it W(x)x is exact
+    no_pos = theirs[0].positional_embedding.register_forward_hook(
+        lambda module, args, pe: torch.zeros_like(pe))
+    no_pos_check = completeness(*theirs_batched(theirs, x), bias)
+    no_pos.remove()
+    checks = {f"ours_stem_stride_{s}": completeness(*ours_batched(m, x), m.logit_bias)
+              for s, m in ours.items()}
+    checks.update({
+        "theirs": completeness(theirs_maps, theirs_logits, bias),
+        "theirs_without_positional_embedding": no_pos_check,
+        "theirs_explain_vs_batched_max_abs_diff":
+            (theirs_per_image(theirs, x) - theirs_maps).abs().max().item(),
+    })
+    return {
+        "batch_size": batch, "image": f"{image}x{image}", "model": model,
+        "parameters": {**{f"ours_stem_stride_{s}": sum(p.numel() for p in m.parameters())
+                          for s, m in ours.items()},
+                       "theirs": sum(p.numel() for p in theirs.parameters())},
+        "ratios_theirs_over_ours_wall": ratios(wall),
+        "ratios_theirs_over_ours_cpu": ratios(cpu),
+        "seconds_wall": wall, "seconds_cpu": cpu, "completeness": checks,
+    }
 
 
 def main():
@@ -127,66 +199,21 @@ def main():
               "venv: run `make bench-bcos-package`.")
         return
     torch.set_num_threads(1)
-    torch.manual_seed(0)
-    ours = BcosViT(6, (IMAGE, IMAGE), N_CLASSES, **SIZE, max_out=MAX_OUT).eval()
-    theirs = build_theirs().eval()
-    x = encode_image(torch.rand(BATCH, 3, IMAGE, IMAGE))
-    assert forward(ours, x).shape == forward(theirs, x).shape == (BATCH, N_CLASSES)
-
-    seconds = timed({
-        "ours_forward": lambda: forward(ours, x),
-        "theirs_forward": lambda: forward(theirs, x),
-        "ours_explain_batched": lambda: inherent(ours, x),
-        "theirs_explain_batched": lambda: theirs_batched(theirs, x),
-        "ours_explain_per_image": lambda: ours_per_image(ours, x),
-        "theirs_explain_per_image": lambda: theirs_per_image(theirs, x),
-    }, ROUNDS)
-    ratios = {
-        "theirs_over_ours_forward": seconds["theirs_forward"] / seconds["ours_forward"],
-        "theirs_per_image_over_ours_batched":
-            seconds["theirs_explain_per_image"] / seconds["ours_explain_batched"],
-        "theirs_batched_over_ours_batched":
-            seconds["theirs_explain_batched"] / seconds["ours_explain_batched"],
-        "theirs_per_image_over_ours_per_image":
-            seconds["theirs_explain_per_image"] / seconds["ours_explain_per_image"],
-        "ours_explain_batched_over_forward":
-            seconds["ours_explain_batched"] / seconds["ours_forward"],
-        "theirs_explain_batched_over_forward":
-            seconds["theirs_explain_batched"] / seconds["theirs_forward"],
-    }
-
-    contributions, _, logits = inherent(ours, x)
-    ours_logits = logits.max(1).values
-    theirs_maps, theirs_logits = theirs_batched(theirs, x)
-    bias = theirs[1].logit_bias
-    # the sin-cos positional embedding is an input-independent term: without it W(x)x is exact
-    no_pos = theirs[0].positional_embedding.register_forward_hook(
-        lambda module, args, pe: torch.zeros_like(pe))
-    no_pos_maps, no_pos_logits = theirs_batched(theirs, x)
-    no_pos.remove()
-    checks = {
-        "ours": completeness(contributions, ours_logits, ours.logit_bias),
-        "theirs": completeness(theirs_maps, theirs_logits, bias),
-        "theirs_without_positional_embedding": completeness(no_pos_maps, no_pos_logits, bias),
-        "theirs_explain_vs_batched_max_abs_diff":
-            (theirs_per_image(theirs, x) - theirs_maps).abs().max().item(),
-    }
-
     result = {
-        "setting": {"input": f"random RGB {IMAGE}x{IMAGE}, encoded [x, 1-x] -> 6 channels",
-                    "batch_size": BATCH, "n_classes": N_CLASSES, "model": SIZE,
-                    "max_out": MAX_OUT, "init": "random", "rounds": ROUNDS,
-                    "statistic": "median", "threads": 1, "device": "cpu"},
+        "setting": {"input": "random RGB, encoded [x, 1-x] -> 6 channels",
+                    "n_classes": N_CLASSES, "max_out": MAX_OUT, "init": "random",
+                    "rounds": ROUNDS, "statistic": "median over interleaved rounds",
+                    "threads": 1, "device": "cpu"},
         "versions": {"torch": torch.__version__, "bcos": bcos.__version__,
                      "python": platform.python_version()},
         "machine": platform.machine(),
-        "parameters": {"ours": sum(p.numel() for p in ours.parameters()),
-                       "theirs": sum(p.numel() for p in theirs.parameters())},
-        "seconds": seconds, "ratios": ratios, "completeness": checks,
+        "results": {name: run_setting(**setting) for name, setting in SETTINGS.items()},
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "bcos_package.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
+    print(json.dumps({name: {"wall": r["ratios_theirs_over_ours_wall"],
+                             "cpu": r["ratios_theirs_over_ours_cpu"]}
+                      for name, r in result["results"].items()}, indent=2))
 
 
 if __name__ == "__main__":

@@ -55,16 +55,17 @@ def explanation_mode() -> Iterator[None]:
         _EXPLAINING.reset(token)
 
 
-def _dynamic(t: torch.Tensor) -> torch.Tensor:
-    """A dynamic weight: ``t`` itself, or ``t`` as a constant in explanation mode."""
-    return t.detach() if _EXPLAINING.get() else t
+def _dynamic_weight() -> contextlib.AbstractContextManager:
+    """Context for computing a dynamic weight: a constant (no autograd graph) in explanation
+    mode, differentiable otherwise."""
+    return torch.no_grad() if _EXPLAINING.get() else contextlib.nullcontext()
 
 
 class _MaxOut2(torch.autograd.Function):
     """MaxOut over two units: ``max(a, b)`` of the contiguous halves ``a, b`` of ``lin`` along
-    ``dim``. The gradient goes to ``a`` where ``a >= b``, else to ``b``: one masked copy and
-    one subtraction written straight into the gradient of ``lin`` (``torch.maximum``'s
-    backward, which splits ties, is an order of magnitude slower on CPU)."""
+    ``dim``. The gradient goes to ``a`` where ``a >= b``, else to ``b``, computed in place in
+    the gradient of ``lin`` (``torch.maximum``'s backward, which splits ties, allocates and
+    passes over the data several times more)."""
 
     @staticmethod
     def forward(ctx, lin: torch.Tensor, dim: int) -> torch.Tensor:
@@ -79,7 +80,8 @@ class _MaxOut2(torch.autograd.Function):
         a, b = lin.chunk(2, ctx.dim)
         grad_lin = torch.empty_like(lin)
         grad_a, grad_b = grad_lin.chunk(2, ctx.dim)
-        torch.mul(grad, a >= b, out=grad_a)
+        # a - b >= 0 exactly when a >= b (gradual underflow); a float mask, no bool temporaries
+        torch.sub(a, b, out=grad_a).ge_(0).mul_(grad)
         torch.sub(grad, grad_a, out=grad_b)
         return grad_lin, None
 
@@ -134,21 +136,31 @@ class _BcosBase(nn.Module):
         norm = torch.linalg.vector_norm(w, dim=tuple(range(1, w.dim())), keepdim=True)
         return w * (self.scale ** (1.0 / self.b) / norm.clamp_min(1e-12))
 
-    def _bcos(self, lin: torch.Tensor, inv_norm: torch.Tensor, dim: int):
-        """MaxOut, then the B-cos scale of the winners.
+    def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
+        """``1/‖x‖`` of every input vector (patch), broadcastable to the outputs."""
+        raise NotImplementedError
 
-        ``lin``: responses ``a`` of all units (units along ``dim``); ``inv_norm``: ``1/‖x‖``
-        broadcastable to the outputs. The output ``|a/‖x‖|^(B-1)·a`` increases with ``a``
-        (``‖x‖`` is shared), so MaxOut compares the raw responses. Returns ``(selected,
-        factor)``, the output being ``selected * factor``; ``factor`` is a dynamic weight.
-        """
+    def _factor(self, x: torch.Tensor, selected: torch.Tensor):
+        """Dynamic scale ``|a/‖x‖|^(B-1)`` of the MaxOut winners ``a``; a constant in
+        explanation mode."""
+        if self.b == 1:
+            return 1.0
+        with _dynamic_weight():
+            factor = selected.abs().mul_(self._inv_norm(x))
+            if self.b != 2:
+                factor = factor.clamp_min(1e-12).pow(self.b - 1)
+        return factor
+
+    def _bcos(self, x: torch.Tensor, lin: torch.Tensor, dim: int) -> torch.Tensor:
+        """MaxOut, then the B-cos scale of the winners: responses ``a`` of all units to ``x``
+        (units along ``dim``) -> ``|a/‖x‖|^(B-1)·a``. The output increases with ``a``
+        (``‖x‖`` is shared), so MaxOut compares the raw responses."""
         selected = _maxout(lin, self.max_out, dim)
         if self.b == 1:
-            return selected, 1.0
-        factor = selected.abs() * inv_norm
-        if self.b != 2:
-            factor = factor.clamp_min(1e-12).pow(self.b - 1)
-        return selected, _dynamic(factor)
+            return selected
+        factor = self._factor(x, selected)
+        # in place unless autograd needs the winners for the factor's gradient (training)
+        return selected * factor if factor.requires_grad else selected.mul_(factor)
 
 
 class BcosLinear(_BcosBase):
@@ -165,16 +177,11 @@ class BcosLinear(_BcosBase):
         self.weight = nn.Parameter(torch.empty(self.max_out * out_features, in_features))
         self.reset_parameters()
 
-    def _linear(self, x: torch.Tensor):
-        """x (..., in) -> (weight, responses of all units (..., max_out·out), 1/‖x‖ (..., 1))."""
-        w = self._scaled_unit_weight()
-        norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
-        return w, F.linear(x, w), norm.clamp_min(1e-12).reciprocal()
+    def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(1e-12).reciprocal()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _, lin, inv_norm = self._linear(x)
-        selected, factor = self._bcos(lin, inv_norm, dim=-1)
-        return selected * factor
+        return self._bcos(x, F.linear(x, self._scaled_unit_weight()), dim=-1)
 
     def forward_parts(self, x: torch.Tensor, parts: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """Map each additive part of ``x`` through the effective linear map ``W(x)``.
@@ -183,12 +190,16 @@ class BcosLinear(_BcosBase):
         ``sum(parts) == x`` the outputs sum exactly to ``forward(x)``.
         parts: each (..., in) -> list of (..., out).
         """
-        w, lin, inv_norm = self._linear(x)
-        _, factor = self._bcos(lin, inv_norm, dim=-1)
+        w = self._scaled_unit_weight()
+        lin = F.linear(x, w)
         blocks = (self.max_out, self.out_features)
         winner = lin.unflatten(-1, blocks).argmax(-2, keepdim=True)
-        return [F.linear(p, w).unflatten(-1, blocks).gather(-2, winner).squeeze(-2) * factor
-                for p in parts]
+
+        def select(responses):
+            return responses.unflatten(-1, blocks).gather(-2, winner).squeeze(-2)
+
+        factor = self._factor(x, select(lin))
+        return [select(F.linear(p, w)) * factor for p in parts]
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -212,14 +223,16 @@ class BcosConv2d(_BcosBase):
             torch.empty(self.max_out * out_channels, in_channels, kernel_size, kernel_size))
         self.reset_parameters()
 
+    def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
+        # ‖patch‖² at every output position: a window sum of the per-pixel squared norms
+        pixel_sq_norm = torch.linalg.vector_norm(x, dim=1, keepdim=True).square()
+        ones = x.new_ones(1, 1, self.kernel_size, self.kernel_size)
+        sq_norm = F.conv2d(pixel_sq_norm, ones, stride=self.stride, padding=self.padding)
+        return sq_norm.clamp_min(1e-24).rsqrt()
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         lin = F.conv2d(x, self._scaled_unit_weight(), stride=self.stride, padding=self.padding)
-        # ‖patch‖² for every output position: a window sum of the per-pixel squared norms
-        ones = x.new_ones(1, 1, self.kernel_size, self.kernel_size)
-        sq_norm = F.conv2d(x.square().sum(1, keepdim=True), ones, stride=self.stride,
-                           padding=self.padding)
-        selected, factor = self._bcos(lin, sq_norm.clamp_min(1e-24).rsqrt(), dim=1)
-        return selected * factor
+        return self._bcos(x, lin, dim=1)
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_features}, kernel_size={self.kernel_size}, "
@@ -292,18 +305,17 @@ class BcosAttention(nn.Module):
             nn.init.zeros_(self.prior)
 
     def attention(self, x: torch.Tensor) -> torch.Tensor:
-        """Attention matrices A: (B, N, D) -> (B, heads, N, N)."""
+        """Attention matrices A: (B, N, D) -> (B, heads, N, N); a dynamic weight."""
         bsz, n, _ = x.shape
-        qk = self.qk(self.norm(x)).view(bsz, n, 2, self.num_heads, self.head_dim)
-        q, k = qk.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, heads, N, head_dim)
-        logits = (q / math.sqrt(self.head_dim)) @ k.transpose(-1, -2)
-        if self.attention_prior == "additive":
-            attn = (logits + self.prior).softmax(-1)
-        elif self.attention_prior == "multiplicative":
-            attn = logits.softmax(-1) * self.prior.softmax(-1)
-        else:
-            attn = logits.softmax(-1)
-        return _dynamic(attn)
+        with _dynamic_weight():
+            qk = self.qk(self.norm(x)).view(bsz, n, 2, self.num_heads, self.head_dim)
+            q, k = qk.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, heads, N, head_dim)
+            logits = (q / math.sqrt(self.head_dim)) @ k.transpose(-1, -2)
+            if self.attention_prior == "additive":
+                return (logits + self.prior).softmax(-1)
+            if self.attention_prior == "multiplicative":
+                return logits.softmax(-1) * self.prior.softmax(-1)
+            return logits.softmax(-1)
 
     def _heads(self, x: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
         """Concatenated head outputs [A_h V_h x]_h: (B, N, D)."""
