@@ -1,0 +1,153 @@
+"""Text predict and explain speed (texts/s) against TF-IDF + LogisticRegression, in one run.
+
+Targets (issue 13): EmbeddingBagClassifier predicts >= 10k texts/s and within 2.2x of
+TF-IDF + LogisticRegression; the recurrent models (DiversityLSTMClassifier, SEATClassifier with
+the RNN encoder) predict >= 5k texts/s. The models predict the first ``--texts`` Rotten
+Tomatoes snippets after a brief fit on the others (1 epoch, embeddings learned from scratch,
+hidden size 64, default cells and explanation methods: speed does not depend on accuracy).
+Also times the word tokeniser against nltk's. One thread; the calls are interleaved over
+repeats so load from other processes hits them alike; medians. Writes
+``benchmarks/results/bench_text_predict.json``; ``--profile`` also prints where each neural
+model's predict spends its time (cProfile).
+
+    python benchmarks/bench_text_predict.py [--texts 10000] [--repeats 5] [--profile]
+"""
+import argparse
+import cProfile
+import json
+import os
+import platform
+import pstats
+import re
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from threadpoolctl import threadpool_limits
+
+RESULTS = Path(__file__).parent / "results"
+SETTINGS = dict(embed_dim=50, max_epochs=1, batch_size=64, device="cpu", random_state=0)
+TARGETS = {"EmbeddingBagClassifier": 10_000, "DiversityLSTMClassifier": 5_000,
+           "SEATClassifier(rnn)": 5_000}
+MAX_ANCHOR_RATIO = 2.2  # TF-IDF + LogisticRegression texts/s over EmbeddingBagClassifier's
+
+
+def fitted_models(X, y):
+    """The three neural classifiers and the TF-IDF + LogisticRegression anchor, fitted."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from interpretable import DiversityLSTMClassifier, EmbeddingBagClassifier, SEATClassifier
+
+    models = {
+        "EmbeddingBagClassifier": EmbeddingBagClassifier(**SETTINGS),
+        "DiversityLSTMClassifier": DiversityLSTMClassifier(hidden_size=64, **SETTINGS),
+        "SEATClassifier(rnn)": SEATClassifier(encoder="rnn", method="vanilla", hidden_size=64,
+                                              **SETTINGS),
+        "tfidf_logreg": make_pipeline(TfidfVectorizer(), LogisticRegression(max_iter=1000)),
+    }
+    return {name: model.fit(X, y) for name, model in models.items()}
+
+
+def nltk_tokenize_many(texts):
+    """``TextEncoder().tokenize`` as it was before: lower-case, sentence split, nltk."""
+    from nltk.tokenize import NLTKWordTokenizer
+
+    tokenizer, sentence_end = NLTKWordTokenizer(), re.compile(r"(?<=[.!?])\s+")
+    return [[tok for s in sentence_end.split(t.lower()) for tok in tokenizer.tokenize(s)]
+            for t in texts]
+
+
+def median_seconds(calls, repeats):
+    """Median wall time of each call, the calls interleaved over ``repeats`` rounds."""
+    times = {name: [] for name in calls}
+    for _ in range(repeats):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def print_profile(name, call, top=15):
+    """cProfile of ``call``: the functions with the most own time, then the package's functions
+    by cumulative time."""
+    profile = cProfile.Profile()
+    profile.runcall(call)
+    stats = pstats.Stats(profile)
+    print(f"\n== cProfile of {name}")
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats("interpretable/", top)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--texts", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+
+    from interpretable.datasets import load_rotten_tomatoes
+    from interpretable.text import TextEncoder
+
+    X, y = load_rotten_tomatoes(return_X_y=True)
+    X_test, X_train, y_train = X[: args.texts], X[args.texts:], y[args.texts:]
+    with threadpool_limits(1):
+        models = fitted_models(X_train, y_train)
+        neural = [name for name in models if name != "tfidf_logreg"]
+        calls = {f"predict/{name}": (lambda m=model: m.predict(X_test))
+                 for name, model in models.items()}
+        calls |= {f"explain/{name}": (lambda m=models[name]: m.explain(X_test)) for name in neural}
+        calls |= {"tokenize/TextEncoder": lambda: TextEncoder().tokenize_many(X_test),
+                  "tokenize/nltk": lambda: nltk_tokenize_many(X_test)}
+        seconds = median_seconds(calls, args.repeats)
+        if args.profile:
+            for name in neural:
+                print_profile(f"{name}.predict", calls[f"predict/{name}"])
+
+    rate = {name: args.texts / s for name, s in seconds.items()}
+    anchor = rate["predict/tfidf_logreg"]
+    results = {
+        "settings": vars(args) | {"train_texts": len(X_train), "hidden_size": 64,
+                                  "embeddings": "learned from scratch", **SETTINGS},
+        "machine": platform.platform(), "torch": torch.__version__, "threads": 1,
+        "load_average_1_5_15_min": os.getloadavg(),
+        "texts_per_second": rate,
+        "tokenizer_speedup_over_nltk": rate["tokenize/TextEncoder"] / rate["tokenize/nltk"],
+        "models": {
+            name: {
+                "predict_texts_per_second": rate[f"predict/{name}"],
+                "predict_over_anchor": rate[f"predict/{name}"] / anchor,
+                "explain_texts_per_second": rate[f"explain/{name}"],
+                "explain_seconds_over_predict_seconds":
+                    seconds[f"explain/{name}"] / seconds[f"predict/{name}"],
+                "target_texts_per_second": TARGETS[name],
+                "meets_target": rate[f"predict/{name}"] >= TARGETS[name],
+            }
+            for name in neural
+        },
+    }
+    results["models"]["EmbeddingBagClassifier"]["meets_anchor_target"] = (
+        anchor / rate["predict/EmbeddingBagClassifier"] <= MAX_ANCHOR_RATIO)
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / "bench_text_predict.json"
+    path.write_text(json.dumps(results, indent=2))
+
+    print(f"\n{'':>24} {'predict/s':>10} {'ours/anchor':>11} {'explain/s':>10} "
+          f"{'explain/predict':>15} {'target':>7}")
+    for name, r in results["models"].items():
+        met = r["meets_target"] and r.get("meets_anchor_target", True)
+        print(f"{name:>24} {r['predict_texts_per_second']:>10.0f} "
+              f"{r['predict_over_anchor']:>11.2f} {r['explain_texts_per_second']:>10.0f} "
+              f"{r['explain_seconds_over_predict_seconds']:>15.2f} {'met' if met else 'MISSED':>7}")
+    print(f"{'TF-IDF + LogReg':>24} {anchor:>10.0f} {1:>11.2f}")
+    print(f"tokenize: TextEncoder {rate['tokenize/TextEncoder']:.0f} texts/s, nltk "
+          f"{rate['tokenize/nltk']:.0f} texts/s ({results['tokenizer_speedup_over_nltk']:.1f}x)")
+    print(f"written {path}")
+
+
+if __name__ == "__main__":
+    main()
