@@ -28,21 +28,27 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import BaseEstimator, ClassifierMixin, is_classifier
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Callback
+from skorch.dataset import ValidSplit, unpack_data
+from skorch.hf import AccelerateMixin
+from skorch.utils import noop
 
 from ..nn.losses import logits_of
 from ..validation import check_batch_size, check_random_state_seed, make_generator, resolve_device
 from .persistence import from_jsonable, load_estimator, save_estimator, to_jsonable
+from .training import plain_print, training_callbacks
 
 __all__ = [
     "Batch",
     "NeuralEstimator",
     "NeuralClassifier",
     "TrainingDivergedError",
+    "SAMPLE_WEIGHT",
     "to_jsonable",
     "from_jsonable",
 ]
@@ -53,6 +59,9 @@ _OPTIMIZERS = {
     "sgd": torch.optim.SGD,
     "rmsprop": torch.optim.RMSprop,
 }
+_AUTOCAST = {"float32": None, "bf16": torch.bfloat16}
+#: key of the per-sample loss weights in a training batch (never passed to the module)
+SAMPLE_WEIGHT = "sample_weight"
 
 
 @dataclass(frozen=True)
@@ -118,12 +127,55 @@ class TrainingNet(NeuralNet):
     """skorch ``NeuralNet`` whose criterion receives the module's full output.
 
     The criterion is an ``nn.Module`` called as ``criterion(module_output, y)``, so models with
-    extra outputs (attention, hidden states) add their regularisers there. Override
-    :meth:`get_loss` or :meth:`train_step` for anything else.
+    extra outputs (attention, hidden states) add their regularisers there; a batch whose inputs
+    carry per-sample weights ``(B,)`` under :data:`SAMPLE_WEIGHT` (not passed to the module)
+    calls ``criterion(module_output, y, sample_weight=w)``. ``autocast`` (a dtype or None)
+    runs the training forward pass and loss under ``torch.autocast`` (mixed precision; the
+    parameters, gradients and evaluation keep their dtype). Override :meth:`get_loss` or
+    :meth:`train_step` for anything else.
     """
 
+    def __init__(self, *args, autocast=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.autocast = autocast
+
+    def infer(self, x, **fit_params):
+        if isinstance(x, Mapping) and SAMPLE_WEIGHT in x:
+            x = {k: v for k, v in x.items() if k != SAMPLE_WEIGHT}
+        return super().infer(x, **fit_params)
+
     def get_loss(self, y_pred, y_true, X=None, training=False):
-        return self.criterion_(y_pred, y_true.to(self.device))
+        y_true = y_true.to(self.device)
+        if isinstance(X, Mapping) and SAMPLE_WEIGHT in X:
+            weight = X[SAMPLE_WEIGHT].to(y_true.device)
+            return self.criterion_(y_pred, y_true, sample_weight=weight)
+        return self.criterion_(y_pred, y_true)
+
+    def train_step_single(self, batch, **fit_params):
+        if self.autocast is None:
+            return super().train_step_single(batch, **fit_params)
+        self._set_training(True)
+        Xi, yi = unpack_data(batch)
+        with torch.autocast(torch.device(self.device).type, dtype=self.autocast):
+            y_pred = self.infer(Xi, **fit_params)
+            loss = self.get_loss(y_pred, yi, X=Xi, training=True)
+        loss.backward()
+        return {"loss": loss, "y_pred": y_pred}
+
+
+class AcceleratedTrainingNet(AccelerateMixin, TrainingNet):
+    """:class:`TrainingNet` under a Hugging Face ``Accelerator`` (skorch's ``AccelerateMixin``):
+    each process trains on its share of the batches and gradients are averaged across processes
+    (DDP). The recorded losses are averaged across processes too, so that every process keeps
+    the same history and early stopping or checkpoints decide alike on all of them."""
+
+    def train_step(self, batch, **fit_params):
+        step = super().train_step(batch, **fit_params)
+        return {**step, "loss": self.accelerator.reduce(step["loss"].detach(), "mean")}
+
+    def validation_step(self, batch, **fit_params):
+        step = super().validation_step(batch, **fit_params)
+        return {**step, "loss": self.accelerator.reduce(step["loss"], "mean")}
 
 
 class NeuralEstimator(BaseEstimator):
@@ -143,9 +195,40 @@ class NeuralEstimator(BaseEstimator):
     device : "auto", "cpu", "cuda", "cuda:N" or torch.device
         ``"auto"`` uses CUDA when available.
     random_state : int, RandomState or None
-        Seeds initialisation, shuffling and dropout; the global torch RNG is left untouched.
+        Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
+        is left untouched.
     verbose : int
-        Print skorch's epoch table when > 0.
+        When > 0, print skorch's epoch table (plain text unless standard output is a terminal)
+        and, on a terminal, a progress bar over the batches of each epoch.
+    callbacks : list or None
+        skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+        your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
+        with deep copies: the callbacks passed here are never changed.
+    validation_fraction : float in (0, 1) or None
+        Share of the training data held out (stratified for classifiers, seeded by
+        ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
+        (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
+    early_stopping : bool
+        Stop when the validation loss (the training loss without ``validation_fraction``) has
+        not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
+        (skorch's ``EarlyStopping(load_best=True)``).
+    n_iter_no_change : int >= 1
+        Patience of ``early_stopping``, in epochs.
+    warm_start : bool
+        When True, fitting a fitted estimator continues training its weights (the vocabulary,
+        classes and input size stay those of the first fit; other labels, a changed input
+        size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
+        state starts afresh.
+    precision : {"float32", "bf16"}
+        ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
+        the weights stay float32), while prediction and explanations always run in the
+        parameters' own precision, so inherent explanations stay exact.
+    accelerator : accelerate.Accelerator or None
+        Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
+        ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
+        with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
+        the accelerator (``Accelerator(mixed_precision="bf16")``). See
+        :mod:`interpretable.scale`.
     """
 
     _parameter_constraints: dict = {
@@ -157,6 +240,13 @@ class NeuralEstimator(BaseEstimator):
         "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "callbacks": [list, None],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
+        "early_stopping": ["boolean"],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "warm_start": ["boolean"],
+        "precision": [StrOptions(set(_AUTOCAST))],
+        "accelerator": [HasMethods(["prepare", "unwrap_model", "reduce"]), None],
     }
     #: explanation methods accepted by :meth:`explain`, the default first
     explain_methods: tuple[str, ...] = ()
@@ -177,6 +267,13 @@ class NeuralEstimator(BaseEstimator):
         device="auto",
         random_state=None,
         verbose=0,
+        callbacks=None,
+        validation_fraction=None,
+        early_stopping=False,
+        n_iter_no_change=5,
+        warm_start=False,
+        precision="float32",
+        accelerator=None,
     ):
         self.lr = lr
         self.max_epochs = max_epochs
@@ -186,6 +283,13 @@ class NeuralEstimator(BaseEstimator):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def __sklearn_tags__(self):
         """Inputs are texts or symbol sequences (image estimators override this), never 2-d
@@ -237,20 +341,26 @@ class NeuralEstimator(BaseEstimator):
         self._check_params()
 
     # ------------------------------------------------------------------ training
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Fit on ``X`` (and ``y``); returns ``self``.
+
+        ``sample_weight`` (n,) weights each sample's loss (non-negative; a weight of 2 counts a
+        sample twice); the classifiers support it (for SEAT see its docstring), as they do
+        ``class_weight``.
 
         Transactional: the estimator is trained as a fresh copy and its fitted attributes
         replace the old ones only when training succeeded, so a rejected or crashed refit
-        leaves the previous model fully usable.
+        leaves the previous model fully usable. With ``warm_start`` the copy starts from the
+        fitted state (never changed in place).
         """
         self._validate_params()
         X = list(X) if isinstance(X, Iterator) else X  # read a generator once
         y = list(y) if isinstance(y, Iterator) else y
         work = copy.copy(self)
-        for name in [k for k in vars(work) if _is_fitted_attribute(k)]:
-            delattr(work, name)
-        work._fit(X, y)
+        if not (self.warm_start and self.__sklearn_is_fitted__()):
+            for name in [k for k in vars(work) if _is_fitted_attribute(k)]:
+                delattr(work, name)
+        work._fit(X, y, sample_weight)
         work.fitted_params_ = work.get_params(deep=False)  # what save() stores
         for name in [k for k in vars(self) if _is_fitted_attribute(k)]:
             delattr(self, name)
@@ -258,23 +368,93 @@ class NeuralEstimator(BaseEstimator):
         return self
 
     def _start_fit(self) -> int:
-        """Set ``device_`` and return the seed of this fit."""
-        self.device_ = resolve_device(self.device)
+        """Set ``device_`` (the accelerator's when there is one) and return the seed of this
+        fit."""
+        self.device_ = resolve_device(self.device) if self.accelerator is None \
+            else self.accelerator.device
         return check_random_state_seed(self.random_state)
 
+    def _log(self, message: str) -> None:
+        """Print ``message`` (e.g. the name of a training phase) when ``verbose``, on the main
+        process only."""
+        if self.verbose and (self.accelerator is None or self.accelerator.is_main_process):
+            plain_print(f"{type(self).__name__}: {message}")
+
+    def _continues(self) -> bool:
+        """Whether this fit continues the previous one (``warm_start`` on a fitted estimator:
+        ``fit`` kept its fitted attributes)."""
+        return self.warm_start and hasattr(self, "fitted_params_")
+
+    def _warm_started(self, module_factory):
+        """``module_factory``, or when this fit continues the previous one, a factory of the
+        same module holding the previous fit's weights (a copy: the fitted module is never
+        trained in place). A changed architecture raises a ``ValueError``."""
+        if not self._continues():
+            return module_factory
+        previous = self.module_.state_dict()
+
+        def build():
+            module = module_factory()
+            shapes = {k: tuple(v.shape) for k, v in module.state_dict().items()}
+            changed = sorted(k for k in shapes.keys() | previous.keys()
+                             if shapes.get(k) != tuple(getattr(previous.get(k), "shape", ())))
+            if changed:
+                raise ValueError("warm_start=True continues the previous model, but the "
+                                 f"parameters give other weights: {changed[:5]}. Refit with "
+                                 "warm_start=False.")
+            module.load_state_dict(previous)
+            return module
+
+        return build
+
+    def _training_weights(self, y, sample_weight):
+        """Per-sample loss weights (n,) for the training targets ``y`` (n, ...): the checked
+        ``sample_weight``, or None."""
+        if sample_weight is None:
+            return None
+        weight = np.asarray(sample_weight, dtype=np.float64)
+        if weight.shape != (len(y),):
+            raise ValueError(f"sample_weight must have shape ({len(y)},), got {weight.shape}.")
+        if not np.isfinite(weight).all() or (weight < 0).any() or not weight.sum() > 0:
+            raise ValueError("sample_weight must be finite and non-negative, not all zero.")
+        return weight
+
     def _fit_net(self, module_factory, criterion, X, y, *, seed, callbacks=(), max_epochs=None,
-                 lr=None, **net_kwargs):
+                 lr=None, sample_weight=None, validation=True, **net_kwargs):
         """Build the module under ``seed`` and train it with skorch.
 
         ``module_factory()`` builds the module (called with the torch RNG seeded), ``X`` is a dict
         of CPU tensors passed to ``module.forward(**batch)``, ``y`` a tensor; ``max_epochs`` and
-        ``lr`` override the constructor's for one training phase. Sets ``module_`` (in eval
-        mode) and ``history_``. Returns the skorch net (not stored).
+        ``lr`` override the constructor's for one training phase; ``sample_weight`` (n,) are the
+        per-sample loss weights (see :meth:`_training_weights`; the criterion must take
+        ``sample_weight``); ``validation=False`` trains on all of ``X`` whatever
+        ``validation_fraction`` says (phases whose loss needs gradients). The training controls
+        (``callbacks``, ``early_stopping``, ``precision``, ``accelerator``, ...) apply to every
+        phase. With ``warm_start`` the epochs are appended to the previous fit's ``history_``
+        (callbacks such as learning-rate schedules start afresh, as does the optimizer). Sets
+        ``module_`` (in eval mode) and ``history_``. Returns the skorch net (not stored).
         """
+        accelerator = self.accelerator
+        if accelerator is not None and self.precision != "float32":
+            raise ValueError(f"precision={self.precision!r} cannot be combined with an "
+                             "accelerator: set it there, Accelerator(mixed_precision='bf16').")
+        if sample_weight is not None:
+            if "sample_weight" not in inspect.signature(criterion.forward).parameters:
+                raise ValueError(f"{type(self).__name__} does not support sample weights "
+                                 "(sample_weight, class_weight) in this training phase.")
+            X = {**X, SAMPLE_WEIGHT: torch.as_tensor(sample_weight, dtype=torch.float32)}
+        validated = validation and self.validation_fraction is not None
+        if accelerator is None:
+            net_class, placement = TrainingNet, {"device": self.device_,
+                                                 "autocast": _AUTOCAST[self.precision]}
+        else:
+            net_class, placement = AcceleratedTrainingNet, {
+                "device": None, "accelerator": accelerator, "unwrap_after_train": False}
+        main_process = accelerator is None or accelerator.is_main_process
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             module = module_factory()
-            net = TrainingNet(
+            net = net_class(
                 module=module,
                 criterion=criterion,
                 optimizer=_OPTIMIZERS[self.optimizer],
@@ -282,17 +462,27 @@ class NeuralEstimator(BaseEstimator):
                 lr=float(self.lr if lr is None else lr),
                 max_epochs=int(self.max_epochs if max_epochs is None else max_epochs),
                 batch_size=int(self.batch_size),
-                train_split=None,
+                train_split=ValidSplit(self.validation_fraction, stratified=is_classifier(self),
+                                       random_state=seed) if validated else None,
                 iterator_train__shuffle=True,
                 iterator_train__generator=make_generator(seed),
-                device=self.device_,
-                callbacks=[("divergence_guard", _DivergenceGuard()), *callbacks],
+                callbacks=[("divergence_guard", _DivergenceGuard()), *callbacks,
+                           *training_callbacks(
+                               verbose=self.verbose and main_process, validated=validated,
+                               classifier=is_classifier(self) and accelerator is None,
+                               early_stopping=self.early_stopping,
+                               patience=self.n_iter_no_change, callbacks=self.callbacks)],
+                callbacks__print_log__sink=plain_print if self.verbose and main_process else noop,
                 verbose=self.verbose,
+                **placement,
                 **net_kwargs,
             )
             net.fit(X, y)
-            self.module_ = net.module_.eval()
-            self.history_ = [dict(epoch) for epoch in net.history]
+            module = net.module_ if accelerator is None else accelerator.unwrap_model(net.module_)
+            self.module_ = module.eval()
+        previous = self.history_ if self._continues() else []
+        self.history_ = previous + [{**epoch, "epoch": len(previous) + epoch["epoch"]}
+                                    for epoch in net.history]
         return net
 
     # ------------------------------------------------------------------ inference
@@ -398,8 +588,45 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
     """Classifier outputs shared by the text and image classifiers.
 
     Subclasses implement :meth:`encode` and a module whose output is the logits ``(B, C)`` (or
-    a tuple starting with them), and set ``classes_`` in ``_fit``.
+    a tuple starting with them), and set ``classes_`` in ``_fit`` (:meth:`_fit_labels`).
+
+    Parameters: those of :class:`NeuralEstimator`, plus
+    class_weight : None, "balanced" or dict {label: weight}
+        Weights of the classes in the training loss (multiplied with ``sample_weight``);
+        ``"balanced"``: ``n_samples / (n_classes * count(label))`` as in scikit-learn.
     """
+
+    _parameter_constraints = {
+        **NeuralEstimator._parameter_constraints,
+        "class_weight": [StrOptions({"balanced"}), dict, None],
+    }
+
+    def __init__(self, *, class_weight=None, **params):
+        super().__init__(**params)
+        self.class_weight = class_weight
+
+    def _fit_labels(self, y) -> np.ndarray:
+        """Class indices (n,) of the training labels ``y``; sets ``classes_``, or when the fit
+        continues the previous one (``warm_start``) keeps its classes (other labels raise)."""
+        if not self._continues():
+            self.classes_, index = np.unique(y, return_inverse=True)
+            return index.reshape(-1)
+        unseen = np.setdiff1d(np.unique(y), self.classes_)
+        if unseen.size:
+            raise ValueError("warm_start=True continues the previous model, fitted on the "
+                             f"classes {self.classes_.tolist()[:10]}; y has others: "
+                             f"{unseen.tolist()[:5]}. Refit with warm_start=False.")
+        return np.searchsorted(self.classes_, y)
+
+    def _training_weights(self, y, sample_weight):
+        """``sample_weight`` times the ``class_weight`` of each sample's class index ``y``."""
+        weight = super()._training_weights(y, sample_weight)
+        if self.class_weight is None:
+            return weight
+        y = np.asarray(y)
+        per_class = compute_class_weight(self.class_weight, classes=self.classes_,
+                                         y=self.classes_[y])
+        return per_class[y] if weight is None else per_class[y] * weight
 
     def logits(self, inputs: Mapping[str, torch.Tensor], *, batch_size=None, **options
                ) -> torch.Tensor:

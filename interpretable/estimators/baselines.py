@@ -37,10 +37,15 @@ class EmbeddingBagClassifier(TextClassifierBase):
 
     def __init__(self, embeddings=None, embed_dim=50, freeze_embeddings=False, text_encoder=None,
                  *, lr=1e-2, max_epochs=10, batch_size=64, optimizer="adam", weight_decay=0.0,
-                 device="auto", random_state=None, verbose=0):
+                 device="auto", random_state=None, verbose=0, class_weight=None,
+                 callbacks=None, validation_fraction=None, early_stopping=False,
+                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
         super().__init__(lr=lr, max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
                          weight_decay=weight_decay, device=device, random_state=random_state,
-                         verbose=verbose)
+                         verbose=verbose, class_weight=class_weight,
+                         callbacks=callbacks, validation_fraction=validation_fraction,
+                         early_stopping=early_stopping, n_iter_no_change=n_iter_no_change,
+                         warm_start=warm_start, precision=precision, accelerator=accelerator)
         self.embeddings = embeddings
         self.embed_dim = embed_dim
         self.freeze_embeddings = freeze_embeddings

@@ -55,19 +55,21 @@ class _LanguageModel(SequenceEstimator):
     def _check_inputs(self, X) -> list[str]:
         return check_documents(X)
 
-    def _fit(self, X, y):
+    def _fit(self, X, y, sample_weight=None):
         if y is not None:
             raise ValueError(f"{type(self).__name__} is fitted on texts alone (fit(X)); for "
                              "per-position targets use ISANSequenceTagger.")
         seed = self._start_fit()
         docs = check_documents(X)
-        self._learn_vocabulary(docs)
-        self.classes_ = np.array(self.symbols_, dtype=object)
+        if not self._continues():  # warm_start keeps the alphabet of the previous fit
+            self._learn_vocabulary(docs)
+            self.classes_ = np.array(self.symbols_, dtype=object)
         inputs, targets = next_symbol_windows([self.encode_symbols(d) for d in docs],
                                               self.seq_len, train=True)
         if inputs is None:
             raise ValueError("X has no character with a successor: every text has length 1.")
-        self._train(inputs, targets, seed=seed, group_sizes=[self.n_symbols_])
+        self._train(inputs, targets, seed=seed, group_sizes=[self.n_symbols_],
+                    sample_weight=sample_weight)
 
     def _set_fitted_state(self, state: dict) -> None:
         super()._set_fitted_state(state)
@@ -204,11 +206,17 @@ class ISANLanguageModel(ISANBase, _LanguageModel):
 
     def __init__(self, hidden_size=128, *, seq_len=100, min_count=2, dtype="float32",
                  clip_grad=1.0, init_gain=1.0, lr=2e-3, max_epochs=10, batch_size=32,
-                 optimizer="adam", weight_decay=0.0, device="auto", random_state=None, verbose=0):
+                 optimizer="adam", weight_decay=0.0, device="auto",
+                 random_state=None, verbose=0, callbacks=None, validation_fraction=None,
+                 early_stopping=False, n_iter_no_change=5, warm_start=False, precision="float32",
+                 accelerator=None):
         super().__init__(
             hidden_size=hidden_size, min_count=min_count, dtype=dtype, clip_grad=clip_grad,
             lr=lr, max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
             weight_decay=weight_decay, device=device, random_state=random_state, verbose=verbose,
+            callbacks=callbacks, validation_fraction=validation_fraction,
+            early_stopping=early_stopping, n_iter_no_change=n_iter_no_change,
+            warm_start=warm_start, precision=precision, accelerator=accelerator,
         )
         self.seq_len = seq_len
         self.init_gain = init_gain
@@ -274,11 +282,16 @@ class LSTMLanguageModel(_LanguageModel):
     def __init__(self, hidden_size=128, *, embedding_dim=32, num_layers=1, seq_len=100,
                  min_count=2, dtype="float32", clip_grad=1.0, lr=2e-3, max_epochs=10,
                  batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
-                 random_state=None, verbose=0):
+                 random_state=None, verbose=0, callbacks=None,
+                 validation_fraction=None, early_stopping=False, n_iter_no_change=5,
+                 warm_start=False, precision="float32", accelerator=None):
         super().__init__(
             hidden_size=hidden_size, min_count=min_count, dtype=dtype, clip_grad=clip_grad,
             lr=lr, max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
             weight_decay=weight_decay, device=device, random_state=random_state, verbose=verbose,
+            callbacks=callbacks, validation_fraction=validation_fraction,
+            early_stopping=early_stopping, n_iter_no_change=n_iter_no_change,
+            warm_start=warm_start, precision=precision, accelerator=accelerator,
         )
         self.embedding_dim = embedding_dim
         self.num_layers = num_layers

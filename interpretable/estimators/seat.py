@@ -167,13 +167,19 @@ class SEATClassifier(AttentionTextClassifier):
                  adv_epsilon=None, encoder="lstm", embeddings=None, embed_dim=50,
                  hidden_size=128, attention_size=None, freeze_embeddings=False, dropout=0.0,
                  text_encoder=None, lr=1e-3, max_epochs=10, batch_size=64, optimizer="adam",
-                 weight_decay=0.0, device="auto", random_state=None, verbose=0):
+                 weight_decay=0.0, device="auto", random_state=None, verbose=0,
+                 class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,
+                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
         super().__init__(encoder=encoder, embeddings=embeddings, embed_dim=embed_dim,
                          hidden_size=hidden_size, attention_size=attention_size,
                          freeze_embeddings=freeze_embeddings, dropout=dropout,
                          text_encoder=text_encoder, lr=lr, max_epochs=max_epochs,
                          batch_size=batch_size, optimizer=optimizer, weight_decay=weight_decay,
-                         device=device, random_state=random_state, verbose=verbose)
+                         device=device, random_state=random_state, verbose=verbose,
+                         class_weight=class_weight, callbacks=callbacks,
+                         validation_fraction=validation_fraction, early_stopping=early_stopping,
+                         n_iter_no_change=n_iter_no_change, warm_start=warm_start,
+                         precision=precision, accelerator=accelerator)
         self.method = method
         self.base_estimator = base_estimator
         self.k = k
@@ -258,24 +264,32 @@ class SEATClassifier(AttentionTextClassifier):
 
     # ------------------------------------------------------------------ fit
     def _fit_net(self, module_factory, criterion, X, y, *, seed, **kwargs):
-        """Baselines train through :class:`RobustTrainer` (which needs the labels); the
-        fitted ``module_`` is always the plain :class:`AttentionTextModule`."""
+        """Baselines train through :class:`RobustTrainer` (it needs labels and gradients: no
+        validation split); the fitted ``module_`` is always the plain AttentionTextModule."""
         if self.method not in _BASELINES:
             return super()._fit_net(module_factory, criterion, X, y, seed=seed, **kwargs)
         epsilon = self.adv_epsilon or _DEFAULT_EPSILON[self.method]
         net = super()._fit_net(
             lambda: RobustTrainer(module_factory(), self.method, epsilon, seed),
-            RobustCriterion(), {**X, "labels": y}, y, seed=seed, **kwargs)
+            RobustCriterion(), {**X, "labels": y}, y, seed=seed, validation=False, **kwargs)
         self.module_ = self.module_.core.eval()
         return net
 
-    def _fit(self, X, y):
-        """Train the vanilla model (or take ``base_estimator``), then SEAT / the baseline."""
-        if self.base_estimator is None:
-            super()._fit(X, y)
-        else:
-            self._start_from_base(X, y)
+    def _fit(self, X, y, sample_weight=None):
+        """Train the vanilla model (or take ``base_estimator``), then SEAT / the baseline.
+        ``sample_weight`` / ``class_weight`` and ``validation_fraction`` apply to the vanilla
+        phase and the baselines (objective (6) is unweighted and needs gradients at every step);
+        ``warm_start`` continues them, but not SEAT, whose phase starts at ``w~_0 = w``."""
+        if self._continues() and self.method == "seat":
+            raise ValueError("warm_start=True is not supported with method='seat'.")
         if self.method == "seat":
+            self._log("phase 1/2: vanilla attention model")
+        if self.base_estimator is None or self._continues():
+            super()._fit(X, y, sample_weight)
+        else:
+            self._start_from_base(X, y, sample_weight)
+        if self.method == "seat":
+            self._log("phase 2/2: SEAT attention, objective (6)")
             self._fit_seat(X, y)
 
     def _fit_seat(self, X, y):
@@ -296,7 +310,7 @@ class SEATClassifier(AttentionTextClassifier):
                                     self.pgd_step_size, self.pgd_norm, self.divergence, seed),
                 SEATCriterion(self.k, self.lambda_topk, self.lambda_stability, self.divergence),
                 batch.inputs, y_index, seed=seed, callbacks=[("seat_terms", _RecordTerms())],
-                iterator_train__collate_fn=_trim_collate,
+                iterator_train__collate_fn=_trim_collate, validation=False,
                 max_epochs=self.seat_epochs or self.max_epochs, lr=self.seat_lr or self.lr)
         finally:
             for name, p in core.named_parameters():
@@ -305,7 +319,7 @@ class SEATClassifier(AttentionTextClassifier):
         self.module_ = core.eval()
         self.fit_diagnostics_ = self._diagnostics(batch.inputs)
 
-    def _start_from_base(self, X, y):
+    def _start_from_base(self, X, y, sample_weight=None):
         base = _unwrap(self.base_estimator)
         try:
             check_is_fitted(base, "module_")
@@ -335,6 +349,7 @@ class SEATClassifier(AttentionTextClassifier):
             batch = self._encode_texts(texts, queries)
             y_index = torch.as_tensor(np.searchsorted(self.classes_, labels))
             self._fit_net(lambda: module, OutputCrossEntropy(), batch.inputs, y_index, seed=seed,
+                          sample_weight=self._training_weights(y_index, sample_weight),
                           iterator_train__collate_fn=_trim_collate)
 
     def _diagnostics(self, inputs) -> dict:

@@ -133,10 +133,15 @@ class SequenceEstimator(NeuralEstimator):
     _levels: tuple[str, ...] = ("char",)
 
     def __init__(self, *, hidden_size, min_count, dtype, clip_grad, lr, max_epochs, batch_size,
-                 optimizer, weight_decay, device, random_state, verbose):
+                 optimizer, weight_decay, device, random_state, verbose,
+                 callbacks, validation_fraction, early_stopping, n_iter_no_change, warm_start,
+                 precision, accelerator):
         super().__init__(
             lr=lr, max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
             weight_decay=weight_decay, device=device, random_state=random_state, verbose=verbose,
+            callbacks=callbacks, validation_fraction=validation_fraction,
+            early_stopping=early_stopping, n_iter_no_change=n_iter_no_change,
+            warm_start=warm_start, precision=precision, accelerator=accelerator,
         )
         self.hidden_size = hidden_size
         self.min_count = min_count
@@ -181,15 +186,20 @@ class SequenceEstimator(NeuralEstimator):
         return Batch({"x": x, "lengths": lengths}, units=seqs)
 
     # ---------------------------------------------------------------- training
-    def _train(self, inputs, targets, *, seed, group_sizes, loss="cross_entropy") -> None:
+    def _train(self, inputs, targets, *, seed, group_sizes, loss="cross_entropy",
+               sample_weight=None) -> None:
         """Train on ids (N, L) and targets (N, L, G) (class index per group, ``IGNORE_INDEX``
-        where unscored); sets ``n_outputs_``, ``module_`` and ``history_``."""
+        where unscored), continuing the previous weights with ``warm_start``; sets
+        ``n_outputs_``, ``module_`` and ``history_``. Per-position losses take no
+        ``sample_weight``."""
+        if sample_weight is not None:
+            raise ValueError(f"{type(self).__name__} does not support sample_weight.")
         self.n_outputs_ = int(sum(group_sizes))
         callbacks = []
         if self.clip_grad is not None:
             callbacks.append(("clip", GradientNormClipping(self.clip_grad)))
-        self._fit_net(self._build_module, SequenceLoss(group_sizes, loss), {"x": inputs},
-                      targets, seed=seed, callbacks=callbacks)
+        self._fit_net(self._warm_started(self._build_module), SequenceLoss(group_sizes, loss),
+                      {"x": inputs}, targets, seed=seed, callbacks=callbacks)
 
     # ---------------------------------------------------------------- inference
     def _trim_batch(self, batch: dict) -> dict:

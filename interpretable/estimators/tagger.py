@@ -52,11 +52,17 @@ class ISANSequenceTagger(ISANBase):
 
     def __init__(self, hidden_size=128, *, loss="cross_entropy", min_count=2, dtype="float32",
                  clip_grad=1.0, init_gain=1.0, lr=2e-3, max_epochs=10, batch_size=32,
-                 optimizer="adam", weight_decay=0.0, device="auto", random_state=None, verbose=0):
+                 optimizer="adam", weight_decay=0.0, device="auto",
+                 random_state=None, verbose=0, callbacks=None, validation_fraction=None,
+                 early_stopping=False, n_iter_no_change=5, warm_start=False, precision="float32",
+                 accelerator=None):
         super().__init__(
             hidden_size=hidden_size, min_count=min_count, dtype=dtype, clip_grad=clip_grad,
             lr=lr, max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
             weight_decay=weight_decay, device=device, random_state=random_state, verbose=verbose,
+            callbacks=callbacks, validation_fraction=validation_fraction,
+            early_stopping=early_stopping, n_iter_no_change=n_iter_no_change,
+            warm_start=warm_start, precision=precision, accelerator=accelerator,
         )
         self.loss = loss
         self.init_gain = init_gain
@@ -64,18 +70,25 @@ class ISANSequenceTagger(ISANBase):
     def _check_inputs(self, X) -> list:
         return check_sequences(X)
 
-    def _fit(self, X, y):
+    def _fit(self, X, y, sample_weight=None):
         seed = self._start_fit()
         seqs = check_sequences(X)
         if y is None:
             raise ValueError(f"{type(self).__name__} needs per-position targets: fit(X, Y).")
         Y = check_sequence_targets(y, [len(s) for s in seqs])
-        self._learn_vocabulary(seqs)
         stacked = np.concatenate(Y)
-        self._set_target_classes([np.unique(stacked[:, g]) for g in range(stacked.shape[1])])
+        if not self._continues():
+            self._learn_vocabulary(seqs)
+            self._set_target_classes([np.unique(stacked[:, g]) for g in range(stacked.shape[1])])
+        elif stacked.shape[1] != len(self.target_classes_) or any(
+                np.setdiff1d(stacked[:, g], c).size for g, c in enumerate(self.target_classes_)):
+            raise ValueError("warm_start=True continues the previous model, but Y has target "
+                             "groups or values it was not fitted on. Refit with "
+                             "warm_start=False.")
         inputs, _ = pad_sequences([self.encode_symbols(s) for s in seqs], 0)
         targets, _ = pad_sequences([self._encode_targets(t) for t in Y], IGNORE_INDEX)
-        self._train(inputs, targets, seed=seed, group_sizes=self.group_sizes_, loss=self.loss)
+        self._train(inputs, targets, seed=seed, group_sizes=self.group_sizes_, loss=self.loss,
+                    sample_weight=sample_weight)
 
     def _set_target_classes(self, target_classes: list) -> None:
         self.target_classes_ = [np.asarray(c) for c in target_classes]

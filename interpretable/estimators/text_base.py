@@ -121,23 +121,32 @@ class TextClassifierBase(NeuralClassifier):
         return trim_padding(batch)
 
     # ---------------------------------------------------------------- fit
-    def _fit(self, X, y):
+    def _fit(self, X, y, sample_weight=None):
+        """Learn the vocabulary and classes (kept from the previous fit with ``warm_start``)
+        and train."""
         seed = self._start_fit()
-        texts, queries = self._split_inputs(X, fitting=True)
+        continues = self._continues()
+        texts, queries = self._split_inputs(X, fitting=not continues)
         y = check_targets(y, n_samples=len(texts))
-        self.pair_input_ = queries is not None
-        encoder = self.text_encoder if self.text_encoder is not None \
-            else self._default_text_encoder()
-        self.text_encoder_ = clone(encoder).fit(texts + (queries or []))
-        self.classes_, y_index = np.unique(y, return_inverse=True)
-        vectors = resolve_embeddings(getattr(self, "embeddings", None))
-        init = None if vectors is None else \
-            self.text_encoder_.embedding_matrix(vectors, random_state=seed)
-        self.embed_dim_ = int(self.embed_dim if init is None else init.shape[1])
+        y_index = self._fit_labels(y)
+        if continues:
+            module_factory = self._warm_started(self._build_module)
+        else:
+            self.pair_input_ = queries is not None
+            encoder = self.text_encoder if self.text_encoder is not None \
+                else self._default_text_encoder()
+            self.text_encoder_ = clone(encoder).fit(texts + (queries or []))
+            vectors = resolve_embeddings(getattr(self, "embeddings", None))
+            init = None if vectors is None else \
+                self.text_encoder_.embedding_matrix(vectors, random_state=seed)
+            self.embed_dim_ = int(self.embed_dim if init is None else init.shape[1])
+            module_factory = functools.partial(self._initial_module, init)
         inputs = self._encode_texts(texts, queries).inputs
-        self._fit_net(functools.partial(self._initial_module, init), self._criterion(), inputs,
+        self._fit_net(module_factory, self._criterion(), inputs,
                       torch.from_numpy(y_index.astype(np.int64)), seed=seed,
-                      iterator_train__collate_fn=_trim_collate)
+                      sample_weight=self._training_weights(y_index, sample_weight),
+                      iterator_train__collate_fn=_trim_collate,
+                      iterator_valid__collate_fn=_trim_collate)
 
     # ---------------------------------------------------------------- forward
     def embed(self, batch: dict) -> torch.Tensor:

@@ -19,6 +19,7 @@ from ..validation import check_images, check_targets, make_generator
 from ..attribution.vision import METHODS, attribute, inherent, inherent_terms
 from ..explanation import ImageExplanation
 from ..nn.bcos import ATTENTION_PRIORS, BcosViT, encode_image
+from ..nn.losses import weighted_mean
 from ..nn.vit import ViT
 from .base import Batch, NeuralClassifier
 
@@ -26,11 +27,15 @@ __all__ = ["BcosViTClassifier", "ViTClassifier"]
 
 
 class _OneHotBCE(nn.Module):
-    """Binary cross-entropy on sigmoid outputs against one-hot targets (B-cos training)."""
+    """Binary cross-entropy on sigmoid outputs against one-hot targets (B-cos training),
+    optionally weighted per sample."""
 
-    def forward(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def forward(self, logits: torch.Tensor, y: torch.Tensor, sample_weight=None) -> torch.Tensor:
         target = F.one_hot(y.long(), logits.shape[1]).to(logits.dtype)
-        return F.binary_cross_entropy_with_logits(logits, target)
+        if sample_weight is None:
+            return F.binary_cross_entropy_with_logits(logits, target)
+        return weighted_mean(F.binary_cross_entropy_with_logits(
+            logits, target, reduction="none").mean(1), sample_weight)
 
 
 class _ZoomOutBatches:
@@ -66,7 +71,7 @@ class _ZoomOutBatches:
 
         X, y = default_collate(items)
         images = X["x"] if self.scale is None else self._zoom_out(X["x"])
-        return {"x": self.encode(images)}, y
+        return {**X, "x": self.encode(images)}, y
 
 
 class _ImageTransformerClassifier(NeuralClassifier):
@@ -89,10 +94,16 @@ class _ImageTransformerClassifier(NeuralClassifier):
 
     def __init__(self, *, patch_size, embed_dim, depth, num_heads, mlp_ratio, stem_channels,
                  zoom_out, zoom_out_probability, lr, lr_decay_at, max_epochs, batch_size,
-                 optimizer, weight_decay, device, random_state, verbose):
+                 optimizer, weight_decay, device, random_state, verbose,
+                 class_weight, callbacks, validation_fraction, early_stopping, n_iter_no_change,
+                 warm_start, precision, accelerator):
         super().__init__(lr=lr, max_epochs=max_epochs, batch_size=batch_size,
                          optimizer=optimizer, weight_decay=weight_decay, device=device,
-                         random_state=random_state, verbose=verbose)
+                         random_state=random_state, verbose=verbose,
+                         class_weight=class_weight, callbacks=callbacks,
+                         validation_fraction=validation_fraction, early_stopping=early_stopping,
+                         n_iter_no_change=n_iter_no_change, warm_start=warm_start,
+                         precision=precision, accelerator=accelerator)
         self.patch_size = patch_size
         self.embed_dim = embed_dim
         self.depth = depth
@@ -167,23 +178,30 @@ class _ImageTransformerClassifier(NeuralClassifier):
                                          milestones=[milestone], gamma=0.1))]
 
     # ------------------------------------------------------------------ training
-    def _fit(self, X, y):
-        """Train on images X (n, H, W[, C]) and labels y (n,)."""
+    def _fit(self, X, y, sample_weight=None):
+        """Train on images X (n, H, W[, C]) and labels y (n,) (with ``warm_start``: of the
+        channels and size of the previous fit)."""
         seed = self._start_fit()
-        X = check_images(X)
+        continues = self._continues()
+        X = check_images(X, channels=self.n_channels_ if continues else None)
         y = check_targets(y, len(X))
         h, w = X.shape[1:3]
+        if continues and (h, w) != tuple(self.image_shape_):
+            raise ValueError("warm_start=True continues the previous model, fitted on images "
+                             f"of size {tuple(self.image_shape_)}; X has {(h, w)}.")
         if h % self.patch_size or w % self.patch_size:
             raise ValueError(f"image size {(h, w)} must be divisible by "
                              f"patch_size={self.patch_size}.")
-        self.classes_, y_index = np.unique(y, return_inverse=True)
+        y_index = self._fit_labels(y)
         self.n_channels_ = X.shape[-1]
         self.image_shape_ = (h, w)
         batches = _ZoomOutBatches(self._encode, self.zoom_out, self.zoom_out_probability,
                                   make_generator(seed + 1))
-        self._fit_net(self._build_module, self._criterion(), {"x": torch.as_tensor(X)},
-                      torch.as_tensor(y_index, dtype=torch.long), seed=seed,
-                      callbacks=self._callbacks(), iterator_train__collate_fn=batches)
+        self._fit_net(self._warm_started(self._build_module), self._criterion(),
+                      {"x": torch.as_tensor(X)}, torch.as_tensor(y_index, dtype=torch.long),
+                      seed=seed, sample_weight=self._training_weights(y_index, sample_weight),
+                      callbacks=self._callbacks(), iterator_train__collate_fn=batches,
+                      iterator_valid__collate_fn=_ZoomOutBatches(self._encode, None, 0.0, None))
 
     # ------------------------------------------------------------------ inference
     def encode(self, X) -> Batch:
@@ -279,13 +297,19 @@ class BcosViTClassifier(_ImageTransformerClassifier):
                  scale_factor=None, output_scale=1.0, logit_bias=None, *, zoom_out=None,
                  zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6, max_epochs=15,
                  batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
-                 random_state=None, verbose=0):
+                 random_state=None, verbose=0, class_weight=None, callbacks=None,
+                 validation_fraction=None, early_stopping=False, n_iter_no_change=5,
+                 warm_start=False, precision="float32", accelerator=None):
         super().__init__(patch_size=patch_size, embed_dim=embed_dim, depth=depth,
                          num_heads=num_heads, mlp_ratio=mlp_ratio, stem_channels=stem_channels,
                          zoom_out=zoom_out, zoom_out_probability=zoom_out_probability,
                          lr=lr, lr_decay_at=lr_decay_at, max_epochs=max_epochs,
                          batch_size=batch_size, optimizer=optimizer, weight_decay=weight_decay,
-                         device=device, random_state=random_state, verbose=verbose)
+                         device=device, random_state=random_state,
+                         verbose=verbose, class_weight=class_weight, callbacks=callbacks,
+                         validation_fraction=validation_fraction, early_stopping=early_stopping,
+                         n_iter_no_change=n_iter_no_change, warm_start=warm_start,
+                         precision=precision, accelerator=accelerator)
         self.attention_prior = attention_prior
         self.b = b
         self.max_out = max_out
@@ -371,13 +395,19 @@ class ViTClassifier(_ImageTransformerClassifier):
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), dropout=0.0, *, zoom_out=None, zoom_out_probability=0.5,
                  lr=2e-3, lr_decay_at=0.6, max_epochs=15, batch_size=32, optimizer="adam",
-                 weight_decay=0.0, device="auto", random_state=None, verbose=0):
+                 weight_decay=0.0, device="auto", random_state=None, verbose=0,
+                 class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,
+                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
         super().__init__(patch_size=patch_size, embed_dim=embed_dim, depth=depth,
                          num_heads=num_heads, mlp_ratio=mlp_ratio, stem_channels=stem_channels,
                          zoom_out=zoom_out, zoom_out_probability=zoom_out_probability,
                          lr=lr, lr_decay_at=lr_decay_at, max_epochs=max_epochs,
                          batch_size=batch_size, optimizer=optimizer, weight_decay=weight_decay,
-                         device=device, random_state=random_state, verbose=verbose)
+                         device=device, random_state=random_state,
+                         verbose=verbose, class_weight=class_weight, callbacks=callbacks,
+                         validation_fraction=validation_fraction, early_stopping=early_stopping,
+                         n_iter_no_change=n_iter_no_change, warm_start=warm_start,
+                         precision=precision, accelerator=accelerator)
         self.dropout = dropout
 
     def _make_module(self, in_channels, image_size, n_classes):

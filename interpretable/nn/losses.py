@@ -1,4 +1,5 @@
-"""Criteria called as ``criterion(module_output, y)`` (see ``estimators.base.TrainingNet``)."""
+"""Criteria called as ``criterion(module_output, y)``, or ``criterion(module_output, y,
+sample_weight=w)`` with per-sample loss weights ``w (B,)`` (see ``estimators.base.TrainingNet``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from torch.nn import functional as F
 
 from .attention import AttentionOutput, conicity
 
-__all__ = ["OutputCrossEntropy", "DiversityLoss", "logits_of"]
+__all__ = ["OutputCrossEntropy", "DiversityLoss", "logits_of", "weighted_mean"]
 
 
 def logits_of(output) -> torch.Tensor:
@@ -16,23 +17,37 @@ def logits_of(output) -> torch.Tensor:
     return output[0] if isinstance(output, tuple) else output
 
 
+def weighted_mean(values: torch.Tensor, sample_weight=None) -> torch.Tensor:
+    """Mean of per-sample ``values (B,)``, or ``sum(w * values) / sum(w)`` with
+    ``sample_weight`` w (B,) (a weight of 2 counts a sample twice)."""
+    if sample_weight is None:
+        return values.mean()
+    return (values * sample_weight).sum() / sample_weight.sum()
+
+
 class OutputCrossEntropy(nn.Module):
     """Cross-entropy on the logits of a module output (tensor or tuple whose first item is the
-    logits ``(B, C)``)."""
+    logits ``(B, C)``), optionally weighted per sample."""
 
-    def forward(self, output, y: torch.Tensor) -> torch.Tensor:
-        return F.cross_entropy(logits_of(output), y)
+    def forward(self, output, y: torch.Tensor, sample_weight=None) -> torch.Tensor:
+        if sample_weight is None:
+            return F.cross_entropy(logits_of(output), y)
+        return weighted_mean(F.cross_entropy(logits_of(output), y, reduction="none"),
+                             sample_weight)
 
 
 class DiversityLoss(OutputCrossEntropy):
-    """``cross_entropy(logits, y) + weight * mean_b conicity(H_b)`` over real tokens."""
+    """``cross_entropy(logits, y) + weight * mean_b conicity(H_b)`` over real tokens (both
+    means weighted by ``sample_weight`` when given)."""
 
     def __init__(self, weight: float):
         super().__init__()
         self.weight = float(weight)
 
-    def forward(self, output: AttentionOutput, y: torch.Tensor) -> torch.Tensor:
-        loss = super().forward(output, y)
+    def forward(self, output: AttentionOutput, y: torch.Tensor, sample_weight=None
+                ) -> torch.Tensor:
+        loss = super().forward(output, y, sample_weight)
         if self.weight:
-            loss = loss + self.weight * conicity(output.hidden, output.mask).mean()
+            loss = loss + self.weight * weighted_mean(conicity(output.hidden, output.mask),
+                                                      sample_weight)
         return loss

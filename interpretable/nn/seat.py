@@ -20,6 +20,7 @@ from torch import nn
 
 from .attack import projected_gradient_ascent
 from .attention import AttentionTextModule, lengths_to_mask
+from .losses import weighted_mean
 
 __all__ = [
     "top_k_mask",
@@ -347,6 +348,9 @@ class RobustTrainer(nn.Module):
 
 
 class RobustCriterion(nn.Module):
-    def forward(self, out, y):
+    def forward(self, out, y, sample_weight=None):
         clean, perturbed = out
-        return F.cross_entropy(clean, y) + F.cross_entropy(perturbed, y)
+        if sample_weight is None:
+            return F.cross_entropy(clean, y) + F.cross_entropy(perturbed, y)
+        return weighted_mean(F.cross_entropy(clean, y, reduction="none")
+                             + F.cross_entropy(perturbed, y, reduction="none"), sample_weight)
