@@ -66,18 +66,34 @@ def _reference_bcos(patches, weight, b, max_out, scale):
 def test_bcos_layers_equal_the_reference_formulation(b, max_out):
     linear = BcosLinear(12, 5, b=b, max_out=max_out, scale=3.0).double()
     x = torch.randn(4, 7, 12, dtype=torch.float64)
-    expected = _reference_bcos(x, linear.weight, b, max_out, 3.0 / math.sqrt(12))
-    torch.testing.assert_close(linear(x), expected, rtol=1e-12, atol=1e-12)
+    expected_linear = _reference_bcos(x, linear.weight, b, max_out, 3.0 / math.sqrt(12))
 
     conv = BcosConv2d(3, 4, 3, stride=2, padding=1, b=b, max_out=max_out, scale=3.0).double()
     img = torch.randn(2, 3, 9, 9, dtype=torch.float64)
     patches = F.unfold(img, 3, padding=1, stride=2).transpose(1, 2)  # (B, L, C·k²)
-    expected = _reference_bcos(patches, conv.weight.flatten(1), b, max_out,
-                               3.0 / math.sqrt(27))
-    torch.testing.assert_close(conv(img), expected.transpose(1, 2).reshape(2, 4, 5, 5),
-                               rtol=1e-12, atol=1e-12)
+    expected_conv = _reference_bcos(patches, conv.weight.flatten(1), b, max_out,
+                                    3.0 / math.sqrt(27)).transpose(1, 2).reshape(2, 4, 5, 5)
     channels_last = img.contiguous(memory_format=torch.channels_last)
-    torch.testing.assert_close(conv(channels_last), conv(img), rtol=1e-12, atol=1e-12)
+    # with autograd, without (in-place paths) and in explanation mode: the same outputs
+    for context in (torch.enable_grad, torch.no_grad, explanation_mode):
+        with context():
+            torch.testing.assert_close(linear(x), expected_linear, rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(conv(img), expected_conv, rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(conv(channels_last), expected_conv, rtol=1e-12,
+                                       atol=1e-12)
+
+
+def test_maxout_ties_keep_gradients_exact():
+    layer = BcosLinear(6, 3, max_out=2).double()
+    single = BcosLinear(6, 3, max_out=1).double()
+    with torch.no_grad():
+        single.weight.copy_(layer.weight[:3])
+        layer.weight[3:] = layer.weight[:3]  # both blocks equal: every output is a tie
+    x = torch.randn(4, 6, dtype=torch.float64)
+    torch.testing.assert_close(layer(x), single(x))
+    torch.testing.assert_close(_input_gradient(layer, x), _input_gradient(single, x))
+    out, contrib = _grad_times_input(layer, x)
+    torch.testing.assert_close(contrib, out, atol=1e-12, rtol=1e-10)
 
 
 @pytest.mark.parametrize("max_out", [2, 3])

@@ -88,10 +88,14 @@ class _MaxOut2(torch.autograd.Function):
 
 def _maxout(lin: torch.Tensor, max_out: int, dim: int) -> torch.Tensor:
     """Elementwise maximum over the ``max_out`` contiguous blocks of units of ``lin`` along
-    ``dim``: (..., max_out·C, ...) -> (..., C, ...)."""
+    ``dim``: (..., max_out·C, ...) -> (..., C, ...). ``lin`` is a temporary (it may be
+    overwritten)."""
     if max_out == 1:
         return lin
     if max_out == 2:
+        if not torch.is_grad_enabled():  # no graph: overwrite the first half, no allocation
+            a, b = lin.chunk(2, dim)
+            return torch.maximum(a, b, out=a)
         return _MaxOut2.apply(lin, dim)
     return functools.reduce(torch.maximum, lin.chunk(max_out, dim))
 
