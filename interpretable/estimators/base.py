@@ -169,6 +169,17 @@ class AcceleratedTrainingNet(AccelerateMixin, TrainingNet):
     (DDP). The recorded losses are averaged across processes too, so that every process keeps
     the same history and early stopping or checkpoints decide alike on all of them."""
 
+    def _initialize_accelerator(self):
+        """As skorch's, but criteria without trainable parameters are left unprepared: on CPU
+        processes accelerate wraps every prepared module in DDP, which refuses those."""
+        criteria = self._criteria
+        self._criteria = [name for name in criteria if any(
+            p.requires_grad for p in getattr(getattr(self, name + "_"), "parameters", list)())]
+        try:
+            return super()._initialize_accelerator()
+        finally:
+            self._criteria = criteria
+
     def train_step(self, batch, **fit_params):
         step = super().train_step(batch, **fit_params)
         return {**step, "loss": self.accelerator.reduce(step["loss"].detach(), "mean")}
