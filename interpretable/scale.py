@@ -1,0 +1,113 @@
+"""Scaling out on existing engines.
+
+* Training on several processes, GPUs or nodes: Hugging Face Accelerate through skorch's
+  ``AccelerateMixin``. Pass ``accelerator=Accelerator()`` to any estimator and start the script
+  with ``accelerate launch``; every process trains on its share of each batch, all end with the
+  same weights, and :func:`save_on_main_process` writes the model once (see
+  ``examples/accelerate_train.py`` and the README's "Scaling out").
+* Explaining large collections: :func:`explain_to_parquet` explains a Dask DataFrame, Bag or
+  Array partition by partition on a ``dask.distributed`` cluster, one Parquet file per
+  partition.
+* Hyper-parameter search: scikit-learn's ``GridSearchCV`` under
+  ``joblib.parallel_backend("dask")`` fits the candidates on the cluster's workers.
+
+``accelerate``, ``dask`` and ``distributed`` come with the ``scale`` extra
+(``pip install interpretable[scale]``); they are imported only when used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .streaming import _append_parquet, explanations_to_frame
+
+__all__ = ["save_on_main_process", "explain_to_parquet"]
+
+
+def save_on_main_process(estimator, path) -> bool:
+    """Save a fitted ``estimator`` from the main process only and return whether this process
+    saved it. Under ``accelerate launch`` every process holds the same fitted model; the others
+    wait until the files are written. Without an ``accelerator`` it simply saves."""
+    accelerator = estimator.accelerator
+    if accelerator is None:
+        estimator.save(path)
+        return True
+    saved = accelerator.is_main_process
+    if saved:
+        estimator.save(path)
+    accelerator.wait_for_everyone()
+    return saved
+
+
+def _partitions(data) -> list:
+    """The partitions of a Dask collection as delayed objects (lists for a Bag; blocks of whole
+    samples for an Array)."""
+    import dask
+    import dask.array as da
+    import dask.bag as db
+    import dask.dataframe as dd
+
+    if isinstance(data, (dd.DataFrame, dd.Series)):
+        return list(data.to_delayed())
+    if isinstance(data, db.Bag):
+        return [dask.delayed(list)(part) for part in data.to_delayed()]
+    if isinstance(data, da.Array):
+        whole_samples = data.rechunk({axis: -1 for axis in range(1, data.ndim)})
+        return whole_samples.to_delayed().ravel().tolist()
+    raise TypeError("data must be a Dask DataFrame, Series, Bag or Array, got "
+                    f"{type(data).__name__}.")
+
+
+def _explain_partition(estimator, partition, offset: int, path: str, chunk_size: int,
+                       explain_kwargs: dict) -> int:
+    """Explain one partition and write its rows to ``path`` (sample numbers shifted by
+    ``offset``); returns the number of rows (no file for an empty partition)."""
+    if len(partition) == 0:
+        return 0
+    frame = explanations_to_frame(estimator, partition, chunk_size=chunk_size, **explain_kwargs)
+    frame["sample"] = frame["sample"].to_numpy() + offset
+    _append_parquet(None, Path(path), frame).close()
+    return len(frame)
+
+
+def explain_to_parquet(estimator, data, path, *, client=None, chunk_size: int = 1000,
+                       **explain_kwargs) -> list[Path]:
+    """Explain a Dask collection on a Dask cluster, writing one Parquet file per partition.
+
+    Parameters
+    ----------
+    estimator : fitted estimator; sent to every worker once (``client.scatter(...,
+        broadcast=True)``), then used by every task.
+    data : Dask DataFrame / Series (what ``explain`` takes: a text column, or text and query
+        columns), Bag of texts or pairs, or Array of images ``(n, H, W[, C])`` (chunks along
+        other axes than the samples are merged).
+    path : folder of the dataset, created if needed; files ``part-00000.parquet``, ... in
+        partition order (an empty partition writes none).
+    client : ``distributed.Client`` (None: the current default client).
+    chunk_size : samples explained at once within a partition (bounds a worker's memory).
+    **explain_kwargs : ``target``, ``method`` and options of ``explain``.
+
+    The files hold the columns of ``explanation.to_frame()``, with labels and tokens stored as
+    strings as :func:`~interpretable.streaming.explanations_to_frame` writes them; ``sample``
+    numbers are global positions in ``data``, so reading the folder (``pandas.read_parquet``)
+    gives the in-process table. The partitions are read twice: once to count their samples,
+    once to explain them. Returns the written paths.
+    """
+    import dask
+    from distributed import default_client
+
+    client = default_client() if client is None else client
+    parts = _partitions(data)
+    lengths = client.compute([dask.delayed(len)(part) for part in parts], sync=True)
+    offsets = np.cumsum([0, *lengths[:-1]]).tolist()
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [folder / f"part-{i:05d}.parquet" for i in range(len(parts))]
+    model = client.scatter(estimator, broadcast=True)
+    tasks = [dask.delayed(_explain_partition)(model, part, offset, str(file), chunk_size,
+                                             explain_kwargs)
+             for part, offset, file in zip(parts, offsets, files)]
+    rows = client.compute(tasks, sync=True)
+    return [file for file, n in zip(files, rows) if n]
