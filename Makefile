@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install bench bench-bcos-package clean
+.PHONY: demo test test-gpu install bench bench-bcos-package clean
 
 $(BIN)/python:
 	@echo ">> creating $(VENV)"
@@ -31,6 +31,12 @@ demo: install
 test: install
 	@echo ">> running the test suite"
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# On a machine with CUDA: fit / predict / explain / save / load every estimator there and
+# compare with the CPU (the tests skip themselves without CUDA).
+test-gpu: install
+	@echo ">> running the GPU tests"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/pip install --quiet -e ".[bench]"
