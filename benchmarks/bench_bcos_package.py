@@ -20,8 +20,11 @@ inherent`; theirs: one backward pass inside ``model.explanation_mode()``); also 
 ``model.explain`` once per image, the only explanation entry point their package offers. The
 callables run in interleaved rounds (so load changes hit all alike); each time is the median
 over rounds of the wall-clock time and, since the machine may be shared, of the process CPU
-time too. Ratios are theirs / ours (> 1: ours is faster). Also checks completeness:
-contributions + logit bias vs the explained logit.
+time too. Ratios are theirs / ours (> 1: ours is faster). Each setting runs in a fresh
+process: the timings of large tensors depend on the allocator's history (glibc returns freed
+memory to the OS and page faults are costly, in a VM especially), which would otherwise carry
+over from one setting to the next. Also checks completeness: contributions + logit bias vs
+the explained logit.
 
 Needs its own venv, built and run by ``make bench-bcos-package`` (``.venv-bcos``): ``bcos``
 imports torchvision at import time, no PyPI torchvision works beside the project's pinned CPU
@@ -31,10 +34,13 @@ says so and exits 0, so ``python -m benchmarks`` still runs. Writes
 ``benchmarks/results/bcos_package.json``.
 """
 
+import argparse
 import json
 import math
 import platform
 import statistics
+import subprocess
+import sys
 import time
 import warnings
 from functools import partial
@@ -48,7 +54,7 @@ from interpretable.nn.bcos import BcosViT, encode_image
 from interpretable.reproduce.bcos_vit import SIZE
 
 RESULTS = Path(__file__).parent / "results"
-N_CLASSES, ROUNDS, MAX_OUT = 10, 7, 2
+N_CLASSES, ROUNDS, MAX_OUT = 10, 9, 2
 SETTINGS = {
     "28x28": {"image": 28, "batch": 64, "model": SIZE},
     "64x64": {"image": 64, "batch": 32, "model": {**SIZE, "patch_size": 8, "embed_dim": 192}},
@@ -192,6 +198,10 @@ def run_setting(image, batch, model):
 
 
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--setting", choices=list(SETTINGS),
+                        help="measure this setting only and print its JSON (internal)")
+    setting = parser.parse_args().setting
     try:
         import bcos
     except (ImportError, RuntimeError) as err:  # absent, or torchvision not matching torch
@@ -199,6 +209,12 @@ def main():
               "venv: run `make bench-bcos-package`.")
         return
     torch.set_num_threads(1)
+    if setting is not None:
+        print(json.dumps(run_setting(**SETTINGS[setting])))
+        return
+    results = {name: json.loads(subprocess.run(
+        [sys.executable, __file__, "--setting", name], check=True, capture_output=True,
+        text=True).stdout) for name in SETTINGS}
     result = {
         "setting": {"input": "random RGB, encoded [x, 1-x] -> 6 channels",
                     "n_classes": N_CLASSES, "max_out": MAX_OUT, "init": "random",
@@ -207,7 +223,7 @@ def main():
         "versions": {"torch": torch.__version__, "bcos": bcos.__version__,
                      "python": platform.python_version()},
         "machine": platform.machine(),
-        "results": {name: run_setting(**setting) for name, setting in SETTINGS.items()},
+        "results": results,
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "bcos_package.json").write_text(json.dumps(result, indent=2))

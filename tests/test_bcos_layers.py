@@ -20,7 +20,7 @@ def _seed():
     torch.manual_seed(0)
 
 
-def _grad_times_input(layer, x, out_index=None):
+def _grad_times_input(layer, x):
     x = x.clone().requires_grad_(True)
     with explanation_mode():
         out = layer(x)
@@ -30,6 +30,16 @@ def _grad_times_input(layer, x, out_index=None):
         g, = torch.autograd.grad(flat[:, j].sum(), x, retain_graph=True)
         contribs.append((g * x).reshape(len(x), -1).sum(1))
     return flat.detach(), torch.stack(contribs, 1)
+
+
+def _input_gradient(layer, x):
+    x = x.clone().requires_grad_(True)
+    return torch.autograd.grad(layer(x).sum(), x)[0]
+
+
+def _tiny_bcos(prior, **kw):
+    return BcosViT(2, (8, 8), 5, patch_size=2, embed_dim=16, depth=2, num_heads=2,
+                   stem_channels=(4,), attention_prior=prior, **kw).double()
 
 
 def test_bcos_linear_output_is_maximal_for_aligned_input():
@@ -139,11 +149,6 @@ def test_forward_parts_sum_to_forward(max_out):
     torch.testing.assert_close(sum(layer.forward_parts(x, parts)), layer(x))
 
 
-def _input_gradient(layer, x):
-    x = x.clone().requires_grad_(True)
-    return torch.autograd.grad(layer(x).sum(), x)[0]
-
-
 def test_explanation_mode_is_scoped_to_the_context_and_the_thread():
     layer = BcosLinear(10, 5).double()
     x = torch.randn(4, 10, dtype=torch.float64)
@@ -205,11 +210,6 @@ def test_reset_parameters_redraws_bcos_weights_and_resets_the_prior():
     for l in range(2):
         torch.testing.assert_close(after[f"blocks.{l}.attn.prior"],
                                    torch.zeros_like(before[f"blocks.{l}.attn.prior"]))
-
-
-def _tiny_bcos(prior, **kw):
-    return BcosViT(2, (8, 8), 5, patch_size=2, embed_dim=16, depth=2, num_heads=2,
-                   stem_channels=(4,), attention_prior=prior, **kw).double()
 
 
 @pytest.mark.parametrize("prior, kw", [("multiplicative", {}), ("additive", {}), ("none", {}),
@@ -332,6 +332,9 @@ def test_vit_shapes_and_mha_forward_matches_module():
     x = torch.rand(3, 1, 8, 8)
     logits, attentions = model.forward_with_attention(x)
     assert logits.shape == (3, 5) and len(attentions) == 2
+    token_map, _ = model.forward_features(x)
+    assert token_map.shape == (3, 16, 4, 4)
+    torch.testing.assert_close(model.forward_head(token_map), logits)
     assert attentions[0].shape == (3, 2, 16, 16)
     mha = model.blocks[0].attn
     t = torch.randn(3, 16, 16)
