@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 
+import pandas as pd
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
+from .explanation import with_sample_ids
+
 __all__ = ["ExplainablePipeline", "make_explainable_pipeline"]
+
+
+def _original_samples(X):
+    """The caller's samples as a list (a Series' values, a one-column DataFrame's column,
+    a wider DataFrame's rows as dicts); arrays and lists unchanged."""
+    if isinstance(X, pd.DataFrame):
+        return X.iloc[:, 0].tolist() if X.shape[1] == 1 else X.to_dict("records")
+    return X.tolist() if isinstance(X, pd.Series) else X
 
 
 class ExplainablePipeline(Pipeline):
@@ -16,7 +27,8 @@ class ExplainablePipeline(Pipeline):
     ``explain(X, **kwargs)`` runs the fitted transform steps on ``X`` and calls the final
     estimator's ``explain`` on the result. The returned explanation keeps the caller's
     original inputs (``inputs``: the untransformed samples), so a report can show the text or
-    image the user gave next to the units the model saw.
+    image the user gave next to the units the model saw, and the caller's sample ids (the
+    pandas index of ``X``).
     """
 
     def explain(self, X, **explain_kwargs):
@@ -24,14 +36,16 @@ class ExplainablePipeline(Pipeline):
         final = self._final_estimator
         if not hasattr(final, "explain"):
             raise TypeError(f"the final step {type(final).__name__} has no explain method.")
+        if not hasattr(X, "shape") and not isinstance(X, (list, tuple)):
+            X = list(X)  # an iterator is read once, for the transforms and for `inputs`
+        original = _original_samples(X)
         Xt = X
         for _, _, transformer in self._iter(with_final=False):
             Xt = transformer.transform(Xt)
         explanation = final.explain(Xt, **explain_kwargs)
-        original = list(X) if not hasattr(X, "shape") else X
         if "inputs" in {f.name for f in dataclasses.fields(explanation)}:
             explanation = dataclasses.replace(explanation, inputs=original)
-        return explanation
+        return with_sample_ids(explanation, X)
 
     def __sklearn_is_fitted__(self):
         try:

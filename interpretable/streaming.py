@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .explanation import with_sample_ids
+
 __all__ = ["iter_explanations", "explanations_to_frame"]
 
 
@@ -26,34 +28,35 @@ def _chunks(X, chunk_size: int):
 
 
 def iter_explanations(estimator, X, chunk_size: int = 1000, **explain_kwargs) -> Iterator:
-    """Yield ``(offset, explanation)`` for consecutive chunks of ``X`` (list, array or any
-    iterable, consumed lazily); only one chunk is in memory at a time."""
+    """Yield ``(offset, explanation)`` for consecutive chunks of ``X`` (list, array, pandas
+    Series / DataFrame or any iterable, consumed lazily); only one chunk is in memory at a
+    time. Sample ids are global: the pandas index of ``X``, else positions in ``X``."""
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size}.")
     for offset, chunk in _chunks(X, chunk_size):
-        yield offset, estimator.explain(chunk, **explain_kwargs)
+        yield offset, with_sample_ids(estimator.explain(chunk, **explain_kwargs), chunk, offset)
 
 
 def explanations_to_frame(estimator, X, path=None, chunk_size: int = 1000, **explain_kwargs):
     """The tidy explanation table of all samples of ``X``, explained chunk by chunk.
 
     With ``path`` (``.parquet`` or ``.csv``) each chunk's rows are appended to the file as
-    they are produced, so memory stays bounded by one chunk; returns the path. Without
-    ``path`` the chunks are concatenated into one DataFrame (whose size grows with ``X``).
-    ``sample`` numbers are global positions in ``X``.
+    they are produced, so memory stays bounded by one chunk; returns the path (read it back
+    with :func:`interpretable.explanation.read_frame` for the same dtypes as ``to_frame()``).
+    Without ``path`` the chunks are concatenated into one DataFrame (whose size grows with
+    ``X``). ``sample`` holds the pandas index of ``X``, else global positions in ``X``.
     """
     writer, frames, written = None, [], False
     path = None if path is None else Path(path)
     if path is not None and path.suffix not in (".parquet", ".csv"):
         raise ValueError(f"path must end in .parquet or .csv, got {path.name!r}.")
     try:
-        for offset, explanation in iter_explanations(estimator, X, chunk_size, **explain_kwargs):
+        for _, explanation in iter_explanations(estimator, X, chunk_size, **explain_kwargs):
             frame = explanation.to_frame()
-            frame["sample"] = frame["sample"].to_numpy() + offset
             if path is None:
                 frames.append(frame)
             elif path.suffix == ".csv":
-                frame.to_csv(path, mode="w" if offset == 0 else "a", header=offset == 0, index=False)
+                frame.to_csv(path, mode="a" if written else "w", header=not written, index=False)
             else:
                 writer = _append_parquet(writer, path, frame)
             written = True
@@ -69,9 +72,6 @@ def _append_parquet(writer, path: Path, frame: pd.DataFrame):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    # object columns hold labels of any type; store them as strings for a stable schema
-    for name in ("target", "prediction", "token"):
-        frame[name] = frame[name].map(lambda v: None if v is None else str(v)).astype(object)
     table = pa.Table.from_pandas(frame, preserve_index=False)
     if writer is None:
         writer = pq.ParquetWriter(str(path), table.schema)

@@ -1,111 +1,148 @@
+import base64
+import dataclasses
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from interpretable.explanation import (
     FRAME_COLUMNS,
+    FRAME_DTYPES,
     ImageExplanation,
     SequenceExplanation,
     TokenExplanation,
     concat_explanations,
+    global_explanation,
+    read_frame,
+    token_offsets,
+    weights_to_rgba,
 )
+from interpretable.text.tokenize import word_tokenize
+
+RED, BLUE, PURPLE = "#b2182b", "#2166ac", "#54278f"
 
 
-def _tokens(method="inherent"):
-    return TokenExplanation(
-        units=[["a", "<b>"], ["c"]],
-        values=[np.array([1.0, -2.0]), np.array([0.5])],
-        target=np.array(["pos", "neg"]),
-        prediction=np.array(["pos", "pos"]),
+def _tokens(method="inherent", **changes):
+    texts = ["A <b>", "null NA"]
+    return dataclasses.replace(TokenExplanation(
+        units=[["a", "<b>"], ["null", "na"]],
+        values=[np.array([1.0, -2.0]), np.array([0.5, 0.0])],
+        target=np.array([1, 0]),
+        prediction=np.array([1, 1]),
         method=method,
         logit=np.array([-0.5, 1.5]),
         bias=np.array([0.5, 1.0]),
-    )
+        inputs=texts,
+        proba=np.array([[0.2, 0.8], [0.3, 0.7]]),
+        classes=np.array([0, 1]),
+    ), **changes)
 
 
-def _image():
-    a = np.arange(2 * 2 * 3, dtype=float).reshape(2, 2, 3)
+def _image(channels=1):
+    a = np.arange(2 * 2 * 3, dtype=float).reshape(2, 2, 3) - 5
+    rng = np.random.RandomState(0)
     return ImageExplanation(
         values=a, target=np.array([3, 4]), prediction=np.array([3, 5]), method="inherent",
+        images=rng.rand(2, 2, 3, channels), weights=rng.rand(2, 2, 3, 2 * channels),
         logit=a.reshape(2, -1).sum(1) + 1.0, bias=np.array([1.0, 1.0]),
         components=np.stack([a / 2, a / 2], axis=1), component_names=["layer0.head0", "skip"],
     )
 
 
-def _sequence():
-    c = np.tril(np.ones((3, 3)))
+def _sequence(level="char"):
+    text = "ab c"
+    c = np.tril(np.ones((4, 4)))
+    units = list(text)
+    if level == "word":
+        units, c = ["ab", " c"], np.stack([c[:, :2].sum(1), c[:, 2:].sum(1)], 1)
     return SequenceExplanation(
-        units=[list("abc")], values=[c], target=[np.array(list("bcd"))],
-        prediction=[np.array(list("bcx"))], method="inherent",
-        logit=[c.sum(1) + 0.25], bias=[np.full(3, 0.25)],
+        units=[units], values=[c], target=[np.array(list("b c\n"))],
+        prediction=[np.array(list("bxc "))], method="inherent",
+        logit=[c.sum(1) + 0.25], bias=[np.full(4, 0.25)], level=level, inputs=[text],
     )
 
 
-@pytest.mark.parametrize("make", [_tokens, _image, _sequence])
-def test_shared_frame_schema(make):
+def _cells(html):
+    """(text, background, colour) of every heat-map cell of a view."""
+    return re.findall(r'style="background:(#\w+);color:(#\w+)"[^>]*>([^<]*)<', html)
+
+
+# ---------------------------------------------------------------------------- tables
+@pytest.mark.parametrize("make, absent", [
+    (_tokens, {"row", "col", "step", "component", "query"}),
+    (_image, {"token", "char_start", "step", "query"}),
+    (_sequence, {"row", "col", "component", "query"}),
+])
+def test_frame_has_only_the_columns_of_its_input_kind(make, absent):
     frame = make().to_frame()
-    assert list(frame.columns) == FRAME_COLUMNS
-    assert frame["attribution"].dtype == np.float64
-    assert str(frame["row"].dtype) == "Int64" and str(frame["step"].dtype) == "Int64"
-    assert (frame["method"] == "inherent").all()
+    assert list(frame.columns) == [c for c in FRAME_COLUMNS if c in frame.columns]
+    assert not absent & set(frame.columns)
+    assert {c: str(t) for c, t in frame.dtypes.items() if c != "sample"} == \
+        {c: FRAME_DTYPES[c] for c in frame.columns if c != "sample"}
 
 
-def test_token_frame_rows_and_completeness():
+@pytest.mark.parametrize("make", [_tokens, _image, _sequence])
+def test_csv_and_parquet_round_trips_keep_values_and_dtypes(make, tmp_path):
+    frame = make().to_frame()
+    for name in ("e.csv", "e.parquet"):
+        path = tmp_path / name
+        frame.to_csv(path, index=False) if name.endswith("csv") else frame.to_parquet(path)
+        pd.testing.assert_frame_equal(read_frame(path), frame)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "e.parquet"), frame)
+
+
+def test_labels_are_strings_and_tokens_like_null_survive_csv(tmp_path):
+    frame = _tokens().to_frame()
+    assert frame["target"].tolist() == ["1", "1", "0", "0"]
+    frame.to_csv(tmp_path / "e.csv", index=False)
+    assert read_frame(tmp_path / "e.csv")["token"].tolist() == ["a", "<b>", "null", "na"]
+
+
+def test_samples_frame_has_logit_bias_probabilities_and_completeness():
+    samples = _tokens(sample_ids=np.array(["rev_7", "rev_9"])).to_frame(kind="samples")
+    assert samples["sample"].tolist() == ["rev_7", "rev_9"]
+    np.testing.assert_allclose(samples["logit"], [-0.5, 1.5])
+    np.testing.assert_allclose(samples["target_probability"], [0.8, 0.3])
+    np.testing.assert_allclose(samples["prediction_probability"], [0.8, 0.7])
+    np.testing.assert_allclose(samples["completeness_error"], 0.0)
+    assert "logit" not in _tokens(logit=None, bias=None).to_frame(kind="samples")
+    with pytest.raises(ValueError, match="kind"):
+        _tokens().to_frame(kind="pixels")
+
+
+def test_token_offsets_and_frame_map_tokens_to_the_original_text():
     exp = _tokens()
     frame = exp.to_frame()
-    assert len(frame) == 3
-    assert frame["token"].tolist() == ["a", "<b>", "c"]
-    assert frame["target"].tolist() == ["pos", "pos", "neg"]
-    assert frame["row"].isna().all()
-    np.testing.assert_allclose(exp.completeness_error, [0.0, 0.0])
-    broken = _tokens()
-    broken.logit = np.array([0.0, 1.5])
-    assert broken.completeness_error[0] > 0.1
+    assert frame["char_start"].tolist() == [0, 2, 0, 5]
+    assert frame["char_end"].tolist() == [1, 5, 4, 7]
+    assert "char_start" not in _tokens(inputs=None).to_frame()
 
 
-def test_token_html_escapes_and_colours():
-    html = _tokens().to_html()
-    assert "&lt;b&gt;" in html and "<b>" not in html.replace("<br>", "")
-    # sample 0: 'a' = +1 of max |2| -> half red, '<b>' = -2 -> full blue; sample 1 scaled alone
-    assert 'rgba(220,40,40,0.500)" title="1">a<' in html
-    assert 'rgba(40,80,220,1.000)" title="-2">&lt;b&gt;<' in html
-    assert 'rgba(220,40,40,1.000)" title="0.5">c<' in html
+@pytest.mark.parametrize("text", [
+    'He said "Don\'t go" (twice)...', "Gonna cannot İstanbul", "a<br>b  c\n\td",
+])
+def test_token_offsets_of_treebank_tokens(text):
+    tokens = word_tokenize(text.lower())
+    spans = token_offsets(text, tokens)
+    for token, (start, end) in zip(tokens, spans):
+        piece = text[start:end].lower()
+        assert piece == token or (token in ("``", "''") and piece == '"'), (token, piece)
 
 
-def test_mismatched_lengths_rejected():
-    with pytest.raises(ValueError, match="2 units but 1 values"):
-        TokenExplanation([["a", "b"]], [np.ones(1)], np.array([0]), np.array([0]), "x")
+def test_token_not_in_the_text_has_no_span_and_later_tokens_still_align():
+    spans = token_offsets("the cat sat", ["the", "dog", "sat"])
+    assert spans.tolist() == [[0, 3], [-1, -1], [8, 11]]
 
 
-def test_image_frame_coordinates_and_components():
-    exp = _image()
-    frame = exp.to_frame()
-    assert len(frame) == 2 * 6
-    row = frame.iloc[5]
-    assert (row["row"], row["col"], row["attribution"]) == (1, 2, 5.0)
-    by = exp.to_frame(by_component=True)
-    assert len(by) == 2 * 2 * 6 and set(by["component"]) == {"layer0.head0", "skip"}
-    total = by.groupby(["sample", "unit"])["attribution"].sum().to_numpy()
-    np.testing.assert_allclose(total, frame["attribution"].to_numpy())
-    np.testing.assert_allclose(exp.completeness_error, 0.0)
-
-
-def test_image_plot():
-    import matplotlib
-
-    fig = _image().plot()
-    assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) == 2
-    with pytest.raises(ValueError, match="no dynamic weights"):
-        _image().plot(kind="weights")
-
-
-def test_sequence_frame_and_html():
-    exp = _sequence()
-    frame = exp.to_frame()
-    assert len(frame) == 9
-    assert frame.loc[(frame.step == 0) & (frame.unit == 2), "attribution"].item() == 0.0
-    np.testing.assert_allclose(exp.completeness_error, [0.0])
-    assert "target=&#x27;d&#x27;" in exp.to_html()
+def test_sample_ids_survive_indexing_and_concatenation():
+    exp = _tokens(sample_ids=np.array(["x", "y"]))
+    assert exp[1].to_frame()["sample"].unique().tolist() == ["y"]
+    assert _tokens()[[1]].to_frame()["sample"].unique().tolist() == [1]
+    both = concat_explanations([exp, exp[::-1]])
+    assert both.to_frame(kind="samples")["sample"].tolist() == ["x", "y", "y", "x"]
+    plain = concat_explanations([_tokens(), _tokens()])
+    assert plain.to_frame(kind="samples")["sample"].tolist() == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("make", [_tokens, _image, _sequence])
@@ -113,14 +150,225 @@ def test_concat_and_indexing(make):
     a, b = make(), make()
     both = concat_explanations([a, b])
     assert len(both) == 2 * len(a)
-    frame = both.to_frame()
-    assert frame["sample"].max() == 2 * len(a) - 1
     pd.testing.assert_frame_equal(both[: len(a)].to_frame(), a.to_frame())
     with pytest.raises(ValueError, match="method"):
-        concat_explanations([a, _retag(b)])
+        concat_explanations([a, dataclasses.replace(b, method="other")])
 
 
-def _retag(exp):
-    import dataclasses
+def test_completeness_and_mismatched_lengths():
+    np.testing.assert_allclose(_tokens().completeness_error, [0.0, 0.0])
+    assert _tokens(logit=np.array([0.0, 1.5])).completeness_error[0] > 0.1
+    with pytest.raises(ValueError, match="2 units but 1 values"):
+        TokenExplanation([["a", "b"]], [np.ones(1)], np.array([0]), np.array([0]), "x")
 
-    return dataclasses.replace(exp, method="other")
+
+# ---------------------------------------------------------------------------- text view
+def test_text_view_names_method_target_scale_probability_and_logit():
+    html = _tokens().to_html()
+    assert "method <code>inherent</code>" in html and "target <b>1</b> (p=0.80)" in html
+    assert "logit -0.5" in html and "prediction <b>1</b> (p=0.70)" in html
+    assert "−2 lowers the target&#x27;s logit" in html and "+2 raises" in html
+    assert "Red raises" in html
+
+
+def test_text_view_shows_the_original_text_escaped_with_token_colours():
+    cells = _cells(_tokens().to_html())
+    # shared scale 2: 'A' = +1 -> half red, '<b>' = -2 -> full blue, 'NA' = 0 -> white
+    assert cells[0][2] == "A" and cells[1] == (BLUE, "#ffffff", "&lt;b&gt;")
+    assert cells[0][0] == "#d88c95" and cells[3][:2] == ("#ffffff", "#000000")
+    assert "<b>" not in re.sub(r"</?b>", "", _tokens().to_html()).replace("&lt;b&gt;", "")
+
+
+@pytest.mark.parametrize("scale, legend", [("row", "−max"), (4.0, "−4 lowers")])
+def test_text_view_scale_option(scale, legend):
+    html = _tokens().to_html(scale=scale)
+    assert legend in html
+    second_row = _cells(html)[2]  # 'null' = 0.5: full red with its own scale, 1/8 with 4
+    assert second_row[0] == (RED if scale == "row" else "#f5e2e4")
+    with pytest.raises(ValueError, match="scale"):
+        _tokens().to_html(scale=0)
+
+
+def test_every_cell_colour_keeps_text_readable():
+    def luminance(hex_colour):
+        c = np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]) / 255
+        c = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+        return c @ [0.2126, 0.7152, 0.0722]
+
+    values = np.linspace(-1, 1, 41)
+    for method in ("inherent", "attention"):
+        exp = TokenExplanation([list("x" * 41)], [values], np.array([0]), np.array([0]), method)
+        for background, colour, _ in _cells(exp.to_html()):
+            lum = sorted([luminance(background), luminance(colour)])
+            assert (lum[1] + 0.05) / (lum[0] + 0.05) >= 4.5, (background, colour)
+
+
+def test_attention_is_flagged_class_independent_in_one_colour():
+    exp = _tokens("attention", values=[np.array([0.25, 0.75]), np.array([0.5, 0.5])])
+    assert exp.class_independent and exp.to_frame()["class_independent"].all()
+    html = exp.to_html()
+    backgrounds = np.array([[int(c[0][i:i + 2], 16) for i in (1, 3, 5)] for c in _cells(html)])
+    shade = (255 - backgrounds) / (255 - np.array([0x54, 0x27, 0x8f]))  # white -> purple
+    assert "class-independent" in html and np.ptp(shade, axis=1).max() < 0.02
+    assert shade.max() == 1.0
+    assert not _tokens().to_frame()["class_independent"].any()
+
+
+def test_pairs_show_the_query():
+    exp = _tokens(queries=[["where", "?"], ["who"]],
+                  inputs=[("A <b>", "Where?"), ("null NA", "who")])
+    assert "query: <i>Where?</i>" in exp.to_html()
+    assert exp.to_frame()["query"].tolist() == ["where ?", "where ?", "who", "who"]
+
+
+# ---------------------------------------------------------------------------- image view
+@pytest.mark.parametrize("kind, n_axes", [("overview", 2 * 3 + 2), ("contributions", 2 + 2),
+                                          ("weights", 2), ("heads", 2 + 1)])
+def test_image_plot_returns_a_figure_pyplot_does_not_hold(kind, n_axes):
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    fig = _image().plot(kind)
+    assert isinstance(fig, Figure) and len(fig.axes) == n_axes  # colour bars are axes too
+    assert plt.get_fignums() == []
+
+
+def test_image_titles_name_classes_and_probabilities():
+    exp = dataclasses.replace(_image(), proba=np.array([[0.9, 0.1, 0], [0.2, 0.3, 0.5]]),
+                              classes=np.array([3, 4, 5]))
+    titles = [ax.get_title() for ax in exp.plot().axes]
+    assert "sample 1 · predicted 5 (p=0.50)" in titles
+    assert any(t.startswith("contributions to 4 (p=0.30)") for t in titles)
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_weights_colour_view_for_grey_and_colour_inputs(channels):
+    w = np.zeros((1, 2, 2 * channels))
+    w[0, 0, :channels], w[0, 1, channels:] = 1.0, 1.0  # aligned with x, then with 1 - x
+    rgba = weights_to_rgba(w, np.array([[1.0, 1.0]]))
+    np.testing.assert_allclose(rgba[0, :, :3], [[1, 1, 1], [0, 0, 0]])
+    with pytest.raises(ValueError, match="encoding"):
+        weights_to_rgba(np.zeros((1, 2, 4)), np.ones((1, 2)))
+
+
+def test_image_html_embeds_a_png_with_legend_and_table():
+    html = _image()._repr_html_()
+    png = base64.b64decode(re.search(r"base64,([^\"]+)", html).group(1))
+    assert png.startswith(b"\x89PNG") and len(html) < 200_000 and "array(" not in html
+    assert 'class="ie-legend"' in html and "W(x) colour view" in html
+    assert "<td>3</td><td>3</td>" in html  # sample 0: target 3, prediction 3
+
+
+# ---------------------------------------------------------------------------- sequence view
+def test_word_level_steps_count_words_and_keep_the_text():
+    exp = _sequence("word")
+    frame = exp.to_frame()
+    assert frame["step"].tolist() == [0, 1, 1] and frame["unit"].tolist() == [0, 0, 1]
+    assert frame["char_start"].tolist() == [0, 0, 2]
+    row = re.search(r'<td class="ie-seq">(.*?)</td>', exp.to_html(steps=-1)).group(1)
+    assert re.sub(r"<[^>]+>", "", row) == "ab c"
+    assert exp.to_frame(kind="samples")["target"].tolist() == [" ", "\n"]
+
+
+def test_sequence_steps_whitespace_and_row_guard():
+    exp = _sequence()
+    html = exp.to_html(steps=[0, -1])
+    assert html.count("<tr>") == 2 and "step 3 → <b>↵</b>" in html and "step 1 " not in html
+    assert "step 1 → <b>␣</b>" in exp.to_html()
+    assert len(exp.to_frame(steps=[-1])) == 4
+    with pytest.raises(ValueError, match="max_rows=5.*steps="):
+        exp.to_frame(max_rows=5)
+    with pytest.raises(ValueError, match="step 9 was not explained"):
+        exp.to_frame(steps=9)
+
+
+def test_sequence_rows_without_positions_are_refused():
+    exp = SequenceExplanation([list("abcd")], [np.ones((2, 4))], [np.array(["x", "y"])],
+                              [np.array(["x", "y"])], "inherent")
+    with pytest.raises(ValueError, match="steps="):
+        exp.to_frame()
+    part = dataclasses.replace(exp, steps=[np.array([3, 1])])
+    assert part.to_frame(kind="samples")["step"].tolist() == [3, 1]
+
+
+def test_sequence_plot_is_a_step_by_unit_heat_map():
+    fig = _sequence().plot()
+    image = fig.axes[0].images[0].get_array()
+    assert image.shape == (4, 4) and image.mask[0, 1] and not image.mask[3, 0]
+
+
+# ---------------------------------------------------------------------------- corpus view
+def test_global_explanation_averages_tokens_per_target():
+    exp = TokenExplanation([["good", "film"], ["good"], ["bad"]],
+                           [np.array([1.0, 0.0]), np.array([3.0]), np.array([-1.0])],
+                           np.array(["pos", "pos", "neg"]), np.array(["pos"] * 3), "inherent")
+    table = global_explanation([exp, exp[:1]]).to_frame()
+    good = table[(table.target == "pos") & (table.token == "good")].iloc[0]
+    assert (good["count"], good["mean_attribution"]) == (3, 5 / 3)
+    glob = global_explanation(exp)
+    assert glob.top(k=1, min_count=1)["token"].tolist() == ["bad", "good"]
+    assert glob.top(k=1)["token"].tolist() == []  # nothing seen 3 times
+    assert len(glob.plot(min_count=1).axes) == 2 and "Corpus view" in glob.to_html()
+    with pytest.raises(ValueError, match="different methods"):
+        global_explanation([exp, dataclasses.replace(exp, method="attention")])
+
+
+# ---------------------------------------------------------------------------- with a model
+@pytest.fixture(scope="module")
+def fitted(sentiment_data):
+    from interpretable import EmbeddingBagClassifier
+
+    X, y = sentiment_data
+    return EmbeddingBagClassifier(embed_dim=8, max_epochs=5, lr=0.05, random_state=0).fit(X, y)
+
+
+def test_streaming_keeps_the_pandas_index_and_the_dtypes(fitted, sentiment_data, tmp_path):
+    from interpretable.streaming import explanations_to_frame
+
+    X = pd.Series(sentiment_data[0][:9], index=[f"rev_{i}" for i in range(9)])
+    whole = explanations_to_frame(fitted, X, chunk_size=4)
+    assert whole["sample"].unique().tolist() == list(X.index)
+    for suffix in (".csv", ".parquet"):
+        path = explanations_to_frame(fitted, X, path=tmp_path / f"e{suffix}", chunk_size=4)
+        pd.testing.assert_frame_equal(read_frame(path), whole)
+    direct = fitted.explain(X.tolist()).to_frame()
+    assert whole.merge(direct.assign(sample=X.index[direct["sample"]]),
+                       on=["sample", "unit", "target"]).shape[0] == len(whole)
+
+
+def test_pipeline_keeps_ids_and_original_text(fitted, sentiment_data):
+    from sklearn.base import clone
+    from sklearn.preprocessing import FunctionTransformer
+
+    from interpretable.pipeline import make_explainable_pipeline
+
+    pipe = make_explainable_pipeline(
+        FunctionTransformer(lambda texts: [t.replace("<br>", " ") for t in texts]), clone(fitted))
+    pipe.fit(*sentiment_data)
+    X = pd.Series(["Great<br>movie", "DULL plot"], index=[10, 20])
+    frame = pipe.explain(X).to_frame()
+    assert frame["sample"].tolist() == [10, 10, 20, 20]
+    assert frame["char_start"].tolist() == [0, 9, 0, 5]
+
+
+def test_global_explanation_from_an_estimator(fitted, sentiment_data):
+    X, _ = sentiment_data
+    glob = global_explanation(fitted, X[:30], chunk_size=8)
+    assert glob.n_samples == 30 and glob.table["count"].sum() == \
+        sum(len(u) for u in fitted.explain(X[:30]).units)
+
+
+# ---------------------------------------------------------------------------- demo command
+def test_demo_writes_the_views_to_the_out_folder_and_prints_their_paths(monkeypatch, tmp_path,
+                                                                        capsys):
+    import interpretable.__main__ as cli
+
+    def write_views(out):
+        (out / "text.html").write_text("<html></html>")
+        return [out / "text.html"]
+
+    out = tmp_path / "views"
+    out.mkdir()
+    monkeypatch.setattr(cli, "write_views", write_views)
+    assert cli.main(["demo", "--only", "views", "--out", str(out)]) == 0
+    assert str(out / "text.html") in capsys.readouterr().out.splitlines()

@@ -1,0 +1,61 @@
+"""Explanation containers: arrays + metadata, tidy tables and human views.
+
+Every container exports one long table, ``to_frame()``: one row per sample × unit, with the
+columns of :data:`FRAME_COLUMNS` that apply to its input kind (no all-missing columns)::
+
+    sample             the caller's sample id: the pandas index of X (Series / DataFrame),
+                       else the position 0..n-1 (int64)
+    unit               int64  token position, flat pixel index (row * W + col) or unit index
+    token              str    the token / symbol (text and sequences; lone surrogates → U+FFFD)
+    query              str    the query tokens of (text, query) pairs, joined by spaces
+    char_start, end    Int64  the unit's characters ``[start, end)`` in the original text (when
+                              known; <NA> for a token not found in it)
+    row, col           int64  pixel coordinates (images)
+    step               int64  step of the explained logit, in units of the level (sequences)
+    component          str    "total", or the model component (e.g. "layer0.head1") (images)
+    target             str    the class / symbol whose logit is explained
+    attribution        float64 contribution of the unit to that logit
+    prediction         str    the model's prediction for the sample (or step)
+    method             str    explanation method ("inherent", "attention", ...)
+    class_independent  bool   the method gives the same values for every target (attention)
+
+Labels are always strings (``str(label)``), so ``to_frame()``, :func:`read_frame` of a CSV or
+Parquet export and :func:`~interpretable.streaming.explanations_to_frame` agree on dtypes and
+merge. ``to_frame(kind="samples")`` has one row per sample (× step) with the columns of
+:data:`SAMPLE_COLUMNS` that are known: logit, bias, probabilities, completeness error.
+
+Inherent (faithful-by-construction) explanations also carry ``logit`` and ``bias``: the
+values plus the bias reproduce the logit, checked by ``completeness_error``: the
+absolute error ``|sum(values) + bias - logit|`` relative to the size of what is summed,
+``max(|logit|, sum|values| + |bias|)``. That is the scale of floating-point rounding in
+the sum, so the error stays meaningful for logits near 0 (float32 gives ~1e-7, float64 ~1e-16).
+
+Views: ``to_html()`` (and ``_repr_html_`` in notebooks) for every container, ``plot()``
+(matplotlib ``Figure``) for images, sequences and the corpus view. One colour scale
+everywhere: red raises the explained logit, blue lowers it, white is 0; class-independent
+methods (attention) use one purple scale and are flagged.
+"""
+
+from ._base import CLASS_INDEPENDENT_METHODS, concat_explanations, with_sample_ids
+from ._frame import FRAME_COLUMNS, FRAME_DTYPES, SAMPLE_COLUMNS, read_frame
+from .corpus import GlobalExplanation, global_explanation
+from .image import ImageExplanation, weights_to_rgba
+from .sequence import SequenceExplanation
+from .text import TokenExplanation, token_offsets
+
+__all__ = [
+    "CLASS_INDEPENDENT_METHODS",
+    "FRAME_COLUMNS",
+    "FRAME_DTYPES",
+    "SAMPLE_COLUMNS",
+    "GlobalExplanation",
+    "ImageExplanation",
+    "SequenceExplanation",
+    "TokenExplanation",
+    "concat_explanations",
+    "global_explanation",
+    "read_frame",
+    "token_offsets",
+    "weights_to_rgba",
+    "with_sample_ids",
+]

@@ -1,0 +1,165 @@
+"""Corpus view: token attributions aggregated over many explanations, per explained class."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ._base import CLASS_INDEPENDENT_METHODS
+from ._frame import labels
+from ._style import (
+    NEGATIVE,
+    POSITIVE,
+    SEQUENTIAL,
+    document,
+    esc,
+    figure_html,
+    header,
+    hex_colour,
+    semantics,
+)
+from .text import TokenExplanation
+
+TABLE_COLUMNS = ["target", "token", "count", "mean_attribution", "mean_abs_attribution"]
+
+
+@dataclass
+class GlobalExplanation:
+    """Every token's attribution averaged over a corpus, per explained class (the analogue
+    of InterpretML's ``explain_global`` for token attributions).
+
+    table : one row per (target, token): ``count`` (occurrences), ``mean_attribution``,
+    ``mean_abs_attribution``; sorted by target, then mean attribution (largest first).
+    method : the explanation method; n_samples : how many samples were aggregated.
+    """
+
+    table: pd.DataFrame
+    method: str
+    n_samples: int
+
+    @property
+    def class_independent(self) -> bool:
+        return self.method in CLASS_INDEPENDENT_METHODS
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def top(self, k: int = 10, min_count: int = 3) -> pd.DataFrame:
+        """Per target, the ``k`` tokens seen at least ``min_count`` times with the largest
+        mean attribution and, for signed methods, the ``k`` with the most negative one."""
+        table = self.table[self.table["count"] >= min_count]
+        parts = []
+        for _, group in table.groupby("target", sort=True):
+            high = group.head(k)
+            if self.class_independent:
+                parts.append(high)
+                continue
+            low = group.tail(k)
+            parts += [high[high["mean_attribution"] > 0], low[low["mean_attribution"] < 0]]
+        return pd.concat(parts, ignore_index=True) if parts else table.head(0)
+
+    def plot(self, k: int = 10, min_count: int = 3):
+        """Bar chart per target of :meth:`top` (a matplotlib ``Figure``, not registered with
+        pyplot): red bars raise the class's logit on average, blue bars lower it (one purple
+        for class-independent methods); ``n`` = occurrences."""
+        from matplotlib.figure import Figure
+
+        top = self.top(k, min_count)
+        targets = sorted(top["target"].unique())
+        ncols = max(1, min(len(targets), 3))
+        nrows = max(1, -(-len(targets) // ncols))
+        height = 0.25 * top.groupby("target").size().max() + 1 if len(top) else 2
+        fig = Figure(figsize=(4.2 * ncols, height * nrows), layout="constrained")
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        for ax in axes[len(targets):]:
+            ax.set_axis_off()
+        for ax, target in zip(axes, targets):
+            rows = top[top["target"] == target].sort_values("mean_attribution")
+            values = rows["mean_attribution"].to_numpy()
+            colours = [hex_colour(SEQUENTIAL if self.class_independent else
+                                  POSITIVE if v > 0 else NEGATIVE) for v in values]
+            ax.barh([f"{t} (n={c})" for t, c in zip(rows["token"], rows["count"])], values,
+                    color=colours)
+            ax.axvline(0, color="black", linewidth=0.6)
+            ax.tick_params(labelsize=7)
+            ax.set_title(f"target {target}", fontsize=9)
+            ax.set_xlabel(f"mean {self.method} attribution", fontsize=8)
+        fig.suptitle(f"{self.method}: tokens by mean attribution over {self.n_samples} samples",
+                     fontsize=9)
+        return fig
+
+    def to_html(self, k: int = 10, min_count: int = 3, *, standalone: bool = False) -> str:
+        """The bar chart (embedded PNG) and the table of :meth:`top`, with the method and
+        the colour semantics."""
+        key = "".join(
+            f'<span class="ie-tok" style="background:{hex_colour(c)};color:#ffffff">{w}</span> '
+            for c, w in ([(SEQUENTIAL, "mean weight")] if self.class_independent else
+                         [(POSITIVE, "raises the logit on average"),
+                          (NEGATIVE, "lowers it on average")]))
+        flag = semantics(False, self.method, "") if self.class_independent else ""
+        top = self.top(k, min_count)
+        head = "".join(f"<th>{esc(c)}</th>" for c in top.columns)
+        body = "".join("<tr>" + "".join(
+            f"<td>{esc(f'{v:.3g}' if isinstance(v, float) else v)}</td>" for v in row)
+            + "</tr>" for row in top.itertuples(index=False))
+        parts = [header("Corpus view: tokens by mean attribution", self.method,
+                        self.class_independent, []),
+                 f'<div class="ie-legend">{key}</div>',
+                 f'<p class="ie-note">{flag} Each bar: a token\'s mean attribution to the '
+                 f"logit of the target class over its occurrences (n) in the {self.n_samples} "
+                 f"samples explained for that class; tokens seen at least {min_count} "
+                 "time(s).</p>",
+                 figure_html(self.plot(k, min_count), alt=f"{self.method} corpus bar chart"),
+                 f'<table class="ie-table"><tr>{head}</tr>{body}</table>']
+        return document("corpus", self.method, parts, standalone,
+                        title=f"{self.method} corpus view")
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+
+def global_explanation(source, X=None, *, chunk_size: int = 1000,
+                       **explain_kwargs) -> GlobalExplanation:
+    """Aggregate token attributions over a corpus into a :class:`GlobalExplanation`.
+
+    source : a :class:`TokenExplanation`, an iterable of them (same method), or a fitted text
+        estimator, which then explains ``X`` chunk by chunk (``chunk_size``, memory bounded
+        by one chunk; ``explain_kwargs`` go to ``explain``).
+    """
+    if hasattr(source, "explain"):
+        if X is None:
+            raise ValueError("global_explanation(estimator, X): X, the texts to explain, "
+                             "is required.")
+        from ..streaming import iter_explanations
+
+        parts = (e for _, e in iter_explanations(source, X, chunk_size, **explain_kwargs))
+    else:
+        parts = [source] if isinstance(source, TokenExplanation) else source
+    sums, methods, n_samples = None, set(), 0
+    for explanation in parts:
+        if not isinstance(explanation, TokenExplanation):
+            raise TypeError("global_explanation aggregates TokenExplanations, got "
+                            f"{type(explanation).__name__}.")
+        lengths = [len(u) for u in explanation.units]
+        values = np.concatenate(explanation.values).astype(np.float64)
+        frame = pd.DataFrame({
+            "target": labels(explanation.target)[np.repeat(np.arange(len(lengths)), lengths)],
+            "token": labels([t for units in explanation.units for t in units]),
+            "count": 1, "sum": values, "abs": np.abs(values)})
+        part = frame.groupby(["target", "token"]).sum()
+        sums = part if sums is None else sums.add(part, fill_value=0)
+        methods.add(explanation.method)
+        n_samples += len(explanation)
+    if sums is None:
+        raise ValueError("global_explanation needs at least one explanation.")
+    if len(methods) > 1:
+        raise ValueError(f"cannot aggregate explanations of different methods {sorted(methods)}.")
+    table = sums.reset_index()
+    table["count"] = table["count"].astype(np.int64)
+    table["mean_attribution"] = table["sum"] / table["count"]
+    table["mean_abs_attribution"] = table["abs"] / table["count"]
+    table = table.sort_values(["target", "mean_attribution"], ascending=[True, False],
+                              ignore_index=True)
+    return GlobalExplanation(table[TABLE_COLUMNS], methods.pop(), n_samples)

@@ -1,0 +1,241 @@
+"""Pixel contributions of image classifiers: tables, figures and an HTML view."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ._base import ClassifierExplanation, check_kind
+from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels
+from ._style import colormap, document, esc, figure_html, header, legend, semantics
+
+PLOT_KINDS = ("overview", "contributions", "weights", "heads")
+
+
+def weights_to_rgba(weights: np.ndarray, contributions: np.ndarray, percentile: float = 99.9):
+    """Colour view of the dynamic weights ``W(x)`` of a ``[x, 1-x]`` encoded input (B-cos).
+
+    ``weights (H, W, 2C)``: channels ``[x_1..x_C, 1-x_1..1-x_C]`` (C = 3 for colour, 1 for
+    greyscale). A pixel's colour is ``|w_x| / (|w_x| + |w_{1-x}|)`` per channel: the input
+    colour the weights align with (a grey level for greyscale); its opacity follows the
+    positive contribution, clipped at ``percentile``. Returns ``(H, W, 4)`` RGBA in [0, 1].
+    """
+    w = np.abs(np.asarray(weights, dtype=np.float64))
+    if w.ndim != 3 or w.shape[-1] not in (2, 6):
+        raise ValueError("W(x) needs the [x, 1-x] encoding of a greyscale or colour image, "
+                         f"(H, W, 2) or (H, W, 6), got {w.shape}.")
+    channels = w.shape[-1] // 2
+    pos, neg = w[..., :channels], w[..., channels:]
+    total = pos + neg
+    rgb = np.where(total > 0, pos / np.maximum(total, 1e-12), 0.5)
+    rgb = np.repeat(rgb, 3 // channels, axis=-1)
+    positive = np.clip(contributions, 0, None)
+    lim = float(np.percentile(positive, percentile)) or 1.0
+    return np.concatenate([rgb, np.clip(positive / lim, 0, 1)[..., None]], axis=-1)
+
+
+def _limit(maps: np.ndarray, percentile: float) -> float:
+    """Colour range: the ``percentile`` of ``|maps|`` (1 when it is 0)."""
+    return float(np.percentile(np.abs(maps), percentile)) or 1.0
+
+
+def _colour_bar(fig, image, ax) -> None:
+    fig.colorbar(image, ax=ax, shrink=0.8).ax.tick_params(labelsize=7)
+
+
+@dataclass
+class ImageExplanation(ClassifierExplanation):
+    """Per-pixel contributions for image classifiers.
+
+    values : ``(n, H, W)`` contributions summed over input channels;
+    target, prediction : ``(n,)``; images : ``(n, H, W, C)`` inputs in [0, 1] or None;
+    weights : ``(n, H, W, K)`` dynamic linear weights ``W(x)`` over the K encoded input
+    channels (B-cos: ``[x, 1-x]``) or None; logit, bias : ``(n,)`` or None;
+    components : ``(n, M, H, W)`` contribution maps of M model components (e.g. attention
+    heads) that sum to ``values``, with ``component_names`` (M names), or None;
+    proba : ``(n, C)`` predicted class probabilities over ``classes`` ``(C,)``, or None;
+    sample_ids : ``(n,)`` the caller's ids, or None for 0..n-1.
+    """
+
+    values: np.ndarray
+    target: np.ndarray
+    prediction: np.ndarray
+    method: str
+    images: np.ndarray | None = None
+    weights: np.ndarray | None = None
+    logit: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    components: np.ndarray | None = None
+    component_names: list = field(default_factory=list)
+    inputs: list | None = None
+    proba: np.ndarray | None = None
+    classes: np.ndarray | None = None
+    sample_ids: np.ndarray | None = None
+    _per_sample = ("values", "target", "prediction", "images", "weights", "logit",
+                   "bias", "components", "inputs", "proba", "sample_ids")
+
+    def __post_init__(self):
+        if np.ndim(self.values) != 3:
+            raise ValueError(f"values must have shape (n, H, W), got {np.shape(self.values)}.")
+
+    def _totals(self):
+        """Per-sample ``(sum of values + bias, sum of their absolute values)``."""
+        flat = self.values.reshape(len(self), -1).astype(np.float64)
+        bias = np.zeros(len(self)) if self.bias is None else np.asarray(self.bias, dtype=np.float64)
+        return flat.sum(axis=1) + bias, np.abs(flat).sum(axis=1) + np.abs(bias)
+
+    def to_frame(self, kind: str = "units", by_component: bool = False) -> pd.DataFrame:
+        """``kind="units"``: one row per sample × pixel (× component when ``by_component``).
+        ``kind="samples"``: one row per sample with logit, bias, probabilities and
+        completeness error where known."""
+        check_kind(kind)
+        if kind == "samples":
+            return build_frame(self._samples_columns(), SAMPLE_COLUMNS)
+        n, h, w = self.values.shape
+        maps, names = self.values[:, None], ["total"]
+        if by_component:
+            if self.components is None:
+                raise ValueError("this explanation has no components; use explain(by='head').")
+            maps, names = self.components, list(self.component_names)
+        per_sample = len(names) * h * w
+        rows = np.repeat(np.arange(n), per_sample)
+        pixel = np.tile(np.arange(h * w), n * len(names))
+        return build_frame({
+            "sample": self.ids()[rows],
+            "unit": pixel,
+            "row": pixel // w,
+            "col": pixel % w,
+            "component": np.tile(np.repeat(labels(names), h * w), n),
+            "target": labels(self.target)[rows],
+            "attribution": maps.reshape(-1).astype(np.float64),
+            "prediction": labels(self.prediction)[rows],
+            "method": np.full(len(rows), self.method, dtype=object),
+            "class_independent": np.full(len(rows), self.class_independent),
+        }, FRAME_COLUMNS)
+
+    # ------------------------------------------------------------------ figures
+    def plot(self, kind: str = "overview", *, sample: int = 0, ncols: int = 4,
+             percentile: float = 99.9):
+        """A matplotlib ``Figure`` (not registered with pyplot: display it, save it or add
+        it to a notebook cell's output; it is never shown twice).
+
+        kind : ``"overview"`` one row per sample: the input, the contribution map with a
+            colour bar and, when ``W(x)`` is known, its colour view; ``"contributions"`` or
+            ``"weights"`` a grid (``ncols``) of one of them; ``"heads"`` the component maps
+            (``by="head"``) of the sample at position ``sample`` on one shared scale.
+        percentile : maps are clipped at this percentile of ``|value|``, per map.
+        Red raises the target's logit, blue lowers it (one purple scale for class-independent
+        methods such as attention rollout).
+        """
+        from matplotlib.figure import Figure
+
+        if kind not in PLOT_KINDS:
+            raise ValueError(f"kind must be one of {list(PLOT_KINDS)}, got {kind!r}.")
+        if kind == "weights" and self.weights is None:
+            raise ValueError("this explanation carries no dynamic weights W(x).")
+        if kind == "heads":
+            return self._plot_heads(Figure, sample, ncols, percentile)
+        n = len(self)
+        if kind == "overview":
+            panels = [p for p, known in (("input", self.images is not None),
+                                         ("contributions", True),
+                                         ("weights", self.weights is not None)) if known]
+            cells = [(i, p) for i in range(n) for p in panels]
+            nrows, ncols = n, len(panels)
+        else:
+            cells = [(i, kind) for i in range(n)]
+            ncols = max(1, min(ncols, n))
+            nrows = -(-n // ncols)
+        fig = Figure(figsize=(2.6 * ncols, 2.5 * nrows), layout="constrained")
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        for ax in axes:
+            ax.set_axis_off()
+        for ax, (i, panel) in zip(axes, cells):
+            self._draw(fig, ax, i, panel, percentile)
+        fig.suptitle(f"{self.method} explanation", fontsize=9)
+        return fig
+
+    def _draw(self, fig, ax, i: int, panel: str, percentile: float) -> None:
+        if panel == "input":
+            image = self.images[i]
+            ax.imshow(image[..., 0] if image.shape[-1] == 1 else image, cmap="gray",
+                      vmin=0, vmax=1)
+            ax.set_title(f"sample {self.ids()[i]} · predicted {self._label(i, 'prediction')}",
+                         fontsize=8)
+        elif panel == "contributions":
+            image = self._show_map(ax, self.values[i], _limit(self.values[i], percentile))
+            _colour_bar(fig, image, ax)
+            logit = "" if self.logit is None else f"\nlogit {self.logit[i]:+.3g}"
+            ax.set_title(f"contributions to {self._label(i, 'target')}{logit}", fontsize=8)
+        else:
+            ax.set_facecolor("black")
+            ax.set_axis_on()
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.imshow(weights_to_rgba(self.weights[i], self.values[i], percentile))
+            ax.set_title(f"W(x) colour view → {self.target[i]}", fontsize=8)
+
+    def _show_map(self, ax, values: np.ndarray, lim: float):
+        """``values`` on the colour scale of the method, clipped at ``±lim``."""
+        signed = not self.class_independent
+        return ax.imshow(np.clip(values, -lim, lim), cmap=colormap(signed),
+                         vmin=-lim if signed else 0, vmax=lim)
+
+    def _label(self, i: int, which: str) -> str:
+        """``"cat (p=0.93)"``: the target or predicted class with its probability if known."""
+        label = str(getattr(self, which)[i])
+        probabilities = self.probabilities()
+        if probabilities is not None:
+            label += f" (p={probabilities[which == 'prediction'][i]:.2f})"
+        return label
+
+    def _plot_heads(self, Figure, sample: int, ncols: int, percentile: float):
+        if self.components is None:
+            raise ValueError("this explanation has no components; use explain(by='head').")
+        maps, names = self.components[sample], self.component_names
+        lim = _limit(maps, percentile)
+        ncols = max(1, min(ncols, len(names)))
+        nrows = -(-len(names) // ncols)
+        fig = Figure(figsize=(2.2 * ncols + 0.8, 2.3 * nrows), layout="constrained")
+        axes = fig.subplots(nrows, ncols, squeeze=False)
+        for ax in axes.ravel():
+            ax.set_axis_off()
+        for ax, name, values in zip(axes.ravel(), names, maps):
+            image = self._show_map(ax, values, lim)
+            ax.set_title(f"{name}: {values.sum():+.3g}", fontsize=8)
+        _colour_bar(fig, image, axes)
+        fig.suptitle(f"{self.ids()[sample]}: contributions to {self._label(sample, 'target')} "
+                     "by component", fontsize=9)
+        return fig
+
+    # ------------------------------------------------------------------ HTML
+    def to_html(self, *, max_samples: int = 8, standalone: bool = False) -> str:
+        """The overview figure (see :meth:`plot`) as an embedded PNG, with the method, the
+        colour semantics and a table of targets, probabilities, logits and predictions; the
+        first ``max_samples`` samples (index the explanation for others)."""
+        shown = self[:max_samples]
+        signed = not self.class_independent
+        note = semantics(signed, self.method, "the logit of the target class")
+        if self.weights is not None:
+            note += (" W(x) colour view: each pixel in the input colour the model's weights "
+                     "align with, opaque where it contributes positively (B-cos).")
+        if len(self) > max_samples:
+            note += f" Showing {max_samples} of {len(self)} samples."
+        parts = [header("Pixel contributions", self.method, self.class_independent, self.target),
+                 legend(None, signed, "the target's logit", per="map"),
+                 f'<p class="ie-note">{note}</p>', shown._samples_table(),
+                 figure_html(shown.plot(), alt=f"{self.method} contribution maps")]
+        return document("images", self.method, parts, standalone,
+                        title=f"{self.method} pixel contributions")
+
+    def _samples_table(self) -> str:
+        """An HTML table of the per-sample frame (ids, classes, probabilities, logits)."""
+        frame = self.to_frame(kind="samples").drop(columns=["method", "class_independent"])
+        head = "".join(f"<th>{esc(c)}</th>" for c in frame.columns)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{esc(f'{v:.3g}' if isinstance(v, float) else v)}</td>"
+                             for v in row) + "</tr>"
+            for row in frame.itertuples(index=False))
+        return f'<table class="ie-table"><tr>{head}</tr>{body}</table>'

@@ -1,0 +1,280 @@
+"""Contributions of every earlier symbol (or word) of a sequence to the logits at each step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from numbers import Integral
+
+import numpy as np
+import pandas as pd
+
+from ._base import Explanation, check_kind, relative_error
+from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels
+from ._style import colormap, document, esc, fmt, header, heat_span, legend, row_scales, semantics
+
+_VISIBLE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
+_LINE_BREAKS = str.maketrans({"\n": "↵", "\t": "⇥", "\r": "␍"})
+
+
+def visible(symbol) -> str:
+    """A symbol with whitespace made visible (``" "`` → ``␣``, newline → ``↵``)."""
+    return str(symbol).translate(_VISIBLE)
+
+
+def _concat_columns(parts: list) -> dict:
+    """Column-wise concatenation of per-sample column dicts; a column that is None in any
+    part is left out."""
+    return {name: None if any(p[name] is None for p in parts)
+            else np.concatenate([p[name] for p in parts]) for name in parts[0]}
+
+
+@dataclass
+class SequenceExplanation(Explanation):
+    """Contributions of every input unit to the logits at every later step.
+
+    units : list of n lists of S_i units (characters, or words with ``level="word"``, each
+    with its leading whitespace); values : list of n arrays ``(P_i, S_i)``, entry ``[r, s]`` =
+    contribution of unit ``s`` to the explained logit at the step of row ``r`` (0 for units
+    after it); target, prediction : lists of n arrays ``(P_i,)`` of the explained / predicted
+    symbol; logit, bias : lists of n float arrays ``(P_i,)`` or None (bias = all terms not
+    owned by a unit, e.g. readout bias and initial state);
+    steps : list of n int arrays ``(P_i,)``, the symbol position of each row, or None when the
+    rows are every position 0, 1, ...; inputs : the original sequences (texts) or None;
+    sample_ids : ``(n,)`` the caller's ids, or None for 0..n-1.
+
+    Views and tables count steps in units of ``level``: at word level step ``w`` is the logit
+    after the last character of word ``w`` (rows at other characters stay in ``values``).
+    """
+
+    units: list
+    values: list
+    target: list
+    prediction: list
+    method: str
+    logit: list | None = None
+    bias: list | None = None
+    level: str = "char"
+    inputs: list | None = None
+    steps: list | None = None
+    sample_ids: np.ndarray | None = None
+    _per_sample = ("units", "values", "target", "prediction", "logit", "bias", "inputs",
+                   "steps", "sample_ids")
+
+    def __post_init__(self):
+        for i, (sym, c) in enumerate(zip(self.units, self.values)):
+            if np.ndim(c) != 2 or c.shape[1] != len(sym):
+                raise ValueError(
+                    f"sample {i}: values must be (steps, {len(sym)}), got {np.shape(c)}."
+                )
+
+    def _totals(self):
+        """Per sample and step: ``(sum of contributions + bias, sum of absolute values)``."""
+        totals, magnitudes = [], []
+        for i, c in enumerate(self.values):
+            c = np.asarray(c, dtype=np.float64)
+            b = np.zeros(len(c)) if self.bias is None \
+                else np.asarray(self.bias[i], dtype=np.float64)
+            totals.append(c.sum(axis=1) + b)
+            magnitudes.append(np.abs(c).sum(axis=1) + np.abs(b))
+        return totals, magnitudes
+
+    def _step_errors(self) -> list | None:
+        if self.logit is None:
+            return None
+        totals, magnitudes = self._totals()
+        return [relative_error(total, logit, magnitude)
+                for total, logit, magnitude in zip(totals, self.logit, magnitudes)]
+
+    @property
+    def completeness_error(self):
+        """Per-sample maximum relative error over steps (None without logits)."""
+        errors = self._step_errors()
+        return None if errors is None else np.array([e.max() for e in errors])
+
+    # ------------------------------------------------------------------ steps
+    def _explained(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, labels)``: the rows of ``values[i]`` the views show and their step in
+        units of ``level`` (every row at char level; rows ending a word at word level)."""
+        lengths = [len(u) for u in self.units[i]] if self.level == "word" else \
+            [1] * len(self.units[i])
+        ends = np.cumsum(lengths) - 1
+        n_rows = len(self.values[i])
+        if self.steps is not None:
+            positions = np.asarray(self.steps[i], dtype=np.int64)
+        elif n_rows == int(ends[-1]) + 1:
+            positions = np.arange(n_rows)
+        else:
+            raise ValueError(f"sample {i}: values has {n_rows} rows for {int(ends[-1]) + 1} "
+                             "symbols; the explanation needs steps= (the row positions).")
+        unit = np.minimum(np.searchsorted(ends, positions), len(ends) - 1)
+        rows = np.flatnonzero(ends[unit] == positions)
+        return rows, unit[rows]
+
+    def _select(self, i: int, steps, default_max: int | None = None):
+        """``(rows, labels)`` of the requested ``steps`` (int or list, in units of ``level``,
+        negative from the end), or of every explained step (the last one when more than
+        ``default_max``)."""
+        rows, label = self._explained(i)
+        if steps is None:
+            keep = slice(-1, None) if default_max and len(rows) > default_max else slice(None)
+            return rows[keep], label[keep]
+        wanted = [steps] if isinstance(steps, Integral) else list(steps)
+        last = len(self.units[i]) - 1
+        chosen = []
+        for step in wanted:
+            if isinstance(step, bool) or not isinstance(step, Integral):
+                raise TypeError(f"steps must be ints, got {step!r}.")
+            at = np.flatnonzero(label == (step + last + 1 if step < 0 else step))
+            if not at.size:
+                raise ValueError(f"sample {i}: step {step} was not explained; explained "
+                                 f"{self.level} steps: {label.tolist()[:20]}.")
+            chosen.append(at[0])
+        return rows[chosen], label[chosen]
+
+    def _char_spans(self, i: int) -> np.ndarray | None:
+        """``(S_i, 2)`` character spans of the units when they spell the original text."""
+        text = None if self.inputs is None else self.inputs[i]
+        if not isinstance(text, str) or "".join(self.units[i]) != text:
+            return None
+        ends = np.cumsum([len(u) for u in self.units[i]])
+        return np.stack([ends - [len(u) for u in self.units[i]], ends], axis=1)
+
+    # ------------------------------------------------------------------ tables
+    def to_frame(self, kind: str = "units", *, steps=None,
+                 max_rows: int | None = 1_000_000) -> pd.DataFrame:
+        """``kind="units"``: one row per sample × step × unit read so far (unit index <=
+        step; later units contribute 0 and are left out), with ``char_start`` /
+        ``char_end`` when the original texts are known. ``kind="samples"``: one row per
+        sample × step with logit, bias and completeness error.
+
+        steps : None (all) or the steps to keep (int or list, in units of ``level``, negative
+            from the end). max_rows : a larger table raises a ``ValueError`` (None: no limit).
+        """
+        check_kind(kind)
+        selected = [self._select(i, steps) for i in range(len(self))]
+        if kind == "samples":
+            return self._samples_frame(selected)
+        n_rows = sum(int((step + 1).sum()) for _, step in selected)
+        if max_rows is not None and n_rows > max_rows:
+            raise ValueError(f"to_frame would have {n_rows:,} rows (more than max_rows="
+                             f"{max_rows:,}); keep fewer steps (steps=[-1] for the last, or "
+                             "a list), explain at level='word', or raise max_rows.")
+        parts = [self._unit_columns(i, rows, step) for i, (rows, step) in enumerate(selected)]
+        return build_frame(_concat_columns(parts), FRAME_COLUMNS)
+
+    def _unit_columns(self, i: int, rows: np.ndarray, step: np.ndarray) -> dict:
+        """Columns of the units read by each explained row: ``rows`` of ``values[i]`` at
+        ``step`` (in units of ``level``)."""
+        count = step + 1
+        which = np.repeat(np.arange(len(rows)), count)  # the explained row of each table row
+        unit = np.concatenate([np.arange(c) for c in count]) if len(rows) else np.zeros(0, int)
+        spans = self._char_spans(i)
+        values = np.asarray(self.values[i], dtype=np.float64)
+        return {
+            "sample": self.ids()[np.full(len(unit), i)],
+            "unit": unit,
+            "token": labels(self.units[i])[unit],
+            "char_start": None if spans is None else spans[unit, 0],
+            "char_end": None if spans is None else spans[unit, 1],
+            "step": step[which],
+            "target": labels(self.target[i])[rows][which],
+            "attribution": values[rows[which], unit],
+            "prediction": labels(self.prediction[i])[rows][which],
+            "method": np.full(len(unit), self.method, dtype=object),
+            "class_independent": np.full(len(unit), self.class_independent),
+        }
+
+    def _samples_frame(self, selected: list) -> pd.DataFrame:
+        errors = self._step_errors()
+        per_sample = [{
+            "sample": self.ids()[np.full(len(rows), i)],
+            "step": step,
+            "target": labels(self.target[i])[rows],
+            "prediction": labels(self.prediction[i])[rows],
+            "logit": None if self.logit is None else np.asarray(self.logit[i])[rows],
+            "bias": None if self.bias is None else np.asarray(self.bias[i])[rows],
+            "completeness_error": None if errors is None else errors[i][rows],
+            "method": np.full(len(rows), self.method, dtype=object),
+            "class_independent": np.full(len(rows), self.class_independent),
+        } for i, (rows, step) in enumerate(selected)]
+        return build_frame(_concat_columns(per_sample), SAMPLE_COLUMNS)
+
+    # ------------------------------------------------------------------ views
+    def to_html(self, steps=None, *, scale="shared", max_steps: int = 40,
+                standalone: bool = False) -> str:
+        """One heat-map row per explained step: the units read so far coloured by their
+        contribution to the logit of that step's target (later units grey), so a short
+        text reads as a step × step heat map.
+
+        steps : None (every step, or the last one when a sequence has more than
+            ``max_steps``), an int or a list, in units of ``level`` (negative from the end).
+        scale : ``"shared"`` one colour scale for all rows, ``"row"`` one per row, or a
+            fixed number. ``standalone``: a full HTML page instead of a fragment.
+        """
+        selected = [self._select(i, steps, max_steps) for i in range(len(self))]
+        rows = [np.asarray(self.values[i], dtype=np.float64)[r, : s + 1]
+                for i, (picked, step) in enumerate(selected) for r, s in zip(picked, step)]
+        scales = row_scales(scale, rows)
+        signed = not self.class_independent
+        shared = None if scale == "row" else (scales[0] if len(scales) else 0.0)
+        targets = [t for i, (picked, _) in enumerate(selected) for t in self.target[i][picked]]
+        what = "the logit of the step's target symbol"
+        parts = [header(f"{self.level.capitalize()}-level contributions", self.method,
+                        self.class_independent, [visible(t) for t in targets]),
+                 legend(shared, signed, "the target's logit"),
+                 f'<p class="ie-note">{semantics(signed, self.method, what)} Each row explains '
+                 f"the prediction after reading up to its step; units not read yet are grey."
+                 "</p>"]
+        scales = iter(scales)
+        for i, (picked, step) in enumerate(selected):
+            parts.append(self._html_sample(i, picked, step, scales, signed))
+        return document("sequence", self.method, parts, standalone,
+                        title=f"{self.method} {self.level}-level contributions")
+
+    def _html_sample(self, i, picked, step, scales, signed) -> str:
+        units = [str(u).translate(_LINE_BREAKS) for u in self.units[i]]
+        n_steps = len(self._explained(i)[0])
+        lines = []
+        for r, s in zip(picked, step):
+            scale = next(scales)
+            values = np.asarray(self.values[i], dtype=np.float64)[r]
+            cells = [heat_span(u, v, scale, signed, u) for u, v in zip(units[: s + 1], values)]
+            cells += [f'<span class="ie-future">{esc(u)}</span>' for u in units[s + 1:]]
+            logit = "" if self.logit is None else f" · logit {self.logit[i][r]:+.3g}"
+            label = (f"step {s} → <b>{esc(visible(self.target[i][r]))}</b> (predicted "
+                     f"{esc(visible(self.prediction[i][r]))}){logit}")
+            lines.append(f'<tr><th>{label}</th><td class="ie-seq">{"".join(cells)}</td></tr>')
+        meta = (f"sample <b>{esc(self.ids()[i])}</b> · {self.level} level · showing "
+                f"{len(picked)} of {n_steps} steps (choose with steps=)")
+        return (f'<div class="ie-row" data-sample="{esc(self.ids()[i])}"><div class="ie-meta">'
+                f'{meta}</div><table class="ie-steps">{"".join(lines)}</table></div>')
+
+    def plot(self, sample: int = 0, steps=None, *, max_labels: int = 80):
+        """Step × unit heat map of one sample (a matplotlib ``Figure``, not registered with
+        pyplot): row = explained step (its target symbol on the left), column = unit, colour =
+        contribution (units not read yet are blank). Units are labelled when there are at
+        most ``max_labels``."""
+        from matplotlib.figure import Figure
+
+        rows, step = self._select(sample, steps)
+        units = self.units[sample]
+        grid = np.asarray(self.values[sample], dtype=np.float64)[rows]
+        grid[np.arange(len(units))[None] > step[:, None]] = np.nan
+        lim = float(np.nanmax(np.abs(grid))) if np.isfinite(grid).any() else 1.0
+        signed = not self.class_independent
+        fig = Figure(figsize=(min(2 + 0.22 * len(units), 16), min(1.6 + 0.22 * len(rows), 16)),
+                     layout="constrained")
+        ax = fig.subplots()
+        cmap = colormap(signed).with_extremes(bad="#eeeeee")
+        image = ax.imshow(grid, cmap=cmap, vmin=-lim if signed else 0, vmax=lim or 1.0,
+                          aspect="auto", interpolation="nearest")
+        fig.colorbar(image, ax=ax, label="contribution to the target's logit")
+        if len(units) <= max_labels:
+            ax.set_xticks(range(len(units)), [visible(u) for u in units], rotation=90, fontsize=7)
+            ax.set_yticks(range(len(rows)), [f"{s} → {visible(self.target[sample][r])}"
+                                             for r, s in zip(rows, step)], fontsize=7)
+        ax.set_xlabel(f"{self.level} read")
+        ax.set_ylabel("step → explained target")
+        ax.set_title(f"{self.method}: sample {self.ids()[sample]} (range ±{fmt(lim)})",
+                     fontsize=9)
+        return fig

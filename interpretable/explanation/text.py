@@ -1,0 +1,203 @@
+"""Token attributions of text classifiers and their alignment with the original text."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ._base import ClassifierExplanation, check_kind
+from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels
+from ._style import document, esc, fmt, header, heat_span, legend, row_scales, semantics
+
+# Treebank tokens that stand for other characters of the text: `` and '' for a double quote
+_QUOTES = {"``": ("``", '"', "''"), "''": ("''", '"')}
+
+
+def _folded(text: str) -> tuple[str, np.ndarray]:
+    """``text`` case-folded and, per folded character, the index of its original character."""
+    folded = text.casefold()
+    if len(folded) == len(text):  # casefold never shortens: equal length means one-to-one
+        return folded, np.arange(len(text))
+    pieces = [c.casefold() for c in text]
+    return "".join(pieces), np.repeat(np.arange(len(text)), [len(p) for p in pieces])
+
+
+def token_offsets(text: str, tokens) -> np.ndarray:
+    """Character spans ``[start, end)`` of ``tokens`` in ``text``, ``(T, 2)`` int64, -1 for a
+    token not found.
+
+    Tokens are searched in order, case-insensitively, each after the previous one, so spans
+    never overlap; Treebank quotes (`````` and ``''``) match a double quote and WordPiece's
+    ``##`` prefix is ignored. Text the model did not see (e.g. markup removed by an earlier
+    pipeline step) is skipped.
+    """
+    folded, origin = _folded(text)
+    spans = np.full((len(tokens), 2), -1, dtype=np.int64)
+    cursor = 0
+    for i, token in enumerate(tokens):
+        candidates = _QUOTES.get(token, (token.removeprefix("##") or token,))
+        found = [(at, len(c)) for c in (c.casefold() for c in candidates)
+                 if (at := folded.find(c, cursor)) >= 0]
+        if found:
+            at, length = min(found, key=lambda f: (f[0], -f[1]))
+            spans[i] = origin[at], origin[at + length - 1] + 1
+            cursor = at + length
+    return spans
+
+
+def _top_tokens(units, values, signed: bool, k: int = 3) -> str:
+    """The units with the largest (and, signed, the most negative) values, as HTML."""
+    order = np.argsort(-values, kind="stable")
+
+    def items(indices):
+        return ", ".join(f"‘{esc(units[j])}’ {values[j]:+.3g}" for j in indices) or "–"
+
+    if not signed:
+        return f"most weight: {items(order[:k])}"
+    raise_ = [j for j in order[:k] if values[j] > 0]
+    lower = [j for j in order[::-1][:k] if values[j] < 0]
+    return f"raise most: {items(raise_)} · lower most: {items(lower)}"
+
+
+@dataclass
+class TokenExplanation(ClassifierExplanation):
+    """Per-token attributions for text classifiers.
+
+    units : list of n lists of str (the tokens the model saw); values : list of n float arrays
+    ``(T_i,)``, the attribution of each token;
+    target, prediction : ``(n,)`` class labels; logit, bias : ``(n,)`` or None;
+    queries : list of n token lists for pair inputs, or None;
+    inputs : the caller's original samples (texts, or ``(text, query)`` pairs), or None; from
+    them :attr:`offsets` maps each token to its characters;
+    proba : ``(n, C)`` predicted class probabilities over ``classes`` ``(C,)``, or None;
+    sample_ids : ``(n,)`` the caller's ids (e.g. a pandas index), or None for 0..n-1.
+    """
+
+    units: list
+    values: list
+    target: np.ndarray
+    prediction: np.ndarray
+    method: str
+    logit: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    queries: list | None = None
+    inputs: list | None = None
+    proba: np.ndarray | None = None
+    classes: np.ndarray | None = None
+    sample_ids: np.ndarray | None = None
+    _per_sample = ("units", "values", "target", "prediction", "logit", "bias", "queries",
+                   "inputs", "proba", "sample_ids")
+
+    def __post_init__(self):
+        for i, (tok, att) in enumerate(zip(self.units, self.values)):
+            if len(tok) != len(att):
+                raise ValueError(f"sample {i}: {len(tok)} units but {len(att)} values.")
+
+    def _totals(self):
+        """Per-sample ``(sum of values + bias, sum of their absolute values)``."""
+        bias = np.zeros(len(self)) if self.bias is None else np.asarray(self.bias, dtype=np.float64)
+        total = np.array([np.sum(a, dtype=np.float64) for a in self.values]) + bias
+        magnitude = np.array([np.abs(a).sum(dtype=np.float64) for a in self.values])
+        return total, magnitude + np.abs(bias)
+
+    def _texts(self) -> list | None:
+        """The original texts (the text of a pair), or None when they are not known."""
+        if self.inputs is None:
+            return None
+        texts = [x[0] if isinstance(x, (tuple, list)) else x for x in self.inputs]
+        return texts if all(isinstance(t, str) for t in texts) else None
+
+    @functools.cached_property
+    def offsets(self) -> list | None:
+        """Per sample, ``(T_i, 2)`` character spans of the tokens in the original text (see
+        :func:`token_offsets`; -1 where a token was not found), or None without ``inputs``."""
+        texts = self._texts()
+        return None if texts is None else [token_offsets(t, u) for t, u in zip(texts, self.units)]
+
+    def to_frame(self, kind: str = "units") -> pd.DataFrame:
+        """``kind="units"``: one row per sample × token, with ``query`` for pair inputs and
+        ``char_start`` / ``char_end`` (``<NA>`` for a token not found) when the original texts
+        are known. ``kind="samples"``: one row per sample with logit, bias, probabilities
+        and completeness error where known."""
+        check_kind(kind)
+        if kind == "samples":
+            return build_frame(self._samples_columns(), SAMPLE_COLUMNS)
+        lengths = [len(t) for t in self.units]
+        rows = np.repeat(np.arange(len(self)), lengths)
+        spans = None if self.offsets is None else np.concatenate(self.offsets).reshape(-1, 2)
+        return build_frame({
+            "sample": self.ids()[rows],
+            "unit": np.concatenate([np.arange(n) for n in lengths]),
+            "token": labels([t for tokens in self.units for t in tokens]),
+            "query": None if self.queries is None
+            else labels([" ".join(q) for q in self.queries])[rows],
+            "char_start": None if spans is None else pd.arrays.IntegerArray(spans[:, 0],
+                                                                            spans[:, 0] < 0),
+            "char_end": None if spans is None else pd.arrays.IntegerArray(spans[:, 1],
+                                                                          spans[:, 1] < 0),
+            "target": labels(self.target)[rows],
+            "attribution": np.concatenate(self.values).astype(np.float64),
+            "prediction": labels(self.prediction)[rows],
+            "method": np.full(len(rows), self.method, dtype=object),
+            "class_independent": np.full(len(rows), self.class_independent),
+        }, FRAME_COLUMNS)
+
+    def to_html(self, scale="shared", *, standalone: bool = False) -> str:
+        """Heat map of each sample's text, with a colour bar, the method and the target.
+
+        Signed methods: red raises the logit of the row's target class, blue lowers it.
+        Class-independent methods (attention): one sequential colour, flagged. ``scale``:
+        ``"shared"`` (one colour scale for all rows), ``"row"`` (each row its own) or a
+        number (fixed: values beyond it saturate). Rows show the original text when it is
+        known (``inputs``), else the tokens; probability and logit when known; the query of
+        pair inputs. ``standalone``: a full HTML page instead of a fragment.
+        """
+        signed = not self.class_independent
+        scales = row_scales(scale, [np.asarray(v, dtype=np.float64) for v in self.values])
+        what = "the logit of the row's target class"
+        parts = [header("Token attributions", self.method, self.class_independent, self.target),
+                 legend(None if scale == "row" else scales[0], signed, "the target's logit"),
+                 f'<p class="ie-note">{semantics(signed, self.method, what)}</p>']
+        parts += [self._html_row(i, scales[i], signed, scale == "row") for i in range(len(self))]
+        return document("tokens", self.method, parts, standalone,
+                        title=f"{self.method} token attributions")
+
+    def _html_row(self, i: int, scale: float, signed: bool, per_row: bool) -> str:
+        units, values = self.units[i], np.asarray(self.values[i], dtype=np.float64)
+        probabilities = self.probabilities()
+        target = f"target <b>{esc(self.target[i])}</b>"
+        prediction = f"prediction <b>{esc(self.prediction[i])}</b>"
+        if probabilities is not None:
+            target += f" (p={probabilities[0][i]:.2f})"
+            prediction += f" (p={probabilities[1][i]:.2f})"
+        meta = [f"sample <b>{esc(self.ids()[i])}</b>", target]
+        if self.logit is not None:
+            meta.append(f"logit {self.logit[i]:+.3g}")
+        meta.append(prediction)
+        if per_row:
+            meta.append(f"scale ±{fmt(scale)}")
+        lines = [f'<div class="ie-meta">{" · ".join(meta)}</div>']
+        if self.queries is not None:
+            pair = None if self.inputs is None else self.inputs[i]
+            query = pair[1] if isinstance(pair, (tuple, list)) else " ".join(self.queries[i])
+            lines.append(f'<div class="ie-meta">query: <i>{esc(query)}</i></div>')
+        lines.append(f'<div class="ie-text">{self._text_html(i, values, scale, signed)}</div>')
+        lines.append(f'<div class="ie-meta">{_top_tokens(units, values, signed)}</div>')
+        return f'<div class="ie-row" data-sample="{esc(self.ids()[i])}">{"".join(lines)}</div>'
+
+    def _text_html(self, i: int, values, scale: float, signed: bool) -> str:
+        """The original text with coloured token spans, or the tokens when it is unknown or
+        a token could not be found in it."""
+        units = self.units[i]
+        spans = None if self.offsets is None else self.offsets[i]
+        if spans is None or (spans < 0).any():
+            return " ".join(heat_span(u, v, scale, signed, u) for u, v in zip(units, values))
+        text, out, cursor = self._texts()[i], [], 0
+        for (start, end), value, unit in zip(spans, values, units):
+            out += [esc(text[cursor:start]),
+                    heat_span(text[start:end], value, scale, signed, unit)]
+            cursor = end
+        return "".join(out + [esc(text[cursor:])])
