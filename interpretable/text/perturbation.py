@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from nltk.tokenize import NLTKWordTokenizer
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from sklearn.utils import check_random_state
@@ -13,7 +12,6 @@ from ..validation import check_texts
 
 __all__ = ["SynonymSubstitution"]
 
-_TOKENIZER = NLTKWordTokenizer()
 
 
 class SynonymSubstitution(TransformerMixin, BaseEstimator):
@@ -104,7 +102,10 @@ class SynonymSubstitution(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "vectors_")
         X = check_texts(X)
         rng = check_random_state(self.random_state)
-        spans = [list(_TOKENIZER.span_tokenize(text)) for text in X]
+        from nltk.tokenize import NLTKWordTokenizer  # imported on use (slow to import)
+
+        tokenizer = NLTKWordTokenizer()
+        spans = [list(tokenizer.span_tokenize(text)) for text in X]
         words = [[text[a:b].lower() for a, b in sp] for text, sp in zip(X, spans)]
         self._find_neighbours({w for ws in words for w in ws if _is_content(w)})
         out, positions = [], []
