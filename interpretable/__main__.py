@@ -13,7 +13,8 @@ from . import reproduce
 
 def write_views(out: Path) -> list[Path]:
     """Fit small models on the shipped data and write every explanation view (HTML pages
-    and PNG figures) to ``out``; returns the paths written (about a minute on 2 CPU cores)."""
+    and PNG figures) to ``out``; returns the paths written (one to three minutes on 2 CPU
+    cores)."""
     import numpy as np
     import pandas as pd
 
