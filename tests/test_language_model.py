@@ -116,7 +116,7 @@ def test_explain_targets_and_word_level(isan64):
         logits = isan64.module_(ids)[0, :, isan64.vocabulary_["k"]].numpy()
     np.testing.assert_allclose(fixed.logit[0], logits, rtol=1e-12)
     frame = words.to_frame()
-    assert len(frame) == 16 * 4 and set(frame["token"]) == set(words.units[0])
+    assert len(frame) == 1 + 2 + 3 + 4 and set(frame["token"]) == set(words.units[0])
     assert "<span" in words.to_html()
 
 

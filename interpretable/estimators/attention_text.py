@@ -141,8 +141,8 @@ class AttentionClassifierBase(TextClassifierBase):
                 att[rows, : out.attention.shape[1]] = out.attention.float().cpu().numpy()
                 logits.append(out.logits.float().cpu().numpy())
         logits = np.concatenate(logits)
-        return self._token_explanation(batch, att, self.target_indices(target, logits),
-                                       logits.argmax(1), "attention")
+        return self._token_explanation(batch, att, self.target_indices(target, logits), logits,
+                                       "attention")
 
     def _explainer(self, method: str):
         if method == "attention":

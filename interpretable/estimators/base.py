@@ -38,6 +38,7 @@ from skorch.dataset import ValidSplit, unpack_data
 from skorch.hf import AccelerateMixin
 from skorch.utils import noop
 
+from ..explanation import with_sample_ids
 from ..nn.losses import logits_of
 from ..validation import check_batch_size, check_random_state_seed, make_generator, resolve_device
 from .persistence import from_jsonable, load_estimator, save_estimator, to_jsonable
@@ -73,13 +74,15 @@ class Batch:
         ``x (n, C', H, W)``);
     units : per-sample lists of the units the model sees (tokens), or None;
     queries : per-sample query tokens of (text, query) pairs, or None;
-    images : validated ``(n, H, W, C)`` float images in [0, 1], or None.
+    images : validated ``(n, H, W, C)`` float images in [0, 1], or None;
+    texts : the validated original texts (or ``(text, query)`` pairs), or None.
     """
 
     inputs: dict
     units: list | None = None
     queries: list | None = None
     images: np.ndarray | None = None
+    texts: list | None = None
 
     def __len__(self) -> int:
         return len(next(iter(self.inputs.values())))
@@ -558,7 +561,8 @@ class NeuralEstimator(BaseEstimator):
         if unknown:
             raise TypeError(f"explain(method={method!r}) got unexpected option(s) {unknown}; "
                             f"it takes {accepted or 'no options'}.")
-        return explainer(self.encode(X), target, batch_size=batch_size, **options)
+        explanation = explainer(self.encode(X), target, batch_size=batch_size, **options)
+        return with_sample_ids(explanation, X)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:

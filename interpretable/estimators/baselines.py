@@ -71,10 +71,9 @@ class EmbeddingBagClassifier(TextClassifierBase):
                 contributions[rows, : c.shape[1]] = c.cpu().numpy()
         bias = self.module_.output.bias.detach().cpu().numpy().astype(np.float64)
         logits = self.logits(batch.inputs, batch_size=batch_size).numpy().astype(np.float64)
-        predicted = logits.argmax(1)
         idx = self.target_indices(target, logits)
         rows = np.arange(len(idx))
-        return self._token_explanation(batch, contributions[rows, :, idx], idx, predicted,
+        return self._token_explanation(batch, contributions[rows, :, idx], idx, logits,
                                        "inherent", bias=bias[idx], logit=logits[rows, idx])
 
     def _explainer(self, method: str):

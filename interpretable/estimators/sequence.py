@@ -277,7 +277,8 @@ class SequenceEstimator(NeuralEstimator):
             units=[[str(u) for u in pieces] for pieces in units], values=values,
             target=[names[e.numpy()[rows]] for e in explained],
             prediction=[names[p.numpy()[rows]] for p in predicted],
-            method=method, logit=logit, bias=bias, level=level)
+            method=method, logit=logit, bias=bias, level=level, inputs=list(seqs),
+            steps=None if positions is None else [np.asarray(positions)] * len(seqs))
 
     # ---------------------------------------------------------------- persistence
     def _get_fitted_state(self) -> dict:

@@ -109,7 +109,8 @@ class TextClassifierBase(NeuralClassifier):
             query_tokens = encoder.tokenize_many(queries)
             q_ids, q_lengths = encoder.encode_tokens(query_tokens)
             inputs.update(query=torch.from_numpy(q_ids), query_lengths=torch.from_numpy(q_lengths))
-        return Batch(inputs, units=tokens, queries=query_tokens)
+        return Batch(inputs, units=tokens, queries=query_tokens,
+                     texts=texts if queries is None else list(zip(texts, queries)))
 
     def encode(self, X) -> Batch:
         """Validate and encode texts (or pairs): ``Batch`` with ``inputs`` = ``tokens (n, T)``,
@@ -164,18 +165,23 @@ class TextClassifierBase(NeuralClassifier):
         return self.module_(**batch, embedded=embedded)
 
     # ---------------------------------------------------------------- explanations
-    def _token_explanation(self, batch: Batch, values, target_idx, predicted_idx, method, *,
+    def _token_explanation(self, batch: Batch, values, target_idx, logits, method, *,
                            bias=None, logit=None) -> TokenExplanation:
-        """A :class:`TokenExplanation` from padded ``values (n, T)``."""
+        """A :class:`TokenExplanation` from padded ``values (n, T)`` and the model's
+        ``logits (n, C)`` (prediction and probabilities)."""
+        logits = torch.as_tensor(np.asarray(logits), dtype=torch.float64)
         return TokenExplanation(
             units=batch.units,
             values=[np.asarray(v[: len(t)], dtype=np.float64) for v, t in zip(values, batch.units)],
             target=self.classes_[target_idx],
-            prediction=self.classes_[predicted_idx],
+            prediction=self.classes_[logits.argmax(1).numpy()],
             method=method,
             logit=logit,
             bias=bias,
             queries=batch.queries,
+            inputs=batch.texts,
+            proba=torch.softmax(logits, 1).numpy(),
+            classes=self.classes_,
         )
 
     def _explain_gradients(self, batch: Batch, target, *, batch_size, method, view="model",
@@ -213,11 +219,10 @@ class TextClassifierBase(NeuralClassifier):
             scores[rows, : embedded.shape[1]] = result.scores.cpu().numpy()
             if result.baseline_logit is not None:
                 baseline[rows] = result.baseline_logit.cpu().numpy()
-        predicted = logits.argmax(1)
-        target_idx = predicted if target_idx is None else target_idx
+        target_idx = logits.argmax(1) if target_idx is None else target_idx
         ig = method == "integrated_gradients"
         explained = logits[np.arange(n), target_idx]
-        return self._token_explanation(batch, scores, target_idx, predicted, method,
+        return self._token_explanation(batch, scores, target_idx, logits, method,
                                        bias=baseline if ig else None,
                                        logit=explained if ig else None)
 

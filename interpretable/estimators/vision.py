@@ -228,7 +228,9 @@ class _ImageTransformerClassifier(NeuralClassifier):
                 for rows, b in self.iter_batches(batch.inputs, batch_size)]
         return ImageExplanation(values=torch.cat(maps).numpy(), target=self.classes_[t_index],
                                 prediction=self.classes_[predicted], method=method,
-                                images=batch.images)
+                                images=batch.images, classes=self.classes_,
+                                proba=torch.softmax(torch.as_tensor(logits, dtype=torch.float64),
+                                                    1).numpy())
 
     def _explainer(self, method: str):
         explain = functools.partial(self._explain_post_hoc, method=method)
@@ -358,7 +360,7 @@ class BcosViTClassifier(_ImageTransformerClassifier):
         t_index = None if target is None else \
             torch.as_tensor(self.target_indices(target, encoded), dtype=torch.long)
         fields = {k: [] for k in ("maps", "weights", "logits", "targets", "predicted",
-                                  "components")}
+                                  "components", "proba")}
         names = []
         for rows, b in self.iter_batches({"x": encoded}, batch_size):
             x = b["x"]
@@ -370,6 +372,7 @@ class BcosViTClassifier(_ImageTransformerClassifier):
             fields["logits"].append(lg.gather(1, t[:, None])[:, 0].cpu())
             fields["targets"].append(t.cpu())
             fields["predicted"].append(lg.argmax(1).cpu())
+            fields["proba"].append(torch.softmax(lg.double(), 1).cpu())
             if by == "head":
                 comp, names = inherent_terms(module, x, t)
                 fields["components"].append(comp.cpu())
@@ -379,7 +382,8 @@ class BcosViTClassifier(_ImageTransformerClassifier):
             values=cat["maps"], target=self.classes_[cat["targets"]],
             prediction=self.classes_[cat["predicted"]], method="inherent", images=batch.images,
             weights=cat["weights"], logit=logit, bias=np.full(len(logit), module.logit_bias),
-            components=cat["components"], component_names=list(names))
+            components=cat["components"], component_names=list(names), proba=cat["proba"],
+            classes=self.classes_)
 
     def _explainer(self, method: str):
         if method == "inherent":
