@@ -507,6 +507,11 @@ class NeuralEstimator(BaseEstimator):
         """Per-batch preprocessing of the device tensors (text models cut padding)."""
         return batch
 
+    def _inference_order(self, inputs) -> torch.Tensor | None:
+        """A permutation ``(n,)`` of the samples that makes batched prediction cheaper (text:
+        longest first, so each trimmed batch holds texts of similar length), or None."""
+        return None
+
     def iter_batches(self, inputs: Mapping[str, torch.Tensor], batch_size=None
                      ) -> Iterator[tuple[slice, dict]]:
         """The one batching loop: yield ``(rows, batch)`` with ``batch`` the slice ``rows`` of
@@ -646,9 +651,13 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
     def logits(self, inputs: Mapping[str, torch.Tensor], *, batch_size=None, **options
                ) -> torch.Tensor:
         """Logits ``(n, n_classes)`` (float32, CPU) of encoded ``inputs`` (``Batch.inputs``);
-        ``options`` go to :meth:`forward_batch`."""
-        return torch.cat([logits_of(out).detach().float().cpu() for _, _, out in
-                          self.forward_batches(inputs, batch_size=batch_size, **options)])
+        ``options`` go to :meth:`forward_batch`. Samples run in :meth:`_inference_order`."""
+        order = self._inference_order(inputs)
+        if order is not None:
+            inputs = {k: v[order] for k, v in inputs.items()}
+        logits = torch.cat([logits_of(out).detach().float().cpu() for _, _, out in
+                            self.forward_batches(inputs, batch_size=batch_size, **options)])
+        return logits if order is None else logits[torch.argsort(order)]
 
     def decision_function(self, X) -> np.ndarray:
         """scikit-learn's convention: the logits ``(n, n_classes)``, or for two classes the

@@ -121,6 +121,9 @@ class TextClassifierBase(NeuralClassifier):
     def _trim_batch(self, batch: dict) -> dict:
         return trim_padding(batch)
 
+    def _inference_order(self, inputs) -> torch.Tensor:
+        return torch.argsort(inputs["lengths"], descending=True, stable=True)
+
     # ---------------------------------------------------------------- fit
     def _fit(self, X, y, sample_weight=None):
         """Learn the vocabulary and classes (kept from the previous fit with ``warm_start``)
