@@ -57,8 +57,9 @@ def main(argv=None):
                          accelerator=accelerator)
     clf.fit(*load_data(args.model, args.samples))
     saved = save_on_main_process(clf, args.out)
-    print(json.dumps({"rank": accelerator.process_index, "saved": saved,
-                      "train_loss": clf.history_[-1]["train_loss"]}), flush=True)
+    report = {"rank": accelerator.process_index, "saved": saved,
+              "train_loss": clf.history_[-1]["train_loss"]}
+    print(json.dumps(report) + "\n", end="", flush=True)  # one write: lines never interleave
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from .streaming import _append_parquet, explanations_to_frame
 
@@ -41,33 +42,37 @@ def save_on_main_process(estimator, path) -> bool:
     return saved
 
 
-def _partitions(data) -> list:
-    """The partitions of a Dask collection as delayed objects (lists for a Bag; blocks of whole
-    samples for an Array)."""
+def _partitions(data) -> tuple[list, list]:
+    """The partitions of a Dask collection as delayed objects (lists for a Bag, blocks of whole
+    samples for an Array) and the sample counts of those whose samples are numbered by position
+    (Bag: delayed, Array: known; none for DataFrames, whose pandas index numbers them)."""
     import dask
     import dask.array as da
     import dask.bag as db
     import dask.dataframe as dd
 
     if isinstance(data, (dd.DataFrame, dd.Series)):
-        return list(data.to_delayed())
+        return list(data.to_delayed()), []
     if isinstance(data, db.Bag):
-        return [dask.delayed(list)(part) for part in data.to_delayed()]
+        parts = [dask.delayed(list)(part) for part in data.to_delayed()]
+        return parts, [dask.delayed(len)(part) for part in parts]
     if isinstance(data, da.Array):
         whole_samples = data.rechunk({axis: -1 for axis in range(1, data.ndim)})
-        return whole_samples.to_delayed().ravel().tolist()
+        return whole_samples.to_delayed().ravel().tolist(), list(whole_samples.chunks[0])
     raise TypeError("data must be a Dask DataFrame, Series, Bag or Array, got "
                     f"{type(data).__name__}.")
 
 
 def _explain_partition(estimator, partition, offset: int, path: str, chunk_size: int,
                        explain_kwargs: dict) -> int:
-    """Explain one partition and write its rows to ``path`` (sample numbers shifted by
-    ``offset``); returns the number of rows (no file for an empty partition)."""
+    """Explain one partition and write its rows to ``path``: samples numbered by the
+    partition's pandas index, else by position plus ``offset``. Returns the number of rows (no
+    file for an empty partition)."""
     if len(partition) == 0:
         return 0
     frame = explanations_to_frame(estimator, partition, chunk_size=chunk_size, **explain_kwargs)
-    frame["sample"] = frame["sample"].to_numpy() + offset
+    if not isinstance(getattr(partition, "index", None), pd.Index):
+        frame["sample"] = frame["sample"].to_numpy() + offset
     _append_parquet(None, Path(path), frame).close()
     return len(frame)
 
@@ -89,19 +94,19 @@ def explain_to_parquet(estimator, data, path, *, client=None, chunk_size: int = 
     chunk_size : samples explained at once within a partition (bounds a worker's memory).
     **explain_kwargs : ``target``, ``method`` and options of ``explain``.
 
-    The files hold the columns of ``explanation.to_frame()``, with labels and tokens stored as
-    strings as :func:`~interpretable.streaming.explanations_to_frame` writes them; ``sample``
-    numbers are global positions in ``data``, so reading the folder (``pandas.read_parquet``)
-    gives the in-process table. The partitions are read twice: once to count their samples,
-    once to explain them. Returns the written paths.
+    The files hold the columns of ``explanation.to_frame()`` as
+    :func:`~interpretable.streaming.explanations_to_frame` writes them, and ``sample`` is
+    the DataFrame's index or the global position in a Bag or Array, so reading the folder
+    (``pandas.read_parquet(path)``) gives the in-process table. A Bag is read twice: once to
+    count the samples of its partitions. Returns the written paths.
     """
     import dask
     from distributed import default_client
 
     client = default_client() if client is None else client
-    parts = _partitions(data)
-    lengths = client.compute([dask.delayed(len)(part) for part in parts], sync=True)
-    offsets = np.cumsum([0, *lengths[:-1]]).tolist()
+    parts, lengths = _partitions(data)
+    counts = client.compute(lengths, sync=True) if lengths else [0] * len(parts)
+    offsets = np.cumsum([0, *counts[:-1]]).tolist()
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
     files = [folder / f"part-{i:05d}.parquet" for i in range(len(parts))]
