@@ -3,6 +3,7 @@ stopping with best-epoch restore, class and sample weights, warm start, mixed pr
 verbose output."""
 
 import copy
+import sys
 
 import numpy as np
 import pytest
@@ -169,6 +170,13 @@ def test_verbose_output_to_a_file_is_plain_text(capsys):
     assert "valid_loss" in out and "valid_acc" in out and "\x1b" not in out
     _diversity().fit(X, y)
     assert capsys.readouterr().out == ""
+
+
+def test_verbose_shows_a_progress_bar_on_a_terminal(capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    X, y, _ = _sentiment(64)
+    _diversity(verbose=1, batch_size=16).fit(X, y)
+    assert "| 0/4 [" in capsys.readouterr().err  # tqdm bars over the 4 batches of an epoch
 
 
 def test_seat_names_its_phases(capsys):
