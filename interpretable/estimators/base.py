@@ -315,7 +315,7 @@ class NeuralEstimator(BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ hooks for subclasses
-    def _fit(self, X, y):
+    def _fit(self, X, y, sample_weight=None):
         """Train: set the fitted attributes (``module_``, ``history_``, ...) on ``self``."""
         raise NotImplementedError
 
