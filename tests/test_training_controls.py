@@ -203,3 +203,22 @@ def test_new_parameters_are_validated():
                    {"precision": "fp8"}, {"class_weight": "auto"}, {"warm_start": 1}):
         with pytest.raises(ValueError, match=next(iter(params))):
             _embedding_bag(**params).fit(X, y)
+
+
+def test_explain_progress_bar_only_on_a_terminal_and_only_during_explain(monkeypatch, capsys):
+    """verbose explain shows a tqdm bar on a terminal (and nothing else is changed)."""
+    from interpretable.estimators import base
+
+    X, y, _ = _sentiment()
+    X_test = X[:6]
+    est = EmbeddingBagClassifier(embed_dim=4, max_epochs=1, batch_size=2, verbose=1,
+                                 random_state=0).fit(X, y)
+    capsys.readouterr()
+    quiet = est.explain(X_test)  # stderr is not a terminal under pytest: no bar
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    shown = est.explain(X_test)
+    assert "explain" in capsys.readouterr().err
+    assert base._SHOW_PROGRESS.get() is False  # reset after the call
+    for a, b in zip(quiet.values, shown.values):
+        assert (a == b).all()

@@ -18,9 +18,11 @@ See CONTRIBUTING.md for a walk-through.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import inspect
 import math
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -86,6 +88,10 @@ class Batch:
 
     def __len__(self) -> int:
         return len(next(iter(self.inputs.values())))
+
+
+#: progress bars of the batching loop, set for the duration of one ``explain`` call
+_SHOW_PROGRESS = contextvars.ContextVar("interpretable_explain_progress", default=False)
 
 
 def _is_fitted_attribute(name: str) -> bool:
@@ -213,7 +219,7 @@ class NeuralEstimator(BaseEstimator):
         is left untouched.
     verbose : int
         When > 0, print skorch's epoch table (plain text unless standard output is a terminal)
-        and, on a terminal, a progress bar over the batches of each epoch.
+        and, on a terminal, a progress bar over the batches of each epoch and of ``explain``.
     callbacks : list or None
         skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
@@ -519,7 +525,13 @@ class NeuralEstimator(BaseEstimator):
         self._check_fitted()
         step = check_batch_size(batch_size, default=self.batch_size)
         n = len(next(iter(inputs.values())))
-        for start in range(0, n, step):
+        starts = range(0, n, step)
+        if _SHOW_PROGRESS.get() and len(starts) > 1 and sys.stderr.isatty():
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc=f"{type(self).__name__}.explain", unit="batch",
+                          leave=False)
+        for start in starts:
             rows = slice(start, min(start + step, n))
             yield rows, self._trim_batch({k: v[rows].to(self.device_) for k, v in inputs.items()})
 
@@ -566,7 +578,11 @@ class NeuralEstimator(BaseEstimator):
         if unknown:
             raise TypeError(f"explain(method={method!r}) got unexpected option(s) {unknown}; "
                             f"it takes {accepted or 'no options'}.")
-        explanation = explainer(self.encode(X), target, batch_size=batch_size, **options)
+        shown = _SHOW_PROGRESS.set(bool(self.verbose))  # this call (and thread) only
+        try:
+            explanation = explainer(self.encode(X), target, batch_size=batch_size, **options)
+        finally:
+            _SHOW_PROGRESS.reset(shown)
         return with_sample_ids(explanation, X)
 
     # ------------------------------------------------------------------ persistence
