@@ -425,3 +425,19 @@ def test_word_context_effects_match_explanation(isan64):
         assert row.contribution == pytest.approx(exp.values[0][row.position, k - 1], abs=1e-10)
         assert row.prediction == exp.prediction[0][row.position]
         assert row.actual == text[row.position + 1]
+
+
+def test_options_validated_at_the_call(isan, monkeypatch):
+    from interpretable.estimators import sequence
+
+    # a temperature so small that logits / temperature overflows is the greedy limit
+    assert isan.generate("the ", 8, temperature=1e-320) == isan.generate("the ", 8, temperature=0)
+    with pytest.raises(ValueError, match=r"state must be a finite \(12,\) vector"):
+        isan.transition("the", state=np.zeros(3))
+    with pytest.raises(ValueError, match="state must be a finite"):
+        isan.transition("the", state=np.full(12, np.nan))
+    # dense explanations estimate their memory first and name the option that avoids it
+    monkeypatch.setattr(sequence, "DENSE_EXPLANATION_LIMIT", 8 * 50 * 50)
+    with pytest.raises(ValueError, match=r"GiB.*positions="):
+        isan.explain("the king " * 10)
+    assert isan.explain("the king " * 10, positions=[5, 7]).values[0].shape == (2, 90)

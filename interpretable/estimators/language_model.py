@@ -148,10 +148,11 @@ class _LanguageModel(SequenceEstimator):
             for _ in range(n_chars):
                 logits = logits.double().cpu()
                 logits[:, 0] = -math.inf  # never emit the unknown symbol
-                if temperature == 0:
-                    nxt = logits.argmax(-1)
+                scaled = logits / temperature if temperature > 0 else None
+                if scaled is None or not torch.isfinite(scaled.amax(-1)).all():
+                    nxt = logits.argmax(-1)  # temperature 0, or so small it overflows: greedy
                 else:
-                    probs = torch.softmax(logits / temperature, -1)
+                    probs = torch.softmax(scaled, -1)
                     nxt = torch.multinomial(probs, 1, generator=gen)[:, 0]
                 sampled.append(nxt)
                 logits, state = self._run(nxt[:, None].to(self.device_), state)
@@ -249,6 +250,11 @@ class ISANLanguageModel(ISANBase, _LanguageModel):
         self._check_fitted()
         (text,) = check_documents([text], "text")
         m = self.module_
+        if state is not None:
+            state = np.asarray(state, dtype=np.float64)
+            if state.shape != (self.hidden_size,) or not np.isfinite(state).all():
+                raise ValueError(f"state must be a finite ({self.hidden_size},) vector (the "
+                                 f"hidden_size), got shape {state.shape}.")
         with torch.no_grad():
             h = m.initial_state(1) if state is None else torch.as_tensor(
                 state, dtype=m.h0.dtype, device=self.device_).reshape(1, -1)

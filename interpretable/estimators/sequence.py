@@ -39,6 +39,8 @@ __all__ = ["UNKNOWN", "SequenceEstimator", "ISANBase", "next_symbol_windows"]
 
 UNKNOWN = "<unk>"
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+#: largest (steps × symbols) explanation, in bytes, built without ``positions=``
+DENSE_EXPLANATION_LIMIT = 4 * 2**30
 
 
 def _sort_key(symbol):
@@ -342,6 +344,13 @@ class ISANBase(SequenceEstimator):
                                    or window < 1):
             raise ValueError(f"window must be None or an integer >= 1, got {window!r}.")
         positions = _check_positions(positions, min(len(s) for s in batch.units))
+        rows = [len(s) if positions is None else len(positions) for s in batch.units]
+        needed = 8 * sum(r * len(s) for r, s in zip(rows, batch.units))
+        if needed > DENSE_EXPLANATION_LIMIT:
+            raise ValueError(
+                f"explaining every step of these sequences needs ~{needed / 2**30:.1f} GiB for "
+                f"the (steps x symbols) contributions (limit {DENSE_EXPLANATION_LIMIT / 2**30:g} "
+                "GiB); pass positions=[...] to explain only some steps, or shorter texts.")
         model = self if dtype is None else self._with_module(copy.deepcopy(self.module_).double())
         attribute = functools.partial(model._decompose, positions=positions, window=window)
         return model._explain_steps(batch, target, attribute, method="inherent",
