@@ -318,14 +318,23 @@ def test_positions_and_window_equal_the_full_explanation(isan64):
     windowed = isan64.explain(texts, target="actual", positions=steps, window=w)
     for i in range(2):
         inside = np.array([[t - w < s <= t for s in range(len(texts[i]))] for t in steps])
-        np.testing.assert_allclose(windowed.values[i], np.where(inside, part.values[i], 0),
-                                   atol=1e-12)
+        assert windowed.values[i].shape == (len(steps), w)  # compact: O(T * window) memory
+        np.testing.assert_allclose(windowed._dense(i, np.arange(len(steps)), np.array(steps)),
+                                   np.where(inside, part.values[i], 0), atol=1e-12)
         older = np.where(inside, 0, part.values[i]).sum(1)  # folded into the bias exactly
         np.testing.assert_allclose(windowed.bias[i], part.bias[i] + older, rtol=1e-10)
         np.testing.assert_allclose(windowed.logit[i], part.logit[i], rtol=1e-12)
     assert np.all(windowed.completeness_error <= 1e-10)
     every = isan64.explain(texts, window=w)
-    assert every.values[1].shape == (19, 19) and np.all(every.completeness_error <= 1e-10)
+    assert every.values[1].shape == (19, w) and np.all(every.completeness_error <= 1e-10)
+    # the table lists only the units inside each step's window, with the dense values
+    frame, dense = every.to_frame(), isan64.explain(texts).to_frame()
+    inside = dense["unit"] > dense["step"] - w
+    np.testing.assert_allclose(frame["attribution"], dense.loc[inside, "attribution"],
+                               atol=1e-12)
+    assert "<span" in every.to_html(steps=[3, -1])
+    with pytest.raises(ValueError, match="level='char'"):
+        isan64.explain(texts, window=w, level="word")
     with pytest.raises(ValueError, match="positions"):
         isan64.explain(texts, positions=[16])  # beyond the shorter text
     with pytest.raises(ValueError, match="positions"):

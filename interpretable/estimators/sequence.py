@@ -59,18 +59,6 @@ def _check_positions(positions, length: int) -> np.ndarray | None:
     return steps.astype(np.int64)
 
 
-def _columns(kappa: np.ndarray, steps: np.ndarray, length: int, window) -> np.ndarray:
-    """κ rows (P, length) from ``ISAN.decompose`` rows (P, ≥ length), or (P, window) at
-    offset ``s - t + window - 1`` for the steps ``t`` (P,)."""
-    if window is None:
-        return kappa[:, :length]
-    out = np.zeros((len(steps), length))
-    symbol = steps[:, None] - window + 1 + np.arange(window)  # (P, window)
-    inside = symbol >= 0
-    out[np.nonzero(inside)[0], symbol[inside]] = kappa[inside]
-    return out
-
-
 def next_symbol_windows(encoded, seq_len: int, train: bool):
     """Cut id sequences into windows of ``seq_len`` inputs and their next-symbol targets.
 
@@ -247,7 +235,7 @@ class SequenceEstimator(NeuralEstimator):
         return list(sequence)
 
     def _explain_steps(self, batch: Batch, target, attribute, *, method, batch_size,
-                       level="char", positions=None) -> SequenceExplanation:
+                       level="char", positions=None, window=None) -> SequenceExplanation:
         """Explanation of the outputs chosen by ``target`` at the steps of every sequence.
 
         target : None (the predicted output), one target for every sequence or a list of one
@@ -279,7 +267,7 @@ class SequenceEstimator(NeuralEstimator):
             units=[[str(u) for u in pieces] for pieces in units], values=values,
             target=[names[e.numpy()[rows]] for e in explained],
             prediction=[names[p.numpy()[rows]] for p in predicted],
-            method=method, logit=logit, bias=bias, level=level, inputs=list(seqs),
+            method=method, logit=logit, bias=bias, level=level, inputs=list(seqs), window=window,
             steps=None if positions is None else [np.asarray(positions)] * len(seqs))
 
     # ---------------------------------------------------------------- persistence
@@ -327,8 +315,9 @@ class ISANBase(SequenceEstimator):
             ``[0, shortest length)``, any order); ``values[i]`` then has one row per position
             in that order, as have ``target``, ``prediction``, ``logit`` and ``bias``.
         window : None, or explain only the last ``window`` symbols before each step: the
-            contributions of older symbols are folded exactly into ``bias`` (cost O(T·window)
-            instead of O(T²) per sequence; ``values`` is 0 outside the window).
+            contributions of older symbols are folded exactly into ``bias``; ``values[i]`` is
+            then ``(P, window)``, column ``j`` the symbol at ``step - window + 1 + j`` (time and
+            memory O(T·window) instead of O(T²) per sequence).
         dtype : None decomposes in the model's own dtype (``logit`` is then the model's own
             output); ``"float64"`` decomposes a float64 copy of the same parameters, which
             removes the float32 rounding from both the contributions and the logits.
@@ -344,17 +333,22 @@ class ISANBase(SequenceEstimator):
                                    or window < 1):
             raise ValueError(f"window must be None or an integer >= 1, got {window!r}.")
         positions = _check_positions(positions, min(len(s) for s in batch.units))
+        if window is not None and level != "char":
+            raise ValueError("window= counts symbols: use it with level='char'.")
         rows = [len(s) if positions is None else len(positions) for s in batch.units]
-        needed = 8 * sum(r * len(s) for r, s in zip(rows, batch.units))
+        needed = 8 * sum(r * (len(s) if window is None else window)
+                         for r, s in zip(rows, batch.units))
         if needed > DENSE_EXPLANATION_LIMIT:
             raise ValueError(
                 f"explaining every step of these sequences needs ~{needed / 2**30:.1f} GiB for "
                 f"the (steps x symbols) contributions (limit {DENSE_EXPLANATION_LIMIT / 2**30:g} "
-                "GiB); pass positions=[...] to explain only some steps, or shorter texts.")
+                "GiB); pass window= (only the last symbols before each step, the rest folded "
+                "into bias) or positions=[...] (only some steps), or shorter texts.")
         model = self if dtype is None else self._with_module(copy.deepcopy(self.module_).double())
         attribute = functools.partial(model._decompose, positions=positions, window=window)
         return model._explain_steps(batch, target, attribute, method="inherent",
-                                    batch_size=batch_size, level=level, positions=positions)
+                                    batch_size=batch_size, level=level, positions=positions,
+                                    window=window)
 
     def _explainer(self, method: str):
         return self._explain_inherent
@@ -369,12 +363,14 @@ class ISANBase(SequenceEstimator):
             dec = self.module_.decompose(batch["x"], batch["targets"], positions=rows,
                                          window=window)
             rest = dec["initial"] if window is None else dec["history"]
-            kappa, rest, logits = (t[:, :, 0].double().cpu().numpy() for t in (
-                dec["kappa"], rest + dec["bias"], dec["logits"]))
+            kappa = dec["kappa"][:, :, 0].cpu().numpy()  # the model's dtype: no float64 copy
+            rest, logits = (t[:, :, 0].double().cpu().numpy() for t in (
+                rest + dec["bias"], dec["logits"]))
             for j, (i, T) in enumerate(zip(index.tolist(), batch["lengths"].tolist())):
-                steps = np.arange(T) if positions is None else positions
-                values[i] = _columns(kappa[j, : len(steps)], steps, T, window)
-                bias[i], logit[i] = rest[j, : len(steps)], logits[j, : len(steps)]
+                P = T if positions is None else len(positions)
+                # (P, T), or (P, window) at offset s - t + window - 1 (0 before the text)
+                values[i] = kappa[j, :P] if window is not None else kappa[j, :P, :T]
+                bias[i], logit[i] = rest[j, :P], logits[j, :P]
         return values, bias, logit
 
     # ---------------------------------------------------------------- composition and basis

@@ -40,7 +40,10 @@ class SequenceExplanation(Explanation):
     owned by a unit, e.g. readout bias and initial state);
     steps : list of n int arrays ``(P_i,)``, the symbol position of each row, or None when the
     rows are every position 0, 1, ...; inputs : the original sequences (texts) or None;
-    sample_ids : ``(n,)`` the caller's ids, or None for 0..n-1.
+    sample_ids : ``(n,)`` the caller's ids, or None for 0..n-1;
+    window : None, or the compact layout of a windowed explanation (char level): values are
+    ``(P_i, window)`` and column ``j`` of a row at step ``t`` is the unit ``t - window + 1 + j``
+    (0 before the text); older units' contributions are in ``bias``.
 
     Views and tables count steps in units of ``level``: at word level step ``w`` is the logit
     after the last character of word ``w`` (rows at other characters stay in ``values``).
@@ -57,15 +60,35 @@ class SequenceExplanation(Explanation):
     inputs: list | None = None
     steps: list | None = None
     sample_ids: np.ndarray | None = None
+    window: int | None = None
     _per_sample = ("units", "values", "target", "prediction", "logit", "bias", "inputs",
                    "steps", "sample_ids")
 
     def __post_init__(self):
         for i, (sym, c) in enumerate(zip(self.units, self.values)):
-            if np.ndim(c) != 2 or c.shape[1] != len(sym):
+            width = len(sym) if self.window is None else self.window
+            if np.ndim(c) != 2 or c.shape[1] != width:
                 raise ValueError(
-                    f"sample {i}: values must be (steps, {len(sym)}), got {np.shape(c)}."
+                    f"sample {i}: values must be (steps, {width}), got {np.shape(c)}."
                 )
+        if self.window is not None and self.level != "char":
+            raise ValueError("a windowed explanation counts symbols: level must be 'char'.")
+
+    def _first_unit(self, step: np.ndarray) -> np.ndarray:
+        """The first unit each row at ``step`` holds: 0, or ``step - window + 1``."""
+        return np.zeros_like(step) if self.window is None else np.maximum(step - self.window + 1,
+                                                                          0)
+
+    def _dense(self, i: int, rows: np.ndarray, step: np.ndarray) -> np.ndarray:
+        """``(len(rows), S_i)`` float64 contributions of every unit (0 outside a window)."""
+        values = np.asarray(self.values[i], dtype=np.float64)
+        if self.window is None:
+            return values[rows]
+        out = np.zeros((len(rows), len(self.units[i])))
+        for k, (r, t) in enumerate(zip(rows, step)):
+            first = int(self._first_unit(np.asarray(t)))
+            out[k, first: t + 1] = values[r, first - (t - self.window + 1):]
+        return out
 
     def _totals(self):
         """Per sample and step: ``(sum of contributions + bias, sum of absolute values)``."""
@@ -154,7 +177,7 @@ class SequenceExplanation(Explanation):
         selected = [self._select(i, steps) for i in range(len(self))]
         if kind == "samples":
             return self._samples_frame(selected)
-        n_rows = sum(int((step + 1).sum()) for _, step in selected)
+        n_rows = sum(int((step + 1 - self._first_unit(step)).sum()) for _, step in selected)
         if max_rows is not None and n_rows > max_rows:
             raise ValueError(f"to_frame would have {n_rows:,} rows (more than max_rows="
                              f"{max_rows:,}); keep fewer steps (steps=[-1] for the last, or "
@@ -165,11 +188,13 @@ class SequenceExplanation(Explanation):
     def _unit_columns(self, i: int, rows: np.ndarray, step: np.ndarray) -> dict:
         """Columns of the units read by each explained row: ``rows`` of ``values[i]`` at
         ``step`` (in units of ``level``)."""
-        count = step + 1
-        which = np.repeat(np.arange(len(rows)), count)  # the explained row of each table row
-        unit = np.concatenate([np.arange(c) for c in count]) if len(rows) else np.zeros(0, int)
+        first = self._first_unit(step)
+        which = np.repeat(np.arange(len(rows)), step + 1 - first)  # explained row of each
+        unit = np.concatenate([np.arange(a, t + 1) for a, t in zip(first, step)]) \
+            if len(rows) else np.zeros(0, int)
         spans = self._char_spans(i)
         values = np.asarray(self.values[i], dtype=np.float64)
+        column = unit if self.window is None else unit - (step[which] - self.window + 1)
         return {
             "sample": self.ids()[np.full(len(unit), i)],
             "unit": unit,
@@ -178,7 +203,7 @@ class SequenceExplanation(Explanation):
             "char_end": None if spans is None else spans[unit, 1],
             "step": step[which],
             "target": labels(self.target[i])[rows][which],
-            "attribution": values[rows[which], unit],
+            "attribution": values[rows[which], column],
             "prediction": labels(self.prediction[i])[rows][which],
             "method": np.full(len(unit), self.method, dtype=object),
             "class_independent": np.full(len(unit), self.class_independent),
@@ -212,8 +237,8 @@ class SequenceExplanation(Explanation):
             fixed number. ``standalone``: a full HTML page instead of a fragment.
         """
         selected = [self._select(i, steps, max_steps) for i in range(len(self))]
-        rows = [np.asarray(self.values[i], dtype=np.float64)[r, : s + 1]
-                for i, (picked, step) in enumerate(selected) for r, s in zip(picked, step)]
+        rows = [row[: s + 1] for i, (picked, step) in enumerate(selected)
+                for row, s in zip(self._dense(i, picked, step), step)]
         scales = row_scales(scale, rows)
         signed = not self.class_independent
         shared = None if scale == "row" else (scales[0] if len(scales) else 0.0)
@@ -235,9 +260,8 @@ class SequenceExplanation(Explanation):
         units = [str(u).translate(_LINE_BREAKS) for u in self.units[i]]
         n_steps = len(self._explained(i)[0])
         lines = []
-        for r, s in zip(picked, step):
+        for r, s, values in zip(picked, step, self._dense(i, picked, step)):
             scale = next(scales)
-            values = np.asarray(self.values[i], dtype=np.float64)[r]
             cells = [heat_span(u, v, scale, signed, u) for u, v in zip(units[: s + 1], values)]
             cells += [f'<span class="ie-future">{esc(u)}</span>' for u in units[s + 1:]]
             logit = "" if self.logit is None else f" · logit {self.logit[i][r]:+.3g}"
@@ -258,7 +282,7 @@ class SequenceExplanation(Explanation):
 
         rows, step = self._select(sample, steps)
         units = self.units[sample]
-        grid = np.asarray(self.values[sample], dtype=np.float64)[rows]
+        grid = self._dense(sample, rows, step)
         grid[np.arange(len(units))[None] > step[:, None]] = np.nan
         lim = float(np.nanmax(np.abs(grid))) if np.isfinite(grid).any() else 1.0
         signed = not self.class_independent
