@@ -9,15 +9,9 @@ __all__ = ["jensen_shannon", "jensen_shannon_rows", "total_variation"]
 
 def jensen_shannon(p: np.ndarray, q: np.ndarray) -> float:
     """Jensen-Shannon divergence (natural log, in [0, ln 2]) of two distributions."""
-    p = np.asarray(p, dtype=np.float64)
-    q = np.asarray(q, dtype=np.float64)
-    m = 0.5 * (p + q)
-
-    def kl(a):
-        nz = a > 0
-        return float((a[nz] * np.log(a[nz] / m[nz])).sum())
-
-    return 0.5 * kl(p) + 0.5 * kl(q)
+    p = np.asarray(p, dtype=np.float64).reshape(1, -1)
+    q = np.asarray(q, dtype=np.float64).reshape(1, -1)
+    return float(jensen_shannon_rows(p, q, np.ones(p.shape, dtype=bool))[0])
 
 
 def jensen_shannon_rows(P, Q, mask) -> np.ndarray:
