@@ -18,6 +18,15 @@ decided predictions (saturated softmax); it lowers the PGD divergence on attenti
 not make predictions or attention much less sensitive to *embedding* noise (see the
 reproduction's Table 1, where Word-AT is the method that is).
 
+``objective="authors"`` trains SEAT as the authors' code does (kaustpradalab/SEAT): after the
+vanilla phase the *whole* model is trained further by
+``CE(f(x), y) + lambda_stability·CE(f(x + δ*), y) + lambda_topk·topk-L1(att(x + δ*), att(x))``
+with ``δ*`` the PGD attack on the word embeddings (``pgd_*``, their setting ``pgd_norm="linf"``,
+``pgd_radius=0.01``, ``pgd_steps=10``) and ``topk-L1`` their ``topk_overlap_loss`` (their
+``λ1 = 1``, ``λ2 = 1000``, ``K = 7``, batch 32). Embedding and encoder train with ``seat_lr``
+(theirs 0.01), attention and decoder with Adam 1e-3, all with amsgrad. The authors start from
+a fresh model (20 epochs); here the phase starts from the vanilla weights.
+
 The other ``method`` values train the baselines of the paper's tables with the same estimator,
 so that they compare under one grid search: ``"vanilla"`` (cross-entropy only),
 ``"attention-rp"`` (random perturbation of the attention weights during training),
@@ -46,8 +55,9 @@ from ..nn.attention import AttentionTextModule
 from ..nn.bert_encoder import BertEncoder
 from ..nn.losses import OutputCrossEntropy
 from ..nn.recurrent import RECURRENT_KINDS
-from ..nn.seat import (RobustCriterion, RobustTrainer, SEATCriterion, SEATTrainer,
-                       prediction_divergence, top_k_overlap)
+from ..nn.seat import (AuthorsSEATCriterion, AuthorsSEATTrainer, RobustCriterion,
+                       RobustTrainer, SEATCriterion, SEATTrainer, prediction_divergence,
+                       top_k_overlap)
 from ..text import WordPieceEncoder
 from ..validation import check_targets
 from .attention_text import EXPLAIN_METHODS, AttentionClassifierBase, AttentionTextClassifier
@@ -59,11 +69,14 @@ SEAT_METHODS = ("seat", "vanilla", "attention-rp", "attention-at", "word-at")
 _BASELINES = ("attention-rp", "attention-at", "word-at")
 _DEFAULT_EPSILON = {"attention-rp": 0.1, "attention-at": 0.1, "word-at": 1.0}
 _ARCHITECTURE = ("hidden_size", "attention_size", "freeze_embeddings", "dropout")
+#: learning rate of the attention and decoder parameters under objective="authors" (their code)
+AUTHORS_DECODER_LR = 1e-3
 
 
 class _RecordTerms(Callback):
-    """Adds the epoch means of the terms of (6) (``closeness`` = D1, ``topk`` = L_topk,
-    ``stability`` = max D2) to the history."""
+    """Adds the epoch means of the loss terms to the history: for objective (6)
+    ``closeness`` = D1, ``topk`` = L_topk, ``stability`` = max D2; for the authors' loss
+    ``clean``, ``adversarial`` and ``topk``."""
 
     def on_epoch_begin(self, net, **kwargs):
         self._sums, self._count = {}, 0
@@ -93,6 +106,9 @@ class SEATClassifier(AttentionTextClassifier):
     ----------
     method : {"seat", "vanilla", "attention-rp", "attention-at", "word-at"}
         SEAT (vanilla training, then objective (6)) or one of the paper's baselines.
+    objective : {"paper", "authors"}
+        SEAT phase: the paper's objective (6) on a copy of the attention layer, or the
+        authors' code's loss on the whole model (see the module docstring).
     base_estimator : fitted attention text classifier or None
         Vanilla model to start from (any :class:`AttentionClassifierBase`, e.g. an
         :class:`AttentionTextClassifier` or a :class:`DiversityLSTMClassifier`; SEAT revises
@@ -103,16 +119,22 @@ class SEATClassifier(AttentionTextClassifier):
     k : int
         Top-k of the overlap constraint ``L_topk``.
     lambda_topk : float
-        Weight of ``L_topk(w, w~)`` (the paper's λ2).
+        Weight of ``L_topk(w, w~)`` (the paper's λ2; ``"authors"``: of their top-k loss).
     lambda_stability : float
-        Weight of the stability term ``max_δ D2`` (the paper's λ1).
+        Weight of the stability term ``max_δ D2`` (the paper's λ1; ``"authors"``: of the
+        cross-entropy at the attacked embeddings).
     pgd_radius : float
-        Radius ``R`` of the attention perturbation ball.
+        Radius ``R`` of the attention perturbation ball (``"authors"``: of the embedding
+        attack).
     pgd_steps : int
         PGD iterations of the inner maximisation.
     pgd_step_size : float or None
-        PGD step (default ``2.5 * pgd_radius / pgd_steps``).
+        PGD step (default ``2.5 * pgd_radius / pgd_steps``; ``"authors"``: ``2 * pgd_radius /
+        pgd_steps``).
     pgd_norm : {"l2", "linf"}
+    pgd_clamp : (float, float) or None
+        ``"authors"`` only: clamp the attacked embeddings into this interval (their code:
+        ``(0, 1)``).
     divergence : {"bce", "kl"}
         D1 and D2: cross-entropy with soft targets (the paper's BCE) or KL (same gradient).
     seat_epochs, seat_lr : int / float or None
@@ -144,6 +166,8 @@ class SEATClassifier(AttentionTextClassifier):
     _parameter_constraints = {
         **AttentionTextClassifier._parameter_constraints,
         "method": [StrOptions(set(SEAT_METHODS))],
+        "objective": [StrOptions({"paper", "authors"})],
+        "pgd_clamp": [tuple, None],
         "base_estimator": [AttentionClassifierBase, HasMethods(["fit", "predict"]), None],
         "k": [Interval(Integral, 1, None, closed="left")],
         "lambda_topk": [Interval(Real, 0, None, closed="left")],
@@ -161,9 +185,9 @@ class SEATClassifier(AttentionTextClassifier):
     views = ("model", "vanilla")
     explain_methods = (*EXPLAIN_METHODS, "vanilla")
 
-    def __init__(self, *, method="seat", base_estimator=None, k=4, lambda_topk=1.0,
-                 lambda_stability=1.0, pgd_radius=0.05, pgd_steps=5, pgd_step_size=None,
-                 pgd_norm="l2", divergence="bce", seat_epochs=None, seat_lr=None,
+    def __init__(self, *, method="seat", objective="paper", base_estimator=None, k=4,
+                 lambda_topk=1.0, lambda_stability=1.0, pgd_radius=0.05, pgd_steps=5,
+                 pgd_step_size=None, pgd_norm="l2", pgd_clamp=None, divergence="bce", seat_epochs=None, seat_lr=None,
                  adv_epsilon=None, encoder="lstm", embeddings=None, embed_dim=50,
                  hidden_size=128, attention_size=None, freeze_embeddings=False, dropout=0.0,
                  text_encoder=None, lr=1e-3, max_epochs=10, batch_size=64, optimizer="adam",
@@ -181,6 +205,7 @@ class SEATClassifier(AttentionTextClassifier):
                          n_iter_no_change=n_iter_no_change, warm_start=warm_start,
                          precision=precision, accelerator=accelerator)
         self.method = method
+        self.objective = objective
         self.base_estimator = base_estimator
         self.k = k
         self.lambda_topk = lambda_topk
@@ -189,6 +214,7 @@ class SEATClassifier(AttentionTextClassifier):
         self.pgd_steps = pgd_steps
         self.pgd_step_size = pgd_step_size
         self.pgd_norm = pgd_norm
+        self.pgd_clamp = pgd_clamp
         self.divergence = divergence
         self.seat_epochs = seat_epochs
         self.seat_lr = seat_lr
@@ -203,6 +229,13 @@ class SEATClassifier(AttentionTextClassifier):
         if self._is_bert() and self.embeddings is not None:
             raise ValueError("embeddings must be None with a BERT encoder: it brings its own "
                              "word-piece embeddings.")
+        clamp = self.pgd_clamp
+        if clamp is not None and not (len(clamp) == 2 and clamp[0] < clamp[1]):
+            raise ValueError(f"pgd_clamp must be None or (low, high) with low < high, got "
+                             f"{clamp!r}.")
+        if self.objective == "authors" and self.optimizer not in ("adam", "adamw"):
+            raise ValueError("objective='authors' trains with Adam (amsgrad) as the authors' "
+                             f"code; optimizer must be 'adam' or 'adamw', got {self.optimizer!r}.")
 
     # ------------------------------------------------------------------ module
     def _architecture(self) -> dict:
@@ -250,16 +283,21 @@ class SEATClassifier(AttentionTextClassifier):
             embeddings=None if embeddings is None else torch.as_tensor(embeddings),
             freeze_embeddings=arch["freeze_embeddings"], pair=self.pair_input_,
             dropout=arch["dropout"], attention_size=arch["attention_size"])
-        if self.method == "seat":
+        if self._keeps_vanilla():
             module.vanilla_attention = copy.deepcopy(module.attention)
         return module
+
+    def _keeps_vanilla(self) -> bool:
+        """SEAT by objective (6) keeps the vanilla attention beside ``w~``."""
+        return self.method == "seat" and self.objective == "paper"
 
     def _attention_layer(self, view: str):
         if view != "vanilla":
             return None
         if not hasattr(self.module_, "vanilla_attention"):
-            raise ValueError(f"method={self.method!r} keeps no separate vanilla attention; "
-                             "only method='seat' does.")
+            raise ValueError(f"method={self.method!r}, objective={self.objective!r} keeps no "
+                             "separate vanilla attention; only method='seat' with "
+                             "objective='paper' does.")
         return self.module_.vanilla_attention
 
     # ------------------------------------------------------------------ fit
@@ -288,7 +326,10 @@ class SEATClassifier(AttentionTextClassifier):
             super()._fit(X, y, sample_weight)
         else:
             self._start_from_base(X, y, sample_weight)
-        if self.method == "seat":
+        if self.method == "seat" and self.objective == "authors":
+            self._log("phase 2/2: SEAT, the authors' loss on the whole model")
+            self._fit_authors(X, y)
+        elif self.method == "seat":
             self._log("phase 2/2: SEAT attention, objective (6)")
             self._fit_seat(X, y)
 
@@ -317,7 +358,41 @@ class SEATClassifier(AttentionTextClassifier):
                 p.requires_grad_(trainable.get(name, False))
         core.vanilla_attention = vanilla_attention
         self.module_ = core.eval()
-        self.fit_diagnostics_ = self._diagnostics(batch.inputs)
+
+        def reference(batch, out):
+            w = vanilla_attention(out.hidden, out.mask, out.query_state)
+            return w, core.decode(out.hidden, w, out.query_state)
+
+        self.fit_diagnostics_ = self._diagnostics(batch.inputs, reference)
+
+    def _fit_authors(self, X, y):
+        """The SEAT phase of the authors' code: the whole model by their loss."""
+        seed = self._start_fit() + 1
+        batch = self.encode(X)
+        y_index = torch.as_tensor(self.target_indices(check_targets(y, len(batch)),
+                                                      np.zeros((len(batch), 0))))
+        vanilla = copy.deepcopy(self.module_).eval().requires_grad_(False)
+        core = self.module_
+        self.vanilla_history_ = self.history_
+        attack = dict(radius=self.pgd_radius, steps=self.pgd_steps, step_size=self.pgd_step_size,
+                      norm=self.pgd_norm, clamp=self.pgd_clamp)
+        decoder = {"lr": AUTHORS_DECODER_LR}
+        self._fit_net(
+            lambda: AuthorsSEATTrainer(core, attack, seed),
+            AuthorsSEATCriterion(self.k, self.lambda_stability, self.lambda_topk),
+            {**batch.inputs, "labels": y_index}, y_index, seed=seed,
+            callbacks=[("seat_terms", _RecordTerms())], iterator_train__collate_fn=_trim_collate,
+            validation=False, max_epochs=self.seat_epochs or self.max_epochs,
+            lr=self.seat_lr or self.lr, optimizer__amsgrad=True,
+            optimizer__param_groups=[("core.attention.*", {**decoder, "weight_decay": 0.0}),
+                                     ("core.output.*", decoder), ("core.combine_*", decoder)])
+        self.module_ = self.module_.core.eval()
+
+        def reference(batch, out):
+            ref = vanilla(**batch)
+            return ref.attention, ref.logits
+
+        self.fit_diagnostics_ = self._diagnostics(batch.inputs, reference)
 
     def _start_from_base(self, X, y, sample_weight=None):
         base = _unwrap(self.base_estimator)
@@ -352,12 +427,14 @@ class SEATClassifier(AttentionTextClassifier):
                           sample_weight=self._training_weights(y_index, sample_weight),
                           iterator_train__collate_fn=_trim_collate)
 
-    def _diagnostics(self, inputs) -> dict:
+    def _diagnostics(self, inputs, reference) -> dict:
+        """Top-k overlap, prediction TVD and agreement with the vanilla model, whose
+        ``(attention, logits)`` of a batch are ``reference(batch, output)``."""
         overlap, tvd, agree = [], [], []
         with torch.no_grad():
-            for _, _, out in self.forward_batches(inputs):
-                w = self.module_.vanilla_attention(out.hidden, out.mask, out.query_state)
-                probs = F.softmax(self.module_.decode(out.hidden, w, out.query_state), -1)
+            for _, batch, out in self.forward_batches(inputs):
+                w, logits = reference(batch, out)
+                probs = F.softmax(logits, -1)
                 overlap.append(top_k_overlap(w, out.attention, self.k, out.mask))
                 tvd.append(prediction_divergence(probs, out.logits, "tvd"))
                 agree.append((probs.argmax(1) == out.logits.argmax(1)).float())

@@ -28,10 +28,11 @@ _STABILITY_METRICS = {"embedding": embedding_stability, "word": word_stability}
 class _MetricScorer:
     """Callable ``scorer(estimator, X, y=None) -> float`` (picklable, for parallel search)."""
 
-    def __init__(self, factory, metric, func, key, sign, kwargs, shown=None):
+    def __init__(self, factory, metric, func, key, sign, kwargs, shown=None, uses_y=False):
         self.factory, self.metric, self.func = factory, metric, func
         self.key, self.sign, self.kwargs = key, sign, kwargs
         self.shown = {**(shown or {}), **kwargs}
+        self.uses_y = uses_y
 
     def __call__(self, estimator, X, y=None, **ignored):
         if hasattr(estimator, "steps"):  # Pipeline: transform through all but the last step
@@ -39,7 +40,8 @@ class _MetricScorer:
                 if step is not None and step != "passthrough":
                     X = step.transform(X)
             estimator = estimator.steps[-1][1]
-        return self.sign * float(self.func(estimator, X, **self.kwargs).summary[self.key])
+        kwargs = {**self.kwargs, "y": y} if self.uses_y and y is not None else self.kwargs
+        return self.sign * float(self.func(estimator, X, **kwargs).summary[self.key])
 
     def __repr__(self):
         args = ", ".join([repr(self.metric)] + [f"{k}={v!r}" for k, v in self.shown.items()])
@@ -59,7 +61,10 @@ def make_explanation_scorer(metric="sufficiency", method=None, **kwargs):
 def make_stability_scorer(kind="embedding", quantity="jsd", method=None, **kwargs):
     """Negated mean JSD (``quantity="jsd"``, explanation stability) or TVD (``"tvd"``,
     prediction stability) under ``kind`` = ``"embedding"`` perturbation (``radius=``,
-    ``kind=`` as ``noise=``) or ``"word"`` perturbation (``perturber=`` required)."""
+    ``kind=`` as ``noise=``; ``noise="pgd"`` is the SEAT authors' attack, on the gold labels
+    passed to the scorer, with ``norm=``, ``steps=``, ``clamp=``, ``tvd=`` as in
+    :func:`~interpretable.metrics.embedding_stability`) or ``"word"`` perturbation
+    (``perturber=`` required)."""
     if kind not in _STABILITY_METRICS:
         raise ValueError(f"kind must be one of {sorted(_STABILITY_METRICS)}, got {kind!r}.")
     if quantity not in ("jsd", "tvd"):
@@ -70,4 +75,4 @@ def make_stability_scorer(kind="embedding", quantity="jsd", method=None, **kwarg
         kwargs["kind"] = kwargs.pop("noise")
     return _MetricScorer("make_stability_scorer", kind, _STABILITY_METRICS[kind],
                          f"mean_{quantity}", -1.0, {"method": method, **kwargs},
-                         shown={"quantity": quantity})
+                         shown={"quantity": quantity}, uses_y=kwargs.get("kind") == "pgd")

@@ -22,6 +22,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from ..nn.losses import logits_of
+from ..nn.seat import embedding_pgd
 from ..validation import make_generator
 from .attention_analysis import AnalysisResult
 from .divergences import jensen_shannon_rows, total_variation
@@ -73,42 +74,88 @@ def _embedding_size(clf, inputs) -> int:
     return clf.embed(batch).shape[-1]
 
 
-def _adversarial_noise(clf, inputs, radius, steps, generator, batch_size, view) -> torch.Tensor:
-    """PGD maximising the KL divergence of the predictions, ``‖δ_t‖₂ ≤ radius`` per token."""
+def _attack_noise(clf, inputs, attack, batch_size) -> torch.Tensor:
+    """Offsets ``(n, T, E)`` (CPU) by ``attack(rows, batch, emb, real)`` per batch, with the
+    clean embeddings ``emb (B, t, E)`` and ``real (B, t)`` marking the real tokens."""
     n, T = inputs["tokens"].shape
     deltas = torch.zeros(n, T, _embedding_size(clf, inputs))
     for rows, batch in clf.iter_batches(inputs, batch_size):
         with torch.no_grad():
             emb = clf.embed(batch).detach()
+        real = torch.arange(emb.shape[1], device=emb.device)[None] < batch["lengths"][:, None]
+        deltas[rows, : emb.shape[1]] = attack(rows, batch, emb, real).cpu()
+    return deltas
+
+
+def _adversarial_noise(clf, inputs, radius, steps, generator, batch_size, view) -> torch.Tensor:
+    """PGD maximising the KL divergence of the predictions, ``‖δ_t‖₂ ≤ radius`` per token."""
+    def attack(rows, batch, emb, real):
+        with torch.no_grad():
             target = F.softmax(logits_of(clf.forward_batch(batch, embedded=emb, view=view)), -1)
         start = _token_noise(emb.shape, batch["lengths"].cpu(), radius, generator).to(emb) * 0.5
-        real = (torch.arange(emb.shape[1], device=emb.device)[None]
-                < batch["lengths"][:, None])[..., None].to(emb)
 
         def divergence(delta):
             logits = logits_of(clf.forward_batch(batch, embedded=emb + delta, view=view))
             return F.kl_div(F.log_softmax(logits, -1), target, reduction="sum")
 
-        delta = embedding_attack(divergence, start, radius, steps=steps, mask=real)
-        deltas[rows, : emb.shape[1]] = delta.cpu()
-    return deltas
+        return embedding_attack(divergence, start, radius, steps=steps,
+                                mask=real[..., None].to(emb))
+
+    return _attack_noise(clf, inputs, attack, batch_size)
+
+
+def _pgd_noise(clf, inputs, labels, generator, batch_size, view, **options) -> torch.Tensor:
+    """The authors' attack (:func:`~interpretable.nn.seat.embedding_pgd`) on ``labels (n,)``."""
+    def attack(rows, batch, emb, real):
+        return embedding_pgd(
+            lambda e: logits_of(clf.forward_batch(batch, embedded=e, view=view)), emb, real,
+            labels[rows].to(emb.device), generator=generator, **options)
+
+    return _attack_noise(clf, inputs, attack, batch_size)
+
+
+def _label_indices(clf, y, n) -> torch.Tensor:
+    """Indices into ``clf.classes_`` of the labels ``y`` (n,)."""
+    y = np.asarray(y)
+    if y.shape != (n,):
+        raise ValueError(f"y must hold one label per sample ({n}), got shape {y.shape}.")
+    unknown = sorted(set(y.tolist()) - set(clf.classes_.tolist()), key=str)
+    if unknown:
+        raise ValueError(f"y has labels {unknown[:5]} unknown to the model.")
+    index = {c: i for i, c in enumerate(clf.classes_.tolist())}
+    return torch.as_tensor([index[v] for v in y.tolist()])
 
 
 def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=10,
-                        random_state=0, batch_size=None, n_steps=50) -> AnalysisResult:
+                        random_state=0, batch_size=None, n_steps=50, *, y=None, norm="linf",
+                        step_size=None, clamp=None, tvd="sum") -> AnalysisResult:
     """Stability under perturbation of the word embeddings (SEAT, Table 1).
 
-    Every token's embedding moves by ``‖δ_t‖₂ = radius`` in a random direction
-    (``kind="random"``), or within that ball by ``steps`` of PGD maximising the change of the
-    predicted distribution (``kind="adversarial"``). Explanations by ``method`` (the attention
-    or a gradient method, None: the estimator's default; gradient methods target the clean
-    prediction) are compared by JSD, predictions by TVD.
+    ``kind``: every token's embedding moves by ``‖δ_t‖₂ = radius`` in a random direction
+    (``"random"``), or within that ball by ``steps`` of PGD maximising the change of the
+    predicted distribution (``"adversarial"``), or by the authors' attack (``"pgd"``, Hu et
+    al.'s code, :func:`~interpretable.nn.seat.embedding_pgd`): uniform start in ``[−r, r]``,
+    ``steps`` of ``step_size`` (default ``2r/steps``) ascending ``½|y − p_y|`` of the gold
+    labels ``y`` (None: the clean predictions) in the ``norm`` ball (``"linf"``: ``|δ|∞ ≤ r``,
+    their choice; ``"l2"``: ``‖δ_t‖₂ ≤ r`` per token), and with ``clamp=(lo, hi)`` the
+    perturbed embeddings clamped into ``[lo, hi]`` (theirs: ``(0, 1)``, destructive).
+    Explanations by ``method`` (the attention or a gradient method, None: the estimator's
+    default; gradient methods target the clean prediction) are compared by JSD (natural log),
+    predictions by TVD: ``tvd="sum"`` is ``½‖p − q‖₁`` over the classes, ``"single"`` is
+    ``½|p_c − q_c|`` of the clean predicted class ``c`` only, the authors' convention (one
+    sigmoid output; half of ``"sum"`` for two classes).
     """
     clf = check_text_model(clf, "embedding_stability")
     if not radius >= 0:
         raise ValueError(f"radius must be >= 0, got {radius!r}.")
-    if kind not in ("random", "adversarial"):
-        raise ValueError(f"kind must be 'random' or 'adversarial', got {kind!r}.")
+    if kind not in ("random", "adversarial", "pgd"):
+        raise ValueError(f"kind must be 'random', 'adversarial' or 'pgd', got {kind!r}.")
+    if tvd not in ("sum", "single"):
+        raise ValueError(f"tvd must be 'sum' or 'single', got {tvd!r}.")
+    if kind != "pgd" and (y is not None or clamp is not None):
+        raise ValueError(f"y and clamp are options of kind='pgd', not of kind={kind!r}.")
+    if clamp is not None and not (len(clamp) == 2 and clamp[0] < clamp[1]):
+        raise ValueError(f"clamp must be None or (low, high) with low < high, got {clamp!r}.")
     method = clf.explain_methods[0] if method is None else method
     view = model_view(clf, method)
     explain_method = "attention" if view != "model" else method
@@ -126,8 +173,12 @@ def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=1
     if kind == "random":
         delta = _token_noise((*inputs["tokens"].shape, _embedding_size(clf, inputs)), lengths,
                              radius, generator)
-    else:
+    elif kind == "adversarial":
         delta = _adversarial_noise(clf, inputs, radius, steps, generator, batch_size, view)
+    else:
+        labels = (p.argmax(1) if y is None else _label_indices(clf, y, len(lengths)))
+        delta = _pgd_noise(clf, inputs, labels, generator, batch_size, view, radius=radius,
+                           steps=steps, step_size=step_size, norm=norm, clamp=clamp)
     pert = clf.explain(X, target=clean.target, method=explain_method, batch_size=batch_size,
                        embedding_offset=delta, **options)
     q = predict_probabilities(clf, inputs, embedded=_embeddings(clf, inputs, batch_size) + delta,
@@ -136,7 +187,11 @@ def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=1
     jsd = jensen_shannon_rows(
         explanation_distributions(explanation_matrix(clean, lengths), lengths),
         explanation_distributions(explanation_matrix(pert, lengths), lengths), real)
-    return _result(jsd, total_variation(p.numpy(), q.numpy()))
+    p, q = p.numpy(), q.numpy()
+    if tvd == "single":
+        rows, predicted = np.arange(len(p)), p.argmax(1)
+        p, q = p[rows, predicted][:, None], q[rows, predicted][:, None]
+    return _result(jsd, total_variation(p, q))
 
 
 def _embeddings(clf, inputs, batch_size) -> torch.Tensor:

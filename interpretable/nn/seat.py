@@ -8,6 +8,11 @@ attention (B, T), ``mask`` (B, T) bool marks real tokens. Objective (6)::
 
 The inner maximisation is solved by projected gradient ascent on ``delta``
 (:func:`pgd_attention`); ``L_topk`` is the surrogate (5) of the top-k overlap ``V_k``.
+
+The authors' code (kaustpradalab/SEAT) trains differently: the whole model, by
+``BCE(f(x), y) + λ1·BCE(f(x + δ*), y) + λ2·topk-L1(att(x + δ*), att(x))`` with ``δ*`` the
+ℓ∞ PGD attack on the word embeddings of :func:`embedding_pgd` (:func:`authors_objective`,
+:class:`AuthorsSEATTrainer`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,14 @@ __all__ = [
     "SEATCriterion",
     "RobustTrainer",
     "RobustCriterion",
+    "gold_margin",
+    "embedding_pgd",
+    "authors_topk_loss",
+    "AuthorsLoss",
+    "authors_objective",
+    "AuthorsForward",
+    "AuthorsSEATTrainer",
+    "AuthorsSEATCriterion",
 ]
 
 _NEG = torch.finfo(torch.float32).min
@@ -354,3 +367,147 @@ class RobustCriterion(nn.Module):
             return F.cross_entropy(clean, y) + F.cross_entropy(perturbed, y)
         return weighted_mean(F.cross_entropy(clean, y, reduction="none")
                              + F.cross_entropy(perturbed, y, reduction="none"), sample_weight)
+
+
+# ---------------------------------------------------------------------------- the authors' code
+def gold_margin(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """``½|y − p_y|`` per row = ``½(1 − softmax(logits)[label])``, (B,): the authors' attack
+    objective ``½|y − σ(logit)|`` (their TVD to the gold label; equal for two classes).
+
+    logits: (B, C); labels: (B,) class indices."""
+    p_gold = F.softmax(logits, dim=-1).gather(1, labels.long()[:, None])[:, 0]
+    return 0.5 * (1.0 - p_gold)
+
+
+def embedding_pgd(
+    predict: Callable[[torch.Tensor], torch.Tensor],
+    embedded: torch.Tensor,
+    mask: torch.Tensor,
+    labels: torch.Tensor,
+    radius: float,
+    *,
+    steps: int = 10,
+    step_size: float | None = None,
+    norm: str = "linf",
+    clamp: tuple[float, float] | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """The authors' embedding attack: PGD ascending :func:`gold_margin` of ``labels``.
+
+    predict: maps embeddings (B, T, E) to logits (B, C); embedded: clean (B, T, E) (detached
+    here); mask: (B, T) bool, padding stays unperturbed. Start uniform in ``[−r, r]``, then
+    ``steps`` steps of ``step_size`` (default ``2r/steps``): ``sign(g)`` in the ``"linf"``
+    ball ``|δ|∞ ≤ r``, ``g/‖g_t‖₂`` in the ``"l2"`` ball ``‖δ_t‖₂ ≤ r`` of every token.
+    ``clamp=(lo, hi)`` clamps ``e + δ`` into ``[lo, hi]`` after every projection (the
+    authors' code uses ``(0, 1)``: a destructive step, ``δ`` then exceeds ``r``). Returns the
+    detached offset ``δ`` (B, T, E) (perturbed embeddings ``e + δ``).
+    """
+    if norm not in ("linf", "l2"):
+        raise ValueError(f"norm must be 'linf' or 'l2', got {norm!r}")
+    if radius < 0 or steps < 0:
+        raise ValueError(f"radius and steps must be >= 0, got {radius!r} and {steps!r}")
+    e = embedded.detach()
+    if radius == 0 or steps == 0:
+        return torch.zeros_like(e)
+    real = mask[..., None].to(e.dtype)
+
+    def project(delta):
+        if norm == "linf":
+            delta = delta.clamp(-radius, radius)
+        else:
+            delta = delta * (radius / delta.norm(dim=-1, keepdim=True).clamp_min(1e-12)).clamp(max=1.0)
+        if clamp is not None:
+            delta = (e + delta).clamp(*clamp) - e
+        return delta * real
+
+    noise = torch.rand(e.shape, generator=generator, dtype=e.dtype).to(e.device)
+    return projected_gradient_ascent(
+        lambda d: gold_margin(predict(e + d), labels).sum(), project((2 * noise - 1) * radius),
+        project, steps=steps, step_size=2 * radius / steps if step_size is None else step_size,
+        norm_dim=None if norm == "linf" else -1, grad_mask=real)
+
+
+def authors_topk_loss(w_a: torch.Tensor, w_b: torch.Tensor, k: int,
+                      mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The authors' ``topk_overlap_loss`` (metric ``"l1"``), a scalar: the mean over the batch
+    *and* the ``k`` selected entries of ``(|Δ_S| + |Δ_S~|) / 2k``, i.e.
+    :func:`topk_surrogate_loss` divided by ``k``."""
+    return topk_surrogate_loss(w_a, w_b, k, mask) / int(k)
+
+
+class AuthorsLoss(NamedTuple):
+    """Terms of the authors' loss, each a scalar (batch mean; ``topk`` unweighted)."""
+
+    total: torch.Tensor
+    clean: torch.Tensor
+    adversarial: torch.Tensor
+    topk: torch.Tensor
+
+
+def authors_objective(logits, attention, perturbed_logits, perturbed_attention, labels, mask,
+                      k: int, lambda_adversarial: float, lambda_topk: float) -> AuthorsLoss:
+    """``CE(f(x), y) + λ1·CE(f(x + δ*), y) + λ2·topk-L1(att(x + δ*), att(x))`` for one batch.
+
+    logits, perturbed_logits: (B, C); attention, perturbed_attention: (B, T); labels: (B,);
+    mask: (B, T). Cross-entropy of the softmax equals the authors' BCE of one sigmoid output
+    for two classes; they sum over the batch where this takes the mean (Adam is invariant to
+    the scale). Gradients flow through both attentions, as in their code.
+    """
+    clean = F.cross_entropy(logits, labels)
+    adversarial = F.cross_entropy(perturbed_logits, labels)
+    topk = authors_topk_loss(perturbed_attention, attention, k, mask)
+    total = clean + lambda_adversarial * adversarial + lambda_topk * topk
+    return AuthorsLoss(total, clean, adversarial, topk)
+
+
+class AuthorsForward(NamedTuple):
+    """Output of :class:`AuthorsSEATTrainer` for one batch."""
+
+    logits: torch.Tensor               # (B, C) f(x)
+    attention: torch.Tensor            # (B, T) att(x)
+    perturbed_logits: torch.Tensor     # (B, C) f(x + delta*)
+    perturbed_attention: torch.Tensor  # (B, T) att(x + delta*)
+    labels: torch.Tensor               # (B,)
+    mask: torch.Tensor                 # (B, T)
+
+
+class AuthorsSEATTrainer(nn.Module):
+    """The authors' SEAT step: clean forward, :func:`embedding_pgd` on the embeddings, and the
+    forward at ``e + δ*`` (``δ*`` and the perturbed embeddings detached, as in their code).
+    All parameters of ``core`` train; ``attack`` holds the keywords of :func:`embedding_pgd`."""
+
+    def __init__(self, core: AttentionTextModule, attack: dict, seed: int):
+        super().__init__()
+        self.core, self.attack = core, dict(attack)
+        self.generator = torch.Generator().manual_seed(int(seed))
+
+    def forward(self, tokens, lengths, labels, query=None, query_lengths=None) -> AuthorsForward:
+        core = self.core
+        embedded = core.embed(tokens)
+        clean = core(tokens, lengths, query, query_lengths, embedded=embedded)
+
+        def predict(e):
+            return core(tokens, lengths, query, query_lengths, embedded=e).logits
+
+        delta = embedding_pgd(predict, embedded, clean.mask, labels, generator=self.generator,
+                              **self.attack)
+        adv = core(tokens, lengths, query, query_lengths, embedded=embedded.detach() + delta)
+        return AuthorsForward(clean.logits, clean.attention, adv.logits, adv.attention, labels,
+                              clean.mask)
+
+
+class AuthorsSEATCriterion(nn.Module):
+    """:func:`authors_objective`; the batch's terms are kept in ``last_terms``."""
+
+    def __init__(self, k, lambda_adversarial, lambda_topk):
+        super().__init__()
+        self.k, self.lambda_adversarial, self.lambda_topk = k, lambda_adversarial, lambda_topk
+        self.last_terms = {}
+
+    def forward(self, out: AuthorsForward, y=None):
+        loss = authors_objective(out.logits, out.attention, out.perturbed_logits,
+                                 out.perturbed_attention, out.labels, out.mask, self.k,
+                                 self.lambda_adversarial, self.lambda_topk)
+        self.last_terms = {name: float(getattr(loss, name).detach())
+                           for name in ("clean", "adversarial", "topk")}
+        return loss.total
