@@ -62,8 +62,8 @@ SETTINGS = {
 STEM_STRIDES = (1, 2)
 
 
-def build_theirs(image: int, size: dict) -> nn.Module:
-    """``bcos`` SimpleViT with a conv stem and our dims: (B, 6, image, image) -> (B, 10)."""
+def build_theirs(image: int, size: dict, n_classes: int = N_CLASSES) -> nn.Module:
+    """``bcos`` SimpleViT with a conv stem and our dims: (B, 6, image, image) -> (B, n_classes)."""
     from bcos.models.vit import SimpleViT
     from bcos.modules import (
         BcosConv2d,
@@ -79,14 +79,14 @@ def build_theirs(image: int, size: dict) -> nn.Module:
         warnings.simplefilter("ignore")
         vit = SimpleViT(
             image_size=image // down, patch_size=size["patch_size"] // down,
-            num_classes=N_CLASSES, dim=size["embed_dim"], depth=size["depth"],
+            num_classes=n_classes, dim=size["embed_dim"], depth=size["depth"],
             heads=size["num_heads"], mlp_dim=int(size["embed_dim"] * size["mlp_ratio"]),
             channels=6, conv_stem=list(size["stem_channels"]),
             linear_layer=partial(BcosLinear, b=2, max_out=MAX_OUT),
             conv2d_layer=partial(BcosConv2d, b=2, max_out=MAX_OUT),
             norm_layer=norms.NoBias(norms.DetachableLayerNorm),
             norm2d_layer=norms.NoBias(DetachableGNLayerNorm2d), act_layer=nn.Identity)
-    return BcosSequential(vit, LogitLayer(logit_bias=math.log(1 / (N_CLASSES - 1))))
+    return BcosSequential(vit, LogitLayer(logit_bias=math.log(1 / (n_classes - 1))))
 
 
 @torch.no_grad()

@@ -30,6 +30,7 @@ __all__ = [
     "BcosViT",
     "explanation_mode",
     "encode_image",
+    "conv_layout",
     "ATTENTION_PRIORS",
 ]
 
@@ -98,6 +99,17 @@ def _maxout(lin: torch.Tensor, max_out: int, dim: int) -> torch.Tensor:
             return torch.maximum(a, b, out=a)
         return _MaxOut2.apply(lin, dim)
     return functools.reduce(torch.maximum, lin.chunk(max_out, dim))
+
+
+def conv_layout(x: torch.Tensor) -> torch.Tensor:
+    """``x`` (B, C, H, W) in the faster memory layout for the convolutions of its device.
+
+    On CPU channels-last convolutions are several times faster, and their (B, h, w, D) output
+    is already the token layout; cuDNN's channels-last float32 kernels for a 6-channel input
+    are slower than the default layout (1.25 ms vs well under 1 ms for a ViT-Ti stem on an
+    H100), so other devices keep it.
+    """
+    return x.contiguous(memory_format=torch.channels_last) if x.device.type == "cpu" else x
 
 
 def encode_image(x: torch.Tensor) -> torch.Tensor:
@@ -267,10 +279,7 @@ class BcosStem(nn.Module):
         self.layers = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # channels-last convolutions are several times faster on CPU, and their (B, h, w, D)
-        # output is already the token layout
-        feats = self.layers(x.contiguous(memory_format=torch.channels_last))
-        return feats.flatten(2).transpose(1, 2)
+        return self.layers(conv_layout(x)).flatten(2).transpose(1, 2)
 
 
 class BcosAttention(nn.Module):

@@ -7,6 +7,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from .bcos import conv_layout
 from .heads import mha_forward
 
 __all__ = ["ViT", "ViTBlock"]
@@ -62,8 +63,7 @@ class ViT(nn.Module):
     def forward_features(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """x: (B, C, H, W) -> (final token map (B, D, h, w) after the last LayerNorm,
         [attention (B, heads, N, N)] per layer)."""
-        # channels-last convolutions are faster on CPU and give the (B, h, w, D) token layout
-        feats = self.stem(x.contiguous(memory_format=torch.channels_last))
+        feats = self.stem(conv_layout(x))
         tokens = feats.flatten(2).transpose(1, 2) + self.pos_embed
         attentions = []
         for block in self.blocks:
