@@ -114,6 +114,32 @@ def test_embedding_stability(model, texts):
     assert list(large.frame.columns) == ["sample", "jsd", "tvd"]
 
 
+def test_embedding_stability_authors_attack(model, texts, sentiment_data):
+    y = np.asarray(sentiment_data[1][:40])
+    zero = embedding_stability(model, texts, radius=0.0, kind="pgd", y=y)
+    np.testing.assert_allclose(zero.frame[["jsd", "tvd"]], 0.0, atol=1e-9)
+    pgd = embedding_stability(model, texts, radius=0.05, kind="pgd", y=y)
+    single = embedding_stability(model, texts, radius=0.05, kind="pgd", y=y, tvd="single")
+    # the authors' TVD of one output is half the two-class sum, the attack (seeded) the same
+    np.testing.assert_allclose(single.frame.tvd, pgd.frame.tvd / 2, atol=1e-7)  # float32
+    np.testing.assert_array_equal(single.frame.jsd, pgd.frame.jsd)
+    # gradient ascent beats random directions of the l-inf ball's corner norm (r * sqrt(E))
+    rand = embedding_stability(model, texts, radius=0.05 * np.sqrt(12), kind="random")
+    assert pgd.summary["mean_tvd"] > 2 * rand.summary["mean_tvd"]
+    large = embedding_stability(model, texts, radius=0.5, kind="pgd", y=y)
+    assert pgd.summary["mean_jsd"] < large.summary["mean_jsd"]
+    clamped = embedding_stability(model, texts, radius=0.05, kind="pgd", y=y, clamp=(0, 1))
+    assert clamped.summary["mean_tvd"] > pgd.summary["mean_tvd"]  # the clamp is destructive
+    # without labels the attack targets the predictions
+    predicted = model.predict(texts)
+    np.testing.assert_array_equal(
+        embedding_stability(model, texts, radius=0.05, kind="pgd").frame,
+        embedding_stability(model, texts, radius=0.05, kind="pgd", y=predicted).frame)
+    # the scorer hands its y to the attack
+    scorer = make_stability_scorer("embedding", quantity="tvd", noise="pgd", radius=0.05)
+    assert scorer(model, texts, y) == pytest.approx(-pgd.summary["mean_tvd"])
+
+
 @pytest.fixture(scope="module")
 def tiny_vectors():
     words = ["great", "superb", "awful", "dreadful", "movie", "film", "plot", "story"]
@@ -216,6 +242,18 @@ def test_bad_input(model, texts, sentiment_data):
         embedding_stability(model, texts, radius=-1.0)
     with pytest.raises(ValueError, match="method"):
         embedding_stability(model, texts, method="lime")
+    with pytest.raises(ValueError, match="options of kind='pgd'"):
+        embedding_stability(model, texts, y=y[:40])
+    with pytest.raises(ValueError, match="clamp"):
+        embedding_stability(model, texts, kind="pgd", clamp=(1, 0))
+    with pytest.raises(ValueError, match="tvd"):
+        embedding_stability(model, texts, tvd="double")
+    with pytest.raises(ValueError, match="one label per sample"):
+        embedding_stability(model, texts, kind="pgd", y=y[:3])
+    with pytest.raises(ValueError, match="unknown to the model"):
+        embedding_stability(model, texts, kind="pgd", y=["x"] * len(texts))
+    with pytest.raises(ValueError, match="norm"):
+        embedding_stability(model, texts, kind="pgd", norm="l1")
     with pytest.raises(TypeError, match="perturber"):
         word_stability(model, texts, perturber=3)
     with pytest.raises(ValueError, match="metric"):

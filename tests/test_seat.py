@@ -5,6 +5,11 @@ import pytest
 import torch
 
 from interpretable.nn.seat import (
+    AuthorsSEATCriterion,
+    AuthorsSEATTrainer,
+    authors_topk_loss,
+    embedding_pgd,
+    gold_margin,
     pgd_attention,
     prediction_divergence,
     project_ball,
@@ -123,6 +128,127 @@ def test_seat_objective_terms():
     expected = out.closeness + 2.0 * out.topk + 3.0 * out.stability
     assert out.total.item() == pytest.approx(expected.item())
     assert out.topk.item() == pytest.approx(topk_surrogate_loss(w, wt, 2).item())
+
+
+# ---------------------------------------------------------------------- the authors' code
+def _their_topk_overlap_loss(gt, pred, k):
+    """kaustpradalab/SEAT ``utlis.topk_overlap_loss(metric="l1")``, restated."""
+    idx = torch.argsort(gt, dim=1, descending=True)[:, :k]
+    idx_pred = torch.argsort(pred, dim=1, descending=True)[:, :k]
+    loss = (pred.gather(1, idx) - gt.gather(1, idx)).abs() \
+        + (gt.gather(1, idx_pred) - pred.gather(1, idx_pred)).abs()
+    return (loss / (2 * k)).mean()
+
+
+def _their_pgd(predict, x, labels, radius, steps, noise, clamp):
+    """kaustpradalab/SEAT ``PGDAttacker.perturb`` (l-infty, random start, ascending
+    ``batch_tvd(y, p_1)`` of one sigmoid output ``p_1``), restated for two-class logits."""
+    def clip(adv):
+        adv = x + (adv - x).clamp(-radius, radius)
+        return adv.clamp(0, 1) if clamp else adv
+
+    adv = clip(x + 2 * (noise - 0.5) * radius)
+    for _ in range(steps):
+        adv = adv.detach().requires_grad_(True)
+        p1 = torch.softmax(predict(adv), -1)[:, 1]
+        loss = (0.5 * (labels.float() - p1).abs()).sum()
+        (grad,) = torch.autograd.grad(loss, adv)
+        adv = clip(adv.detach() + 2 * radius / steps * grad.sign())
+    return adv.detach()
+
+
+def _toy_embedding_model():
+    g = torch.Generator().manual_seed(0)
+    proj = torch.randn(6, 2, generator=g)
+
+    def predict(e):  # (B, T, 6) -> (B, 2): mean-pooled tanh features
+        return torch.tanh(e).mean(1) @ proj
+
+    x = torch.rand(3, 4, 6, generator=g)
+    return predict, x
+
+
+def test_gold_margin_is_their_objective():
+    logits = torch.tensor([[2.0, -1.0], [0.5, 0.5], [-3.0, 1.0]])
+    labels = torch.tensor([1, 0, 1])
+    p1 = torch.softmax(logits, -1)[:, 1]
+    torch.testing.assert_close(gold_margin(logits, labels), 0.5 * (labels - p1).abs())
+
+
+@pytest.mark.parametrize("clamp", [None, (0.0, 1.0)])
+def test_embedding_pgd_equals_the_authors_attack(clamp):
+    predict, x = _toy_embedding_model()
+    labels = torch.tensor([0, 1, 1])
+    mask = torch.ones(3, 4, dtype=torch.bool)
+    radius = 0.2
+    noise = torch.rand(x.shape, generator=torch.Generator().manual_seed(5))
+    expected = _their_pgd(predict, x, labels, radius, 10, noise, clamp is not None) - x
+    delta = embedding_pgd(predict, x, mask, labels, radius, clamp=clamp,
+                          generator=torch.Generator().manual_seed(5))
+    torch.testing.assert_close(delta, expected)
+    if clamp is None:
+        assert delta.abs().max() <= radius + 1e-6
+    else:
+        assert ((x + delta) >= 0).all() and ((x + delta) <= 1).all()
+    # ascent: the gold-label margin grows well beyond the random start's
+    start = embedding_pgd(predict, x, mask, labels, radius, steps=0)
+    assert torch.equal(start, torch.zeros_like(x))
+    assert gold_margin(predict(x + delta), labels).sum() > gold_margin(predict(x), labels).sum()
+
+
+def test_embedding_pgd_l2_padding_and_errors():
+    predict, x = _toy_embedding_model()
+    labels = torch.tensor([0, 1, 1])
+    mask = torch.ones(3, 4, dtype=torch.bool)
+    mask[0, 2:] = False
+    delta = embedding_pgd(predict, x, mask, labels, 0.1, norm="l2", steps=5)
+    assert (delta[0, 2:] == 0).all()
+    assert (delta.norm(dim=-1) <= 0.1 + 1e-6).all()
+    assert delta.norm(dim=-1)[mask].min() > 0.09  # normalised steps reach the sphere
+    with pytest.raises(ValueError, match="norm"):
+        embedding_pgd(predict, x, mask, labels, 0.1, norm="l1")
+    with pytest.raises(ValueError, match="radius"):
+        embedding_pgd(predict, x, mask, labels, -0.1)
+
+
+def test_authors_topk_loss_is_theirs():
+    # the surrogate (5) divided by k: (0.175 + 0) / 2 rows / k = 2
+    assert authors_topk_loss(W, W_TILDE, 2).item() == pytest.approx(0.04375)
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.softmax(torch.randn(5, 9, generator=g), 1), torch.softmax(torch.randn(5, 9), 1)
+    for k in (1, 3, 7):
+        torch.testing.assert_close(authors_topk_loss(a, b, k), _their_topk_overlap_loss(a, b, k))
+
+
+def test_authors_loss_equals_a_hand_computation_on_one_batch():
+    from interpretable.nn.attention import AttentionTextModule, lengths_to_mask
+
+    torch.manual_seed(0)
+    core = AttentionTextModule(vocab_size=20, num_classes=2, embed_dim=6, hidden_size=5,
+                               encoder="rnn").eval()
+    tokens = torch.tensor([[3, 4, 5, 6, 7], [8, 9, 10, 0, 0], [11, 12, 13, 14, 0]])
+    lengths, labels = torch.tensor([5, 3, 4]), torch.tensor([1, 0, 1])
+    attack = dict(radius=0.05, steps=3, step_size=None, norm="linf", clamp=None)
+    out = AuthorsSEATTrainer(core, attack, seed=3)(tokens, lengths, labels)
+    criterion = AuthorsSEATCriterion(k=2, lambda_adversarial=0.5, lambda_topk=100.0)
+    loss = criterion(out)
+    # by hand: the same attack, then CE(clean) + 0.5 CE(attacked) + 100 * their top-k loss
+    with torch.no_grad():
+        e = core.embed(tokens)
+    delta = embedding_pgd(lambda x: core(tokens, lengths, embedded=x).logits, e,
+                          lengths_to_mask(lengths, 5), labels, 0.05, steps=3,
+                          generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        clean, adv = core(tokens, lengths), core(tokens, lengths, embedded=e + delta)
+        ce = lambda z: -torch.log_softmax(z, -1)[torch.arange(3), labels].mean()  # noqa: E731
+        terms = {"clean": ce(clean.logits).item(), "adversarial": ce(adv.logits).item(),
+                 "topk": _their_topk_overlap_loss(adv.attention, clean.attention, 2).item()}
+    assert criterion.last_terms == pytest.approx(terms, rel=1e-5)
+    expected = terms["clean"] + 0.5 * terms["adversarial"] + 100.0 * terms["topk"]
+    assert loss.item() == pytest.approx(expected, rel=1e-5)
+    # the loss reaches every parameter (the whole model trains)
+    loss.backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in core.parameters())
 
 
 # ---------------------------------------------------------------------- SEATClassifier
@@ -275,7 +401,53 @@ def test_sklearn_contracts_and_persistence(sentiment_data, tmp_path):
     assert loaded.fit_diagnostics_ == clf.fit_diagnostics_
 
 
+AUTHORS = dict(objective="authors", k=3, lambda_topk=1000.0, lambda_stability=1.0,
+               pgd_radius=0.01, pgd_steps=3, pgd_norm="linf", seat_epochs=2, seat_lr=1e-2)
+
+
+def test_authors_objective_trains_the_whole_model(sentiment_data, vanilla, tmp_path,
+                                                  monkeypatch):
+    from interpretable.estimators import base
+
+    groups = []
+
+    class Recording(torch.optim.Adam):
+        def __init__(self, params, **kwargs):
+            super().__init__(params, **kwargs)
+            groups.append([(len(g["params"]), g["lr"], g["amsgrad"]) for g in self.param_groups])
+
+    monkeypatch.setitem(base._OPTIMIZERS, "adam", Recording)
+    X, y = sentiment_data
+    seat = SEATClassifier(base_estimator=FrozenEstimator(vanilla), **AUTHORS,
+                          **{k: v for k, v in TINY.items() if k != "max_epochs"}).fit(X, y)
+    # the authors' optimiser: attention (1 weight matrix + bias + v) and decoder (weight,
+    # bias) at 1e-3, embedding and encoder at seat_lr, all amsgrad
+    assert groups == [[(3, 1e-3, True), (2, 1e-3, True), (5, 1e-2, True)]]
+    assert seat.score(X, y) >= vanilla.score(X, y) - 0.1
+    # every part moved from the vanilla weights: embedding, encoder, attention and decoder
+    before, after = vanilla.module_.state_dict(), seat.module_.state_dict()
+    assert set(after) == set(before)  # no vanilla attention kept beside it
+    for name in ("embedding.weight", "attention.v.weight", "output.weight"):
+        assert name in before and not torch.equal(before[name], after[name]), name
+    assert any(not torch.equal(before[n], after[n]) for n in before if n.startswith("encoder."))
+    assert {"clean", "adversarial", "topk"} <= set(seat.history_[-1])
+    assert len(seat.history_) == 2 and len(seat.vanilla_history_) == len(vanilla.history_)
+    assert set(seat.fit_diagnostics_) == {"top_k_overlap", "prediction_tvd", "agreement"}
+    with pytest.raises(ValueError, match="objective='paper'"):
+        seat.explain(X[:2], method="vanilla")
+    seat.save(tmp_path / "authors")
+    loaded = SEATClassifier.load(tmp_path / "authors")
+    np.testing.assert_allclose(loaded.predict_proba(X), seat.predict_proba(X), atol=1e-6)
+    # the training attack is the authors' clamp when asked: another model
+    clamped = clone(seat).set_params(pgd_clamp=(0.0, 1.0)).fit(X, y)
+    assert not np.allclose(clamped.predict_proba(X), seat.predict_proba(X))
+
+
 @pytest.mark.parametrize("params, match", [
+    (dict(objective="code"), "objective"),
+    (dict(pgd_clamp=(1.0, 0.0)), "pgd_clamp"),
+    (dict(pgd_clamp=[0.0, 1.0]), "pgd_clamp"),
+    (dict(objective="authors", optimizer="sgd"), "optimizer must be 'adam'"),
     (dict(method="seat-ish"), "method"),
     (dict(k=0), "'k' parameter"),
     (dict(lambda_topk=-1.0), "lambda_topk"),
@@ -374,8 +546,15 @@ def test_reproduction_runs_end_to_end_on_a_tiny_setting(monkeypatch):
                     "comprehensiveness", "sufficiency", "sensitivity", "top4_overlap_vanilla"):
             assert np.isfinite(values[key]), key
     assert entry["methods"]["vanilla"]["top4_overlap_vanilla"] == 1.0
+    for key in repro.ATTACKS:
+        values = entry["methods"]["seat-authors"]
+        assert np.isfinite(values[f"embedding_jsd_{key}"]) and values[f"embedding_tvd_{key}"] >= 0
     assert set(entry["seed_stability"]) == {"vanilla", "seat"}
-    assert isinstance(entry["checks"]["f1_within_2_points"], bool)
+    assert set(entry["checks"]) == {"seat", "seat-authors"}
+    for checks in entry["checks"].values():
+        assert all(isinstance(c["met"], bool) for c in checks.values())
+        ratio = checks["jsd_10x_below_vanilla_pgd_r1e-2"]
+        assert ratio["met"] == (ratio["ratio_vanilla_over_seat"] >= 10)
     json.dumps(results, default=float)  # what `reproduce` writes
 
 
@@ -398,4 +577,4 @@ def test_reproduction_runs_a_subset_of_methods(monkeypatch):
     monkeypatch.setitem(repro.SETTINGS, "quick", tiny)
     results = repro.run(quick=True, encoder=["rnn"], methods=["word-at"])
     entry = results["encoders"]["rnn"]
-    assert set(entry["methods"]) == {"vanilla", "word-at"} and entry["checks"] is None
+    assert set(entry["methods"]) == {"vanilla", "word-at"} and entry["checks"] == {}
