@@ -3,8 +3,8 @@
 ViT-Ti/16 (dim 192, 12 blocks, 3 heads) and ViT-S/16 (dim 384, 12 blocks, 6 heads), MLP ratio 4,
 224×224 RGB encoded to 6 channels, 1000 classes, randomly initialised, built as in
 ``bench_bcos_package.py`` (same B-cos layers, b = 2, MaxOut 2, one 3×3 stem convolution of 32
-channels; theirs with their stride-2 stem, ours with ``stem_stride`` 1 (the default) and 2 (their
-geometry)). Per model:
+channels; theirs with their stride-2 stem, ours in the variants of ``bench_bcos_package.py``:
+default, ``stem_stride=2``, and ``stem_stride=2`` without attention prior). Per model:
 
 * ``forward``: logits of a batch without autograd (float32);
 * ``explain``: W(x) of the predicted logits of the batch in one backward pass (float32);
@@ -28,7 +28,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from bench_bcos_package import build_theirs, completeness, forward, ours_batched, theirs_batched
+from bench_bcos_package import (VARIANTS, build_theirs, completeness, forward, ours_batched,
+                                theirs_batched)
 from interpretable.nn.bcos import BcosViT, encode_image
 
 RESULTS = Path(__file__).parent / "results"
@@ -39,7 +40,6 @@ MODELS = {
     "vit_s16": dict(patch_size=16, embed_dim=384, depth=12, num_heads=6, mlp_ratio=4.0,
                     stem_channels=(32,)),
 }
-STEM_STRIDES = (1, 2)
 
 
 def synchronised(fn):
@@ -76,9 +76,9 @@ def median_seconds(fns, rounds):
 def run_model(size, batch, rounds):
     device = torch.device("cuda")
     torch.manual_seed(0)
-    models = {f"ours_stride{s}": BcosViT(6, (IMAGE, IMAGE), N_CLASSES, **size, max_out=MAX_OUT,
-                                         stem_stride=s).to(device)
-              for s in STEM_STRIDES}
+    models = {f"ours_{name}": BcosViT(6, (IMAGE, IMAGE), N_CLASSES, **size, max_out=MAX_OUT,
+                                      **variant).to(device)
+              for name, variant in VARIANTS.items()}
     models["theirs"] = build_theirs(IMAGE, size, n_classes=N_CLASSES).to(device)
     x = encode_image(torch.rand(batch, 3, IMAGE, IMAGE, device=device))
     y = torch.randint(0, N_CLASSES, (batch,), device=device)
@@ -106,9 +106,8 @@ def run_model(size, batch, rounds):
 
     ratios = {}
     for task in ("forward", "explain", "train_fp32", "train_bf16"):
-        for s in STEM_STRIDES:
-            ratios[f"{task}_stem_stride_{s}"] = (seconds[f"theirs_{task}"]
-                                                 / seconds[f"ours_stride{s}_{task}"])
+        for name in VARIANTS:
+            ratios[f"{task}_{name}"] = seconds[f"theirs_{task}"] / seconds[f"ours_{name}_{task}"]
     images_per_second = {name: batch / t for name, t in seconds.items() if "_train_" in name}
     return {"batch_size": batch, "model": size,
             "parameters": {name: sum(p.numel() for p in m.parameters())

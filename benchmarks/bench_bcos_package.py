@@ -10,9 +10,11 @@ both packages use for colour), 10 classes, randomly initialised models in eval m
 Theirs is ``bcos.models.vit.SimpleViT`` assembled as their ``vit_final`` ImageNet configs do
 (B-cos linear/conv layers, b=2, bias-free detachable LayerNorms, no activation, sin-cos
 positional embedding, ``LogitLayer`` bias) with the same dims; their conv stem has stride 2, so
-their patches are p/2 × p/2 on half-resolution features. Ours is timed with our default stem
-(first 3×3 convolution at full resolution, ``stem_stride=1``) and with ``stem_stride=2`` (their
-stem's geometry). MaxOut 2 everywhere (our default; their ImageNet configs use 1).
+their patches are p/2 × p/2 on half-resolution features. Ours is timed in three variants
+(``VARIANTS``): our default (first 3×3 convolution at full resolution, ``stem_stride=1``, and
+the multiplicative attention prior), ``stem_stride=2`` (their stem's geometry), and
+``stem_stride=2`` without the attention prior (their architecture: their ViT has no prior).
+MaxOut 2 everywhere (our default; their ImageNet configs use 1).
 
 Times: the forward pass of the batch without autograd, and the batched explanation, i.e. W(x)
 of the predicted logits in one backward pass (ours: :func:`interpretable.attribution.vision.
@@ -59,7 +61,13 @@ SETTINGS = {
     "28x28": {"image": 28, "batch": 64, "model": SIZE},
     "64x64": {"image": 64, "batch": 32, "model": {**SIZE, "patch_size": 8, "embed_dim": 192}},
 }
-STEM_STRIDES = (1, 2)
+#: our models: the default (full-resolution stem, multiplicative attention prior), their stem
+#: geometry, and their whole architecture (stride-2 stem, no attention prior: theirs has none)
+VARIANTS = {
+    "stride1": {"stem_stride": 1},
+    "stride2": {"stem_stride": 2},
+    "stride2_no_prior": {"stem_stride": 2, "attention_prior": "none"},
+}
 
 
 def build_theirs(image: int, size: dict, n_classes: int = N_CLASSES) -> nn.Module:
@@ -142,30 +150,29 @@ def timed(fns, rounds):
 
 
 def ratios(seconds):
-    """theirs / ours for the forward pass and the batched explanation, per stem stride."""
+    """theirs / ours for the forward pass and the batched explanation, per variant of ours."""
     out = {}
     for task in ("forward", "explain_batched"):
-        for stride in STEM_STRIDES:
-            out[f"{task}_stem_stride_{stride}"] = (seconds[f"theirs_{task}"]
-                                                   / seconds[f"ours_stride{stride}_{task}"])
-    out["theirs_per_image_over_ours_batched_stem_stride_1"] = (
+        for name in VARIANTS:
+            out[f"{task}_{name}"] = seconds[f"theirs_{task}"] / seconds[f"ours_{name}_{task}"]
+    out["theirs_per_image_over_ours_batched_stride1"] = (
         seconds["theirs_explain_per_image"] / seconds["ours_stride1_explain_batched"])
     return out
 
 
 def run_setting(image, batch, model):
     torch.manual_seed(0)
-    ours = {s: BcosViT(6, (image, image), N_CLASSES, **model, max_out=MAX_OUT,
-                       stem_stride=s).eval() for s in STEM_STRIDES}
+    ours = {name: BcosViT(6, (image, image), N_CLASSES, **model, max_out=MAX_OUT,
+                          **variant).eval() for name, variant in VARIANTS.items()}
     theirs = build_theirs(image, model).eval()
     x = encode_image(torch.rand(batch, 3, image, image))
     for m in (*ours.values(), theirs):
         assert forward(m, x).shape == (batch, N_CLASSES)
 
     fns = {}
-    for s, m in ours.items():
-        fns[f"ours_stride{s}_forward"] = partial(forward, m, x)
-        fns[f"ours_stride{s}_explain_batched"] = partial(ours_batched, m, x)
+    for name, m in ours.items():
+        fns[f"ours_{name}_forward"] = partial(forward, m, x)
+        fns[f"ours_{name}_explain_batched"] = partial(ours_batched, m, x)
     fns["theirs_forward"] = partial(forward, theirs, x)
     fns["theirs_explain_batched"] = partial(theirs_batched, theirs, x)
     fns["theirs_explain_per_image"] = partial(theirs_per_image, theirs, x)
@@ -178,8 +185,8 @@ def run_setting(image, batch, model):
         lambda module, args, pe: torch.zeros_like(pe))
     no_pos_check = completeness(*theirs_batched(theirs, x), bias)
     no_pos.remove()
-    checks = {f"ours_stem_stride_{s}": completeness(*ours_batched(m, x), m.logit_bias)
-              for s, m in ours.items()}
+    checks = {f"ours_{name}": completeness(*ours_batched(m, x), m.logit_bias)
+              for name, m in ours.items()}
     checks.update({
         "theirs": completeness(theirs_maps, theirs_logits, bias),
         "theirs_without_positional_embedding": no_pos_check,
@@ -188,8 +195,8 @@ def run_setting(image, batch, model):
     })
     return {
         "batch_size": batch, "image": f"{image}x{image}", "model": model,
-        "parameters": {**{f"ours_stem_stride_{s}": sum(p.numel() for p in m.parameters())
-                          for s, m in ours.items()},
+        "parameters": {**{f"ours_{name}": sum(p.numel() for p in m.parameters())
+                          for name, m in ours.items()},
                        "theirs": sum(p.numel() for p in theirs.parameters())},
         "ratios_theirs_over_ours_wall": ratios(wall),
         "ratios_theirs_over_ours_cpu": ratios(cpu),
