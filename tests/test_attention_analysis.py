@@ -35,10 +35,18 @@ def test_conicity_known_vectors():
 
 def test_hidden_state_conicity_frame(model, sentiment_data):
     X, _ = sentiment_data
-    res = hidden_state_conicity(model, X[:10])
+    res = hidden_state_conicity(model, X[:10], kind="signed")
     assert list(res.frame.columns) == ["sample", "n_tokens", "conicity"] and len(res.frame) == 10
     np.testing.assert_allclose(res.frame.conicity, model.hidden_conicity(X[:10]), rtol=1e-6)
     assert res.summary["mean_conicity"] == pytest.approx(res.frame.conicity.mean())
+    # the default is the authors' |cos| form, computed from the same hidden states
+    inputs = model.encode(X[:10]).inputs
+    out = model.forward_batch(inputs)
+    expected = conicity(out.hidden.detach().numpy(), out.mask.numpy())
+    np.testing.assert_allclose(hidden_state_conicity(model, X[:10]).frame.conicity, expected,
+                               rtol=1e-5)
+    with pytest.raises(ValueError, match="kind"):
+        hidden_state_conicity(model, X[:2], kind="cosine")
 
 
 def test_decision_flip_matches_sequential_erasure(model, sentiment_data):
@@ -93,6 +101,14 @@ def test_attribution_agreement(model, sentiment_data):
     assert jensen_shannon([1, 0], [1, 0]) == 0 and jensen_shannon([1, 0], [0, 1]) == pytest.approx(np.log(2))
     with pytest.raises(ValueError):
         attribution_agreement(model, X[:2], against="attention")
+    # the authors' gradient: the agreement of attention with explain(method="detached_gradient")
+    res = attribution_agreement(model, X[:6], against="detached_gradient")
+    att = model.explain(X[:6], method="attention")
+    grad = model.explain(X[:6], target=att.target, method="detached_gradient")
+    for i, (a, g) in enumerate(zip(att.values, grad.values)):
+        g = np.abs(g) / np.abs(g).sum()
+        assert res.frame.pearson[i] == pytest.approx(np.corrcoef(a, g)[0, 1], rel=1e-6)
+        assert res.frame.jsd[i] == pytest.approx(jensen_shannon(a, g), rel=1e-6)
 
 
 def test_pos_attention(model):

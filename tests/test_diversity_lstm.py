@@ -1,4 +1,5 @@
 """Orthogonal LSTM cell and DiversityLSTMClassifier."""
+import numpy as np
 import pytest
 import torch
 from sklearn.base import clone
@@ -6,7 +7,8 @@ from sklearn.model_selection import GridSearchCV
 
 from interpretable import DiversityLSTMClassifier
 from interpretable.nn.losses import DiversityLoss
-from interpretable.nn.attention import AttentionOutput
+from interpretable.metrics.attention_analysis import conicity as conicity_metric
+from interpretable.nn.attention import AttentionOutput, conicity
 from interpretable.nn.recurrent import OrthogonalLSTM
 
 SMALL = dict(embed_dim=12, hidden_size=12, batch_size=16, lr=1e-2, device="cpu")
@@ -30,6 +32,44 @@ def test_diversity_loss_adds_weighted_conicity():
     y = torch.tensor([0])
     base = DiversityLoss(0.0)(out, y)
     assert float(DiversityLoss(0.5)(out, y) - base) == pytest.approx(0.5)
+
+
+def _hand_conicity(H, mask, absolute):
+    """Mean (|)cos(h_t, mean of the real h)(|) over the real rows, one sample at a time."""
+    out = []
+    for h, m in zip(H, mask):
+        real = h[m]
+        mean = real.mean(0)
+        cos = real @ mean / (np.linalg.norm(real, axis=1) * np.linalg.norm(mean))
+        out.append(np.abs(cos).mean() if absolute else cos.mean())
+    return np.array(out)
+
+
+def test_absolute_and_signed_conicity_match_hand_computation():
+    rng = np.random.RandomState(0)
+    H = rng.randn(3, 6, 4)
+    H[0, 3:] = -H[0, :3] + 0.1 * rng.randn(3, 4)      # anti-aligned states: |cos| != cos
+    mask = MASK.numpy()
+    absolute, signed = _hand_conicity(H, mask, True), _hand_conicity(H, mask, False)
+    assert np.abs(absolute - signed).max() > 0.1
+    Ht, mt = torch.from_numpy(H), torch.from_numpy(mask)
+    np.testing.assert_allclose(conicity(Ht, mt, absolute=True).numpy(), absolute, rtol=1e-10)
+    np.testing.assert_allclose(conicity(Ht, mt).numpy(), signed, rtol=1e-10)  # old default
+    np.testing.assert_allclose(conicity_metric(H, mask), absolute, rtol=1e-10)
+    np.testing.assert_allclose(conicity_metric(H, mask, kind="signed"), signed, rtol=1e-10)
+    out = AttentionOutput(torch.zeros(3, 2, dtype=torch.float64), torch.zeros(3, 6), Ht, mt)
+    y = torch.zeros(3, dtype=torch.long)
+    base = DiversityLoss(0.0)(out, y)
+    assert float(DiversityLoss(0.5, absolute=True)(out, y) - base) == pytest.approx(0.5 * absolute.mean())
+    assert float(DiversityLoss(0.5)(out, y) - base) == pytest.approx(0.5 * signed.mean())
+    with pytest.raises(ValueError, match="kind"):
+        conicity_metric(H, mask, kind="abs")
+
+
+def test_conicity_parameter_picks_the_penalty():
+    assert DiversityLSTMClassifier()._criterion().absolute
+    assert not DiversityLSTMClassifier(conicity="signed")._criterion().absolute
+    assert DiversityLSTMClassifier(cell="vanilla")._criterion().weight == 0
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +112,36 @@ def test_estimator_contracts(fits, sentiment_data, tmp_path):
     assert search.best_params_["cell"] in ("vanilla", "diversity")
 
 
+def test_detached_gradient_equals_hand_autograd(fits, sentiment_data):
+    X, _ = sentiment_data
+    clf = fits["diversity"]
+    exp = clf.explain(X[:6], method="detached_gradient", batch_size=4)
+    inputs = clf.encode(X[:6]).inputs
+    emb = clf.module_.embed(inputs["tokens"]).detach().requires_grad_(True)
+    detached = clf.module_(**inputs, embedded=emb).attention.detach()
+    logits = clf.module_(**inputs, embedded=emb, attention=detached).logits
+    target = np.searchsorted(clf.classes_, exp.target)
+    live = clf.module_(**inputs, embedded=emb).logits          # attention not detached
+    for i, n in enumerate(inputs["lengths"].tolist()):
+        grad, = torch.autograd.grad(torch.softmax(logits[i], 0)[target[i]], emb, retain_graph=True)
+        np.testing.assert_allclose(exp.values[i], (grad[i] * emb[i]).sum(-1)[:n].detach().numpy(),
+                                   rtol=1e-5, atol=1e-8)
+        grad, = torch.autograd.grad(torch.softmax(live[i], 0)[target[i]], emb, retain_graph=True)
+        assert not np.allclose(exp.values[i], (grad[i] * emb[i]).sum(-1)[:n].detach().numpy(),
+                               rtol=1e-3, atol=1e-6)
+    # two classes: p_other = 1 - p_target, so the other class's attribution is the negative
+    other = clf.classes_[1 - target]
+    flipped = clf.explain(X[:6], target=other, method="detached_gradient")
+    for a, b in zip(exp.values, flipped.values):
+        np.testing.assert_allclose(a, -b, rtol=1e-5, atol=1e-8)
+    with pytest.raises(TypeError, match="n_steps"):
+        clf.explain(X[:2], method="detached_gradient", n_steps=3)
+
+
 def test_bad_params(sentiment_data):
     X, y = sentiment_data
+    with pytest.raises(ValueError, match="conicity"):
+        DiversityLSTMClassifier(conicity="abs").fit(X, y)
     with pytest.raises(ValueError, match="cell"):
         DiversityLSTMClassifier(cell="gru").fit(X, y)
     with pytest.raises(ValueError, match="diversity_weight"):

@@ -3,28 +3,36 @@
 Three variants of the LSTM + additive attention model, chosen with ``cell``:
 
 * ``"vanilla"``: a standard LSTM (the baseline whose hidden states have high conicity);
-* ``"diversity"``: a standard LSTM trained with ``loss + diversity_weight * conicity(H)``;
+* ``"diversity"``: a standard LSTM trained with ``loss + diversity_weight * conicity(H)``
+  (conicity with ``|cos|`` as in the authors' code, or the paper's signed cosine: ``conicity``);
 * ``"orthogonal"``: the orthogonal LSTM cell, which removes from each ``ĥ_t`` its component
   along the sum of the previous hidden states.
 
 Low conicity makes the attention weights faithful: permuting them changes the output, erasing
 the highest-weighted hidden states flips decisions quickly, and attention agrees better with
 gradient attributions (see :mod:`interpretable.metrics.attention_analysis`).
+``explain(X, method="detached_gradient")`` is the authors' "gradient" attribution to compare
+attention with: gradient × embedding of the explained class's probability, attention detached.
 """
 from __future__ import annotations
 
 from numbers import Real
 
+import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
+from ..attribution.text import attribute_tokens
+from ..explanation import TokenExplanation
 from ..nn.losses import DiversityLoss
-from .attention_text import AttentionClassifierBase
+from .attention_text import EXPLAIN_METHODS, AttentionClassifierBase
+from .base import Batch
 
-__all__ = ["DiversityLSTMClassifier", "CELLS"]
+__all__ = ["DiversityLSTMClassifier", "CELLS", "CONICITY_KINDS"]
 
 CELLS = ("vanilla", "diversity", "orthogonal")
+CONICITY_KINDS = ("absolute", "signed")
 
 
 class DiversityLSTMClassifier(AttentionClassifierBase):
@@ -37,6 +45,10 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
     diversity_weight : float >= 0
         λ of the conicity term; used when ``cell="diversity"`` (0.5 in the paper for most tasks,
         0.1 for SNLI, 0.2 for CNN), ignored otherwise.
+    conicity : {"absolute", "signed"}
+        Cosine used by the conicity penalty: ``"absolute"`` averages ``|cos(h_t, mean(H))|``
+        (the authors' code, default), ``"signed"`` the signed cosine of the paper's text (its
+        penalty is lowest for anti-aligned states, so the trained conicity can turn negative).
     embeddings, embed_dim, hidden_size, attention_size, freeze_embeddings, dropout, text_encoder,
     lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose :
         As in :class:`AttentionTextClassifier`.
@@ -51,9 +63,12 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
         **AttentionClassifierBase._parameter_constraints,
         "cell": [StrOptions(set(CELLS))],
         "diversity_weight": [Interval(Real, 0, None, closed="left")],
+        "conicity": [StrOptions(set(CONICITY_KINDS))],
     }
+    explain_methods = (*EXPLAIN_METHODS, "detached_gradient")
 
-    def __init__(self, *, cell="diversity", diversity_weight=0.5, embeddings=None, embed_dim=50,
+    def __init__(self, *, cell="diversity", diversity_weight=0.5, conicity="absolute",
+                 embeddings=None, embed_dim=50,
                  hidden_size=128, attention_size=None, freeze_embeddings=False, dropout=0.0,
                  text_encoder=None, lr=1e-3, max_epochs=10, batch_size=64, optimizer="adam",
                  weight_decay=0.0, device="auto", random_state=None, verbose=0,
@@ -70,9 +85,46 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
                          warm_start=warm_start, precision=precision, accelerator=accelerator)
         self.cell = cell
         self.diversity_weight = diversity_weight
+        self.conicity = conicity
 
     def _encoder_spec(self):
         return "orthogonal" if self.cell == "orthogonal" else "lstm"
 
     def _criterion(self) -> nn.Module:
-        return DiversityLoss(self.diversity_weight if self.cell == "diversity" else 0.0)
+        return DiversityLoss(self.diversity_weight if self.cell == "diversity" else 0.0,
+                             absolute=self.conicity == "absolute")
+
+    def _explain_detached_gradient(self, batch: Batch, target, *, batch_size) -> TokenExplanation:
+        """The authors' "gradient" attribution: ``(∂p_c / ∂e_t) · e_t`` per token, ``p_c`` the
+        softmax probability of the explained class (σ(logit) of their one-logit binary
+        models) with the attention weights held constant (detached), ``e_t (E,)`` the embedding."""
+        n, T = batch.inputs["tokens"].shape
+        scores, logits = np.zeros((n, T)), np.zeros((n, len(self.classes_)))
+        target_idx = None if target is None else self.target_indices(target, logits)
+        for rows, b in self.iter_batches(batch.inputs, batch_size):
+            keys = list(b)
+
+            def probabilities(embedded, *args):
+                inputs = dict(zip(keys, args))
+                with torch.no_grad():
+                    attention = self.forward_batch(inputs, embedded=embedded).attention
+                return torch.softmax(self.forward_batch(inputs, embedded=embedded,
+                                                        attention=attention).logits, 1)
+
+            embedded = self.embed(b).detach()
+            with torch.no_grad():
+                out = self.forward_batch(b, embedded=embedded)
+            logits[rows] = out.logits.float().cpu().numpy()
+            tgt = logits[rows].argmax(1) if target_idx is None else target_idx[rows]
+            result = attribute_tokens(probabilities, embedded,
+                                      torch.as_tensor(tgt, device=embedded.device),
+                                      "input_x_gradient", mask=out.mask,
+                                      additional_forward_args=tuple(b.values()))
+            scores[rows, : embedded.shape[1]] = result.scores.cpu().numpy()
+        target_idx = logits.argmax(1) if target_idx is None else target_idx
+        return self._token_explanation(batch, scores, target_idx, logits, "detached_gradient")
+
+    def _explainer(self, method: str):
+        if method == "detached_gradient":
+            return self._explain_detached_gradient
+        return super()._explainer(method)

@@ -24,10 +24,13 @@ from .divergences import jensen_shannon, jensen_shannon_rows, total_variation
 
 __all__ = ["AnalysisResult", "conicity", "hidden_state_conicity", "decision_flip_fraction",
            "permutation_tvd", "attribution_agreement", "pos_attention", "jensen_shannon",
-           "MAX_ATTENTION_BINS"]
+           "MAX_ATTENTION_BINS", "CONICITY_KINDS"]
 
 #: bins of the sample's maximum attention weight used to summarise permutation TVD (Fig. 4)
 MAX_ATTENTION_BINS = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: ``"absolute"``: mean ``|cos|`` to the mean vector (the Diversity LSTM authors' code);
+#: ``"signed"``: mean ``cos`` (the paper's text)
+CONICITY_KINDS = ("absolute", "signed")
 
 
 class AnalysisResult(NamedTuple):
@@ -36,16 +39,25 @@ class AnalysisResult(NamedTuple):
     summary: dict
 
 
-def conicity(H, mask=None) -> np.ndarray:
-    """Conicity (mean cosine of each vector to the set's mean) of sets of vectors.
+def _check_kind(kind) -> bool:
+    """Validate a conicity ``kind``; True for ``"absolute"``."""
+    if kind not in CONICITY_KINDS:
+        raise ValueError(f"kind must be one of {list(CONICITY_KINDS)}, got {kind!r}")
+    return kind == "absolute"
+
+
+def conicity(H, mask=None, kind: str = "absolute") -> np.ndarray:
+    """Conicity (mean |cosine| or cosine of each vector to the set's mean) of sets of vectors.
 
     Args:
         H: ``(n, T, d)`` array / tensor of n sets of T vectors, or one set ``(T, d)``.
         mask: ``(n, T)`` (or ``(T,)``) bool, True on real vectors (default: all).
+        kind: ``"absolute"`` (default) or ``"signed"``, see :data:`CONICITY_KINDS`.
 
     Returns:
         ``(n,)`` float array (a float for a single set).
     """
+    absolute = _check_kind(kind)
     H = torch.as_tensor(np.asarray(H) if not isinstance(H, torch.Tensor) else H).detach()
     if H.dim() not in (2, 3) or H.shape[-1] == 0 or H.shape[-2] == 0:
         raise ValueError(f"H must have shape (n, T, d) or (T, d) with T, d > 0, got {tuple(H.shape)}")
@@ -57,7 +69,7 @@ def conicity(H, mask=None) -> np.ndarray:
         mask = torch.as_tensor(np.asarray(mask) if not isinstance(mask, torch.Tensor) else mask).bool()
         if mask.shape != H.shape[:-1]:
             raise ValueError(f"mask must have shape {tuple(H.shape[:-1])}, got {tuple(mask.shape)}")
-    out = _conicity_torch(H, mask).cpu().numpy()
+    out = _conicity_torch(H, mask, absolute=absolute).cpu().numpy()
     return float(out) if out.ndim == 0 else out
 
 
@@ -65,12 +77,14 @@ def _n_tokens(batch):
     return batch["lengths"].cpu().numpy()
 
 
-def hidden_state_conicity(estimator, X) -> AnalysisResult:
-    """Per-sample conicity of the estimator's hidden states (paper Table 2)."""
+def hidden_state_conicity(estimator, X, kind: str = "absolute") -> AnalysisResult:
+    """Per-sample conicity of the estimator's hidden states (paper Table 2); ``kind`` as in
+    :func:`conicity`."""
+    absolute = _check_kind(kind)
     inputs = estimator.encode(X).inputs
     values, lengths = [], []
     for _, batch, out in estimator.forward_batches(inputs):
-        values.append(_conicity_torch(out.hidden, out.mask).float().cpu().numpy())
+        values.append(_conicity_torch(out.hidden, out.mask, absolute=absolute).float().cpu().numpy())
         lengths.append(_n_tokens(batch))
     frame = pd.DataFrame({"sample": np.arange(len(inputs["tokens"])), "n_tokens": np.concatenate(lengths),
                           "conicity": np.concatenate(values)})
@@ -209,16 +223,21 @@ def attribution_agreement(estimator, X, against: str = "integrated_gradients", t
     tokens; Pearson r and Jensen-Shannon divergence against the attention weights are reported.
 
     Args:
-        against: ``"gradient" | "integrated_gradients" | "input_x_gradient"`` (captum).
+        against: an explain method of the estimator other than ``"attention"``:
+            ``"gradient" | "integrated_gradients" | "input_x_gradient"`` (captum) or, for
+            :class:`~interpretable.estimators.DiversityLSTMClassifier`, ``"detached_gradient"``
+            (the authors' gradient × embedding of the class probability, attention detached).
         target: class explained by the attribution (default: the predicted class).
+        n_steps: integration steps (``against="integrated_gradients"`` only).
 
     Frame columns: ``sample, n_tokens, pearson, jsd``. Summary: mean and std of both.
     """
     if against == "attention":
         raise ValueError("against must be a gradient attribution method, not 'attention'")
     attention = estimator.explain(X, target=target, method="attention")
+    options = {"n_steps": n_steps} if against == "integrated_gradients" else {}
     attribution = estimator.explain(X, target=attention.target if target is None else target,
-                                    method=against, n_steps=n_steps)
+                                    method=against, **options)
     A, mask = _stack(attention.values)
     G, _ = _stack(attribution.values)
     G = np.abs(G) * mask

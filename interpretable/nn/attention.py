@@ -41,15 +41,18 @@ def lengths_to_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
     return torch.arange(max_len, device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)
 
 
-def conicity(hidden: torch.Tensor, mask: Optional[torch.Tensor] = None, eps: float = 1e-8) -> torch.Tensor:
+def conicity(hidden: torch.Tensor, mask: Optional[torch.Tensor] = None, eps: float = 1e-8,
+             absolute: bool = False) -> torch.Tensor:
     """Conicity of each sample's hidden states (mean cosine to their mean), differentiable.
 
     Args:
         hidden: ``(B, T, H)`` (or ``(T, H)`` for one set of vectors).
         mask: ``(B, T)`` bool, True on real positions (default: all real).
+        absolute: average ``|cos|`` instead of ``cos`` (the Diversity LSTM authors' code).
 
     Returns:
-        ``(B,)`` conicity in [-1, 1] (a 0-dim tensor for 2-D input); 0 for an empty row.
+        ``(B,)`` conicity in [-1, 1] ([0, 1] when ``absolute``; a 0-dim tensor for 2-D input);
+        0 for an empty row.
     """
     squeeze = hidden.dim() == 2
     if squeeze:
@@ -64,6 +67,8 @@ def conicity(hidden: torch.Tensor, mask: Optional[torch.Tensor] = None, eps: flo
     dots = (hidden * mean.unsqueeze(1)).sum(-1)                               # (B, T)
     norms = hidden.norm(dim=-1) * mean.norm(dim=-1, keepdim=True)             # (B, T)
     atm = dots / norms.clamp_min(eps)
+    if absolute:
+        atm = atm.abs()
     out = (atm * m).sum(1) / n
     return out[0] if squeeze else out
 

@@ -38,16 +38,19 @@ class OutputCrossEntropy(nn.Module):
 
 class DiversityLoss(OutputCrossEntropy):
     """``cross_entropy(logits, y) + weight * mean_b conicity(H_b)`` over real tokens (both
-    means weighted by ``sample_weight`` when given)."""
+    means weighted by ``sample_weight`` when given); ``absolute`` averages ``|cos|`` in the
+    conicity (the authors' code) instead of the signed cosine."""
 
-    def __init__(self, weight: float):
+    def __init__(self, weight: float, absolute: bool = False):
         super().__init__()
         self.weight = float(weight)
+        self.absolute = bool(absolute)
 
     def forward(self, output: AttentionOutput, y: torch.Tensor, sample_weight=None
                 ) -> torch.Tensor:
         loss = super().forward(output, y, sample_weight)
         if self.weight:
-            loss = loss + self.weight * weighted_mean(conicity(output.hidden, output.mask),
+            loss = loss + self.weight * weighted_mean(conicity(output.hidden, output.mask,
+                                                               absolute=self.absolute),
                                                       sample_weight)
         return loss
