@@ -1,5 +1,6 @@
 """ISAN torch module: exact decomposition, composition, change of basis, custom backward."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -176,3 +177,37 @@ def test_bad_sizes():
         ISAN(0, 4)
     with pytest.raises(ValueError, match="targets"):
         random_isan().decompose(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 4, dtype=torch.long))
+
+
+def test_reproduction_budget_curve_and_checks(monkeypatch):
+    """The reproduction's language-model step: validation early stopping, best epoch restored,
+    and the paper-pattern checks computed from the rows."""
+    from interpretable.reproduce import isan
+    from interpretable.reproduce.isan import _budget_checks, _language_models
+
+    words = np.array(["the", "king", "is", "dead", "long", "live", "queen", "and", "my", "lord"])
+    text = " ".join(np.random.RandomState(0).choice(words, 1500)) + "."
+    monkeypatch.setattr(isan, "load_shakespeare", lambda split: text)
+    cfg = dict(train_chars=3000, test_chars=1000, epochs=2, patience=1, lr=1e-2, budgets=(4, 6))
+    lm, models, _ = _language_models(cfg, 0, lambda _: None)
+    assert [(r["model"], r["budget"]) for r in lm["rows"]] == [
+        ("ISAN", 4), ("LSTM", 4), ("ISAN", 6), ("LSTM", 6)]
+    for row in lm["rows"]:
+        model = models[(row["model"], row["budget"])]
+        valid = [e["valid_loss"] / np.log(2) for e in model.history_]
+        assert row["epochs_run"] == len(valid) <= 2
+        assert row["valid_bits_per_char"] == pytest.approx(min(valid))
+        assert row["best_epoch"] == int(np.argmin(valid)) + 1
+    ratio = lm["isan_over_lstm_by_budget"]["6"]
+    assert ratio == pytest.approx(lm["rows"][2]["test_bits_per_char"] / lm["rows"][3]["test_bits_per_char"])
+
+    def rows(bpc):
+        return [{"model": m, "budget": b, "test_bits_per_char": v} for (m, b), v in bpc.items()]
+
+    paper = _budget_checks(rows({("ISAN", 8): 3.0, ("LSTM", 8): 2.5, ("ISAN", 32): 2.1,
+                                 ("LSTM", 32): 2.0}))
+    assert paper["checks"]["paper_pattern_holds"]
+    ours = _budget_checks(rows({("ISAN", 8): 2.4, ("LSTM", 8): 2.5, ("ISAN", 32): 2.1,
+                                ("LSTM", 32): 2.0}))
+    assert not ours["checks"]["isan_worse_at_smallest_budget"]["met"]
+    assert not ours["checks"]["paper_pattern_holds"]

@@ -1,7 +1,10 @@
 """Input Switched Affine Networks (Foerster et al., ICML 2017): reproduction.
 
-(a) Shakespeare by-play splits: bits/char of the ISAN vs an ``nn.LSTM`` baseline at two equal
-    parameter budgets, same training loop and epochs.
+(a) Shakespeare by-play splits: bits/char of the ISAN vs an ``nn.LSTM`` baseline at three equal
+    parameter budgets, each trained to convergence: validation early stopping (10 % of the
+    training windows held out, patience ``patience`` epochs, best epoch restored) under a
+    max-epoch cap, same loop and learning rate for both. The paper (Table 1) finds the ISAN
+    worse than the LSTM at small budgets and matching it at the largest.
 (b) A worked word-level decomposition in the style of the paper's ``_annual_revenue`` figure
     (HTML written next to the JSON results).
 (c) Multiple-parentheses counting: held-out accuracy and the readout-basis analysis of where
@@ -35,21 +38,28 @@ from ..nn.isan import isan_parameter_count
 
 RESULTS_DIR = Path("benchmarks/results")
 
-# budgets: ISAN hidden sizes. The larger one exceeds the ~80-symbol alphabet, so the readout
+# budgets: ISAN hidden sizes. The largest exceeds the ~80-symbol alphabet, so the readout
 # subspace has a complement (the "computational" subspace of the paper's analyses).
-FULL = dict(train_chars=1_000_000, test_chars=None, epochs=2, budgets=(48, 96),
-            paren_sequences=1000, paren_epochs=40, paren_types=3, paren_hidden=40)
-QUICK = dict(train_chars=400_000, test_chars=40_000, epochs=2, budgets=(16, 32),
-             paren_sequences=600, paren_epochs=40, paren_types=2, paren_hidden=24)
+# ``epochs`` caps the language models' training; early stopping usually ends it sooner. The
+# full run's 300k training characters keep it within ~30 min on 2 shared cores.
+FULL = dict(train_chars=300_000, test_chars=100_000, epochs=20, patience=2, lr=1e-2,
+            budgets=(24, 48, 96), paren_sequences=1000, paren_epochs=40, paren_types=3,
+            paren_hidden=40)
+QUICK = dict(train_chars=60_000, test_chars=20_000, epochs=6, patience=1, lr=1e-2,
+             budgets=(8, 16, 32), paren_sequences=600, paren_epochs=40, paren_types=2,
+             paren_hidden=24)
+VALIDATION_FRACTION = 0.1
 WORKED_TEXT = "Enter the Duke of Gloucester"
 
 
 def add_arguments(parser):
     parser.add_argument("--train-chars", type=int, help="characters of the train split to use")
     parser.add_argument("--test-chars", type=int, help="characters of the test split to score")
-    parser.add_argument("--epochs", type=int, help="epochs of every language model")
+    parser.add_argument("--epochs", type=int, help="maximum epochs of every language model")
     parser.add_argument("--budgets", type=int, nargs="+",
                         help="ISAN hidden sizes; the LSTM gets the same parameter count")
+    parser.add_argument("--patience", type=int,
+                        help="epochs without validation improvement before stopping")
     parser.add_argument("--seed", type=int, default=0)
 
 
@@ -71,7 +81,9 @@ def _language_models(cfg, seed, log):
     if cfg["test_chars"]:
         test = test[: cfg["test_chars"]]
     rows, models = [], {}
-    common = dict(max_epochs=cfg["epochs"], random_state=seed, seq_len=100, batch_size=32, lr=2e-3)
+    common = dict(max_epochs=cfg["epochs"], random_state=seed, seq_len=100, batch_size=32,
+                  lr=cfg["lr"], validation_fraction=VALIDATION_FRACTION, early_stopping=True,
+                  n_iter_no_change=cfg["patience"])
     for H in cfg["budgets"]:
         isan = ISANLanguageModel(hidden_size=H, **common)
         for name, model in (("ISAN", isan), ("LSTM", None)):
@@ -82,22 +94,41 @@ def _language_models(cfg, seed, log):
             model.fit(train)
             fit_s = time.perf_counter() - start
             bpc = model.bits_per_char(test)
+            valid = np.array([epoch["valid_loss"] for epoch in model.history_]) / np.log(2)
+            best = int(valid.argmin())
             rows.append({
                 "model": name, "budget": H, "hidden_size": model.hidden_size,
                 "parameters": _n_params(model), "test_bits_per_char": bpc,
-                "train_loss_bits": model.history_[-1]["train_loss"] / np.log(2),
+                "valid_bits_per_char": float(valid[best]), "best_epoch": best + 1,
+                "epochs_run": len(valid), "early_stopped": len(valid) < cfg["epochs"],
+                "train_loss_bits": model.history_[best]["train_loss"] / np.log(2),
                 "fit_seconds": fit_s,
-                "train_chars_per_second": cfg["epochs"] * len(train) / fit_s,
+                "train_chars_per_second": len(valid) * len(train) / fit_s,
             })
             models[(name, H)] = model
             log(f"  {name:4s} budget H={H:<4d} hidden={model.hidden_size:<4d} "
-                f"params={rows[-1]['parameters']:>8d} test bits/char={bpc:.3f} ({fit_s:.0f} s)")
-    large = max(cfg["budgets"])
+                f"params={rows[-1]['parameters']:>8d} test bits/char={bpc:.3f} (valid "
+                f"{valid[best]:.3f}, best epoch {best + 1}/{len(valid)}, {fit_s:.0f} s)")
+    return {"rows": rows, "train_chars": len(train), "test_chars": len(test),
+            **_budget_checks(rows)}, models, train
+
+
+def _budget_checks(rows) -> dict:
+    """ISAN / LSTM test bits/char per budget and the paper's pattern: the ISAN worse at the
+    smallest budget, the gap narrower at the largest and there within 10 %."""
     bpc = {(r["model"], r["budget"]): r["test_bits_per_char"] for r in rows}
-    ratio = bpc[("ISAN", large)] / bpc[("LSTM", large)]
-    summary = {"rows": rows, "train_chars": len(train), "test_chars": len(test),
-               "isan_over_lstm_at_larger_budget": ratio, "within_10_percent": bool(ratio <= 1.10)}
-    return summary, models, train
+    budgets = sorted({r["budget"] for r in rows})
+    ratio = {b: bpc[("ISAN", b)] / bpc[("LSTM", b)] for b in budgets}
+    small, large = ratio[budgets[0]], ratio[budgets[-1]]
+    checks = {
+        "isan_worse_at_smallest_budget": {"met": bool(small > 1.0), "isan_over_lstm": small},
+        "gap_narrows_with_budget": {"met": bool(large - 1.0 < small - 1.0),
+                                    "smallest": small, "largest": large},
+        "within_10_percent_at_largest": {"met": bool(large <= 1.10), "isan_over_lstm": large},
+    }
+    checks["paper_pattern_holds"] = all(c["met"] for c in checks.values())
+    return {"isan_over_lstm_by_budget": {str(b): r for b, r in ratio.items()},
+            "isan_over_lstm_at_larger_budget": large, "checks": checks}
 
 
 def _completeness(model, texts) -> dict:
@@ -209,12 +240,12 @@ def _ngram_analyses(model, train) -> dict:
 
 
 def run(quick: bool = False, train_chars=None, test_chars=None, epochs=None, budgets=None,
-        seed: int = 0) -> dict:
+        patience=None, seed: int = 0) -> dict:
     """Run the reproduction; returns the results dict (also printed as it goes)."""
     torch.set_num_threads(1)
     cfg = dict(QUICK if quick else FULL)
     options = {"train_chars": train_chars, "test_chars": test_chars, "epochs": epochs,
-               "budgets": budgets}
+               "budgets": budgets, "patience": patience}
     for k, v in options.items():
         if v is not None:
             cfg[k] = tuple(v) if k == "budgets" else v
@@ -222,6 +253,8 @@ def run(quick: bool = False, train_chars=None, test_chars=None, epochs=None, bud
     start = time.perf_counter()
     log(f"(a) Shakespeare language models ({'quick' if quick else 'full'} run)")
     lm, models, train = _language_models(cfg, seed, log)
+    for name, check in lm["checks"].items():
+        log(f"    {name}: {check}")
     large = models[("ISAN", max(cfg["budgets"]))]
     log("(b) worked decomposition")
     effects = _context_effects(large, load_shakespeare("test")[:4000])
@@ -246,7 +279,8 @@ def run(quick: bool = False, train_chars=None, test_chars=None, epochs=None, bud
     log(f"    softmax(b_ro) vs unigram: pearson {ngram['readout_bias_vs_unigram']['pearson']:.3f}; "
         f"offsets vs bigram pearson {bigram['pearson_offset']:.3f} "
         f"(unigram {bigram['pearson_unigram']:.3f})")
-    return {"config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
+    return {"config": {**{k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
+                       "validation_fraction": VALIDATION_FRACTION},
             "quick": quick, "seed": seed, "language_model": lm, "worked_decomposition": worked,
             "completeness": completeness, "parentheses": paren, "ngram": ngram,
             "seconds": time.perf_counter() - start}
