@@ -155,12 +155,14 @@ class SEATClassifier(AttentionTextClassifier):
     Attributes
     ----------
     module_ : AttentionTextModule whose ``attention`` produces ``w~`` (SEAT) and which also
-        holds ``vanilla_attention`` (``w``) for ``method="seat"``: a sibling layer chosen per
-        call (``explain(method="vanilla")``, ``forward_batch(view="vanilla")``).
+        holds ``vanilla_attention`` (``w``) for ``method="seat"``, ``objective="paper"``: a
+        sibling layer chosen per call (``explain(method="vanilla")``,
+        ``forward_batch(view="vanilla")``). The authors' objective retrains the whole model
+        and keeps no vanilla attention.
     vanilla_history_ : per-epoch history of the vanilla training (SEAT; ``history_`` is the
         SEAT phase).
     fit_diagnostics_ : dict (SEAT): on the training data, mean top-k overlap ``V_k(w, w~)``,
-        mean TVD between ``y(x, w)`` and ``y(x, w~)`` and their agreement rate.
+        mean TVD between the vanilla and the SEAT predictions and their agreement rate.
     """
 
     _parameter_constraints = {

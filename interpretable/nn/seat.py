@@ -379,19 +379,11 @@ def gold_margin(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return 0.5 * (1.0 - p_gold)
 
 
-def embedding_pgd(
-    predict: Callable[[torch.Tensor], torch.Tensor],
-    embedded: torch.Tensor,
-    mask: torch.Tensor,
-    labels: torch.Tensor,
-    radius: float,
-    *,
-    steps: int = 10,
-    step_size: float | None = None,
-    norm: str = "linf",
-    clamp: tuple[float, float] | None = None,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
+def embedding_pgd(predict: Callable[[torch.Tensor], torch.Tensor], embedded: torch.Tensor,
+                  mask: torch.Tensor, labels: torch.Tensor, radius: float, *, steps: int = 10,
+                  step_size: float | None = None, norm: str = "linf",
+                  clamp: tuple[float, float] | None = None,
+                  generator: torch.Generator | None = None) -> torch.Tensor:
     """The authors' embedding attack: PGD ascending :func:`gold_margin` of ``labels``.
 
     predict: maps embeddings (B, T, E) to logits (B, C); embedded: clean (B, T, E) (detached
