@@ -189,9 +189,10 @@ class SEATClassifier(AttentionTextClassifier):
 
     def __init__(self, *, method="seat", objective="paper", base_estimator=None, k=4,
                  lambda_topk=1.0, lambda_stability=1.0, pgd_radius=0.05, pgd_steps=5,
-                 pgd_step_size=None, pgd_norm="l2", pgd_clamp=None, divergence="bce", seat_epochs=None, seat_lr=None,
-                 adv_epsilon=None, encoder="lstm", embeddings=None, embed_dim=50,
-                 hidden_size=128, attention_size=None, freeze_embeddings=False, dropout=0.0,
+                 pgd_step_size=None, pgd_norm="l2", pgd_clamp=None, divergence="bce",
+                 seat_epochs=None, seat_lr=None, adv_epsilon=None, encoder="lstm",
+                 embeddings=None, embed_dim=50, hidden_size=128, attention_size=None,
+                 freeze_embeddings=False, dropout=0.0,
                  text_encoder=None, lr=1e-3, max_epochs=10, batch_size=64, optimizer="adam",
                  weight_decay=0.0, device="auto", random_state=None, verbose=0,
                  class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,

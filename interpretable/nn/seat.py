@@ -407,7 +407,8 @@ def embedding_pgd(predict: Callable[[torch.Tensor], torch.Tensor], embedded: tor
         if norm == "linf":
             delta = delta.clamp(-radius, radius)
         else:
-            delta = delta * (radius / delta.norm(dim=-1, keepdim=True).clamp_min(1e-12)).clamp(max=1.0)
+            norms = delta.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+            delta = delta * (radius / norms).clamp(max=1.0)
         if clamp is not None:
             delta = (e + delta).clamp(*clamp) - e
         return delta * real
