@@ -299,7 +299,7 @@ def run(quick: bool = False, encoder=DEFAULT_ENCODERS, methods=METHODS, epochs=N
     for enc, entry in results["encoders"].items():
         for variant, checks in entry["checks"].items():
             print(f"\nchecks ({enc}, {variant}):", {
-                name: (c["met"], *(round(c[k], 4) for k in ("ratio_vanilla_over_seat", "seat")
+                name: (c["met"], *(f"{c[k]:.3g}" for k in ("ratio_vanilla_over_seat", "seat")
                                    if k in c)) for name, c in checks.items()})
         if "seed_stability" in entry:
             print(f"seed stability ({enc}):", {m: (round(r["mean_jsd"], 5), round(r["mean_tvd"], 4))
