@@ -1,18 +1,26 @@
-"""Grid pointing game (Böhle et al., 2021), as used for the B-cos ViTs.
+"""Grid pointing game (Böhle et al., 2021), with the protocol of the B-cos authors' code
+(``B-cos/B-cos-v2``, ``interpretability/analyses/localisation.py``).
 
-Images of distinct classes, chosen among the most confidently and correctly classified ones,
-are tiled into ``grid × grid`` images, scaled down to the model's input size, and every cell's
-class is explained; the score is the share of positive attribution inside that cell.
+Images of distinct classes are tiled into ``grid × grid`` images, scaled down to the model's
+input size, and every cell's class is explained; the score is the share of the positive
+(smoothed) attribution inside that cell. Images are chosen as the authors do: per class, the
+correctly classified images with confidence above ``min_confidence``, most confident first;
+each grid draws ``grid²`` classes at random (fixed seed) among those with images left and takes
+each class's next most confident unused image.
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
+from sklearn.utils import Bunch
 from torch.nn import functional as F
 
 from ..validation import check_images, check_targets
 
-__all__ = ["grid_pointing_game", "most_confident_correct"]
+__all__ = ["confident_grids", "grid_pointing_game", "most_confident_correct",
+           "smoothing_kernel"]
+
+CONFIDENCES = ("sigmoid", "softmax")
 
 
 def most_confident_correct(clf, X, y, n_per_class: int | None = None) -> np.ndarray:
@@ -35,54 +43,118 @@ def most_confident_correct(clf, X, y, n_per_class: int | None = None) -> np.ndar
     return np.asarray(kept, dtype=np.int64)
 
 
-def _downscale(images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """(n, H', W', C) -> (n, H, W, C) by area interpolation (the paper halves 448 -> 224)."""
-    t = torch.as_tensor(images).permute(0, 3, 1, 2)
-    t = F.interpolate(t, size=size, mode="area")
-    return t.permute(0, 2, 3, 1).clamp(0, 1).numpy()
+def smoothing_kernel(size: int) -> int:
+    """The authors' smoothing kernel (15 px at 224 px) scaled to an image side of ``size``
+    pixels: the nearest odd integer >= 1 (3 at 32 px, 1 at 28 px)."""
+    return 2 * max(0, int(round((15 * size / 224 - 1) / 2))) + 1
 
 
-def grid_pointing_game(clf, X, y, grid: int = 2, n_grids: int = 250, method: str = "inherent",
-                       n_per_class: int | None = None, random_state=0,
-                       return_scores: bool = False):
-    """Mean share of positive attribution that falls in the correct grid cell.
+def _confidence(clf, X, y, confidence: str) -> tuple[np.ndarray, np.ndarray]:
+    """(confidence in the true class (n,), correctly classified (n,)) for labels y."""
+    if confidence not in CONFIDENCES:
+        raise ValueError(f"confidence must be one of {CONFIDENCES}, got {confidence!r}.")
+    if confidence == "sigmoid":
+        scores = np.asarray(clf.decision_function(X), dtype=np.float64)
+        scores = 1.0 / (1.0 + np.exp(-scores))
+    else:
+        scores = np.asarray(clf.predict_proba(X), dtype=np.float64)
+    index = np.clip(np.searchsorted(clf.classes_, y), 0, len(clf.classes_) - 1)
+    known = clf.classes_[index] == y
+    correct = known & (scores.argmax(1) == index)
+    return np.where(known, scores[np.arange(len(y)), index], 0.0), correct
 
-    clf : fitted image classifier with ``explain(X, target, method)`` and ``predict_proba``;
-    X, y : candidate images (n, H, W[, C]) and labels; grids are built from the most confidently
-    correct images (``n_per_class`` per class, default ``n_grids`` so that each grid can use
-    fresh images), resized to the model's input size. Returns the mean score, or
-    ``(mean, scores (n_grids, grid²))`` with ``return_scores``. A cell explanation without
-    any positive attribution scores 0. The signature ``(clf, X, y)`` makes it usable as a
-    ``scoring=`` callable in ``GridSearchCV`` (e.g. via ``functools.partial`` for options).
+
+def confident_grids(clf, X, y, grid: int = 2, n_grids: int | None = None,
+                    min_confidence: float = 0.5, confidence: str = "sigmoid",
+                    random_state: int = 42) -> Bunch:
+    """The authors' grid images: X (n, H, W[, C]), y (n,) -> Bunch with ``data``
+    ``(n_grids, H, W, C)`` (each grid scaled down to the input size by area interpolation),
+    ``cell_labels`` and ``cell_index`` ``(n_grids, grid²)`` (row-major cells).
+
+    Candidates are the correctly classified images whose confidence in their class exceeds
+    ``min_confidence``; ``confidence="sigmoid"`` is ``sigmoid(logit)`` (the authors' choice,
+    and the probability a B-cos model trained with binary cross-entropy assigns to the class),
+    ``"softmax"`` the ``predict_proba`` column (for softmax-trained models). Each grid draws
+    ``grid²`` distinct classes (NumPy ``RandomState(random_state)``; the authors seed 42) among
+    the classes with candidates left, as long as more than ``grid²`` classes have some, and
+    takes each class's next most confident unused image. ``n_grids``:
+    the number of grids (ValueError if the candidates do not allow that many); None: as many
+    as they allow.
     """
-    from ..datasets import make_image_grid
-
     X = check_images(X)
     y = check_targets(y, len(X))
     if not isinstance(grid, (int, np.integer)) or grid < 2:
         raise ValueError(f"grid must be an integer >= 2, got {grid!r}.")
-    if not isinstance(n_grids, (int, np.integer)) or n_grids < 1:
-        raise ValueError(f"n_grids must be a positive integer, got {n_grids!r}.")
+    if n_grids is not None and (not isinstance(n_grids, (int, np.integer)) or n_grids < 1):
+        raise ValueError(f"n_grids must be None or a positive integer, got {n_grids!r}.")
     h, w = X.shape[1:3]
     if h % grid or w % grid:
         raise ValueError(f"image size {(h, w)} must be divisible by grid={grid}.")
-    pool = most_confident_correct(clf, X, y, n_per_class or n_grids)
-    if len(np.unique(y[pool])) < grid * grid:
-        raise ValueError(f"only {len(np.unique(y[pool]))} classes are classified correctly; "
-                         f"a {grid}x{grid} grid needs {grid * grid}.")
-    bunch = make_image_grid(X[pool], y[pool], grid=grid, n_grids=n_grids,
-                            random_state=random_state)
-    images = _downscale(bunch.data, (h, w))
+    conf, correct = _confidence(clf, X, y, confidence)
+    queues = {}
+    for c in np.unique(y):
+        members = np.flatnonzero((y == c) & correct & (conf > min_confidence))
+        queues[c] = list(members[np.argsort(-conf[members], kind="stable")])
     cells = grid * grid
-    repeated = np.repeat(images, cells, axis=0)
-    targets = bunch.cell_labels.reshape(-1)
-    attributions = clf.explain(repeated, target=targets, method=method).values
-    positive = np.clip(attributions, 0, None).reshape(n_grids * cells, grid, h // grid,
-                                                      grid, w // grid)
-    per_cell = positive.sum(axis=(2, 4)).reshape(n_grids * cells, cells)
+    rng = np.random.RandomState(random_state)
+    blocks = []
+    while n_grids is None or len(blocks) < n_grids:
+        available = np.array([c for c, q in queues.items() if q])
+        if len(available) <= cells:  # the authors stop when grid² classes are left
+            break
+        chosen = rng.choice(available, size=cells, replace=False)
+        blocks.append([queues[c].pop(0) for c in chosen])
+    if not blocks or (n_grids is not None and len(blocks) < n_grids):
+        raise ValueError(f"the confidently and correctly classified images allow {len(blocks)} "
+                         f"{grid}x{grid} grids of unused images, {n_grids or 1} requested.")
+    index = np.asarray(blocks, dtype=np.int64)
+    tiles = X[index].reshape(len(index), grid, grid, h, w, X.shape[-1])
+    tiled = tiles.transpose(0, 1, 3, 2, 4, 5).reshape(len(index), grid * h, grid * w, -1)
+    small = F.interpolate(torch.as_tensor(tiled).permute(0, 3, 1, 2), size=(h, w), mode="area")
+    return Bunch(data=small.permute(0, 2, 3, 1).clamp(0, 1).numpy(), cell_labels=y[index],
+                 cell_index=index, grid=grid)
+
+
+def grid_pointing_game(clf, X, y, grid: int = 2, n_grids: int | None = 250,
+                       method: str = "inherent", smooth: int | str = "auto",
+                       min_confidence: float = 0.5, confidence: str = "sigmoid",
+                       random_state: int = 42, return_scores: bool = False):
+    """Mean share of positive attribution that falls in the correct grid cell.
+
+    clf : fitted image classifier with ``explain(X, target, method)`` and
+    ``decision_function`` (``confidence="sigmoid"``) or ``predict_proba`` (``"softmax"``);
+    X, y : candidate images (n, H, W[, C]) and labels; grids as in :func:`confident_grids`.
+    Cells must be token-aligned: with a ``patch_size`` attribute, ``H / grid`` and
+    ``W / grid`` must be multiples of it (ValueError otherwise; pad the images).
+    ``smooth``: the channel-summed attribution map is average-pooled with this odd kernel
+    (stride 1, zero padding counted) *before* its positive part is taken, as the authors do;
+    "auto" is :func:`smoothing_kernel` of the image height, 1 turns it off.
+    Returns the mean score, or ``(mean, scores (n_grids, grid²))`` with ``return_scores``. A
+    cell explanation without any positive attribution scores 0. The signature
+    ``(clf, X, y)`` makes it usable as a ``scoring=`` callable in ``GridSearchCV``.
+    """
+    X = check_images(X)
+    h, w = X.shape[1:3]
+    patch = getattr(clf, "patch_size", None)
+    if isinstance(grid, (int, np.integer)) and grid >= 2 and patch and (
+            (h // grid) % patch or (w // grid) % patch):
+        raise ValueError(f"grid cells of {(h // grid, w // grid)} px are not token-aligned "
+                         f"with patch_size={patch}: use images whose side / grid is a multiple "
+                         "of the patch size (e.g. pad 28-px images to 32 px for patch 4).")
+    kernel = smoothing_kernel(h) if smooth == "auto" else smooth
+    if not isinstance(kernel, (int, np.integer)) or kernel < 1 or kernel % 2 == 0:
+        raise ValueError(f"smooth must be 'auto' or an odd integer >= 1, got {smooth!r}.")
+    bunch = confident_grids(clf, X, y, grid, n_grids, min_confidence, confidence, random_state)
+    n, cells = bunch.cell_labels.shape
+    repeated = np.repeat(bunch.data, cells, axis=0)
+    attributions = torch.as_tensor(clf.explain(
+        repeated, target=bunch.cell_labels.reshape(-1), method=method).values)
+    smoothed = F.avg_pool2d(attributions[:, None].double(), kernel, stride=1,
+                            padding=(kernel - 1) // 2)[:, 0]
+    positive = smoothed.clamp_min(0).numpy().reshape(n * cells, grid, h // grid, grid, w // grid)
+    per_cell = positive.sum(axis=(2, 4)).reshape(n * cells, cells)
     total = per_cell.sum(1)
-    correct = per_cell[np.arange(n_grids * cells), np.tile(np.arange(cells), n_grids)]
-    scores = np.where(total > 0, correct / np.where(total > 0, total, 1), 0.0)
-    scores = scores.reshape(n_grids, cells)
+    correct = per_cell[np.arange(n * cells), np.tile(np.arange(cells), n)]
+    scores = np.where(total > 0, correct / np.where(total > 0, total, 1), 0.0).reshape(n, cells)
     mean = float(scores.mean())
     return (mean, scores) if return_scores else mean

@@ -13,20 +13,28 @@ from .localisation import most_confident_correct
 __all__ = ["pixel_perturbation"]
 
 
+BASELINES = ("encoding", "image")
+
+
 def pixel_perturbation(clf, X, y, method: str | None = None, max_fraction: float = 0.25,
                        steps: int = 9, n_samples: int | None = 250, batch_size: int | None = None,
-                       return_curves: bool = False):
+                       baseline: str = "encoding", return_curves: bool = False):
     """Area between the least-first and most-first confidence curves (higher is better).
 
-    clf : fitted classifier from :mod:`interpretable.estimators.vision` (pixels are removed by
-    zeroing their *encoding*, e.g. both ``x`` and ``1-x`` for B-cos models); X, y : images and
+    clf : fitted classifier from :mod:`interpretable.estimators.vision`; X, y : images and
     labels, of which the ``n_samples`` most confidently correct are used (None: all correct).
-    Confidence = softmax probability of the true class, its mean normalised to 1 at 0 %;
-    curves sampled at ``steps`` equidistant fractions in [0, max_fraction]. Returns the area
-    (trapezoidal rule over the fraction axis), or ``(area, curves)`` with ``return_curves``
-    (dict with ``fractions``, ``most_first``, ``least_first``). Usable as a ``scoring=``
-    callable ``(clf, X, y)``.
+    ``baseline``: how a pixel is removed: "encoding" zeroes its model input (both ``x`` and
+    ``1-x`` for B-cos models, an input no image has), "image" sets the raw pixel to 0 (black,
+    encoded as ``(0, 1)`` for B-cos models). Confidence = softmax probability of the true
+    class, its mean normalised to 1 at 0 %; curves sampled at ``steps`` equidistant fractions
+    in [0, max_fraction]. Returns the area (trapezoidal rule over the fraction axis), or
+    ``(area, curves)`` with ``return_curves``: dict with ``fractions``, ``most_first``,
+    ``least_first`` and ``morf_auc`` (n,), each image's area under its own most-first
+    (MoRF) probability curve divided by ``max_fraction`` (its mean probability over the
+    removal range; lower is better). Usable as a ``scoring=`` callable ``(clf, X, y)``.
     """
+    if baseline not in BASELINES:
+        raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}.")
     if not 0 < max_fraction <= 1:
         raise ValueError(f"max_fraction must be in (0, 1], got {max_fraction!r}.")
     if not isinstance(steps, (int, np.integer)) or steps < 2:
@@ -42,6 +50,8 @@ def pixel_perturbation(clf, X, y, method: str | None = None, max_fraction: float
     if len(chosen) == 0:
         raise ValueError("no sample is classified correctly; nothing to perturb.")
     encoded = clf.encode(X[chosen]).inputs["x"]
+    removed_value = torch.zeros_like(encoded[:1]) if baseline == "encoding" else \
+        clf.encode(np.zeros_like(X[chosen[:1]])).inputs["x"]
     target = np.searchsorted(clf.classes_, y[chosen])
     attributions = torch.as_tensor(clf.explain(X[chosen], target=y[chosen], method=method,
                                                batch_size=batch_size).values)
@@ -55,11 +65,14 @@ def pixel_perturbation(clf, X, y, method: str | None = None, max_fraction: float
     for fraction in fractions:
         k = int(round(fraction * h * w))
         for name, removed in (("most_first", rank < k), ("least_first", rank >= h * w - k)):
-            keep = (~removed).reshape(n, 1, h, w).to(encoded.dtype)
-            proba = clf.logits({"x": encoded * keep}, batch_size=batch_size).softmax(1)
-            curves[name].append(float(proba[torch.arange(n), t].mean()))
+            inputs = torch.where(removed.reshape(n, 1, h, w), removed_value, encoded)
+            proba = clf.logits({"x": inputs}, batch_size=batch_size).softmax(1)
+            curves[name].append(proba[torch.arange(n), t].double().numpy())
     result = {"fractions": fractions}
     for name, values in curves.items():
-        result[name] = np.asarray(values) / values[0]
+        means = np.asarray(values).mean(1)
+        result[name] = means / means[0]
+    result["morf_auc"] = np.trapezoid(np.asarray(curves["most_first"]), fractions,
+                                      axis=0) / max_fraction
     area = float(np.trapezoid(result["least_first"] - result["most_first"], fractions))
     return (area, result) if return_curves else area
