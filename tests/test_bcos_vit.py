@@ -4,6 +4,7 @@ import pickle
 import matplotlib
 import numpy as np
 import pytest
+import torch
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV
@@ -252,3 +253,35 @@ def test_zoom_out_is_reproducible_and_changes_training(digits):
                                rtol=1e-5, atol=1e-6)
     plain = BcosViTClassifier(**{**TINY, "max_epochs": 1}).fit(X, y).predict_proba(X[:10])
     assert not np.allclose(plain, first, atol=1e-4)
+
+
+def test_integrated_gradients_start_from_a_black_image(bcos, digits):
+    X, _ = digits
+    ig = bcos.explain(X[:4], target=2, method="integrated_gradients", n_steps=512).values
+    ixg = bcos.explain(X[:4], target=2, method="input_x_gradient").values
+    assert not np.allclose(ig, ixg, rtol=1e-2, atol=1e-4)  # no longer the zero encoding
+    # completeness: the attributions sum to logit(x) - logit(black image) (up to the path
+    # integral's discretisation: MaxOut and |cos| make the path piecewise smooth)
+    logits = bcos.decision_function(np.concatenate([X[:4], np.zeros_like(X[:1])]))[:, 2]
+    np.testing.assert_allclose(ig.sum((1, 2)), logits[:4] - logits[4], rtol=1e-2)
+
+
+def test_cascading_randomisation_resets_every_layer(bcos, digits):
+    from interpretable.reproduce.bcos_vit import cascading_randomisation, randomised_top_down
+
+    before = {k: v.clone() for k, v in bcos.module_.state_dict().items()}
+    steps = []
+    for name, randomised in randomised_top_down(bcos):
+        steps.append(name)
+    assert steps[0] == "head" and steps[-1] == "stem.layers.0"
+    owners = {k.rsplit(".", 1)[0] for k in before}
+    assert owners <= set(steps)  # every module owning parameters is reset
+    after = randomised.module_.state_dict()
+    for key, value in before.items():
+        assert not torch.equal(after[key], value), key
+        assert torch.equal(bcos.module_.state_dict()[key], value)  # the estimator is untouched
+    X, y = digits
+    result = cascading_randomisation(bcos, X[:3], y[:3], methods=("inherent",))
+    assert result["layers"] == steps
+    assert len(result["inherent"]["spearman"]) == len(steps)
+    assert result["inherent"]["spearman_abs"][-1] < 0.9

@@ -14,7 +14,11 @@ flags), so several threads may explain with one model at once.
 * ``"gradcam"``: GradCAM on the final token map (as captum ``LayerGradCam`` with
   ``relu_attributions=True``).
 * ``"input_x_gradient"``: captum ``InputXGradient``.
-* ``"integrated_gradients"``: captum ``IntegratedGradients``, zero baseline, 32 steps.
+* ``"integrated_gradients"``: captum ``IntegratedGradients``, 32 steps, from ``baseline`` (an
+  encoded image broadcastable to x; None: the all-zero input). The estimators pass the
+  encoding of a black image, ``(0, 1)`` per channel for B-cos models: the all-zero *encoding*
+  is degenerate for them (B-cos networks are positively homogeneous, so IG from 0 equals
+  Input×Gradient exactly, at ``n_steps`` times the cost).
 
 Token-level maps (attention methods, GradCAM) are averaged over the query tokens (the models
 mean-pool the tokens, there is no class token) and upsampled bilinearly to the image size.
@@ -126,8 +130,10 @@ def _rollout(attentions) -> torch.Tensor:
 
 
 def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_steps: int = 32,
-              internal_batch_size: int | None = None) -> torch.Tensor:
-    """Pixel attributions (B, H, W) of ``model``'s ``target`` logits for inputs x (B, C, H, W)."""
+              internal_batch_size: int | None = None,
+              baseline: torch.Tensor | None = None) -> torch.Tensor:
+    """Pixel attributions (B, H, W) of ``model``'s ``target`` logits for inputs x (B, C, H, W);
+    ``baseline`` (integrated gradients only): (1 or B, C, H, W), None = zeros."""
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not supported; choose one of {list(METHODS)}.")
     target = _check(model, x, target)
@@ -156,6 +162,7 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
             attr = ca.InputXGradient(model).attribute(x.clone().requires_grad_(), target=target)
         else:
             attr = ca.IntegratedGradients(model).attribute(
-                x, baselines=torch.zeros_like(x), target=target, n_steps=n_steps,
+                x, baselines=torch.zeros_like(x) if baseline is None else
+                baseline.to(x).expand_as(x), target=target, n_steps=n_steps,
                 internal_batch_size=internal_batch_size or len(x))
     return attr.sum(1).detach()

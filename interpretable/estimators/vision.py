@@ -218,13 +218,15 @@ class _ImageTransformerClassifier(NeuralClassifier):
     def _explain_post_hoc(self, batch: Batch, target, *, batch_size, method,
                           n_steps=32) -> ImageExplanation:
         """Pixel attributions (n, H, W) by a post-hoc method (see
-        :func:`interpretable.attribution.vision.attribute`)."""
+        :func:`interpretable.attribution.vision.attribute`). Integrated gradients start from
+        a black image (for B-cos models its encoding ``(0, 1)``, not the all-zero input)."""
         logits = self.logits(batch.inputs, batch_size=batch_size).numpy()
         predicted = logits.argmax(1)
         t_index = self.target_indices(target, logits)
         targets = torch.as_tensor(t_index, dtype=torch.long)
+        black = self._encode(np.zeros((1, *batch.images.shape[1:]), dtype=np.float32))
         maps = [attribute(self.module_, b["x"], targets[rows].to(self.device_), method,
-                          n_steps=n_steps).cpu()
+                          n_steps=n_steps, baseline=black).cpu()
                 for rows, b in self.iter_batches(batch.inputs, batch_size)]
         return ImageExplanation(values=torch.cat(maps).numpy(), target=self.classes_[t_index],
                                 prediction=self.classes_[predicted], method=method,
