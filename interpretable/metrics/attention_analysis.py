@@ -84,7 +84,8 @@ def hidden_state_conicity(estimator, X, kind: str = "absolute") -> AnalysisResul
     inputs = estimator.encode(X).inputs
     values, lengths = [], []
     for _, batch, out in estimator.forward_batches(inputs):
-        values.append(_conicity_torch(out.hidden, out.mask, absolute=absolute).float().cpu().numpy())
+        values.append(_conicity_torch(out.hidden, out.mask, absolute=absolute).float().cpu()
+                      .numpy())
         lengths.append(_n_tokens(batch))
     frame = pd.DataFrame({"sample": np.arange(len(inputs["tokens"])), "n_tokens": np.concatenate(lengths),
                           "conicity": np.concatenate(values)})

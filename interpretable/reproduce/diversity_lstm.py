@@ -78,7 +78,8 @@ def evaluate(clf, X_test, y_test, n_analysis, n_permutations, ig_steps, seed=0) 
     out = {
         "accuracy": float(clf.score(X_test, y_test)),
         "conicity": aa.hidden_state_conicity(clf, X_a).summary["mean_conicity"],
-        "conicity_signed": aa.hidden_state_conicity(clf, X_a, kind="signed").summary["mean_conicity"],
+        "conicity_signed": aa.hidden_state_conicity(clf, X_a, kind="signed")
+                             .summary["mean_conicity"],
         "permutation_median_tvd": aa.permutation_tvd(clf, X_a, n_permutations=n_permutations,
                                                      random_state=seed).summary["median_tvd"],
         "flip_fraction_attention": flip_att["mean_fraction"],
