@@ -12,27 +12,19 @@ trained (initialised at the vanilla attention, ``w~_0 = w``). The vanilla attent
 (``explain(method="vanilla")``). ``lambda_topk`` is the paper's λ2 and ``lambda_stability`` its
 λ1; every evaluation runs the module in eval mode (no dropout).
 
-Note: with hidden states and decoder fixed, a perturbation ``δ`` of the attention moves the
-logits by ``Σ_t δ_t θ h_t`` whatever ``w~`` is, so the stability term can only act through more
-decided predictions (saturated softmax); it lowers the PGD divergence on attention, but it does
-not make predictions or attention much less sensitive to *embedding* noise (see the
-reproduction's Table 1, where Word-AT is the method that is).
+Note: an attention perturbation ``δ`` moves the logits by ``Σ_t δ_t θ h_t`` whatever ``w~`` is,
+so (6) acts only through more decided predictions, not on the sensitivity to *embeddings*.
 
-``objective="authors"`` trains SEAT as the authors' code does (kaustpradalab/SEAT): after the
-vanilla phase the *whole* model is trained further by
-``CE(f(x), y) + lambda_stability·CE(f(x + δ*), y) + lambda_topk·topk-L1(att(x + δ*), att(x))``
-with ``δ*`` the PGD attack on the word embeddings (``pgd_*``, their setting ``pgd_norm="linf"``,
-``pgd_radius=0.01``, ``pgd_steps=10``) and ``topk-L1`` their ``topk_overlap_loss`` (their
-``λ1 = 1``, ``λ2 = 1000``, ``K = 7``, batch 32). Embedding and encoder train with ``seat_lr``
-(theirs 0.01), attention and decoder with Adam 1e-3, all with amsgrad. The authors start from
-a fresh model (20 epochs); here the phase starts from the vanilla weights.
+``objective="authors"`` trains as the authors' code (kaustpradalab/SEAT, see
+:mod:`interpretable.nn.seat`) the *whole* model, from the vanilla weights (they start afresh), by
+``CE(f(x), y) + lambda_stability·CE(f(x+δ*), y) + lambda_topk·topk-L1(att(x+δ*), att(x))``,
+``δ*`` the PGD attack (``pgd_*``) on the word embeddings. Their setting: ``k=7, lambda_topk=1000,
+lambda_stability=1, pgd_norm="linf", pgd_radius=0.01, pgd_steps=10, seat_lr=0.01``, batch 32.
 
-The other ``method`` values train the baselines of the paper's tables with the same estimator,
-so that they compare under one grid search: ``"vanilla"`` (cross-entropy only),
-``"attention-rp"`` (random perturbation of the attention weights during training),
-``"attention-at"`` (adversarial perturbation of the attention weights, Kitada & Iyatomi 2021) and
-``"word-at"`` (adversarial perturbation of the word embeddings, Miyato et al. 2016); the
-perturbed batch's cross-entropy is added to the clean one.
+The other ``method`` values train the paper's baselines: ``"vanilla"`` (cross-entropy only),
+``"attention-rp"`` / ``"attention-at"`` (random / adversarial perturbation of the attention,
+Kitada & Iyatomi 2021) and ``"word-at"`` (adversarial word embeddings, Miyato et al. 2016),
+adding the perturbed batch's cross-entropy to the clean one.
 """
 
 from __future__ import annotations
@@ -55,9 +47,9 @@ from ..nn.attention import AttentionTextModule
 from ..nn.bert_encoder import BertEncoder
 from ..nn.losses import OutputCrossEntropy
 from ..nn.recurrent import RECURRENT_KINDS
-from ..nn.seat import (AuthorsSEATCriterion, AuthorsSEATTrainer, RobustCriterion,
-                       RobustTrainer, SEATCriterion, SEATTrainer, prediction_divergence,
-                       top_k_overlap)
+from ..nn.seat import (AUTHORS_PARAM_GROUPS, AuthorsSEATCriterion, AuthorsSEATTrainer,
+                       RobustCriterion, RobustTrainer, SEATCriterion, SEATTrainer, check_clamp,
+                       prediction_divergence, top_k_overlap)
 from ..text import WordPieceEncoder
 from ..validation import check_targets
 from .attention_text import EXPLAIN_METHODS, AttentionClassifierBase, AttentionTextClassifier
@@ -69,14 +61,10 @@ SEAT_METHODS = ("seat", "vanilla", "attention-rp", "attention-at", "word-at")
 _BASELINES = ("attention-rp", "attention-at", "word-at")
 _DEFAULT_EPSILON = {"attention-rp": 0.1, "attention-at": 0.1, "word-at": 1.0}
 _ARCHITECTURE = ("hidden_size", "attention_size", "freeze_embeddings", "dropout")
-#: learning rate of the attention and decoder parameters under objective="authors" (their code)
-AUTHORS_DECODER_LR = 1e-3
 
 
 class _RecordTerms(Callback):
-    """Adds the epoch means of the loss terms to the history: for objective (6)
-    ``closeness`` = D1, ``topk`` = L_topk, ``stability`` = max D2; for the authors' loss
-    ``clean``, ``adversarial`` and ``topk``."""
+    """Adds the epoch means of the criterion's ``last_terms`` to the history."""
 
     def on_epoch_begin(self, net, **kwargs):
         self._sums, self._count = {}, 0
@@ -107,41 +95,29 @@ class SEATClassifier(AttentionTextClassifier):
     method : {"seat", "vanilla", "attention-rp", "attention-at", "word-at"}
         SEAT (vanilla training, then objective (6)) or one of the paper's baselines.
     objective : {"paper", "authors"}
-        SEAT phase: the paper's objective (6) on a copy of the attention layer, or the
-        authors' code's loss on the whole model (see the module docstring).
+        SEAT phase: objective (6) on a copy of the attention, or the authors' code's loss.
     base_estimator : fitted attention text classifier or None
-        Vanilla model to start from (any :class:`AttentionClassifierBase`, e.g. an
-        :class:`AttentionTextClassifier` or a :class:`DiversityLSTMClassifier`; SEAT revises
-        its attention; baselines fine-tune its weights; ``"vanilla"`` copies it). Its
-        architecture and vocabulary are used. An unfitted estimator is cloned and fitted first.
-        ``clone`` (and so ``GridSearchCV``) unfits parameters: wrap a fitted model in
-        ``sklearn.frozen.FrozenEstimator`` to keep it.
+        Vanilla model to start from (any :class:`AttentionClassifierBase`; SEAT revises it,
+        baselines fine-tune it, ``"vanilla"`` copies it), architecture and vocabulary included.
+        An unfitted one is cloned and fitted first; ``clone`` (and ``GridSearchCV``) unfits
+        parameters: wrap a fitted model in ``sklearn.frozen.FrozenEstimator`` to keep it.
     k : int
         Top-k of the overlap constraint ``L_topk``.
-    lambda_topk : float
-        Weight of ``L_topk(w, w~)`` (the paper's λ2; ``"authors"``: of their top-k loss).
-    lambda_stability : float
-        Weight of the stability term ``max_δ D2`` (the paper's λ1; ``"authors"``: of the
-        cross-entropy at the attacked embeddings).
-    pgd_radius : float
-        Radius ``R`` of the attention perturbation ball (``"authors"``: of the embedding
-        attack).
-    pgd_steps : int
-        PGD iterations of the inner maximisation.
-    pgd_step_size : float or None
-        PGD step (default ``2.5 * pgd_radius / pgd_steps``; ``"authors"``: ``2 * pgd_radius /
-        pgd_steps``).
-    pgd_norm : {"l2", "linf"}
+    lambda_topk, lambda_stability : float
+        Weights of ``L_topk(w, w~)`` (the paper's λ2) and of the stability term ``max_δ D2``
+        (its λ1); ``"authors"``: of their top-k loss and of the attacked cross-entropy.
+    pgd_radius, pgd_steps, pgd_step_size, pgd_norm : float, int, float or None, {"l2", "linf"}
+        PGD of the inner maximisation: radius ``R`` of the attention perturbation ball
+        (``"authors"``: of the embedding attack), iterations, step (default ``2.5 R / steps``;
+        ``"authors"``: ``2 R / steps``) and norm.
     pgd_clamp : (float, float) or None
-        ``"authors"`` only: clamp the attacked embeddings into this interval (their code:
-        ``(0, 1)``).
+        ``"authors"`` only: clamp of the attacked embeddings (their code: ``(0, 1)``).
     divergence : {"bce", "kl"}
         D1 and D2: cross-entropy with soft targets (the paper's BCE) or KL (same gradient).
     seat_epochs, seat_lr : int / float or None
         Epochs and learning rate of the SEAT phase (default: ``max_epochs`` and ``lr``).
     adv_epsilon : float or None
-        Perturbation size of the baselines (ℓ2 per sample; default 0.1 on attention weights,
-        1.0 on word embeddings).
+        Baselines' perturbation (ℓ2 per sample; default 0.1 on attention, 1.0 on embeddings).
     encoder : {"rnn", "lstm", "bilstm", "orthogonal", "minilm"} or nn.Module
         ``"minilm"``: the bundled MiniLM-L6 (``bert`` extra, word-piece tokens, fine-tuned;
         ``embeddings`` must be None); a :class:`~interpretable.nn.bert_encoder.BertEncoder`
@@ -154,11 +130,9 @@ class SEATClassifier(AttentionTextClassifier):
 
     Attributes
     ----------
-    module_ : AttentionTextModule whose ``attention`` produces ``w~`` (SEAT) and which also
-        holds ``vanilla_attention`` (``w``) for ``method="seat"``, ``objective="paper"``: a
-        sibling layer chosen per call (``explain(method="vanilla")``,
-        ``forward_batch(view="vanilla")``). The authors' objective retrains the whole model
-        and keeps no vanilla attention.
+    module_ : AttentionTextModule whose ``attention`` produces ``w~`` (SEAT), holding
+        ``vanilla_attention`` (``w``) for objective (6): a sibling layer chosen per call
+        (``explain(method="vanilla")``, ``forward_batch(view="vanilla")``).
     vanilla_history_ : per-epoch history of the vanilla training (SEAT; ``history_`` is the
         SEAT phase).
     fit_diagnostics_ : dict (SEAT): on the training data, mean top-k overlap ``V_k(w, w~)``,
@@ -192,11 +166,11 @@ class SEATClassifier(AttentionTextClassifier):
                  pgd_step_size=None, pgd_norm="l2", pgd_clamp=None, divergence="bce",
                  seat_epochs=None, seat_lr=None, adv_epsilon=None, encoder="lstm",
                  embeddings=None, embed_dim=50, hidden_size=128, attention_size=None,
-                 freeze_embeddings=False, dropout=0.0,
-                 text_encoder=None, lr=1e-3, max_epochs=10, batch_size=64, optimizer="adam",
-                 weight_decay=0.0, device="auto", random_state=None, verbose=0,
-                 class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,
-                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
+                 freeze_embeddings=False, dropout=0.0, text_encoder=None, lr=1e-3, max_epochs=10,
+                 batch_size=64, optimizer="adam", weight_decay=0.0, device="auto",
+                 random_state=None, verbose=0, class_weight=None, callbacks=None,
+                 validation_fraction=None, early_stopping=False, n_iter_no_change=5,
+                 warm_start=False, precision="float32", accelerator=None):
         super().__init__(encoder=encoder, embeddings=embeddings, embed_dim=embed_dim,
                          hidden_size=hidden_size, attention_size=attention_size,
                          freeze_embeddings=freeze_embeddings, dropout=dropout,
@@ -207,21 +181,11 @@ class SEATClassifier(AttentionTextClassifier):
                          validation_fraction=validation_fraction, early_stopping=early_stopping,
                          n_iter_no_change=n_iter_no_change, warm_start=warm_start,
                          precision=precision, accelerator=accelerator)
-        self.method = method
-        self.objective = objective
-        self.base_estimator = base_estimator
-        self.k = k
-        self.lambda_topk = lambda_topk
-        self.lambda_stability = lambda_stability
-        self.pgd_radius = pgd_radius
-        self.pgd_steps = pgd_steps
-        self.pgd_step_size = pgd_step_size
-        self.pgd_norm = pgd_norm
-        self.pgd_clamp = pgd_clamp
-        self.divergence = divergence
-        self.seat_epochs = seat_epochs
-        self.seat_lr = seat_lr
-        self.adv_epsilon = adv_epsilon
+        self.method, self.objective, self.base_estimator = method, objective, base_estimator
+        self.k, self.lambda_topk, self.lambda_stability = k, lambda_topk, lambda_stability
+        self.pgd_radius, self.pgd_steps, self.pgd_step_size = pgd_radius, pgd_steps, pgd_step_size
+        self.pgd_norm, self.pgd_clamp, self.divergence = pgd_norm, pgd_clamp, divergence
+        self.seat_epochs, self.seat_lr, self.adv_epsilon = seat_epochs, seat_lr, adv_epsilon
 
     # ------------------------------------------------------------------ validation
     def _check_params(self) -> None:
@@ -232,10 +196,7 @@ class SEATClassifier(AttentionTextClassifier):
         if self._is_bert() and self.embeddings is not None:
             raise ValueError("embeddings must be None with a BERT encoder: it brings its own "
                              "word-piece embeddings.")
-        clamp = self.pgd_clamp
-        if clamp is not None and not (len(clamp) == 2 and clamp[0] < clamp[1]):
-            raise ValueError(f"pgd_clamp must be None or (low, high) with low < high, got "
-                             f"{clamp!r}.")
+        check_clamp(self.pgd_clamp, "pgd_clamp")
         if self.objective == "authors" and self.optimizer not in ("adam", "adamw"):
             raise ValueError("objective='authors' trains with Adam (amsgrad) as the authors' "
                              f"code; optimizer must be 'adam' or 'adamw', got {self.optimizer!r}.")
@@ -244,10 +205,8 @@ class SEATClassifier(AttentionTextClassifier):
     def _architecture(self) -> dict:
         """Encoder and sizes of the module: the base estimator's when fitted from one."""
         arch = getattr(self, "architecture_", None)
-        if arch is None:
-            arch = {name: getattr(self, name) for name in _ARCHITECTURE}
-            arch["encoder"] = self.encoder
-        return arch
+        return arch if arch is not None else {
+            **{name: getattr(self, name) for name in _ARCHITECTURE}, "encoder": self.encoder}
 
     def _is_bert(self) -> bool:
         spec = self._architecture()["encoder"]
@@ -286,13 +245,9 @@ class SEATClassifier(AttentionTextClassifier):
             embeddings=None if embeddings is None else torch.as_tensor(embeddings),
             freeze_embeddings=arch["freeze_embeddings"], pair=self.pair_input_,
             dropout=arch["dropout"], attention_size=arch["attention_size"])
-        if self._keeps_vanilla():
+        if self.method == "seat" and self.objective == "paper":  # keeps w beside w~
             module.vanilla_attention = copy.deepcopy(module.attention)
         return module
-
-    def _keeps_vanilla(self) -> bool:
-        """SEAT by objective (6) keeps the vanilla attention beside ``w~``."""
-        return self.method == "seat" and self.objective == "paper"
 
     def _attention_layer(self, view: str):
         if view != "vanilla":
@@ -329,73 +284,45 @@ class SEATClassifier(AttentionTextClassifier):
             super()._fit(X, y, sample_weight)
         else:
             self._start_from_base(X, y, sample_weight)
-        if self.method == "seat" and self.objective == "authors":
-            self._log("phase 2/2: SEAT, the authors' loss on the whole model")
-            self._fit_authors(X, y)
-        elif self.method == "seat":
-            self._log("phase 2/2: SEAT attention, objective (6)")
+        if self.method == "seat":
+            self._log(f"phase 2/2: SEAT, objective {self.objective!r}")
             self._fit_seat(X, y)
 
     def _fit_seat(self, X, y):
-        """The SEAT phase: train a copy of the attention layer by objective (6)."""
+        """The SEAT phase: the attention copy by (6), or the whole model by the authors' loss."""
         seed = self._start_fit() + 1
         batch = self.encode(X)
         y_index = torch.as_tensor(self.target_indices(check_targets(y, len(batch)),
                                                       np.zeros((len(batch), 0))))
-        core = self.module_
-        vanilla_attention = copy.deepcopy(core.attention).requires_grad_(False)
-        trainable = {name: p.requires_grad for name, p in core.named_parameters()}
-        core.requires_grad_(False)
-        core.attention.requires_grad_(True)
-        self.vanilla_history_ = self.history_
-        try:
-            self._fit_net(
-                lambda: SEATTrainer(core, vanilla_attention, self.pgd_radius, self.pgd_steps,
-                                    self.pgd_step_size, self.pgd_norm, self.divergence, seed),
-                SEATCriterion(self.k, self.lambda_topk, self.lambda_stability, self.divergence),
-                batch.inputs, y_index, seed=seed, callbacks=[("seat_terms", _RecordTerms())],
-                iterator_train__collate_fn=_trim_collate, validation=False,
-                max_epochs=self.seat_epochs or self.max_epochs, lr=self.seat_lr or self.lr)
-        finally:
-            for name, p in core.named_parameters():
-                p.requires_grad_(trainable.get(name, False))
-        core.vanilla_attention = vanilla_attention
-        self.module_ = core.eval()
-
-        def reference(batch, out):
-            w = vanilla_attention(out.hidden, out.mask, out.query_state)
-            return w, core.decode(out.hidden, w, out.query_state)
-
-        self.fit_diagnostics_ = self._diagnostics(batch.inputs, reference)
-
-    def _fit_authors(self, X, y):
-        """The SEAT phase of the authors' code: the whole model by their loss."""
-        seed = self._start_fit() + 1
-        batch = self.encode(X)
-        y_index = torch.as_tensor(self.target_indices(check_targets(y, len(batch)),
-                                                      np.zeros((len(batch), 0))))
-        vanilla = copy.deepcopy(self.module_).eval().requires_grad_(False)
-        core = self.module_
-        self.vanilla_history_ = self.history_
-        attack = dict(radius=self.pgd_radius, steps=self.pgd_steps, step_size=self.pgd_step_size,
-                      norm=self.pgd_norm, clamp=self.pgd_clamp)
-        decoder = {"lr": AUTHORS_DECODER_LR}
-        self._fit_net(
-            lambda: AuthorsSEATTrainer(core, attack, seed),
-            AuthorsSEATCriterion(self.k, self.lambda_stability, self.lambda_topk),
-            {**batch.inputs, "labels": y_index}, y_index, seed=seed,
-            callbacks=[("seat_terms", _RecordTerms())], iterator_train__collate_fn=_trim_collate,
-            validation=False, max_epochs=self.seat_epochs or self.max_epochs,
-            lr=self.seat_lr or self.lr, optimizer__amsgrad=True,
-            optimizer__param_groups=[("core.attention.*", {**decoder, "weight_decay": 0.0}),
-                                     ("core.output.*", decoder), ("core.combine_*", decoder)])
-        self.module_ = self.module_.core.eval()
-
-        def reference(batch, out):
-            ref = vanilla(**batch)
-            return ref.attention, ref.logits
-
-        self.fit_diagnostics_ = self._diagnostics(batch.inputs, reference)
+        core, self.vanilla_history_ = self.module_, self.history_
+        vanilla = copy.deepcopy(core).requires_grad_(False)
+        phase = dict(seed=seed, callbacks=[("seat_terms", _RecordTerms())], validation=False,
+                     iterator_train__collate_fn=_trim_collate, lr=self.seat_lr or self.lr,
+                     max_epochs=self.seat_epochs or self.max_epochs)
+        if self.objective == "authors":
+            attack = dict(radius=self.pgd_radius, steps=self.pgd_steps,
+                          step_size=self.pgd_step_size, norm=self.pgd_norm, clamp=self.pgd_clamp)
+            self._fit_net(lambda: AuthorsSEATTrainer(core, attack, seed),
+                          AuthorsSEATCriterion(self.k, self.lambda_stability, self.lambda_topk),
+                          {**batch.inputs, "labels": y_index}, y_index, optimizer__amsgrad=True,
+                          optimizer__param_groups=AUTHORS_PARAM_GROUPS, **phase)
+            self.module_ = self.module_.core.eval()
+        else:
+            trainable = {name: p.requires_grad for name, p in core.named_parameters()}
+            core.requires_grad_(False)
+            core.attention.requires_grad_(True)
+            try:
+                self._fit_net(
+                    lambda: SEATTrainer(core, vanilla.attention, self.pgd_radius, self.pgd_steps,
+                                        self.pgd_step_size, self.pgd_norm, self.divergence, seed),
+                    SEATCriterion(self.k, self.lambda_topk, self.lambda_stability,
+                                  self.divergence), batch.inputs, y_index, **phase)
+            finally:
+                for name, p in core.named_parameters():
+                    p.requires_grad_(trainable.get(name, False))
+            core.vanilla_attention = vanilla.attention
+            self.module_ = core.eval()
+        self.fit_diagnostics_ = self._diagnostics(batch.inputs, vanilla.eval())
 
     def _start_from_base(self, X, y, sample_weight=None):
         base = _unwrap(self.base_estimator)
@@ -430,35 +357,30 @@ class SEATClassifier(AttentionTextClassifier):
                           sample_weight=self._training_weights(y_index, sample_weight),
                           iterator_train__collate_fn=_trim_collate)
 
-    def _diagnostics(self, inputs, reference) -> dict:
-        """Top-k overlap, prediction TVD and agreement with the vanilla model, whose
-        ``(attention, logits)`` of a batch are ``reference(batch, output)``."""
-        overlap, tvd, agree = [], [], []
+    def _diagnostics(self, inputs, vanilla) -> dict:
+        """Top-k overlap, prediction TVD and agreement with the ``vanilla`` module."""
+        terms = {"top_k_overlap": [], "prediction_tvd": [], "agreement": []}
         with torch.no_grad():
             for _, batch, out in self.forward_batches(inputs):
-                w, logits = reference(batch, out)
-                probs = F.softmax(logits, -1)
-                overlap.append(top_k_overlap(w, out.attention, self.k, out.mask))
-                tvd.append(prediction_divergence(probs, out.logits, "tvd"))
-                agree.append((probs.argmax(1) == out.logits.argmax(1)).float())
-        return {"top_k_overlap": float(torch.cat(overlap).mean()),
-                "prediction_tvd": float(torch.cat(tvd).mean()),
-                "agreement": float(torch.cat(agree).mean())}
+                ref = vanilla(**batch)
+                probs = F.softmax(ref.logits, -1)
+                terms["top_k_overlap"].append(top_k_overlap(ref.attention, out.attention, self.k,
+                                                            out.mask))
+                terms["prediction_tvd"].append(prediction_divergence(probs, out.logits, "tvd"))
+                terms["agreement"].append((probs.argmax(1) == out.logits.argmax(1)).float())
+        return {name: float(torch.cat(values).mean()) for name, values in terms.items()}
 
     # ------------------------------------------------------------------ persistence
     def _get_fitted_state(self) -> dict:
-        state = super()._get_fitted_state()
-        arch = getattr(self, "architecture_", None)
-        state["architecture"] = arch
-        state["fit_diagnostics"] = getattr(self, "fit_diagnostics_", None)
-        return state
+        return {**super()._get_fitted_state(),
+                "architecture": getattr(self, "architecture_", None),
+                "fit_diagnostics": getattr(self, "fit_diagnostics_", None)}
 
     def _set_fitted_state(self, state: dict) -> None:
         super()._set_fitted_state(state)
-        if state.get("architecture") is not None:
-            self.architecture_ = state["architecture"]
-        if state.get("fit_diagnostics") is not None:
-            self.fit_diagnostics_ = state["fit_diagnostics"]
+        for name in ("architecture", "fit_diagnostics"):
+            if state.get(name) is not None:
+                setattr(self, name + "_", state[name])
 
     # ------------------------------------------------------------------ explain
     def _explainer(self, method: str):

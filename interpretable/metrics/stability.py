@@ -22,7 +22,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from ..nn.losses import logits_of
-from ..nn.seat import embedding_pgd
+from ..nn.seat import check_clamp, embedding_pgd
 from ..validation import make_generator
 from .attention_analysis import AnalysisResult
 from .divergences import jensen_shannon_rows, total_variation
@@ -154,8 +154,7 @@ def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=1
         raise ValueError(f"tvd must be 'sum' or 'single', got {tvd!r}.")
     if kind != "pgd" and (y is not None or clamp is not None):
         raise ValueError(f"y and clamp are options of kind='pgd', not of kind={kind!r}.")
-    if clamp is not None and not (len(clamp) == 2 and clamp[0] < clamp[1]):
-        raise ValueError(f"clamp must be None or (low, high) with low < high, got {clamp!r}.")
+    check_clamp(clamp)
     method = clf.explain_methods[0] if method is None else method
     view = model_view(clf, method)
     explain_method = "attention" if view != "model" else method

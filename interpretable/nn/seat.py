@@ -42,7 +42,9 @@ __all__ = [
     "RobustTrainer",
     "RobustCriterion",
     "gold_margin",
+    "check_clamp",
     "embedding_pgd",
+    "AUTHORS_PARAM_GROUPS",
     "authors_topk_loss",
     "AuthorsLoss",
     "authors_objective",
@@ -379,6 +381,12 @@ def gold_margin(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return 0.5 * (1.0 - p_gold)
 
 
+def check_clamp(clamp, name: str = "clamp"):
+    """Raise a ValueError unless ``clamp`` is None or ``(low, high)`` with ``low < high``."""
+    if clamp is not None and not (len(clamp) == 2 and clamp[0] < clamp[1]):
+        raise ValueError(f"{name} must be None or (low, high) with low < high, got {clamp!r}.")
+
+
 def embedding_pgd(predict: Callable[[torch.Tensor], torch.Tensor], embedded: torch.Tensor,
                   mask: torch.Tensor, labels: torch.Tensor, radius: float, *, steps: int = 10,
                   step_size: float | None = None, norm: str = "linf",
@@ -396,6 +404,7 @@ def embedding_pgd(predict: Callable[[torch.Tensor], torch.Tensor], embedded: tor
     """
     if norm not in ("linf", "l2"):
         raise ValueError(f"norm must be 'linf' or 'l2', got {norm!r}")
+    check_clamp(clamp)
     if radius < 0 or steps < 0:
         raise ValueError(f"radius and steps must be >= 0, got {radius!r} and {steps!r}")
     e = embedded.detach()
@@ -462,6 +471,12 @@ class AuthorsForward(NamedTuple):
     perturbed_attention: torch.Tensor  # (B, T) att(x + delta*)
     labels: torch.Tensor               # (B,)
     mask: torch.Tensor                 # (B, T)
+
+
+#: the authors' optimiser groups of :class:`AuthorsSEATTrainer` (skorch ``param_groups``):
+#: attention (no weight decay) and decoder at Adam lr 1e-3; embedding and encoder at the net's lr
+AUTHORS_PARAM_GROUPS = [("core.attention.*", {"lr": 1e-3, "weight_decay": 0.0}),
+                        ("core.output.*", {"lr": 1e-3}), ("core.combine_*", {"lr": 1e-3})]
 
 
 class AuthorsSEATTrainer(nn.Module):
