@@ -285,7 +285,8 @@ class SEATClassifier(AttentionTextClassifier):
         else:
             self._start_from_base(X, y, sample_weight)
         if self.method == "seat":
-            self._log(f"phase 2/2: SEAT, objective {self.objective!r}")
+            self._log("phase 2/2: SEAT " + ("attention, objective (6)" if self.objective == "paper"
+                                            else "model, the authors' loss"))
             self._fit_seat(X, y)
 
     def _fit_seat(self, X, y):
