@@ -199,7 +199,8 @@ def test_reproduction_budget_curve_and_checks(monkeypatch):
         assert row["valid_bits_per_char"] == pytest.approx(min(valid))
         assert row["best_epoch"] == int(np.argmin(valid)) + 1
     ratio = lm["isan_over_lstm_by_budget"]["6"]
-    assert ratio == pytest.approx(lm["rows"][2]["test_bits_per_char"] / lm["rows"][3]["test_bits_per_char"])
+    isan_bpc, lstm_bpc = (r["test_bits_per_char"] for r in lm["rows"][2:])
+    assert ratio == pytest.approx(isan_bpc / lstm_bpc)
 
     def rows(bpc):
         return [{"model": m, "budget": b, "test_bits_per_char": v} for (m, b), v in bpc.items()]

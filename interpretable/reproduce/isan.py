@@ -102,6 +102,9 @@ def _language_models(cfg, seed, log):
             model.fit(train)
             fit_s = time.perf_counter() - start
             bpc = model.bits_per_char(test)
+            # best: the lowest validation loss (early stopping restores the last epoch that
+            # lowered it by more than skorch's relative threshold 1e-4: the same or a
+            # negligibly worse one)
             valid = np.array([epoch["valid_loss"] for epoch in model.history_]) / np.log(2)
             best = int(valid.argmin())
             rows.append({
