@@ -35,7 +35,7 @@ ZOOM_OUT = (0.4, 0.8)
 FULL = dict(n_train=3500, epochs=20, priors=PRIORS, n_grids=250, n_perturb=250, n_sanity=32,
             lr=2e-3, lr_decay_at=0.6, zoom_out=ZOOM_OUT)
 # --quick: two epochs at a constant learning rate, one prior, small metric samples
-QUICK = dict(n_train=3500, epochs=2, priors=("multiplicative",), n_grids=16, n_perturb=32,
+QUICK = dict(n_train=3500, epochs=2, priors=("multiplicative",), n_grids=16, n_perturb=24,
              n_sanity=4, lr=2e-3, lr_decay_at=None, zoom_out=ZOOM_OUT)
 SANITY_METHODS = ("inherent", "integrated_gradients")
 

@@ -37,7 +37,7 @@ DEFAULT_ENCODERS = ("rnn", "bilstm")
 #: settings per run size; "full" fits in about 30 min on 2 cores with one torch thread
 SETTINGS = {
     "quick": dict(train=2000, test=300, epochs=3, lr=5e-3, seat_epochs=3, hidden_size=64,
-                  eval=150, sensitivity=40, n_search=4, seeds=()),
+                  eval=120, sensitivity=32, n_search=4, seeds=()),
     "full": dict(train=None, test=None, epochs=4, lr=2e-3, seat_epochs=3, hidden_size=64,
                  eval=500, sensitivity=100, n_search=5, seeds=(0, 1, 2)),
 }
