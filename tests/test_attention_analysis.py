@@ -37,7 +37,12 @@ def test_hidden_state_conicity_frame(model, sentiment_data):
     X, _ = sentiment_data
     res = hidden_state_conicity(model, X[:10], kind="signed")
     assert list(res.frame.columns) == ["sample", "n_tokens", "conicity"] and len(res.frame) == 10
-    np.testing.assert_allclose(res.frame.conicity, model.hidden_conicity(X[:10]), rtol=1e-6)
+    np.testing.assert_allclose(res.frame.conicity, model.hidden_conicity(X[:10], kind="signed"),
+                               rtol=1e-6)
+    np.testing.assert_allclose(hidden_state_conicity(model, X[:10]).frame.conicity,
+                               model.hidden_conicity(X[:10]), rtol=1e-6)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        model.hidden_conicity(X[:10], kind="cos")
     assert res.summary["mean_conicity"] == pytest.approx(res.frame.conicity.mean())
     # the default is the authors' |cos| form, computed from the same hidden states
     inputs = model.encode(X[:10]).inputs

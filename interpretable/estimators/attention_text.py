@@ -21,7 +21,7 @@ from torch import nn
 
 from ..attribution.text import GRADIENT_METHODS
 from ..explanation import TokenExplanation
-from ..nn.attention import AttentionTextModule, conicity
+from ..nn.attention import AttentionTextModule, check_conicity_kind, conicity
 from ..nn.recurrent import RECURRENT_KINDS
 from .base import Batch
 from .text_base import TextClassifierBase
@@ -119,10 +119,13 @@ class AttentionClassifierBase(TextClassifierBase):
         att = self._padded_outputs(inputs, "attention")
         return [att[i, :n] for i, n in enumerate(inputs["lengths"].tolist())]
 
-    def hidden_conicity(self, X) -> np.ndarray:
-        """Conicity of each sample's hidden states ``(n,)`` (Mohankumar et al., sec. 3.1)."""
-        return torch.cat([conicity(out.hidden, out.mask).float().cpu() for _, _, out in
-                          self.forward_batches(self.encode(X).inputs)]).numpy()
+    def hidden_conicity(self, X, kind: str = "absolute") -> np.ndarray:
+        """Conicity of each sample's hidden states ``(n,)`` (Mohankumar et al., sec. 3.1):
+        mean ``|cos|`` to their mean (``kind="absolute"``, the authors' code) or mean signed
+        ``cos`` (``"signed"``)."""
+        absolute = check_conicity_kind(kind)
+        return torch.cat([conicity(out.hidden, out.mask, absolute=absolute).float().cpu()
+                          for _, _, out in self.forward_batches(self.encode(X).inputs)]).numpy()
 
     # ------------------------------------------------------------------ explain
     def _explain_attention(self, batch: Batch, target, *, batch_size, view="model",

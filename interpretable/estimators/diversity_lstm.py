@@ -25,6 +25,7 @@ from torch import nn
 
 from ..attribution.text import attribute_tokens
 from ..explanation import TokenExplanation
+from ..nn.attention import CONICITY_KINDS
 from ..nn.losses import DiversityLoss
 from .attention_text import EXPLAIN_METHODS, AttentionClassifierBase
 from .base import Batch
@@ -32,7 +33,6 @@ from .base import Batch
 __all__ = ["DiversityLSTMClassifier", "CELLS", "CONICITY_KINDS"]
 
 CELLS = ("vanilla", "diversity", "orthogonal")
-CONICITY_KINDS = ("absolute", "signed")
 
 
 class DiversityLSTMClassifier(AttentionClassifierBase):

@@ -19,7 +19,8 @@ import pandas as pd
 import torch
 
 from ..validation import check_random_state_seed
-from ..nn.attention import conicity as _conicity_torch
+from ..nn.attention import CONICITY_KINDS, check_conicity_kind
+from ..nn.attention import conicity as _conicity_torch  # the metric below shares its name
 from .divergences import jensen_shannon, jensen_shannon_rows, total_variation
 
 __all__ = ["AnalysisResult", "conicity", "hidden_state_conicity", "decision_flip_fraction",
@@ -28,22 +29,12 @@ __all__ = ["AnalysisResult", "conicity", "hidden_state_conicity", "decision_flip
 
 #: bins of the sample's maximum attention weight used to summarise permutation TVD (Fig. 4)
 MAX_ATTENTION_BINS = (0.0, 0.25, 0.5, 0.75, 1.0)
-#: ``"absolute"``: mean ``|cos|`` to the mean vector (the Diversity LSTM authors' code);
-#: ``"signed"``: mean ``cos`` (the paper's text)
-CONICITY_KINDS = ("absolute", "signed")
 
 
 class AnalysisResult(NamedTuple):
     """``frame``: one row per sample; ``summary``: aggregates (floats, or small DataFrames)."""
     frame: pd.DataFrame
     summary: dict
-
-
-def _check_kind(kind) -> bool:
-    """Validate a conicity ``kind``; True for ``"absolute"``."""
-    if kind not in CONICITY_KINDS:
-        raise ValueError(f"kind must be one of {list(CONICITY_KINDS)}, got {kind!r}")
-    return kind == "absolute"
 
 
 def conicity(H, mask=None, kind: str = "absolute") -> np.ndarray:
@@ -57,7 +48,7 @@ def conicity(H, mask=None, kind: str = "absolute") -> np.ndarray:
     Returns:
         ``(n,)`` float array (a float for a single set).
     """
-    absolute = _check_kind(kind)
+    absolute = check_conicity_kind(kind)
     H = torch.as_tensor(np.asarray(H) if not isinstance(H, torch.Tensor) else H).detach()
     if H.dim() not in (2, 3) or H.shape[-1] == 0 or H.shape[-2] == 0:
         raise ValueError(f"H must have shape (n, T, d) or (T, d) with T, d > 0, got {tuple(H.shape)}")
@@ -80,7 +71,7 @@ def _n_tokens(batch):
 def hidden_state_conicity(estimator, X, kind: str = "absolute") -> AnalysisResult:
     """Per-sample conicity of the estimator's hidden states (paper Table 2); ``kind`` as in
     :func:`conicity`."""
-    absolute = _check_kind(kind)
+    absolute = check_conicity_kind(kind)
     inputs = estimator.encode(X).inputs
     values, lengths = [], []
     for _, batch, out in estimator.forward_batches(inputs):

@@ -22,7 +22,17 @@ from torch import nn
 from .recurrent import RECURRENT_KINDS, RecurrentEncoder
 
 __all__ = ["AttentionOutput", "AttentionTextModule", "AdditiveAttention", "conicity",
-           "lengths_to_mask"]
+           "check_conicity_kind", "CONICITY_KINDS", "lengths_to_mask"]
+
+#: conicity forms: mean ``|cos|`` (the Diversity LSTM authors' code) or mean signed ``cos``
+CONICITY_KINDS = ("absolute", "signed")
+
+
+def check_conicity_kind(kind) -> bool:
+    """Validate a conicity ``kind`` (one of :data:`CONICITY_KINDS`); True for ``"absolute"``."""
+    if kind not in CONICITY_KINDS:
+        raise ValueError(f"kind must be one of {list(CONICITY_KINDS)}, got {kind!r}")
+    return kind == "absolute"
 
 
 class AttentionOutput(NamedTuple):
