@@ -46,7 +46,7 @@ SETTINGS = {
 #: batch cost ~12 MiniLM epochs)
 MINILM = {"quick": dict(train=400, epochs=1, lr=5e-5, eval=100, sensitivity=30,
                         authors_train=200),
-          "full": dict(train=2000, epochs=2, lr=5e-5, eval=300, sensitivity=60,
+          "full": dict(train=2000, epochs=2, lr=5e-5, eval=100, sensitivity=20,
                        authors_train=500)}
 #: Word-AT perturbation size per encoder (ℓ2 per sample, in embedding units): 1.0 for GloVe-50
 #: (median token norm 4.8); MiniLM's word pieces have median norm 1.1, so the same relative size
