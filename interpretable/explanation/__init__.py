@@ -37,6 +37,7 @@ methods (attention) use one purple scale and are flagged.
 """
 
 from ._base import CLASS_INDEPENDENT_METHODS, concat_explanations, with_sample_ids
+from .chunked import iter_explanations
 from ._frame import FRAME_COLUMNS, FRAME_DTYPES, SAMPLE_COLUMNS, read_frame
 from .corpus import GlobalExplanation, global_explanation
 from .image import ImageExplanation, weights_to_rgba
@@ -54,6 +55,7 @@ __all__ = [
     "TokenExplanation",
     "concat_explanations",
     "global_explanation",
+    "iter_explanations",
     "read_frame",
     "token_offsets",
     "weights_to_rgba",

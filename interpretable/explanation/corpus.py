@@ -9,6 +9,7 @@ import pandas as pd
 
 from ._base import CLASS_INDEPENDENT_METHODS
 from ._frame import labels
+from .chunked import iter_explanations
 from ._style import (
     NEGATIVE,
     POSITIVE,
@@ -132,8 +133,6 @@ def global_explanation(source, X=None, *, chunk_size: int = 1000,
         if X is None:
             raise ValueError("global_explanation(estimator, X): X, the texts to explain, "
                              "is required.")
-        from ..streaming import iter_explanations
-
         parts = (e for _, e in iter_explanations(source, X, chunk_size, **explain_kwargs))
     else:
         parts = [source] if isinstance(source, TokenExplanation) else source
