@@ -30,7 +30,8 @@ from torch import nn
 
 from bench_bcos_package import (VARIANTS, build_theirs, completeness, forward, ours_batched,
                                 theirs_batched)
-from interpretable.nn.bcos import BcosViT, encode_image
+from interpretable.nn.bcos import encode_image
+from interpretable.nn.bcos_vit import BcosViT
 
 RESULTS = Path(__file__).parent / "results"
 N_CLASSES, MAX_OUT, IMAGE = 1000, 2, 224

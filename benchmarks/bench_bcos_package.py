@@ -52,7 +52,8 @@ import torch
 from torch import nn
 
 from interpretable.attribution.vision import inherent
-from interpretable.nn.bcos import BcosViT, encode_image
+from interpretable.nn.bcos import encode_image
+from interpretable.nn.bcos_vit import BcosViT
 from interpretable.reproduce.bcos_vit import SIZE
 
 RESULTS = Path(__file__).parent / "results"

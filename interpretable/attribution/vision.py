@@ -3,7 +3,7 @@
 ``model`` is a module with ``forward(x) -> logits``, ``forward_with_attention(x) -> (logits,
 [attention (B, heads, N, N)] per layer)``, ``forward_features(x) -> (final token map
 (B, D, h, w), attentions)``, ``forward_head(token map) -> logits`` and ``grid_size`` (token
-grid); both :class:`~interpretable.nn.bcos.BcosViT` and :class:`~interpretable.nn.vit.ViT`
+grid); both :class:`~interpretable.nn.bcos_vit.BcosViT` and :class:`~interpretable.nn.vit.ViT`
 qualify. All methods return (B, H, W) pixel maps. No method changes the model (no hooks, no
 flags), so several threads may explain with one model at once.
 

@@ -18,7 +18,8 @@ from torch.nn import functional as F
 from ..validation import check_images, check_targets, make_generator
 from ..attribution.vision import METHODS, attribute, inherent, inherent_terms
 from ..explanation import ImageExplanation
-from ..nn.bcos import ATTENTION_PRIORS, BcosViT, encode_image
+from ..nn.bcos import encode_image
+from ..nn.bcos_vit import ATTENTION_PRIORS, BcosViT
 from ..nn.losses import weighted_mean
 from ..nn.vit import ViT
 from .base import Batch, NeuralClassifier
@@ -261,7 +262,7 @@ class BcosViTClassifier(_ImageTransformerClassifier):
         Units per neuron pooled by MaxOut in the stem, attention and MLP layers (1 = none).
     scale_factor : float or None
         f in the per-layer output scaling γ = f/√fan_in (None: 30; see
-        :class:`~interpretable.nn.bcos.BcosViT` for why not the paper's 15 / 150).
+        :class:`~interpretable.nn.bcos_vit.BcosViT` for why not the paper's 15 / 150).
     output_scale : float
         Factor applied to the classifier output before the logit bias (the paper's 10⁻³
         compensates features scaled by 10³; no such scaling here, so 1).

@@ -1,4 +1,4 @@
-"""Conventional Vision Transformer of the same size as :class:`~interpretable.nn.bcos.BcosViT`:
+"""Conventional Vision Transformer of the same size as :class:`~interpretable.nn.bcos_vit.BcosViT`:
 CNN stem, learned positional embedding, pre-LayerNorm blocks with GELU MLPs, mean pooling."""
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 from interpretable.attribution.vision import inherent
 from interpretable.nn.attention import AdditiveAttention
-from interpretable.nn.bcos import BcosViT, encode_image
+from interpretable.nn.bcos import encode_image
+from interpretable.nn.bcos_vit import BcosViT
 from interpretable.nn.embedding_bag import MeanEmbeddingClassifier
 from interpretable.nn.isan import ISAN
 
