@@ -98,6 +98,7 @@ def sequence_curves() -> list[dict]:
 
 def main():
     from interpretable import DiversityLSTMClassifier, EmbeddingBagClassifier, SEATClassifier
+    from interpretable.estimators.seat_variants import SEAT
 
     torch.set_num_threads(1)
     small = dict(embed_dim=32, max_epochs=1, random_state=0)
@@ -106,7 +107,8 @@ def main():
         "DiversityLSTMClassifier (attention)": text_curves(
             DiversityLSTMClassifier(hidden_size=64, **small)),
         "SEATClassifier rnn (attention)": text_curves(
-            SEATClassifier(encoder="rnn", hidden_size=64, seat_epochs=1, pgd_steps=2, **small)),
+            SEATClassifier(encoder="rnn", hidden_size=64, variant=SEAT(epochs=1, pgd_steps=2),
+                           **small)),
         "BcosViTClassifier (inherent)": image_curves(),
         "ISANLanguageModel (inherent)": sequence_curves(),
     }

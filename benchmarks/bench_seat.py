@@ -24,6 +24,7 @@ def epoch_times(encoder, n_train, epochs, repeats, pgd_steps, hidden_size):
     from sklearn.frozen import FrozenEstimator
 
     from interpretable import SEATClassifier
+    from interpretable.estimators.seat_variants import SEAT, Vanilla
     from interpretable.datasets import load_rotten_tomatoes
 
     X, y = load_rotten_tomatoes(return_X_y=True)
@@ -32,10 +33,10 @@ def epoch_times(encoder, n_train, epochs, repeats, pgd_steps, hidden_size):
                   max_epochs=epochs, batch_size=64, device="cpu", random_state=0)
     times = {"vanilla": [], "seat": []}
     for _ in range(repeats):
-        vanilla = SEATClassifier(method="vanilla", **common).fit(X, y)
+        vanilla = SEATClassifier(variant=Vanilla(), **common).fit(X, y)
         times["vanilla"].extend(float(h["dur"]) for h in vanilla.history_)
-        seat = SEATClassifier(method="seat", base_estimator=FrozenEstimator(vanilla),
-                              pgd_steps=pgd_steps, **common).fit(X, y)
+        seat = SEATClassifier(variant=SEAT(pgd_steps=pgd_steps),
+                              base_estimator=FrozenEstimator(vanilla), **common).fit(X, y)
         times["seat"].extend(float(h["dur"]) for h in seat.history_)
     out = {m: {"median_epoch_seconds": statistics.median(t), "epoch_seconds": t}
            for m, t in times.items()}

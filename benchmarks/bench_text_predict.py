@@ -44,7 +44,7 @@ def fitted_models(X, y):
     models = {
         "EmbeddingBagClassifier": EmbeddingBagClassifier(**SETTINGS),
         "DiversityLSTMClassifier": DiversityLSTMClassifier(hidden_size=64, **SETTINGS),
-        "SEATClassifier(rnn)": SEATClassifier(encoder="rnn", method="vanilla", hidden_size=64,
+        "SEATClassifier(rnn)": SEATClassifier(encoder="rnn", variant="vanilla", hidden_size=64,
                                               **SETTINGS),
         "tfidf_logreg": make_pipeline(TfidfVectorizer(), LogisticRegression(max_iter=1000)),
     }

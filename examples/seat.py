@@ -16,6 +16,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import GridSearchCV, train_test_split
 
 from interpretable import SEATClassifier
+from interpretable.estimators.seat_variants import SEAT, Vanilla
 from interpretable.datasets import load_rotten_tomatoes
 from interpretable.metrics import (comprehensiveness, embedding_stability,
                                    make_explanation_scorer, sufficiency, top_k_overlap,
@@ -29,10 +30,10 @@ X_train, X_test, y_train, y_test = train_test_split(rt.data, rt.target, test_siz
 X_train, y_train, X_test, y_test = X_train[:4000], y_train[:4000], X_test[:300], y_test[:300]
 
 common = dict(encoder="rnn", embeddings="glove-50", hidden_size=64, lr=5e-3, random_state=0)
-vanilla = SEATClassifier(method="vanilla", max_epochs=3, **common).fit(X_train, y_train)
-seat = SEATClassifier(method="seat", base_estimator=FrozenEstimator(vanilla), k=4,
-                      lambda_topk=10.0, lambda_stability=10.0, pgd_radius=0.1, seat_epochs=3,
-                      seat_lr=1e-2, **common).fit(X_train, y_train)
+vanilla = SEATClassifier(variant=Vanilla(), max_epochs=3, **common).fit(X_train, y_train)
+seat = SEATClassifier(variant=SEAT(k=4, lambda_topk=10.0, lambda_stability=10.0, pgd_radius=0.1,
+                                   epochs=3, lr=1e-2),
+                      base_estimator=FrozenEstimator(vanilla), **common).fit(X_train, y_train)
 print("SEAT training diagnostics:", seat.fit_diagnostics_)
 
 reviews = ["A gorgeous, witty and heartfelt film.", "Dull, lifeless and far too long."]
@@ -61,11 +62,11 @@ print(pd.DataFrame(rows).T.to_string(float_format=lambda x: f"{x:.4g}"))
 # inside a search each candidate fits its own vanilla model on its training folds (an unfitted
 # base_estimator is cloned and fitted first), so no fold sees the vanilla model's training data
 search = GridSearchCV(
-    SEATClassifier(method="seat", base_estimator=SEATClassifier(method="vanilla", max_epochs=3,
-                                                                **common),
-                   seat_epochs=2, seat_lr=1e-2, **common),
-    {"lambda_stability": [1.0, 10.0]}, cv=2, refit="f1",
+    SEATClassifier(variant=SEAT(epochs=2, lr=1e-2),
+                   base_estimator=SEATClassifier(variant=Vanilla(), max_epochs=3, **common),
+                   **common),
+    {"variant__lambda_stability": [1.0, 10.0]}, cv=2, refit="f1",
     scoring={"f1": "f1_macro", "sufficiency": make_explanation_scorer("sufficiency")})
 search.fit(X_train[:1500], y_train[:1500])
-print(pd.DataFrame(search.cv_results_)[["param_lambda_stability", "mean_test_f1",
+print(pd.DataFrame(search.cv_results_)[["param_variant__lambda_stability", "mean_test_f1",
                                         "mean_test_sufficiency"]].to_string(index=False))

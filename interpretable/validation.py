@@ -17,11 +17,8 @@ __all__ = [
     "check_documents",
     "check_sequences",
     "check_sequence_targets",
-    "pad_sequences",
     "as_column",
     "check_random_state_seed",
-    "resolve_device",
-    "make_generator",
     "check_batch_size",
 ]
 
@@ -222,31 +219,6 @@ def check_random_state_seed(random_state) -> int:
     )
 
 
-def resolve_device(device) -> torch.device:
-    """``"auto"`` → CUDA when available, else CPU; validates explicit devices."""
-    if device is None or device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device={device!r} is not a valid torch device: {exc}") from None
-    available = {"cpu": True, "cuda": torch.cuda.is_available(),
-                 "mps": torch.backends.mps.is_available()}
-    if not available.get(device.type, False):
-        raise ValueError(f"device={str(device)!r} was requested but it is not available here; "
-                         "use device='auto' or 'cpu'.")
-    if device.type == "cuda" and device.index is not None \
-            and device.index >= torch.cuda.device_count():
-        raise ValueError(f"device={str(device)!r}: only {torch.cuda.device_count()} CUDA "
-                         "device(s) here.")
-    return device
-
-
-def make_generator(seed: int) -> torch.Generator:
-    """A CPU generator for reproducible shuffling independent of the global RNG."""
-    return torch.Generator().manual_seed(int(seed))
-
-
 def check_documents(X, what="X") -> list[str]:
     """A str or an iterable of str (whitespace allowed; empty strings rejected)."""
     if isinstance(X, str):
@@ -328,16 +300,6 @@ def check_sequence_targets(Y, lengths, what="Y") -> list[np.ndarray]:
             raise ValueError(f"{what}[{i}] has {y.shape[1]} target groups, {what}[0] has {groups}.")
         out.append(y.astype(np.int64))
     return out
-
-
-def pad_sequences(arrays: list[np.ndarray], value: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad 1-d or 2-d int arrays: → (N, L[, G]) long tensor and lengths (N,)."""
-    lengths = torch.tensor([len(a) for a in arrays])
-    shape = (len(arrays), int(lengths.max())) + tuple(arrays[0].shape[1:])
-    out = torch.full(shape, value, dtype=torch.long)
-    for i, a in enumerate(arrays):
-        out[i, : len(a)] = torch.as_tensor(a)
-    return out, lengths
 
 
 def check_batch_size(batch_size, default: int) -> int:

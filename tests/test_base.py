@@ -12,7 +12,8 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from interpretable import EmbeddingBagClassifier
-from interpretable.validation import check_images, resolve_device
+from interpretable.nn.tensors import resolve_device
+from interpretable.validation import check_images
 from interpretable.estimators.base import NeuralEstimator, TrainingDivergedError
 
 

@@ -222,11 +222,11 @@ def test_bad_input_at_fit(digits):
 def test_zoom_out_batches_shrink_every_image_onto_a_black_canvas():
     import torch
 
-    from interpretable.estimators.vision import _ZoomOutBatches
+    from interpretable.estimators.augmentation import ZoomOutBatches
 
     images = torch.ones(6, 8, 8, 1)
     items = [({"x": img}, torch.tensor(i)) for i, img in enumerate(images)]
-    batches = _ZoomOutBatches(lambda z: z.permute(0, 3, 1, 2), (0.5, 0.5), 1.0,
+    batches = ZoomOutBatches(lambda z: z.permute(0, 3, 1, 2), (0.5, 0.5), 1.0,
                               torch.Generator().manual_seed(0))
     X, y = batches(items)
     assert X["x"].shape == (6, 1, 8, 8) and y.tolist() == list(range(6))
@@ -235,12 +235,12 @@ def test_zoom_out_batches_shrink_every_image_onto_a_black_canvas():
     positions = {tuple(torch.nonzero(x[0])[0].tolist()) for x in X["x"]}
     assert len(positions) > 1
     for scale, probability in ((None, 1.0), ((0.5, 0.5), 0.0)):
-        unchanged = _ZoomOutBatches(lambda z: z, scale, probability, torch.Generator())(items)
+        unchanged = ZoomOutBatches(lambda z: z, scale, probability, torch.Generator())(items)
         assert torch.equal(unchanged[0]["x"], images)
-    again = _ZoomOutBatches(lambda z: z.permute(0, 3, 1, 2), (0.5, 0.5), 1.0,
+    again = ZoomOutBatches(lambda z: z.permute(0, 3, 1, 2), (0.5, 0.5), 1.0,
                             torch.Generator().manual_seed(0))(items)[0]["x"]
     assert torch.equal(again, X["x"])
-    some = _ZoomOutBatches(lambda z: z, (0.5, 0.5), 0.5, torch.Generator().manual_seed(0))
+    some = ZoomOutBatches(lambda z: z, (0.5, 0.5), 0.5, torch.Generator().manual_seed(0))
     shrunk = torch.cat([some(items)[0]["x"] for _ in range(10)]).sum(dim=(1, 2, 3)) == 16
     assert 0.2 < shrunk.float().mean() < 0.8  # about half the images, the rest untouched
 

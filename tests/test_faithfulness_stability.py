@@ -9,6 +9,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 
 from interpretable import AttentionTextClassifier, DiversityLSTMClassifier, SEATClassifier
+from interpretable.estimators.seat_variants import SEAT, Vanilla
 from interpretable.explanation import TokenExplanation
 from interpretable.metrics import (comprehensiveness, embedding_stability, make_explanation_scorer,
                                    make_stability_scorer, seed_stability, sensitivity,
@@ -179,7 +180,8 @@ def test_metrics_take_diversity_lstm_and_seat_vanilla_view(sentiment_data, texts
     div = DiversityLSTMClassifier(**{**SMALL, "max_epochs": 3}).fit(X, y)
     assert np.isfinite(sufficiency(div, texts, fractions=(0.2,)).summary["aopc"])
     assert np.isfinite(embedding_stability(div, texts, radius=0.1).summary["mean_jsd"])
-    seat = SEATClassifier(encoder="rnn", pgd_steps=2, **{**SMALL, "max_epochs": 3}).fit(X, y)
+    seat = SEATClassifier(encoder="rnn", variant=SEAT(pgd_steps=2),
+                          **{**SMALL, "max_epochs": 3}).fit(X, y)
     a = comprehensiveness(seat, texts, method="attention", fractions=(0.2,))
     v = comprehensiveness(seat, texts, method="vanilla", fractions=(0.2,))
     # the vanilla view equals a plain model holding the vanilla attention layer
@@ -197,8 +199,8 @@ def test_grid_search_with_explanation_and_stability_scorers(sentiment_data):
                "sufficiency": make_explanation_scorer("sufficiency", fractions=(0.2,)),
                "comprehensiveness": make_explanation_scorer("comprehensiveness", fractions=(0.2,)),
                "stability": make_stability_scorer("embedding", radius=1e-2)}
-    grid = GridSearchCV(SEATClassifier(encoder="rnn", pgd_steps=2, **{**SMALL, "max_epochs": 3}),
-                        {"method": ["vanilla", "seat"]}, scoring=scoring, refit="accuracy", cv=2)
+    grid = GridSearchCV(SEATClassifier(encoder="rnn", **{**SMALL, "max_epochs": 3}),
+                        {"variant": [Vanilla(), SEAT(pgd_steps=2)]}, scoring=scoring, refit="accuracy", cv=2)
     grid.fit(X, y)
     res = grid.cv_results_
     for name in scoring:
@@ -270,7 +272,8 @@ def test_evaluation_runs_without_dropout(sentiment_data, texts):
     """The public SEAT code leaves dropout on while evaluating; here every metric and the SEAT
     phase run the module in eval mode, so repeated evaluations agree exactly."""
     X, y = sentiment_data
-    clf = SEATClassifier(encoder="rnn", dropout=0.5, pgd_steps=2, **{**SMALL, "max_epochs": 3})
+    clf = SEATClassifier(encoder="rnn", dropout=0.5, variant=SEAT(pgd_steps=2),
+                         **{**SMALL, "max_epochs": 3})
     clf.fit(X, y)
     assert not clf.module_.training  # fit leaves the module in eval mode; nothing flips it
     zero = embedding_stability(clf, texts, radius=0.0)

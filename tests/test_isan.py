@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from interpretable.nn.char_lstm import CharLSTM, lstm_parameter_count
-from interpretable.nn.isan import ISAN, _AffineScan, isan_parameter_count, readout_basis
+from interpretable.nn.affine import AffineScan
+from interpretable.nn.isan import ISAN, isan_parameter_count, readout_basis
 
 
 
@@ -65,7 +66,7 @@ def test_affine_scan_gradients_match_autograd():
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
     W, b = net.W.detach().clone().requires_grad_(), net.b.detach().clone().requires_grad_()
     h = torch.randn(3, 6, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda W, b, h: _AffineScan.apply(W, b, h, x), (W, b, h))
+    assert torch.autograd.gradcheck(lambda W, b, h: AffineScan.apply(W, b, h, x), (W, b, h))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -437,7 +437,7 @@ def test_word_context_effects_match_explanation(isan64):
 
 
 def test_options_validated_at_the_call(isan, monkeypatch):
-    from interpretable.estimators import sequence
+    from interpretable.estimators.explainers import sequence
 
     # a temperature so small that logits / temperature overflows is the greedy limit
     assert isan.generate("the ", 8, temperature=1e-320) == isan.generate("the ", 8, temperature=0)

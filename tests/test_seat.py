@@ -4,15 +4,12 @@ import numpy as np
 import pytest
 import torch
 
+from interpretable.nn.attacks import embedding_pgd, gold_margin, pgd_attention, project_ball
+from interpretable.nn.losses import prediction_divergence
 from interpretable.nn.seat import (
     AuthorsSEATCriterion,
     AuthorsSEATTrainer,
     authors_topk_loss,
-    embedding_pgd,
-    gold_margin,
-    pgd_attention,
-    prediction_divergence,
-    project_ball,
     seat_objective,
     top_k_mask,
     top_k_overlap,
@@ -259,7 +256,8 @@ from sklearn.exceptions import NotFittedError  # noqa: E402
 from sklearn.frozen import FrozenEstimator  # noqa: E402
 
 from interpretable import AttentionTextClassifier, SEATClassifier  # noqa: E402
-from interpretable.estimators.seat import SEAT_METHODS  # noqa: E402
+from interpretable.estimators.seat_variants import (  # noqa: E402
+    SEAT, VARIANTS, AttentionAT, AttentionRP, AuthorsSEAT, Vanilla, WordAT)
 from interpretable.explanation import TokenExplanation  # noqa: E402
 
 TINY = dict(encoder="rnn", embed_dim=12, hidden_size=12, max_epochs=6, batch_size=16, lr=2e-2,
@@ -269,7 +267,7 @@ TINY = dict(encoder="rnn", embed_dim=12, hidden_size=12, max_epochs=6, batch_siz
 @pytest.fixture(scope="module")
 def vanilla(sentiment_data):
     X, y = sentiment_data
-    return SEATClassifier(method="vanilla", **TINY).fit(X, y)
+    return SEATClassifier(variant=Vanilla(), **TINY).fit(X, y)
 
 
 def _attention_attack_divergence(clf, X, radius, attention_of=None):
@@ -289,11 +287,12 @@ def _attention_attack_divergence(clf, X, radius, attention_of=None):
 
 def test_seat_lowers_attention_sensitivity_and_keeps_predictions(sentiment_data, vanilla):
     X, y = sentiment_data
-    seat = SEATClassifier(method="seat", base_estimator=FrozenEstimator(vanilla), k=2,
-                          lambda_topk=1.0, lambda_stability=20.0, pgd_radius=0.3, seat_epochs=8,
-                          seat_lr=2e-2, **{k: v for k, v in TINY.items() if k != "max_epochs"})
+    seat = SEATClassifier(variant=SEAT(k=2, lambda_topk=1.0, lambda_stability=20.0,
+                                       pgd_radius=0.3, epochs=8, lr=2e-2),
+                          base_estimator=FrozenEstimator(vanilla),
+                          **{k: v for k, v in TINY.items() if k != "max_epochs"})
     seat.fit(X, y)
-    no_stability = clone(seat).set_params(lambda_stability=0.0).fit(X, y)
+    no_stability = clone(seat).set_params(variant__lambda_stability=0.0).fit(X, y)
     # the inner maximisation of (6) is what SEAT minimises: w~ is harder to attack than w
     # (with hidden states and decoder fixed, only by more decided predictions: a 20% drop)
     d_vanilla = _attention_attack_divergence(vanilla, X, 0.3)
@@ -324,23 +323,27 @@ def test_seat_lowers_attention_sensitivity_and_keeps_predictions(sentiment_data,
 def test_lambda_zero_and_no_steps_keeps_vanilla(sentiment_data, vanilla):
     """With only D1 and L_topk at their minimum (w~ = w), SEAT stays at the vanilla model."""
     X, y = sentiment_data
-    seat = SEATClassifier(method="seat", base_estimator=FrozenEstimator(vanilla),
-                          lambda_stability=0.0, divergence="kl", seat_lr=1e-4,
+    seat = SEATClassifier(variant=SEAT(lambda_stability=0.0, divergence="kl", lr=1e-4),
+                          base_estimator=FrozenEstimator(vanilla),
                           **{k: v for k, v in TINY.items() if k not in ("lr",)}).fit(X, y)
     np.testing.assert_allclose(seat.predict_proba(X), vanilla.predict_proba(X), atol=1e-2)
 
 
-@pytest.mark.parametrize("method", SEAT_METHODS)
+def _variant(name):
+    return SEAT(pgd_steps=2) if name == "seat" else VARIANTS[name]()
+
+
+@pytest.mark.parametrize("method", ["seat", "vanilla", "attention-rp", "attention-at", "word-at"])
 def test_every_method_fits_predicts_explains(sentiment_data, method):
     X, y = sentiment_data
-    clf = SEATClassifier(method=method, pgd_steps=2, **{**TINY, "max_epochs": 4}).fit(X, y)
+    clf = SEATClassifier(variant=_variant(method), **{**TINY, "max_epochs": 4}).fit(X, y)
     assert clf.score(X, y) >= 0.7
     exp = clf.explain(X[:4])
     assert isinstance(exp, TokenExplanation)
     for a in exp.values:
         assert a.sum() == pytest.approx(1.0, abs=1e-5)
     # reproducible under random_state
-    again = SEATClassifier(method=method, pgd_steps=2, **{**TINY, "max_epochs": 4}).fit(X, y)
+    again = SEATClassifier(variant=_variant(method), **{**TINY, "max_epochs": 4}).fit(X, y)
     np.testing.assert_allclose(again.predict_proba(X), clf.predict_proba(X), atol=1e-6)
     if method == "seat":
         assert set(clf.history_[0]) >= {"closeness", "topk", "stability"}
@@ -353,9 +356,9 @@ def test_every_method_fits_predicts_explains(sentiment_data, method):
 def test_baselines_differ_from_vanilla(sentiment_data, vanilla):
     X, y = sentiment_data
     p = vanilla.predict_proba(X)
-    for method in ("attention-rp", "attention-at", "word-at"):
-        clf = clone(vanilla).set_params(method=method, adv_epsilon=0.5).fit(X, y)
-        assert not np.allclose(clf.predict_proba(X), p, atol=1e-4), method
+    for variant in (AttentionRP(epsilon=0.5), AttentionAT(epsilon=0.5), WordAT(epsilon=0.5)):
+        clf = clone(vanilla).set_params(variant=variant).fit(X, y)
+        assert not np.allclose(clf.predict_proba(X), p, atol=1e-4), variant
 
 
 def test_base_estimator_variants(sentiment_data, vanilla):
@@ -363,19 +366,19 @@ def test_base_estimator_variants(sentiment_data, vanilla):
     # an AttentionTextClassifier works as the vanilla model; its architecture is used
     base = AttentionTextClassifier(encoder="lstm", embed_dim=10, hidden_size=6, max_epochs=3,
                                    batch_size=16, lr=2e-2, device="cpu", random_state=1).fit(X, y)
-    seat = SEATClassifier(base_estimator=FrozenEstimator(base), pgd_steps=2, seat_epochs=2,
+    seat = SEATClassifier(base_estimator=FrozenEstimator(base), variant=SEAT(pgd_steps=2, epochs=2),
                           device="cpu", random_state=0).fit(X, y)
     for a, b in zip(seat.explain(X[:5], method="vanilla").values,
                     base.explain(X[:5]).values):
         np.testing.assert_allclose(a, b, atol=1e-6)
     assert seat.architecture_["hidden_size"] == 6
     # an unfitted base is fitted first (as clone() inside GridSearchCV would leave it)
-    unfitted = SEATClassifier(base_estimator=clone(vanilla), pgd_steps=2,
+    unfitted = SEATClassifier(base_estimator=clone(vanilla), variant=SEAT(pgd_steps=2),
                               **{**TINY, "max_epochs": 2}).fit(X, y)
     assert not hasattr(vanilla, "architecture_") or vanilla.architecture_ is None
     assert unfitted.predict(X[:3]).shape == (3,)
     # "vanilla" with a base copies it
-    copy_ = SEATClassifier(method="vanilla", base_estimator=FrozenEstimator(vanilla)).fit(X, y)
+    copy_ = SEATClassifier(variant="vanilla", base_estimator=FrozenEstimator(vanilla)).fit(X, y)
     np.testing.assert_allclose(copy_.predict_proba(X), vanilla.predict_proba(X), atol=1e-6)
     copy_.module_.output.weight.data.zero_()
     assert vanilla.module_.output.weight.abs().sum() > 0  # a copy, not the same module
@@ -383,7 +386,7 @@ def test_base_estimator_variants(sentiment_data, vanilla):
 
 def test_sklearn_contracts_and_persistence(sentiment_data, tmp_path):
     X, y = sentiment_data
-    clf = SEATClassifier(pgd_steps=2, **{**TINY, "max_epochs": 3})
+    clf = SEATClassifier(variant=SEAT(pgd_steps=2), **{**TINY, "max_epochs": 3})
     params = clf.get_params()
     with pytest.raises(NotFittedError):
         clf.predict(X[:2])
@@ -401,13 +404,13 @@ def test_sklearn_contracts_and_persistence(sentiment_data, tmp_path):
     assert loaded.fit_diagnostics_ == clf.fit_diagnostics_
 
 
-AUTHORS = dict(objective="authors", k=3, lambda_topk=1000.0, lambda_stability=1.0,
-               pgd_radius=0.01, pgd_steps=3, pgd_norm="linf", seat_epochs=2, seat_lr=1e-2)
+AUTHORS = dict(variant=AuthorsSEAT(k=3, lambda_topk=1000.0, lambda_stability=1.0, pgd_radius=0.01,
+                                   pgd_steps=3, pgd_norm="linf", epochs=2, lr=1e-2))
 
 
 def test_authors_objective_trains_the_whole_model(sentiment_data, vanilla, tmp_path,
                                                   monkeypatch):
-    from interpretable.estimators import base
+    from interpretable.estimators import training
 
     groups = []
 
@@ -416,7 +419,7 @@ def test_authors_objective_trains_the_whole_model(sentiment_data, vanilla, tmp_p
             super().__init__(params, **kwargs)
             groups.append([(len(g["params"]), g["lr"], g["amsgrad"]) for g in self.param_groups])
 
-    monkeypatch.setitem(base._OPTIMIZERS, "adam", Recording)
+    monkeypatch.setitem(training.OPTIMIZERS, "adam", Recording)
     X, y = sentiment_data
     seat = SEATClassifier(base_estimator=FrozenEstimator(vanilla), **AUTHORS,
                           **{k: v for k, v in TINY.items() if k != "max_epochs"}).fit(X, y)
@@ -433,31 +436,30 @@ def test_authors_objective_trains_the_whole_model(sentiment_data, vanilla, tmp_p
     assert {"clean", "adversarial", "topk"} <= set(seat.history_[-1])
     assert len(seat.history_) == 2 and len(seat.vanilla_history_) == len(vanilla.history_)
     assert set(seat.fit_diagnostics_) == {"top_k_overlap", "prediction_tvd", "agreement"}
-    with pytest.raises(ValueError, match="objective='paper'"):
+    with pytest.raises(ValueError, match="paper's objective"):
         seat.explain(X[:2], method="vanilla")
     seat.save(tmp_path / "authors")
     loaded = SEATClassifier.load(tmp_path / "authors")
     np.testing.assert_allclose(loaded.predict_proba(X), seat.predict_proba(X), atol=1e-6)
     # the training attack is the authors' clamp when asked: another model
-    clamped = clone(seat).set_params(pgd_clamp=(0.0, 1.0)).fit(X, y)
+    clamped = clone(seat).set_params(variant__pgd_clamp=(0.0, 1.0)).fit(X, y)
     assert not np.allclose(clamped.predict_proba(X), seat.predict_proba(X))
 
 
 @pytest.mark.parametrize("params, match", [
-    (dict(objective="code"), "objective"),
-    (dict(pgd_clamp=(1.0, 0.0)), "pgd_clamp"),
-    (dict(pgd_clamp=[0.0, 1.0]), "pgd_clamp"),
-    (dict(objective="authors", optimizer="sgd"), "optimizer must be 'adam'"),
-    (dict(method="seat-ish"), "method"),
-    (dict(k=0), "'k' parameter"),
-    (dict(lambda_topk=-1.0), "lambda_topk"),
-    (dict(lambda_stability=float("nan")), "lambda_stability"),
-    (dict(pgd_radius=-0.1), "pgd_radius"),
-    (dict(pgd_steps=1.5), "pgd_steps"),
-    (dict(pgd_norm="l1"), "pgd_norm"),
-    (dict(divergence="js"), "divergence"),
-    (dict(seat_epochs=0), "seat_epochs"),
-    (dict(adv_epsilon=0.0), "adv_epsilon"),
+    (dict(variant="code"), "variant"),
+    (dict(variant=AuthorsSEAT(pgd_clamp=(1.0, 0.0))), "pgd_clamp"),
+    (dict(variant=AuthorsSEAT(pgd_clamp=[0.0, 1.0])), "pgd_clamp"),
+    (dict(variant="authors", optimizer="sgd"), "optimizer must be 'adam'"),
+    (dict(variant=SEAT(k=0)), "'k' parameter"),
+    (dict(variant=SEAT(lambda_topk=-1.0)), "lambda_topk"),
+    (dict(variant=SEAT(lambda_stability=float("nan"))), "lambda_stability"),
+    (dict(variant=SEAT(pgd_radius=-0.1)), "pgd_radius"),
+    (dict(variant=SEAT(pgd_steps=1.5)), "pgd_steps"),
+    (dict(variant=SEAT(pgd_norm="l1")), "pgd_norm"),
+    (dict(variant=SEAT(divergence="js")), "divergence"),
+    (dict(variant=SEAT(epochs=0)), "epochs"),
+    (dict(variant=WordAT(epsilon=0.0)), "epsilon"),
 ])
 def test_bad_parameters(sentiment_data, params, match):
     X, y = sentiment_data
@@ -510,7 +512,7 @@ def test_seat_with_tiny_random_bert(sentiment_data):
     torch.manual_seed(0)
     enc = BertEncoder.from_config(TINY_BERT)
     before = enc.bert.encoder.layer[0].output.dense.weight.detach().clone()
-    clf = SEATClassifier(encoder=enc, max_epochs=3, lr=5e-3, batch_size=16, pgd_steps=2,
+    clf = SEATClassifier(encoder=enc, max_epochs=3, lr=5e-3, batch_size=16, variant=SEAT(pgd_steps=2),
                          device="cpu", random_state=0).fit(X, y)
     assert clf.score(X, y) >= 0.8
     exp = clf.explain(X[:3])

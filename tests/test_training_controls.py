@@ -13,6 +13,7 @@ from sklearn.model_selection import StratifiedShuffleSplit
 
 from interpretable import (BcosViTClassifier, DiversityLSTMClassifier, EmbeddingBagClassifier,
                            ISANSequenceTagger, SEATClassifier)
+from interpretable.estimators.seat_variants import SEAT
 
 from conformance.cases import _TINY_VIT, _digits, _parentheses, _sentiment
 
@@ -136,9 +137,10 @@ def test_warm_start_refuses_incompatible_data_and_architecture():
     vit = BcosViTClassifier(**{**_TINY_VIT, "max_epochs": 1}, warm_start=True).fit(images, labels)
     with pytest.raises(ValueError, match="size"):
         vit.fit(images[:, :4, :4], labels)
-    with pytest.raises(ValueError, match="method='seat'"):
+    with pytest.raises(ValueError, match="variant 'seat'"):
         seat = SEATClassifier(encoder="rnn", embed_dim=8, hidden_size=8, max_epochs=1,
-                              seat_epochs=1, pgd_steps=1, random_state=0, warm_start=True)
+                              variant=SEAT(epochs=1, pgd_steps=1), random_state=0,
+                              warm_start=True)
         seat.fit(X, y).fit(X, y)
 
 
@@ -181,8 +183,8 @@ def test_verbose_shows_a_progress_bar_on_a_terminal(capsys, monkeypatch):
 
 def test_seat_names_its_phases(capsys):
     X, y, _ = _sentiment(32)
-    SEATClassifier(encoder="rnn", embed_dim=8, hidden_size=8, max_epochs=1, seat_epochs=1,
-                   pgd_steps=1, random_state=0, verbose=1).fit(X, y)
+    SEATClassifier(encoder="rnn", embed_dim=8, hidden_size=8, max_epochs=1,
+                   variant=SEAT(epochs=1, pgd_steps=1), random_state=0, verbose=1).fit(X, y)
     out = capsys.readouterr().out
     first, second = out.index("phase 1/2: vanilla"), out.index("phase 2/2: SEAT")
     assert first < out.index("train_loss") < second < out.rindex("closeness")
@@ -219,6 +221,6 @@ def test_explain_progress_bar_only_on_a_terminal_and_only_during_explain(monkeyp
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     shown = est.explain(X_test)
     assert "explain" in capsys.readouterr().err
-    assert base._SHOW_PROGRESS.get() is False  # reset after the call
+    assert base.SHOW_PROGRESS.get() is False  # reset after the call
     for a, b in zip(quiet.values, shown.values):
         assert (a == b).all()

@@ -1,8 +1,10 @@
 """Attention text classifiers (encoder + additive attention + linear decoder) with sklearn's API.
 
 :class:`AttentionClassifierBase` holds what every attention text classifier shares (module,
-forward with attention / embedding overrides, attention explanations); its subclasses say which
-encoder they run (``_encoder_spec``) and may add training terms (``_criterion``):
+forward with attention / embedding overrides, attention weights, hidden-state conicity); its
+subclasses say which encoder they run (:meth:`~AttentionClassifierBase.architecture`) and may add
+training terms (``_criterion``). Attention and the post-hoc token methods explain them all
+(:mod:`interpretable.estimators.explainers.text`):
 
 * :class:`AttentionTextClassifier`: the vanilla attention model of Jain & Wallace (2019), the
   baseline of Mohankumar et al. (2020) and Hu et al. (SEAT, 2023), with a free ``encoder``;
@@ -19,16 +21,14 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
-from ..attribution.text import GRADIENT_METHODS
-from ..explanation import TokenExplanation
 from ..nn.attention import AttentionTextModule, check_conicity_kind, conicity
 from ..nn.recurrent import RECURRENT_KINDS
-from .base import Batch
 from .text_base import TextClassifierBase
 
-__all__ = ["AttentionClassifierBase", "AttentionTextClassifier", "EXPLAIN_METHODS"]
+__all__ = ["AttentionClassifierBase", "AttentionTextClassifier", "ARCHITECTURE"]
 
-EXPLAIN_METHODS = ("attention", *GRADIENT_METHODS)
+#: the parameters that shape an attention classifier's module (with its encoder)
+ARCHITECTURE = ("hidden_size", "attention_size", "freeze_embeddings", "dropout")
 
 
 def _pad_cols(a: np.ndarray, width: int) -> np.ndarray:
@@ -55,43 +55,23 @@ class AttentionClassifierBase(TextClassifierBase):
         "dropout": [Interval(Real, 0, 1, closed="left")],
     }
     _supports_pairs = True
-    explain_methods = EXPLAIN_METHODS
 
-    def __init__(self, *, embeddings=None, embed_dim=50, hidden_size=128, attention_size=None,
-                 freeze_embeddings=False, dropout=0.0, text_encoder=None, lr=1e-3,
-                 max_epochs=10, batch_size=64, optimizer="adam", weight_decay=0.0,
-                 device="auto", random_state=None, verbose=0, class_weight=None,
-                 callbacks=None, validation_fraction=None, early_stopping=False,
-                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        super().__init__(lr=lr, max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
-                         weight_decay=weight_decay, device=device, random_state=random_state,
-                         verbose=verbose, class_weight=class_weight,
-                         callbacks=callbacks, validation_fraction=validation_fraction,
-                         early_stopping=early_stopping, n_iter_no_change=n_iter_no_change,
-                         warm_start=warm_start, precision=precision, accelerator=accelerator)
-        self.embeddings = embeddings
-        self.embed_dim = embed_dim
-        self.hidden_size = hidden_size
-        self.attention_size = attention_size
-        self.freeze_embeddings = freeze_embeddings
-        self.dropout = dropout
-        self.text_encoder = text_encoder
-
-    # ------------------------------------------------------------------ hooks
-    def _encoder_spec(self):
-        """The ``encoder`` argument of :class:`AttentionTextModule`: a recurrent kind or a
-        module (copied, so the caller's module is never trained in place)."""
-        raise NotImplementedError
+    # ------------------------------------------------------------------ module
+    def architecture(self) -> dict:
+        """What shapes the module: the sizes named in :data:`ARCHITECTURE` and the
+        ``encoder`` (a recurrent kind or an ``nn.Module``), which subclasses add."""
+        return {name: getattr(self, name) for name in ARCHITECTURE}
 
     def _build_module(self, embeddings=None) -> AttentionTextModule:
-        spec = self._encoder_spec()
+        arch = self.architecture()
+        spec = arch["encoder"]
         return AttentionTextModule(
             vocab_size=len(self.text_encoder_.index_to_token_), num_classes=len(self.classes_),
-            embed_dim=self.embed_dim_, hidden_size=self.hidden_size,
+            embed_dim=self.embed_dim_, hidden_size=arch["hidden_size"],
             encoder=copy.deepcopy(spec) if isinstance(spec, nn.Module) else spec,
             embeddings=None if embeddings is None else torch.as_tensor(embeddings),
-            freeze_embeddings=self.freeze_embeddings, pair=self.pair_input_,
-            dropout=self.dropout, attention_size=self.attention_size)
+            freeze_embeddings=arch["freeze_embeddings"], pair=self.pair_input_,
+            dropout=arch["dropout"], attention_size=arch["attention_size"])
 
     # ------------------------------------------------------------------ forward
     def _attention_layer(self, view: str):
@@ -127,31 +107,6 @@ class AttentionClassifierBase(TextClassifierBase):
         return torch.cat([conicity(out.hidden, out.mask, absolute=absolute).float().cpu()
                           for _, _, out in self.forward_batches(self.encode(X).inputs)]).numpy()
 
-    # ------------------------------------------------------------------ explain
-    def _explain_attention(self, batch: Batch, target, *, batch_size, view="model",
-                           embedding_offset=None) -> TokenExplanation:
-        """The model's attention weights (class-independent: the same for every target).
-        ``embedding_offset (n, T, E)`` is added to the embeddings."""
-        n, T = batch.inputs["tokens"].shape
-        att, logits = np.zeros((n, T)), []
-        with torch.no_grad():
-            for rows, b in self.iter_batches(batch.inputs, batch_size):
-                embedded = None
-                if embedding_offset is not None:
-                    embedded = self.embed(b)
-                    embedded = embedded + embedding_offset[rows, : embedded.shape[1]].to(embedded)
-                out = self.forward_batch(b, embedded=embedded, view=view)
-                att[rows, : out.attention.shape[1]] = out.attention.float().cpu().numpy()
-                logits.append(out.logits.float().cpu().numpy())
-        logits = np.concatenate(logits)
-        return self._token_explanation(batch, att, self.target_indices(target, logits), logits,
-                                       "attention")
-
-    def _explainer(self, method: str):
-        if method == "attention":
-            return self._explain_attention
-        return super()._explainer(method)
-
 
 class AttentionTextClassifier(AttentionClassifierBase):
     """Text classifier with an additive attention layer over a recurrent (or custom) encoder.
@@ -174,8 +129,12 @@ class AttentionTextClassifier(AttentionClassifierBase):
         Dropout on encoder input and context vector.
     text_encoder : TextEncoder or None
         Tokenisation and vocabulary (cloned and fitted; None: ``TextEncoder()``).
-    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose :
-        See :class:`interpretable.estimators.base.NeuralEstimator`.
+    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose,
+    callbacks, validation_fraction, early_stopping, n_iter_no_change, warm_start, precision,
+    accelerator :
+        Training parameters, see :class:`~interpretable.estimators.base.NeuralEstimator`.
+    class_weight : None, "balanced" or dict
+        See :class:`~interpretable.estimators.classifier.NeuralClassifier`.
 
     Attributes
     ----------
@@ -197,16 +156,30 @@ class AttentionTextClassifier(AttentionClassifierBase):
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        super().__init__(embeddings=embeddings, embed_dim=embed_dim, hidden_size=hidden_size,
-                         attention_size=attention_size, freeze_embeddings=freeze_embeddings,
-                         dropout=dropout, text_encoder=text_encoder, lr=lr,
-                         max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
-                         weight_decay=weight_decay, device=device, random_state=random_state,
-                         verbose=verbose, class_weight=class_weight,
-                         callbacks=callbacks, validation_fraction=validation_fraction,
-                         early_stopping=early_stopping, n_iter_no_change=n_iter_no_change,
-                         warm_start=warm_start, precision=precision, accelerator=accelerator)
         self.encoder = encoder
+        self.embeddings = embeddings
+        self.embed_dim = embed_dim
+        self.hidden_size = hidden_size
+        self.attention_size = attention_size
+        self.freeze_embeddings = freeze_embeddings
+        self.dropout = dropout
+        self.text_encoder = text_encoder
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
-    def _encoder_spec(self):
-        return self.encoder
+    def architecture(self) -> dict:
+        return {**super().architecture(), "encoder": self.encoder}

@@ -11,24 +11,20 @@ Three variants of the LSTM + additive attention model, chosen with ``cell``:
 Low conicity makes the attention weights faithful: permuting them changes the output, erasing
 the highest-weighted hidden states flips decisions quickly, and attention agrees better with
 gradient attributions (see :mod:`interpretable.metrics.attention_analysis`).
-``explain(X, method="detached_gradient")`` is the authors' "gradient" attribution to compare
-attention with: gradient × embedding of the explained class's probability, attention detached.
+Besides attention and the post-hoc token methods, it is explained by the authors' "gradient"
+attribution to compare attention with: gradient × embedding of the explained class's
+probability, attention detached (:class:`~interpretable.estimators.explainers.text.DetachedGradient`).
 """
 from __future__ import annotations
 
 from numbers import Real
 
-import numpy as np
-import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
-from ..attribution.text import attribute_tokens
-from ..explanation import TokenExplanation
 from ..nn.attention import CONICITY_KINDS
 from ..nn.losses import DiversityLoss
-from .attention_text import EXPLAIN_METHODS, AttentionClassifierBase
-from .base import Batch
+from .attention_text import AttentionClassifierBase
 
 __all__ = ["DiversityLSTMClassifier", "CELLS", "CONICITY_KINDS"]
 
@@ -49,9 +45,14 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
         Cosine used by the conicity penalty: ``"absolute"`` averages ``|cos(h_t, mean(H))|``
         (the authors' code, default), ``"signed"`` the signed cosine of the paper's text (its
         penalty is lowest for anti-aligned states, so the trained conicity can turn negative).
-    embeddings, embed_dim, hidden_size, attention_size, freeze_embeddings, dropout, text_encoder,
-    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose :
-        As in :class:`AttentionTextClassifier`.
+    embeddings, embed_dim, hidden_size, attention_size, freeze_embeddings, dropout, text_encoder :
+        As in :class:`~interpretable.estimators.attention_text.AttentionTextClassifier`.
+    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose,
+    callbacks, validation_fraction, early_stopping, n_iter_no_change, warm_start, precision,
+    accelerator :
+        Training parameters, see :class:`~interpretable.estimators.base.NeuralEstimator`.
+    class_weight : None, "balanced" or dict
+        See :class:`~interpretable.estimators.classifier.NeuralClassifier`.
 
     Examples
     --------
@@ -65,7 +66,6 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
         "diversity_weight": [Interval(Real, 0, None, closed="left")],
         "conicity": [StrOptions(set(CONICITY_KINDS))],
     }
-    explain_methods = (*EXPLAIN_METHODS, "detached_gradient")
 
     def __init__(self, *, cell="diversity", diversity_weight=0.5, conicity="absolute",
                  embeddings=None, embed_dim=50,
@@ -74,57 +74,38 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
                  weight_decay=0.0, device="auto", random_state=None, verbose=0,
                  class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        super().__init__(embeddings=embeddings, embed_dim=embed_dim, hidden_size=hidden_size,
-                         attention_size=attention_size, freeze_embeddings=freeze_embeddings,
-                         dropout=dropout, text_encoder=text_encoder, lr=lr,
-                         max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
-                         weight_decay=weight_decay, device=device, random_state=random_state,
-                         verbose=verbose, class_weight=class_weight,
-                         callbacks=callbacks, validation_fraction=validation_fraction,
-                         early_stopping=early_stopping, n_iter_no_change=n_iter_no_change,
-                         warm_start=warm_start, precision=precision, accelerator=accelerator)
         self.cell = cell
         self.diversity_weight = diversity_weight
         self.conicity = conicity
+        self.embeddings = embeddings
+        self.embed_dim = embed_dim
+        self.hidden_size = hidden_size
+        self.attention_size = attention_size
+        self.freeze_embeddings = freeze_embeddings
+        self.dropout = dropout
+        self.text_encoder = text_encoder
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
-    def _encoder_spec(self):
-        return "orthogonal" if self.cell == "orthogonal" else "lstm"
+    def architecture(self) -> dict:
+        """As the base's, with the encoder of ``cell``: the orthogonal LSTM or ``nn.LSTM``."""
+        return {**super().architecture(),
+                "encoder": "orthogonal" if self.cell == "orthogonal" else "lstm"}
 
     def _criterion(self) -> nn.Module:
         return DiversityLoss(self.diversity_weight if self.cell == "diversity" else 0.0,
                              absolute=self.conicity == "absolute")
-
-    def _explain_detached_gradient(self, batch: Batch, target, *, batch_size) -> TokenExplanation:
-        """The authors' "gradient" attribution: ``(∂p_c / ∂e_t) · e_t`` per token, ``p_c`` the
-        softmax probability of the explained class (σ(logit) of their one-logit binary
-        models) with the attention weights held constant (detached), ``e_t (E,)`` the embedding."""
-        n, T = batch.inputs["tokens"].shape
-        scores, logits = np.zeros((n, T)), np.zeros((n, len(self.classes_)))
-        target_idx = None if target is None else self.target_indices(target, logits)
-        for rows, b in self.iter_batches(batch.inputs, batch_size):
-            keys = list(b)
-
-            def probabilities(embedded, *args):
-                inputs = dict(zip(keys, args))
-                with torch.no_grad():
-                    attention = self.forward_batch(inputs, embedded=embedded).attention
-                return torch.softmax(self.forward_batch(inputs, embedded=embedded,
-                                                        attention=attention).logits, 1)
-
-            embedded = self.embed(b).detach()
-            with torch.no_grad():
-                out = self.forward_batch(b, embedded=embedded)
-            logits[rows] = out.logits.float().cpu().numpy()
-            tgt = logits[rows].argmax(1) if target_idx is None else target_idx[rows]
-            result = attribute_tokens(probabilities, embedded,
-                                      torch.as_tensor(tgt, device=embedded.device),
-                                      "input_x_gradient", mask=out.mask,
-                                      additional_forward_args=tuple(b.values()))
-            scores[rows, : embedded.shape[1]] = result.scores.cpu().numpy()
-        target_idx = logits.argmax(1) if target_idx is None else target_idx
-        return self._token_explanation(batch, scores, target_idx, logits, "detached_gradient")
-
-    def _explainer(self, method: str):
-        if method == "detached_gradient":
-            return self._explain_detached_gradient
-        return super()._explainer(method)

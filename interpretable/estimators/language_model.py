@@ -14,7 +14,6 @@ symbol sequences use :mod:`.tagger`.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import Counter
@@ -25,12 +24,10 @@ import torch
 from sklearn.utils._param_validation import Interval
 from torch.nn import functional as F
 
-from ..attribution.text import GRADIENT_METHODS, attribute_tokens
-from ..explanation import SequenceExplanation
 from ..nn.char_lstm import CharLSTM
-from ..nn.sequence_loss import IGNORE_INDEX
-from ..validation import check_documents, check_random_state_seed, pad_sequences
-from .base import Batch
+from ..nn.losses import IGNORE_INDEX
+from ..nn.tensors import pad_sequences
+from ..validation import check_documents, check_random_state_seed
 from .sequence import DTYPES, UNKNOWN, ISANBase, SequenceEstimator, next_symbol_windows
 
 __all__ = ["ISANLanguageModel", "LSTMLanguageModel", "split_words"]
@@ -50,7 +47,7 @@ class _LanguageModel(SequenceEstimator):
 
     _parameter_constraints = {**SequenceEstimator._parameter_constraints,
                               "seq_len": [Interval(Integral, 2, None, closed="left")]}
-    _levels = ("char", "word")
+    levels = ("char", "word")
 
     def _check_inputs(self, X) -> list[str]:
         return check_documents(X)
@@ -164,24 +161,24 @@ class _LanguageModel(SequenceEstimator):
         return out[0] if single else out
 
     # ---------------------------------------------------------------- explanation
-    def _pieces(self, sequence, level: str) -> list:
+    def split_units(self, sequence, level: str) -> list:
+        """Characters, or for ``level="word"`` words with their leading whitespace."""
         return split_words(sequence) if level == "word" else list(sequence)
 
-    def _output_names(self) -> np.ndarray:
+    def output_names(self) -> np.ndarray:
         return self.classes_
 
-    def _explained_outputs(self, sequence, target, predicted: torch.Tensor) -> torch.Tensor:
+    def explained_outputs(self, ids: torch.Tensor, target, predicted: torch.Tensor
+                          ) -> torch.Tensor:
         """target: None (the predicted next character), "actual" (the actual next character;
         the last step, which has none, falls back to the prediction) or one character."""
-        T = len(sequence)
         if target is None:
             return predicted
         if isinstance(target, str) and target == "actual":
-            nxt = torch.as_tensor(self.encode_symbols(sequence[1:]), dtype=torch.long)
-            return torch.cat([nxt, predicted[T - 1:]])
+            return torch.cat([ids[1:], predicted[-1:]])
         if target not in self.vocabulary_ and target != UNKNOWN:
             raise ValueError(f"target {target!r} is not in the alphabet (classes_).")
-        return torch.full((T,), self.vocabulary_.get(target, 0), dtype=torch.long)
+        return torch.full_like(predicted, self.vocabulary_.get(target, 0))
 
 
 class ISANLanguageModel(ISANBase, _LanguageModel):
@@ -211,16 +208,27 @@ class ISANLanguageModel(ISANBase, _LanguageModel):
                  random_state=None, verbose=0, callbacks=None, validation_fraction=None,
                  early_stopping=False, n_iter_no_change=5, warm_start=False, precision="float32",
                  accelerator=None):
-        super().__init__(
-            hidden_size=hidden_size, min_count=min_count, dtype=dtype, clip_grad=clip_grad,
-            lr=lr, max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
-            weight_decay=weight_decay, device=device, random_state=random_state, verbose=verbose,
-            callbacks=callbacks, validation_fraction=validation_fraction,
-            early_stopping=early_stopping, n_iter_no_change=n_iter_no_change,
-            warm_start=warm_start, precision=precision, accelerator=accelerator,
-        )
+        self.hidden_size = hidden_size
         self.seq_len = seq_len
+        self.min_count = min_count
+        self.dtype = dtype
+        self.clip_grad = clip_grad
         self.init_gain = init_gain
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _run(self, x, state=None):
         h = self.module_.states(x, state)[:, -1]
@@ -283,7 +291,6 @@ class LSTMLanguageModel(_LanguageModel):
     _parameter_constraints = {**_LanguageModel._parameter_constraints,
                               "embedding_dim": [Interval(Integral, 1, None, closed="left")],
                               "num_layers": [Interval(Integral, 1, None, closed="left")]}
-    explain_methods = ("input_x_gradient", "integrated_gradients", "gradient")
 
     def __init__(self, hidden_size=128, *, embedding_dim=32, num_layers=1, seq_len=100,
                  min_count=2, dtype="float32", clip_grad=1.0, lr=2e-3, max_epochs=10,
@@ -291,17 +298,28 @@ class LSTMLanguageModel(_LanguageModel):
                  random_state=None, verbose=0, callbacks=None,
                  validation_fraction=None, early_stopping=False, n_iter_no_change=5,
                  warm_start=False, precision="float32", accelerator=None):
-        super().__init__(
-            hidden_size=hidden_size, min_count=min_count, dtype=dtype, clip_grad=clip_grad,
-            lr=lr, max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
-            weight_decay=weight_decay, device=device, random_state=random_state, verbose=verbose,
-            callbacks=callbacks, validation_fraction=validation_fraction,
-            early_stopping=early_stopping, n_iter_no_change=n_iter_no_change,
-            warm_start=warm_start, precision=precision, accelerator=accelerator,
-        )
+        self.hidden_size = hidden_size
         self.embedding_dim = embedding_dim
         self.num_layers = num_layers
         self.seq_len = seq_len
+        self.min_count = min_count
+        self.dtype = dtype
+        self.clip_grad = clip_grad
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _build_module(self):
         module = CharLSTM(self.n_symbols_, self.hidden_size, self.n_outputs_,
@@ -317,53 +335,11 @@ class LSTMLanguageModel(_LanguageModel):
         return tuple(torch.cat(parts, 1) for parts in zip(*states))
 
     # ---------------------------------------------------------------- explanation
-    def _step_logits(self, embedded: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
+    def embed_symbols(self, x: torch.Tensor) -> torch.Tensor:
+        """Character embeddings ``(N, L, E)`` (detached) of ids ``x (N, L)`` on the device."""
+        return self.module_.embedding(x).detach()
+
+    def step_logits(self, embedded: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
         """Logits (N, O) at position ``step`` (N,) of each row of ``embedded`` (N, L, E)."""
         out, _ = self.module_.lstm(embedded)
         return self.module_.readout(out[torch.arange(len(step), device=step.device), step])
-
-    def _attribute_steps(self, inputs: dict, explained: torch.Tensor, batch_size, *, method,
-                         n_steps):
-        """Attributions of the explained logit at every step (rows = sequence × step, batched
-        by ``batch_size`` rows) to the embeddings of the characters up to that step."""
-        lengths = inputs["lengths"]
-        text = torch.repeat_interleave(torch.arange(len(lengths)), lengths)  # row → sequence
-        step = torch.cat([torch.arange(n) for n in lengths.tolist()])  # row → step
-        rows = {"lengths": step + 1, "targets": explained[text, step]}
-        values = [np.zeros((n, n)) for n in lengths.tolist()]
-        bias, logit = np.zeros(len(step)), np.zeros(len(step))
-        for index, batch in self._by_length(rows, batch_size):
-            last, target = batch["lengths"] - 1, batch["targets"]
-            x = inputs["x"][text[index], : int(last.max()) + 1].to(self.device_)
-            embedded = self.module_.embedding(x).detach()
-            mask = torch.arange(embedded.shape[1], device=last.device)[None] <= last[:, None]
-            result = attribute_tokens(self._step_logits, embedded, target, method, mask=mask,
-                                      additional_forward_args=(last,), n_steps=n_steps)
-            with torch.no_grad():
-                logit[index.numpy()] = self._step_logits(embedded, last).gather(
-                    1, target[:, None])[:, 0].double().cpu().numpy()
-            if result.baseline_logit is not None:
-                bias[index.numpy()] = result.baseline_logit.double().cpu().numpy()
-            scores = result.scores.cpu().numpy()
-            for j, r in enumerate(index.tolist()):
-                t = int(step[r])
-                values[int(text[r])][t, : t + 1] = scores[j, : t + 1]
-        if method != "integrated_gradients":
-            return values, None, None
-        ends = np.cumsum(lengths.numpy())[:-1]
-        return values, np.split(bias, ends), np.split(logit, ends)
-
-    def _explain_gradients(self, batch: Batch, target, *, batch_size, method, level="char",
-                           n_steps=50) -> SequenceExplanation:
-        """Post-hoc attributions to the character embeddings (see the class docstring);
-        ``n_steps``: integration steps of integrated gradients."""
-        attribute = functools.partial(self._attribute_steps, method=method, n_steps=n_steps)
-        return self._explain_steps(batch, target, attribute, method=method,
-                                   batch_size=batch_size, level=level)
-
-    def _explainer(self, method: str):
-        explain = functools.partial(self._explain_gradients, method=method)
-        if method == "integrated_gradients":
-            return explain
-        return lambda batch, target, *, batch_size, level="char": explain(
-            batch, target, batch_size=batch_size, level=level)

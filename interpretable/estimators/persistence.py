@@ -28,7 +28,7 @@ from safetensors.torch import save_file
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
-from ..validation import resolve_device
+from ..nn.tensors import resolve_device
 
 __all__ = ["save_estimator", "load_estimator", "to_jsonable", "from_jsonable"]
 
@@ -310,7 +310,8 @@ def _estimator_from_config(config, cls, device):
     if klass is None or not issubclass(klass, cls):
         raise ValueError(f"{CONFIG_FILE} holds estimator {name!r}, which is not a known "
                          f"{cls.__name__}.")
-    params, dropped = config["params"], config["dropped_params"]
+    params, dropped, fitted = klass._upgrade_config(config["params"], config["dropped_params"],
+                                                    config["fitted"])
     if not isinstance(params, dict) or not isinstance(dropped, list) \
             or not all(isinstance(k, str) for k in dropped):
         raise ValueError(f"{CONFIG_FILE}: params must be an object and dropped_params a list "
@@ -328,7 +329,7 @@ def _estimator_from_config(config, cls, device):
         raise ValueError(f"{CONFIG_FILE} params: {exc}") from exc
     estimator.device_ = resolve_device(device)
     try:
-        estimator._set_fitted_state(from_jsonable(config["fitted"]))
+        estimator._set_fitted_state(from_jsonable(fitted))
         for value in vars(estimator).values():
             if isinstance(value, BaseEstimator):
                 value._validate_params()

@@ -1,83 +1,55 @@
 """SEAT: stable and explainable attention (Hu et al., AAAI 2023), with the paper's baselines.
 
-``SEATClassifier(method="seat")`` first trains (or takes) a vanilla attention text classifier,
-then finds the stable attention ``w~`` by objective (6) / Algorithm 1::
-
-    min  D1(y(x, w~), y(x, w)) + lambda_topk * L_topk(w, w~)
-         + lambda_stability * max_{||delta|| <= pgd_radius} D2(y(x, w~), y(x, w~ + delta))
-
-As in the paper, the model is unchanged except for the procedure producing ``w~``: embedding,
-encoder and decoder stay those of the vanilla model and only a copy of the attention layer is
-trained (initialised at the vanilla attention, ``w~_0 = w``). The vanilla attention layer is kept
-(``explain(method="vanilla")``). ``lambda_topk`` is the paper's λ2 and ``lambda_stability`` its
-λ1; every evaluation runs the module in eval mode (no dropout).
-
-Note: an attention perturbation ``δ`` moves the logits by ``Σ_t δ_t θ h_t`` whatever ``w~`` is,
-so (6) acts only through more decided predictions, not on the sensitivity to *embeddings*.
-
-``objective="authors"`` trains as the authors' code (kaustpradalab/SEAT, see
-:mod:`interpretable.nn.seat`) the *whole* model, from the vanilla weights (they start afresh), by
-``CE(f(x), y) + lambda_stability·CE(f(x+δ*), y) + lambda_topk·topk-L1(att(x+δ*), att(x))``,
-``δ*`` the PGD attack (``pgd_*``) on the word embeddings. Their setting: ``k=7, lambda_topk=1000,
-lambda_stability=1, pgd_norm="linf", pgd_radius=0.01, pgd_steps=10, seat_lr=0.01``, batch 32.
-
-The other ``method`` values train the paper's baselines: ``"vanilla"`` (cross-entropy only),
-``"attention-rp"`` / ``"attention-at"`` (random / adversarial perturbation of the attention,
-Kitada & Iyatomi 2021) and ``"word-at"`` (adversarial word embeddings, Miyato et al. 2016),
-adding the perturbed batch's cross-entropy to the clean one.
+``SEATClassifier(variant=SEAT(...))`` first trains (or takes) a vanilla attention text
+classifier, then finds the stable attention ``w~`` by objective (6); the other variants of
+:mod:`.seat_variants` train the authors' loss or the paper's baselines. Every evaluation runs
+the module in eval mode (no dropout).
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
-from numbers import Integral, Real
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
-from skorch.callbacks import Callback
 
 from ..nn.attention import AttentionTextModule
 from ..nn.bert_encoder import BertEncoder
-from ..nn.losses import OutputCrossEntropy
+from ..nn.losses import OutputCrossEntropy, prediction_divergence
 from ..nn.recurrent import RECURRENT_KINDS
-from ..nn.seat import (AUTHORS_PARAM_GROUPS, AuthorsSEATCriterion, AuthorsSEATTrainer,
-                       RobustCriterion, RobustTrainer, SEATCriterion, SEATTrainer, check_clamp,
-                       prediction_divergence, top_k_overlap)
+from ..nn.seat import top_k_overlap
 from ..text import WordPieceEncoder
 from ..validation import check_targets
-from .attention_text import EXPLAIN_METHODS, AttentionClassifierBase, AttentionTextClassifier
-from .text_base import _trim_collate
+from .attention_text import AttentionClassifierBase, AttentionTextClassifier
+from .persistence import from_jsonable, to_jsonable
+from .seat_variants import VARIANTS, SEATVariant, TrainingPhase
+from .text_base import trim_collate
 
-__all__ = ["SEATClassifier", "SEAT_METHODS"]
-
-SEAT_METHODS = ("seat", "vanilla", "attention-rp", "attention-at", "word-at")
-_BASELINES = ("attention-rp", "attention-at", "word-at")
-_DEFAULT_EPSILON = {"attention-rp": 0.1, "attention-at": 0.1, "word-at": 1.0}
-_ARCHITECTURE = ("hidden_size", "attention_size", "freeze_embeddings", "dropout")
+__all__ = ["SEATClassifier"]
 
 
-class _RecordTerms(Callback):
-    """Adds the epoch means of the criterion's ``last_terms`` to the history."""
+#: version 0.1's SEATClassifier parameters, now held by the variant objects
+_PARAMS_0_1 = ("method", "objective", "k", "lambda_topk", "lambda_stability", "pgd_radius",
+               "pgd_steps", "pgd_step_size", "pgd_norm", "pgd_clamp", "divergence",
+               "seat_epochs", "seat_lr", "adv_epsilon")
 
-    def on_epoch_begin(self, net, **kwargs):
-        self._sums, self._count = {}, 0
 
-    def on_batch_end(self, net, training=False, **kwargs):
-        if training:
-            for name, value in net.criterion_.last_terms.items():
-                self._sums[name] = self._sums.get(name, 0.0) + value
-            self._count += 1
-
-    def on_epoch_end(self, net, **kwargs):
-        for name, total in self._sums.items():
-            net.history.record(name, total / max(self._count, 1))
+def _variant_0_1(old: dict) -> SEATVariant:
+    """The variant equal to version 0.1's ``method`` / ``objective`` / ... parameters."""
+    method, objective = old["method"], old["objective"]
+    if method != "seat":
+        cls = VARIANTS[method]
+        return cls() if method == "vanilla" or old["adv_epsilon"] is None \
+            else cls(epsilon=old["adv_epsilon"])
+    cls = VARIANTS["seat" if objective == "paper" else "authors"]
+    names = set(cls().get_params()) - {"epochs", "lr"}
+    return cls(**{k: old[k] for k in names}, epochs=old["seat_epochs"], lr=old["seat_lr"])
 
 
 def _unwrap(estimator):
@@ -92,102 +64,99 @@ class SEATClassifier(AttentionTextClassifier):
 
     Parameters
     ----------
-    method : {"seat", "vanilla", "attention-rp", "attention-at", "word-at"}
-        SEAT (vanilla training, then objective (6)) or one of the paper's baselines.
-    objective : {"paper", "authors"}
-        SEAT phase: objective (6) on a copy of the attention, or the authors' code's loss.
+    variant : str, a variant object or None
+        The training procedure (:mod:`interpretable.estimators.seat_variants`):
+        ``SEAT(...)`` (objective (6); None or ``"seat"``: its defaults), ``AuthorsSEAT(...)``
+        (the authors' code), ``Vanilla()`` or a baseline ``AttentionRP(epsilon)``,
+        ``AttentionAT(epsilon)``, ``WordAT(epsilon)``; a name (``"authors"``, ``"vanilla"``,
+        ``"attention-rp"``, ``"attention-at"``, ``"word-at"``) takes that variant's defaults.
+        Grid-searchable as ``variant__<parameter>``.
     base_estimator : fitted attention text classifier or None
-        Vanilla model to start from (any :class:`AttentionClassifierBase`; SEAT revises it,
-        baselines fine-tune it, ``"vanilla"`` copies it), architecture and vocabulary included.
-        An unfitted one is cloned and fitted first; ``clone`` (and ``GridSearchCV``) unfits
-        parameters: wrap a fitted model in ``sklearn.frozen.FrozenEstimator`` to keep it.
-    k : int
-        Top-k of the overlap constraint ``L_topk``.
-    lambda_topk, lambda_stability : float
-        Weights of ``L_topk(w, w~)`` (the paper's λ2) and of the stability term ``max_δ D2``
-        (its λ1); ``"authors"``: of their top-k loss and of the attacked cross-entropy.
-    pgd_radius, pgd_steps, pgd_step_size, pgd_norm : float, int, float or None, {"l2", "linf"}
-        PGD of the inner maximisation: radius ``R`` of the attention perturbation ball
-        (``"authors"``: of the embedding attack), iterations, step (default ``2.5 R / steps``;
-        ``"authors"``: ``2 R / steps``) and norm.
-    pgd_clamp : (float, float) or None
-        ``"authors"`` only: clamp of the attacked embeddings (their code: ``(0, 1)``).
-    divergence : {"bce", "kl"}
-        D1 and D2: cross-entropy with soft targets (the paper's BCE) or KL (same gradient).
-    seat_epochs, seat_lr : int / float or None
-        Epochs and learning rate of the SEAT phase (default: ``max_epochs`` and ``lr``).
-    adv_epsilon : float or None
-        Baselines' perturbation (ℓ2 per sample; default 0.1 on attention, 1.0 on embeddings).
+        Vanilla model to start from (any attention text classifier; SEAT revises it,
+        baselines fine-tune it, ``Vanilla()`` copies it), architecture and vocabulary
+        included. An unfitted one is cloned and fitted first; ``clone`` (and
+        ``GridSearchCV``) unfits parameters: wrap a fitted model in
+        ``sklearn.frozen.FrozenEstimator`` to keep it.
     encoder : {"rnn", "lstm", "bilstm", "orthogonal", "minilm"} or nn.Module
         ``"minilm"``: the bundled MiniLM-L6 (``bert`` extra, word-piece tokens, fine-tuned;
         ``embeddings`` must be None); a :class:`~interpretable.nn.bert_encoder.BertEncoder`
         instance (e.g. randomly initialised) works the same way with the MiniLM tokeniser.
     embeddings, embed_dim, hidden_size, attention_size, freeze_embeddings, dropout,
-    text_encoder, lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state,
-    verbose :
-        As in :class:`AttentionTextClassifier` (the vanilla model / baseline training). With a
-        BERT encoder ``text_encoder`` defaults to :class:`~interpretable.text.WordPieceEncoder`.
+    text_encoder :
+        As in :class:`~interpretable.estimators.attention_text.AttentionTextClassifier` (the
+        vanilla model). With a BERT encoder ``text_encoder`` defaults to
+        :class:`~interpretable.text.WordPieceEncoder`.
+    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose,
+    callbacks, validation_fraction, early_stopping, n_iter_no_change, warm_start, precision,
+    accelerator :
+        Training parameters, see :class:`~interpretable.estimators.base.NeuralEstimator`
+        (the vanilla model's training and the baselines'; ``validation_fraction``,
+        ``sample_weight`` and ``class_weight`` apply to them, not to the SEAT phase, which is
+        unweighted and needs gradients at every step).
+    class_weight : None, "balanced" or dict
+        See :class:`~interpretable.estimators.classifier.NeuralClassifier`.
 
     Attributes
     ----------
+    variant_ : the variant object the model was trained with.
     module_ : AttentionTextModule whose ``attention`` produces ``w~`` (SEAT), holding
         ``vanilla_attention`` (``w``) for objective (6): a sibling layer chosen per call
         (``explain(method="vanilla")``, ``forward_batch(view="vanilla")``).
-    vanilla_history_ : per-epoch history of the vanilla training (SEAT; ``history_`` is the
-        SEAT phase).
-    fit_diagnostics_ : dict (SEAT): on the training data, mean top-k overlap ``V_k(w, w~)``,
-        mean TVD between the vanilla and the SEAT predictions and their agreement rate.
+    vanilla_history_ : per-epoch history of the vanilla training (two-phase variants;
+        ``history_`` is the second phase).
+    fit_diagnostics_ : dict (two-phase variants): on the training data, mean top-k overlap
+        ``V_k(w, w~)``, mean TVD between the vanilla and the SEAT predictions and their
+        agreement rate.
     """
 
     _parameter_constraints = {
         **AttentionTextClassifier._parameter_constraints,
-        "method": [StrOptions(set(SEAT_METHODS))],
-        "objective": [StrOptions({"paper", "authors"})],
-        "pgd_clamp": [tuple, None],
+        "variant": [StrOptions(set(VARIANTS)), SEATVariant, None],
         "base_estimator": [AttentionClassifierBase, HasMethods(["fit", "predict"]), None],
-        "k": [Interval(Integral, 1, None, closed="left")],
-        "lambda_topk": [Interval(Real, 0, None, closed="left")],
-        "lambda_stability": [Interval(Real, 0, None, closed="left")],
-        "pgd_radius": [Interval(Real, 0, None, closed="left")],
-        "pgd_steps": [Interval(Integral, 0, None, closed="left")],
-        "pgd_step_size": [Interval(Real, 0, None, closed="neither"), None],
-        "pgd_norm": [StrOptions({"l2", "linf"})],
-        "divergence": [StrOptions({"bce", "kl"})],
-        "seat_epochs": [Interval(Integral, 1, None, closed="left"), None],
-        "seat_lr": [Interval(Real, 0, None, closed="neither"), None],
-        "adv_epsilon": [Interval(Real, 0, None, closed="neither"), None],
         "encoder": [StrOptions({*RECURRENT_KINDS, "minilm"}), torch.nn.Module],
     }
     views = ("model", "vanilla")
-    explain_methods = (*EXPLAIN_METHODS, "vanilla")
 
-    def __init__(self, *, method="seat", objective="paper", base_estimator=None, k=4,
-                 lambda_topk=1.0, lambda_stability=1.0, pgd_radius=0.05, pgd_steps=5,
-                 pgd_step_size=None, pgd_norm="l2", pgd_clamp=None, divergence="bce",
-                 seat_epochs=None, seat_lr=None, adv_epsilon=None, encoder="lstm",
-                 embeddings=None, embed_dim=50, hidden_size=128, attention_size=None,
-                 freeze_embeddings=False, dropout=0.0, text_encoder=None, lr=1e-3, max_epochs=10,
-                 batch_size=64, optimizer="adam", weight_decay=0.0, device="auto",
-                 random_state=None, verbose=0, class_weight=None, callbacks=None,
-                 validation_fraction=None, early_stopping=False, n_iter_no_change=5,
-                 warm_start=False, precision="float32", accelerator=None):
-        super().__init__(encoder=encoder, embeddings=embeddings, embed_dim=embed_dim,
-                         hidden_size=hidden_size, attention_size=attention_size,
-                         freeze_embeddings=freeze_embeddings, dropout=dropout,
-                         text_encoder=text_encoder, lr=lr, max_epochs=max_epochs,
-                         batch_size=batch_size, optimizer=optimizer, weight_decay=weight_decay,
-                         device=device, random_state=random_state, verbose=verbose,
-                         class_weight=class_weight, callbacks=callbacks,
-                         validation_fraction=validation_fraction, early_stopping=early_stopping,
-                         n_iter_no_change=n_iter_no_change, warm_start=warm_start,
-                         precision=precision, accelerator=accelerator)
-        self.method, self.objective, self.base_estimator = method, objective, base_estimator
-        self.k, self.lambda_topk, self.lambda_stability = k, lambda_topk, lambda_stability
-        self.pgd_radius, self.pgd_steps, self.pgd_step_size = pgd_radius, pgd_steps, pgd_step_size
-        self.pgd_norm, self.pgd_clamp, self.divergence = pgd_norm, pgd_clamp, divergence
-        self.seat_epochs, self.seat_lr, self.adv_epsilon = seat_epochs, seat_lr, adv_epsilon
+    def __init__(self, *, variant="seat", base_estimator=None, encoder="lstm", embeddings=None,
+                 embed_dim=50, hidden_size=128, attention_size=None, freeze_embeddings=False,
+                 dropout=0.0, text_encoder=None, lr=1e-3, max_epochs=10, batch_size=64,
+                 optimizer="adam", weight_decay=0.0, device="auto", random_state=None,
+                 verbose=0, class_weight=None, callbacks=None, validation_fraction=None,
+                 early_stopping=False, n_iter_no_change=5, warm_start=False,
+                 precision="float32", accelerator=None):
+        self.variant = variant
+        self.base_estimator = base_estimator
+        self.encoder = encoder
+        self.embeddings = embeddings
+        self.embed_dim = embed_dim
+        self.hidden_size = hidden_size
+        self.attention_size = attention_size
+        self.freeze_embeddings = freeze_embeddings
+        self.dropout = dropout
+        self.text_encoder = text_encoder
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     # ------------------------------------------------------------------ validation
+    def _variant(self) -> SEATVariant:
+        """The variant object of the ``variant`` parameter (a fresh clone)."""
+        variant = "seat" if self.variant is None else self.variant
+        return VARIANTS[variant]() if isinstance(variant, str) else clone(variant)
+
     def _check_params(self) -> None:
         base = self.base_estimator
         if base is not None and not isinstance(_unwrap(base), AttentionClassifierBase):
@@ -196,26 +165,23 @@ class SEATClassifier(AttentionTextClassifier):
         if self._is_bert() and self.embeddings is not None:
             raise ValueError("embeddings must be None with a BERT encoder: it brings its own "
                              "word-piece embeddings.")
-        check_clamp(self.pgd_clamp, "pgd_clamp")
-        if self.objective == "authors" and self.optimizer not in ("adam", "adamw"):
-            raise ValueError("objective='authors' trains with Adam (amsgrad) as the authors' "
-                             f"code; optimizer must be 'adam' or 'adamw', got {self.optimizer!r}.")
+        self._variant().check(self)
 
     # ------------------------------------------------------------------ module
-    def _architecture(self) -> dict:
-        """Encoder and sizes of the module: the base estimator's when fitted from one."""
+    def architecture(self) -> dict:
+        """As the base's; when fitted from ``base_estimator``, the base's architecture."""
         arch = getattr(self, "architecture_", None)
-        return arch if arch is not None else {
-            **{name: getattr(self, name) for name in _ARCHITECTURE}, "encoder": self.encoder}
+        return arch if arch is not None else super().architecture()
 
     def _is_bert(self) -> bool:
-        spec = self._architecture()["encoder"]
+        spec = self.architecture()["encoder"]
         return (isinstance(spec, str) and spec == "minilm") or isinstance(spec, BertEncoder)
 
-    def _encoder_spec(self, pretrained: bool = False):
-        """The encoder; ``"minilm"`` is the bundled MiniLM, with its pretrained weights for
-        training (``pretrained=True``) or only its structure (weights loaded afterwards)."""
-        spec = self._architecture()["encoder"]
+    def _encoder(self, pretrained: bool):
+        """The encoder module or kind; ``"minilm"`` is the bundled MiniLM, with its pretrained
+        weights for training (``pretrained=True``) or only its structure (weights loaded
+        afterwards)."""
+        spec = self.architecture()["encoder"]
         if isinstance(spec, str) and spec == "minilm":
             from ..datasets import load_minilm
 
@@ -232,8 +198,8 @@ class SEATClassifier(AttentionTextClassifier):
         return self._build_module(embeddings, pretrained=True)
 
     def _build_module(self, embeddings=None, pretrained: bool = False) -> AttentionTextModule:
-        arch = self._architecture()
-        spec = copy.deepcopy(self._encoder_spec(pretrained))
+        arch = self.architecture()
+        spec = copy.deepcopy(self._encoder(pretrained))
         if isinstance(spec, BertEncoder):
             if spec.vocab_size != len(self.text_encoder_.index_to_token_):
                 raise ValueError(f"the BERT encoder has {spec.vocab_size} word pieces but the "
@@ -245,7 +211,7 @@ class SEATClassifier(AttentionTextClassifier):
             embeddings=None if embeddings is None else torch.as_tensor(embeddings),
             freeze_embeddings=arch["freeze_embeddings"], pair=self.pair_input_,
             dropout=arch["dropout"], attention_size=arch["attention_size"])
-        if self.method == "seat" and self.objective == "paper":  # keeps w beside w~
+        if self.variant_.keeps_vanilla_attention:  # w beside w~
             module.vanilla_attention = copy.deepcopy(module.attention)
         return module
 
@@ -253,77 +219,54 @@ class SEATClassifier(AttentionTextClassifier):
         if view != "vanilla":
             return None
         if not hasattr(self.module_, "vanilla_attention"):
-            raise ValueError(f"method={self.method!r}, objective={self.objective!r} keeps no "
-                             "separate vanilla attention; only method='seat' with "
-                             "objective='paper' does.")
+            raise ValueError(f"variant {self.variant_.name!r} keeps no separate vanilla "
+                             "attention; only SEAT with the paper's objective does.")
         return self.module_.vanilla_attention
 
     # ------------------------------------------------------------------ fit
-    def _fit_net(self, module_factory, criterion, X, y, *, seed, **kwargs):
-        """Baselines train through :class:`RobustTrainer` (it needs labels and gradients: no
-        validation split); the fitted ``module_`` is always the plain AttentionTextModule."""
-        if self.method not in _BASELINES:
-            return super()._fit_net(module_factory, criterion, X, y, seed=seed, **kwargs)
-        epsilon = self.adv_epsilon or _DEFAULT_EPSILON[self.method]
-        net = super()._fit_net(
-            lambda: RobustTrainer(module_factory(), self.method, epsilon, seed),
-            RobustCriterion(), {**X, "labels": y}, y, seed=seed, validation=False, **kwargs)
-        self.module_ = self.module_.core.eval()
+    def _fit_net(self, module_factory, criterion, X, y, *, seed, **options):
+        """Train the attention model's phase as the variant says (the baselines add a
+        perturbed forward pass); the fitted ``module_`` is the plain AttentionTextModule."""
+        phase = self.variant_.first_phase(
+            TrainingPhase(module_factory, criterion, X, y, options), seed)
+        return self._train_phase(phase, seed)
+
+    def _train_phase(self, phase: TrainingPhase, seed: int):
+        net = super()._fit_net(phase.module_factory, phase.criterion, phase.X, phase.y,
+                               seed=seed, **phase.options)
+        self.module_ = phase.finish(self.module_)
         return net
 
     def _fit(self, X, y, sample_weight=None):
-        """Train the vanilla model (or take ``base_estimator``), then SEAT / the baseline.
-        ``sample_weight`` / ``class_weight`` and ``validation_fraction`` apply to the vanilla
-        phase and the baselines (objective (6) is unweighted and needs gradients at every step);
-        ``warm_start`` continues them, but not SEAT, whose phase starts at ``w~_0 = w``."""
-        if self._continues() and self.method == "seat":
-            raise ValueError("warm_start=True is not supported with method='seat'.")
-        if self.method == "seat":
+        """Train the vanilla model (or take ``base_estimator``), then the variant's second
+        phase. ``warm_start`` continues the first phase (not SEAT's, which starts at
+        ``w~_0 = w``)."""
+        self.variant_ = self._variant()
+        two_phase = self.variant_.has_second_phase
+        if self._continues() and not self.variant_.supports_warm_start:
+            raise ValueError(f"warm_start=True is not supported with variant "
+                             f"{self.variant_.name!r}.")
+        if two_phase:
             self._log("phase 1/2: vanilla attention model")
         if self.base_estimator is None or self._continues():
             super()._fit(X, y, sample_weight)
         else:
             self._start_from_base(X, y, sample_weight)
-        if self.method == "seat":
-            self._log("phase 2/2: SEAT " + ("attention, objective (6)" if self.objective == "paper"
-                                            else "model, the authors' loss"))
-            self._fit_seat(X, y)
+        if two_phase:
+            self._log(f"phase 2/2: SEAT, variant {self.variant_.name!r}")
+            self._fit_second_phase(X, y)
 
-    def _fit_seat(self, X, y):
-        """The SEAT phase: the attention copy by (6), or the whole model by the authors' loss."""
+    def _fit_second_phase(self, X, y):
         seed = self._start_fit() + 1
         batch = self.encode(X)
         y_index = torch.as_tensor(self.target_indices(check_targets(y, len(batch)),
                                                       np.zeros((len(batch), 0))))
-        core, self.vanilla_history_ = self.module_, self.history_
-        vanilla = copy.deepcopy(core).requires_grad_(False)
-        phase = dict(seed=seed, callbacks=[("seat_terms", _RecordTerms())], validation=False,
-                     iterator_train__collate_fn=_trim_collate, lr=self.seat_lr or self.lr,
-                     max_epochs=self.seat_epochs or self.max_epochs)
-        if self.objective == "authors":
-            attack = dict(radius=self.pgd_radius, steps=self.pgd_steps,
-                          step_size=self.pgd_step_size, norm=self.pgd_norm, clamp=self.pgd_clamp)
-            self._fit_net(lambda: AuthorsSEATTrainer(core, attack, seed),
-                          AuthorsSEATCriterion(self.k, self.lambda_stability, self.lambda_topk),
-                          {**batch.inputs, "labels": y_index}, y_index, optimizer__amsgrad=True,
-                          optimizer__param_groups=AUTHORS_PARAM_GROUPS, **phase)
-            self.module_ = self.module_.core.eval()
-        else:
-            trainable = {name: p.requires_grad for name, p in core.named_parameters()}
-            core.requires_grad_(False)
-            core.attention.requires_grad_(True)
-            try:
-                self._fit_net(
-                    lambda: SEATTrainer(core, vanilla.attention, self.pgd_radius, self.pgd_steps,
-                                        self.pgd_step_size, self.pgd_norm, self.divergence, seed),
-                    SEATCriterion(self.k, self.lambda_topk, self.lambda_stability,
-                                  self.divergence), batch.inputs, y_index, **phase)
-            finally:
-                for name, p in core.named_parameters():
-                    p.requires_grad_(trainable.get(name, False))
-            core.vanilla_attention = vanilla.attention
-            self.module_ = core.eval()
-        self.fit_diagnostics_ = self._diagnostics(batch.inputs, vanilla.eval())
+        self.vanilla_history_ = self.history_
+        phase = self.variant_.second_phase(
+            self.module_, batch.inputs, y_index, seed,
+            {"lr": self.lr, "max_epochs": self.max_epochs, "collate_fn": trim_collate})
+        self._train_phase(phase, seed)
+        self.fit_diagnostics_ = self._diagnostics(batch.inputs, phase.reference)
 
     def _start_from_base(self, X, y, sample_weight=None):
         base = _unwrap(self.base_estimator)
@@ -342,59 +285,61 @@ class SEATClassifier(AttentionTextClassifier):
         self.classes_, self.pair_input_ = base.classes_.copy(), base.pair_input_
         self.text_encoder_ = copy.deepcopy(base.text_encoder_)
         self.embed_dim_ = base.embed_dim_
-        arch = {name: getattr(base, name) for name in _ARCHITECTURE}
-        arch["encoder"] = (base._architecture()["encoder"] if isinstance(base, SEATClassifier)
-                           else base._encoder_spec())
-        self.architecture_ = arch
+        self.architecture_ = dict(base.architecture())
         module = copy.deepcopy(base.module_)
         if hasattr(module, "vanilla_attention"):
             del module.vanilla_attention
         self.module_ = module.to(self.device_).eval()
         self.history_ = list(getattr(base, "history_", []))
-        if self.method in _BASELINES:
-            batch = self._encode_texts(texts, queries)
+        if self.variant_.fine_tunes_base:
             y_index = torch.as_tensor(np.searchsorted(self.classes_, labels))
-            self._fit_net(lambda: module, OutputCrossEntropy(), batch.inputs, y_index, seed=seed,
+            self._fit_net(lambda: module, OutputCrossEntropy(),
+                          self._encode_texts(texts, queries).inputs, y_index, seed=seed,
                           sample_weight=self._training_weights(y_index, sample_weight),
-                          iterator_train__collate_fn=_trim_collate)
+                          iterator_train__collate_fn=trim_collate)
 
     def _diagnostics(self, inputs, vanilla) -> dict:
         """Top-k overlap, prediction TVD and agreement with the ``vanilla`` module."""
         terms = {"top_k_overlap": [], "prediction_tvd": [], "agreement": []}
+        k = getattr(self.variant_, "k", 4)
         with torch.no_grad():
             for _, batch, out in self.forward_batches(inputs):
                 ref = vanilla(**batch)
                 probs = F.softmax(ref.logits, -1)
-                terms["top_k_overlap"].append(top_k_overlap(ref.attention, out.attention, self.k,
+                terms["top_k_overlap"].append(top_k_overlap(ref.attention, out.attention, k,
                                                             out.mask))
                 terms["prediction_tvd"].append(prediction_divergence(probs, out.logits, "tvd"))
                 terms["agreement"].append((probs.argmax(1) == out.logits.argmax(1)).float())
         return {name: float(torch.cat(values).mean()) for name, values in terms.items()}
 
     # ------------------------------------------------------------------ persistence
+    @classmethod
+    def _upgrade_config(cls, params: dict, dropped: list, fitted):
+        """A model saved by version 0.1 (``method=``, ``objective=``, ``k=``, ...): its
+        parameters become the equal variant."""
+        if not isinstance(params, dict) or "method" not in params:
+            return params, dropped, fitted
+        old = {k: from_jsonable(params.get(k)) for k in _PARAMS_0_1}
+        variant = _variant_0_1(old)
+        params = {k: v for k, v in params.items() if k not in _PARAMS_0_1}
+        dropped = [k for k in dropped if k not in _PARAMS_0_1] + ["variant"]
+        if isinstance(fitted, dict):
+            fitted = {**fitted, "variant": to_jsonable(
+                {"name": variant.name, "params": variant.get_params()})}
+        return params, dropped, fitted
+
     def _get_fitted_state(self) -> dict:
         return {**super()._get_fitted_state(),
+                "variant": {"name": self.variant_.name, "params": self.variant_.get_params()},
                 "architecture": getattr(self, "architecture_", None),
                 "fit_diagnostics": getattr(self, "fit_diagnostics_", None)}
 
     def _set_fitted_state(self, state: dict) -> None:
         super()._set_fitted_state(state)
+        variant = state["variant"]
+        self.variant_ = VARIANTS[variant["name"]](**variant["params"])
+        if self.variant is None:  # stored as None: the variant object is not JSON
+            self.variant = clone(self.variant_)
         for name in ("architecture", "fit_diagnostics"):
             if state.get(name) is not None:
                 setattr(self, name + "_", state[name])
-
-    # ------------------------------------------------------------------ explain
-    def _explainer(self, method: str):
-        """``"vanilla"``: the vanilla attention ``w`` (SEAT only; prediction and target then
-        refer to the vanilla model); the others as in :class:`AttentionTextClassifier` (``w~``
-        for ``"attention"``)."""
-        if method != "vanilla":
-            return super()._explainer(method)
-
-        def explain_vanilla(batch, target, *, batch_size):
-            self._attention_layer("vanilla")  # a clear error unless method="seat"
-            explanation = self._explain_attention(batch, target, batch_size=batch_size,
-                                                  view="vanilla")
-            return dataclasses.replace(explanation, method="vanilla")
-
-        return explain_vanilla

@@ -16,8 +16,9 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import StrOptions
 
-from ..nn.sequence_loss import IGNORE_INDEX
-from ..validation import check_sequence_targets, check_sequences, pad_sequences
+from ..nn.losses import IGNORE_INDEX
+from ..nn.tensors import pad_sequences
+from ..validation import check_sequence_targets, check_sequences
 from .sequence import ISANBase
 
 __all__ = ["ISANSequenceTagger"]
@@ -56,16 +57,27 @@ class ISANSequenceTagger(ISANBase):
                  random_state=None, verbose=0, callbacks=None, validation_fraction=None,
                  early_stopping=False, n_iter_no_change=5, warm_start=False, precision="float32",
                  accelerator=None):
-        super().__init__(
-            hidden_size=hidden_size, min_count=min_count, dtype=dtype, clip_grad=clip_grad,
-            lr=lr, max_epochs=max_epochs, batch_size=batch_size, optimizer=optimizer,
-            weight_decay=weight_decay, device=device, random_state=random_state, verbose=verbose,
-            callbacks=callbacks, validation_fraction=validation_fraction,
-            early_stopping=early_stopping, n_iter_no_change=n_iter_no_change,
-            warm_start=warm_start, precision=precision, accelerator=accelerator,
-        )
+        self.hidden_size = hidden_size
         self.loss = loss
+        self.min_count = min_count
+        self.dtype = dtype
+        self.clip_grad = clip_grad
         self.init_gain = init_gain
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _check_inputs(self, X) -> list:
         return check_sequences(X)
@@ -145,14 +157,16 @@ class ISANSequenceTagger(ISANBase):
         return float(np.concatenate(hits).mean())
 
     # ---------------------------------------------------------------- explanation
-    def _output_names(self) -> np.ndarray:
+    def output_names(self) -> np.ndarray:
         return np.arange(self.n_outputs_)
 
-    def _explained_outputs(self, sequence, target, predicted: torch.Tensor) -> torch.Tensor:
+    def explained_outputs(self, ids: torch.Tensor, target, predicted: torch.Tensor
+                          ) -> torch.Tensor:
+        """target: None (the largest output at each step) or an output index."""
         if target is None:
             return predicted
         if (isinstance(target, (bool, np.bool_)) or not isinstance(target, Integral)
                 or not 0 <= target < self.n_outputs_):
             raise ValueError(f"target must be None or an output index in [0, {self.n_outputs_}),"
                              f" got {target!r}.")
-        return torch.full((len(sequence),), int(target), dtype=torch.long)
+        return torch.full_like(predicted, int(target))

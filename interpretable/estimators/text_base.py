@@ -1,5 +1,5 @@
-"""Shared machinery of the text classifiers: encoding, labels, embeddings, training, the
-embedding-level forward used by every metric, and the post-hoc gradient explanations."""
+"""Shared machinery of the text classifiers: encoding, labels, embeddings, training and the
+embedding-level forward used by every explainer and metric."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ import torch
 from sklearn.base import clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from ..attribution.text import GRADIENT_METHODS, attribute_tokens
-from ..explanation import TokenExplanation
-from ..nn.losses import OutputCrossEntropy, logits_of
+from ..nn.losses import OutputCrossEntropy
 from ..text import TextEncoder, WordPieceEncoder
 from ..validation import check_targets, check_text_inputs
-from .base import Batch, NeuralClassifier
+from .base import Batch
+from .classifier import NeuralClassifier
 
-__all__ = ["TextClassifierBase", "resolve_embeddings", "trim_padding"]
+__all__ = ["TextClassifierBase", "resolve_embeddings", "trim_padding", "trim_collate"]
 
 _TEXT_ENCODERS = {cls.__name__: cls for cls in (TextEncoder, WordPieceEncoder)}
 
@@ -42,7 +41,7 @@ def trim_padding(batch: dict) -> dict:
     return out
 
 
-def _trim_collate(items):
+def trim_collate(items):
     """DataLoader collate: stack, then trim padding (training batches run only real steps)."""
     X, y = torch.utils.data.default_collate(items)
     return trim_padding(X), y
@@ -55,6 +54,8 @@ class TextClassifierBase(NeuralClassifier):
     (``_supports_pairs``). Subclasses implement ``_build_module(embeddings)`` (an
     ``interpretable.nn`` module with ``embed(tokens)`` and ``forward(tokens, lengths, ...,
     embedded=None)`` returning the logits or a tuple starting with them) and ``_criterion()``.
+    The token explainers of :mod:`interpretable.estimators.explainers.text` apply to every
+    text classifier (through :meth:`embed` and :meth:`forward_batch`).
 
     Fitted attributes: ``text_encoder_``, ``classes_``, ``pair_input_``, ``embed_dim_``,
     ``module_``, ``history_``, ``device_``.
@@ -149,8 +150,8 @@ class TextClassifierBase(NeuralClassifier):
         self._fit_net(module_factory, self._criterion(), inputs,
                       torch.from_numpy(y_index.astype(np.int64)), seed=seed,
                       sample_weight=self._training_weights(y_index, sample_weight),
-                      iterator_train__collate_fn=_trim_collate,
-                      iterator_valid__collate_fn=_trim_collate)
+                      iterator_train__collate_fn=trim_collate,
+                      iterator_valid__collate_fn=trim_collate)
 
     # ---------------------------------------------------------------- forward
     def embed(self, batch: dict) -> torch.Tensor:
@@ -166,73 +167,6 @@ class TextClassifierBase(NeuralClassifier):
         """Module output for a batch; ``embedded (B, T, E)`` replaces the token embeddings."""
         self._check_view(view)
         return self.module_(**batch, embedded=embedded)
-
-    # ---------------------------------------------------------------- explanations
-    def _token_explanation(self, batch: Batch, values, target_idx, logits, method, *,
-                           bias=None, logit=None) -> TokenExplanation:
-        """A :class:`TokenExplanation` from padded ``values (n, T)`` and the model's
-        ``logits (n, C)`` (prediction and probabilities)."""
-        logits = torch.as_tensor(np.asarray(logits), dtype=torch.float64)
-        return TokenExplanation(
-            units=batch.units,
-            values=[np.asarray(v[: len(t)], dtype=np.float64) for v, t in zip(values, batch.units)],
-            target=self.classes_[target_idx],
-            prediction=self.classes_[logits.argmax(1).numpy()],
-            method=method,
-            logit=logit,
-            bias=bias,
-            queries=batch.queries,
-            inputs=batch.texts,
-            proba=torch.softmax(logits, 1).numpy(),
-            classes=self.classes_,
-        )
-
-    def _explain_gradients(self, batch: Batch, target, *, batch_size, method, view="model",
-                           n_steps=50, embedding_offset=None) -> TokenExplanation:
-        """Post-hoc attributions through the embedding layer (captum), see
-        :func:`~interpretable.attribution.text.attribute_tokens`.
-
-        ``embedding_offset (n, T, E)`` is added to the embeddings (perturbation analyses);
-        integrated gradients carry ``logit`` / ``bias`` (the all-zero-embedding baseline's
-        logit), so ``completeness_error`` measures their convergence.
-        """
-        n, T = batch.inputs["tokens"].shape
-        scores = np.zeros((n, T))
-        logits = np.zeros((n, len(self.classes_)))
-        baseline = np.zeros(n)
-        target_idx = None if target is None else self.target_indices(target, logits)
-        for rows, b in self.iter_batches(batch.inputs, batch_size):
-            keys = list(b)
-
-            def forward(embedded, *args):
-                return logits_of(self.forward_batch(dict(zip(keys, args)), embedded=embedded,
-                                                    view=view))
-
-            embedded = self.embed(b).detach()
-            if embedding_offset is not None:
-                embedded = embedded + embedding_offset[rows, : embedded.shape[1]].to(embedded)
-            with torch.no_grad():
-                logits[rows] = forward(embedded, *b.values()).float().cpu().numpy()
-            tgt = logits[rows].argmax(1) if target_idx is None else target_idx[rows]
-            mask = torch.arange(embedded.shape[1], device=embedded.device)[None] \
-                < b["lengths"][:, None]
-            result = attribute_tokens(forward, embedded, torch.as_tensor(tgt, device=embedded.device),
-                                      method, mask=mask, additional_forward_args=tuple(b.values()),
-                                      n_steps=n_steps)
-            scores[rows, : embedded.shape[1]] = result.scores.cpu().numpy()
-            if result.baseline_logit is not None:
-                baseline[rows] = result.baseline_logit.cpu().numpy()
-        target_idx = logits.argmax(1) if target_idx is None else target_idx
-        ig = method == "integrated_gradients"
-        explained = logits[np.arange(n), target_idx]
-        return self._token_explanation(batch, scores, target_idx, logits, method,
-                                       bias=baseline if ig else None,
-                                       logit=explained if ig else None)
-
-    def _explainer(self, method: str):
-        if method in GRADIENT_METHODS:
-            return functools.partial(self._explain_gradients, method=method)
-        raise NotImplementedError(method)
 
     # ---------------------------------------------------------------- persistence
     def _get_fitted_state(self) -> dict:

@@ -5,80 +5,30 @@ Both take images ``(n, H, W)`` (grey) or ``(n, H, W, C)``, float in [0, 1] or ui
 """
 from __future__ import annotations
 
-import copy
-import functools
 from numbers import Integral, Real
 
 import numpy as np
 import torch
-from torch import nn
 from sklearn.utils._param_validation import Interval, StrOptions
-from torch.nn import functional as F
+from torch import nn
 
-from ..validation import check_images, check_targets, make_generator
-from ..attribution.vision import METHODS, attribute, inherent, inherent_terms
-from ..explanation import ImageExplanation
 from ..nn.bcos import encode_image
 from ..nn.bcos_vit import ATTENTION_PRIORS, BcosViT
-from ..nn.losses import weighted_mean
+from ..nn.losses import OneHotBCE
+from ..nn.tensors import make_generator
 from ..nn.vit import ViT
-from .base import Batch, NeuralClassifier
+from ..validation import check_images, check_targets
+from .augmentation import ZoomOutBatches
+from .base import Batch
+from .classifier import NeuralClassifier
 
-__all__ = ["BcosViTClassifier", "ViTClassifier"]
-
-
-class _OneHotBCE(nn.Module):
-    """Binary cross-entropy on sigmoid outputs against one-hot targets (B-cos training),
-    optionally weighted per sample."""
-
-    def forward(self, logits: torch.Tensor, y: torch.Tensor, sample_weight=None) -> torch.Tensor:
-        target = F.one_hot(y.long(), logits.shape[1]).to(logits.dtype)
-        if sample_weight is None:
-            return F.binary_cross_entropy_with_logits(logits, target)
-        return weighted_mean(F.binary_cross_entropy_with_logits(
-            logits, target, reduction="none").mean(1), sample_weight)
+__all__ = ["VisionTransformerClassifier", "BcosViTClassifier", "ViTClassifier"]
 
 
-class _ZoomOutBatches:
-    """Training collate function: random zoom-out augmentation, then the model's encoding.
-
-    Each image ``(H, W, C)`` of a batch is, with ``probability``, shrunk by a factor drawn
-    uniformly from ``scale = (low, high)`` (area interpolation) and placed at a random position
-    on a black canvas of its original size; ``encode`` then maps the batch ``(B, H, W, C)`` to
-    the model input. ``scale=None`` only encodes. Draws come from ``generator``.
-    """
-
-    def __init__(self, encode, scale, probability: float, generator: torch.Generator):
-        self.encode, self.scale, self.probability = encode, scale, probability
-        self.generator = generator
-
-    def _zoom_out(self, images: torch.Tensor) -> torch.Tensor:
-        n, h, w, _ = images.shape
-        low, high = self.scale
-        chosen = torch.rand(n, generator=self.generator) < self.probability
-        factors = low + (high - low) * torch.rand(n, generator=self.generator)
-        offsets = torch.rand(n, 2, generator=self.generator)
-        out = images.clone()
-        for i in torch.nonzero(chosen)[:, 0].tolist():
-            sh, sw = max(1, round(h * float(factors[i]))), max(1, round(w * float(factors[i])))
-            small = F.interpolate(images[i].permute(2, 0, 1)[None], size=(sh, sw), mode="area")
-            top, left = int(offsets[i, 0] * (h - sh + 1)), int(offsets[i, 1] * (w - sw + 1))
-            out[i] = 0
-            out[i, top:top + sh, left:left + sw] = small[0].permute(1, 2, 0)
-        return out
-
-    def __call__(self, items):
-        from torch.utils.data import default_collate
-
-        X, y = default_collate(items)
-        images = X["x"] if self.scale is None else self._zoom_out(X["x"])
-        return {**X, "x": self.encode(images)}, y
-
-
-class _ImageTransformerClassifier(NeuralClassifier):
-    """Shared image-classifier machinery: validation, encoding, training, prediction and the
-    post-hoc explanations. Subclasses set ``explain_methods`` and implement ``_make_module``,
-    ``_criterion`` and ``_encode``."""
+class VisionTransformerClassifier(NeuralClassifier):
+    """Shared image-classifier machinery: validation, encoding, training and prediction; the
+    post-hoc pixel explainers of :mod:`interpretable.estimators.explainers.image` apply to every
+    subclass. Subclasses implement ``_make_module``, ``_criterion`` and ``_encode``."""
 
     _parameter_constraints = {
         **NeuralClassifier._parameter_constraints,
@@ -92,28 +42,6 @@ class _ImageTransformerClassifier(NeuralClassifier):
         "zoom_out_probability": [Interval(Real, 0, 1, closed="both")],
         "lr_decay_at": [Interval(Real, 0, 1, closed="right"), None],
     }
-
-    def __init__(self, *, patch_size, embed_dim, depth, num_heads, mlp_ratio, stem_channels,
-                 zoom_out, zoom_out_probability, lr, lr_decay_at, max_epochs, batch_size,
-                 optimizer, weight_decay, device, random_state, verbose,
-                 class_weight, callbacks, validation_fraction, early_stopping, n_iter_no_change,
-                 warm_start, precision, accelerator):
-        super().__init__(lr=lr, max_epochs=max_epochs, batch_size=batch_size,
-                         optimizer=optimizer, weight_decay=weight_decay, device=device,
-                         random_state=random_state, verbose=verbose,
-                         class_weight=class_weight, callbacks=callbacks,
-                         validation_fraction=validation_fraction, early_stopping=early_stopping,
-                         n_iter_no_change=n_iter_no_change, warm_start=warm_start,
-                         precision=precision, accelerator=accelerator)
-        self.patch_size = patch_size
-        self.embed_dim = embed_dim
-        self.depth = depth
-        self.num_heads = num_heads
-        self.mlp_ratio = mlp_ratio
-        self.stem_channels = stem_channels
-        self.zoom_out = zoom_out
-        self.zoom_out_probability = zoom_out_probability
-        self.lr_decay_at = lr_decay_at
 
     def __sklearn_tags__(self):
         """Inputs are images ``(n, H, W)`` or ``(n, H, W, C)``."""
@@ -155,6 +83,10 @@ class _ImageTransformerClassifier(NeuralClassifier):
         if self.embed_dim % self.num_heads:
             raise ValueError(f"embed_dim={self.embed_dim} must be divisible by "
                              f"num_heads={self.num_heads}.")
+        if int(self.embed_dim * self.mlp_ratio) < 1:
+            raise ValueError(f"mlp_ratio={self.mlp_ratio} gives an MLP of "
+                             f"int(embed_dim * mlp_ratio) = 0 units (embed_dim="
+                             f"{self.embed_dim}); it must be at least 1.")
         channels = self.stem_channels
         if not all(isinstance(c, Integral) and not isinstance(c, bool) and c >= 1
                    for c in channels):
@@ -196,13 +128,13 @@ class _ImageTransformerClassifier(NeuralClassifier):
         y_index = self._fit_labels(y)
         self.n_channels_ = X.shape[-1]
         self.image_shape_ = (h, w)
-        batches = _ZoomOutBatches(self._encode, self.zoom_out, self.zoom_out_probability,
+        batches = ZoomOutBatches(self._encode, self.zoom_out, self.zoom_out_probability,
                                   make_generator(seed + 1))
         self._fit_net(self._warm_started(self._build_module), self._criterion(),
                       {"x": torch.as_tensor(X)}, torch.as_tensor(y_index, dtype=torch.long),
                       seed=seed, sample_weight=self._training_weights(y_index, sample_weight),
                       callbacks=self._callbacks(), iterator_train__collate_fn=batches,
-                      iterator_valid__collate_fn=_ZoomOutBatches(self._encode, None, 0.0, None))
+                      iterator_valid__collate_fn=ZoomOutBatches(self._encode, None, 0.0, None))
 
     # ------------------------------------------------------------------ inference
     def encode(self, X) -> Batch:
@@ -215,34 +147,8 @@ class _ImageTransformerClassifier(NeuralClassifier):
                              f"estimator was fitted on {tuple(self.image_shape_)}.")
         return Batch({"x": self._encode(images)}, images=images)
 
-    # ------------------------------------------------------------------ explanations
-    def _explain_post_hoc(self, batch: Batch, target, *, batch_size, method,
-                          n_steps=32) -> ImageExplanation:
-        """Pixel attributions (n, H, W) by a post-hoc method (see
-        :func:`interpretable.attribution.vision.attribute`). Integrated gradients start from
-        a black image (for B-cos models its encoding ``(0, 1)``, not the all-zero input)."""
-        logits = self.logits(batch.inputs, batch_size=batch_size).numpy()
-        predicted = logits.argmax(1)
-        t_index = self.target_indices(target, logits)
-        targets = torch.as_tensor(t_index, dtype=torch.long)
-        black = self._encode(np.zeros((1, *batch.images.shape[1:]), dtype=np.float32))
-        maps = [attribute(self.module_, b["x"], targets[rows].to(self.device_), method,
-                          n_steps=n_steps, baseline=black).cpu()
-                for rows, b in self.iter_batches(batch.inputs, batch_size)]
-        return ImageExplanation(values=torch.cat(maps).numpy(), target=self.classes_[t_index],
-                                prediction=self.classes_[predicted], method=method,
-                                images=batch.images, classes=self.classes_,
-                                proba=torch.softmax(torch.as_tensor(logits, dtype=torch.float64),
-                                                    1).numpy())
 
-    def _explainer(self, method: str):
-        explain = functools.partial(self._explain_post_hoc, method=method)
-        if method == "integrated_gradients":
-            return explain
-        return lambda batch, target, *, batch_size: explain(batch, target, batch_size=batch_size)
-
-
-class BcosViTClassifier(_ImageTransformerClassifier):
+class BcosViTClassifier(VisionTransformerClassifier):
     """Holistically explainable B-cos Vision Transformer (Böhle, Fritz & Schiele).
 
     Every component is dynamic linear, so each logit is exactly ``W(x)·x + bias``.
@@ -285,13 +191,20 @@ class BcosViTClassifier(_ImageTransformerClassifier):
     lr_decay_at : float or None
         The learning rate is divided by 10 after this fraction of ``max_epochs`` (the paper:
         after 60 of 100 epochs); None keeps it constant.
-    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose :
-        see :class:`~interpretable.estimators.base.NeuralEstimator`. Training uses binary
-        cross-entropy on sigmoid outputs.
+    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose,
+    callbacks, validation_fraction, early_stopping, n_iter_no_change, warm_start, precision,
+    accelerator :
+        Training parameters, see :class:`~interpretable.estimators.base.NeuralEstimator`.
+        Training uses binary cross-entropy on sigmoid outputs.
+    class_weight : None, "balanced" or dict
+        See :class:`~interpretable.estimators.classifier.NeuralClassifier`.
+
+    The default explanation is exact: the contribution maps ``W(x)ᵀ_k ⊙ x``
+    (:class:`~interpretable.estimators.explainers.image.BcosContributions`).
     """
 
     _parameter_constraints = {
-        **_ImageTransformerClassifier._parameter_constraints,
+        **VisionTransformerClassifier._parameter_constraints,
         "attention_prior": [StrOptions(set(ATTENTION_PRIORS))],
         "b": [Interval(Real, 1, None, closed="left")],
         "max_out": [Interval(Integral, 1, None, closed="left")],
@@ -300,26 +213,21 @@ class BcosViTClassifier(_ImageTransformerClassifier):
         "logit_bias": [Interval(Real, None, None, closed="neither"), None],
         "stem_stride": [Interval(Integral, 1, None, closed="left")],
     }
-    explain_methods = METHODS
 
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), attention_prior="multiplicative", b=2.0, max_out=2,
-                 scale_factor=None, output_scale=1.0, logit_bias=None, stem_stride=1, *, zoom_out=None,
-                 zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6, max_epochs=15,
+                 scale_factor=None, output_scale=1.0, logit_bias=None, stem_stride=1, *,
+                 zoom_out=None, zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6, max_epochs=15,
                  batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
                  random_state=None, verbose=0, class_weight=None, callbacks=None,
                  validation_fraction=None, early_stopping=False, n_iter_no_change=5,
                  warm_start=False, precision="float32", accelerator=None):
-        super().__init__(patch_size=patch_size, embed_dim=embed_dim, depth=depth,
-                         num_heads=num_heads, mlp_ratio=mlp_ratio, stem_channels=stem_channels,
-                         zoom_out=zoom_out, zoom_out_probability=zoom_out_probability,
-                         lr=lr, lr_decay_at=lr_decay_at, max_epochs=max_epochs,
-                         batch_size=batch_size, optimizer=optimizer, weight_decay=weight_decay,
-                         device=device, random_state=random_state,
-                         verbose=verbose, class_weight=class_weight, callbacks=callbacks,
-                         validation_fraction=validation_fraction, early_stopping=early_stopping,
-                         n_iter_no_change=n_iter_no_change, warm_start=warm_start,
-                         precision=precision, accelerator=accelerator)
+        self.patch_size = patch_size
+        self.embed_dim = embed_dim
+        self.depth = depth
+        self.num_heads = num_heads
+        self.mlp_ratio = mlp_ratio
+        self.stem_channels = stem_channels
         self.attention_prior = attention_prior
         self.b = b
         self.max_out = max_out
@@ -327,6 +235,25 @@ class BcosViTClassifier(_ImageTransformerClassifier):
         self.output_scale = output_scale
         self.logit_bias = logit_bias
         self.stem_stride = stem_stride
+        self.zoom_out = zoom_out
+        self.zoom_out_probability = zoom_out_probability
+        self.lr_decay_at = lr_decay_at
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _make_module(self, in_channels, image_size, n_classes):
         return BcosViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
@@ -336,75 +263,22 @@ class BcosViTClassifier(_ImageTransformerClassifier):
                        stem_stride=self.stem_stride)
 
     def _criterion(self):
-        return _OneHotBCE()
+        return OneHotBCE()
 
     def _encode(self, X):
         return encode_image(torch.as_tensor(X).permute(0, 3, 1, 2))  # channels-last memory
 
-    def _explain_inherent(self, batch: Batch, target, *, batch_size, by=None,
-                          dtype=None) -> ImageExplanation:
-        """The exact contribution maps ``W(x)ᵀ_k ⊙ x`` summed over channels, with ``W(x)``,
-        logit and bias (``completeness_error``); one forward and one backward pass per batch.
 
-        by : None or "head": also the exact contribution of every residual-stream component
-            (token embedding, each layer's heads and MLP) as ``components``; they sum to
-            ``values``.
-        dtype : None or "float64": explain with a float64 copy of the model (completeness to
-            ~1e-12 instead of float32 rounding, which is relatively large for logits near 0).
-        """
-        if by not in (None, "head"):
-            raise ValueError(f"by must be None or 'head', got {by!r}.")
-        if dtype not in (None, "float32", "float64"):
-            raise ValueError(f"dtype must be None, 'float32' or 'float64', got {dtype!r}.")
-        module, encoded = self.module_, batch.inputs["x"]
-        if dtype is not None:
-            precision = getattr(torch, dtype)
-            module, encoded = copy.deepcopy(module).to(precision), encoded.to(precision)
-        t_index = None if target is None else \
-            torch.as_tensor(self.target_indices(target, encoded), dtype=torch.long)
-        fields = {k: [] for k in ("maps", "weights", "logits", "targets", "predicted",
-                                  "components", "proba")}
-        names = []
-        for rows, b in self.iter_batches({"x": encoded}, batch_size):
-            x = b["x"]
-            t = None if t_index is None else t_index[rows].to(x.device)
-            contrib, w, lg = inherent(module, x, t)
-            t = lg.argmax(1) if t is None else t
-            fields["maps"].append(contrib.cpu())
-            fields["weights"].append(w.permute(0, 2, 3, 1).cpu())
-            fields["logits"].append(lg.gather(1, t[:, None])[:, 0].cpu())
-            fields["targets"].append(t.cpu())
-            fields["predicted"].append(lg.argmax(1).cpu())
-            fields["proba"].append(torch.softmax(lg.double(), 1).cpu())
-            if by == "head":
-                comp, names = inherent_terms(module, x, t)
-                fields["components"].append(comp.cpu())
-        cat = {k: torch.cat(v).numpy() if v else None for k, v in fields.items()}
-        logit = cat["logits"].astype(np.float64)
-        return ImageExplanation(
-            values=cat["maps"], target=self.classes_[cat["targets"]],
-            prediction=self.classes_[cat["predicted"]], method="inherent", images=batch.images,
-            weights=cat["weights"], logit=logit, bias=np.full(len(logit), module.logit_bias),
-            components=cat["components"], component_names=list(names), proba=cat["proba"],
-            classes=self.classes_)
-
-    def _explainer(self, method: str):
-        if method == "inherent":
-            return self._explain_inherent
-        return super()._explainer(method)
-
-
-class ViTClassifier(_ImageTransformerClassifier):
+class ViTClassifier(VisionTransformerClassifier):
     """Conventional Vision Transformer of the same size (CNN stem, learned positional
     embedding, GELU, LayerNorm, cross-entropy): the accuracy baseline for
     :class:`BcosViTClassifier`. Explained post hoc only (``explain_methods``). Parameters as
     in :class:`BcosViTClassifier` (``zoom_out`` included); ``dropout`` in the blocks."""
 
     _parameter_constraints = {
-        **_ImageTransformerClassifier._parameter_constraints,
+        **VisionTransformerClassifier._parameter_constraints,
         "dropout": [Interval(Real, 0, 1, closed="left")],
     }
-    explain_methods = tuple(m for m in METHODS if m != "inherent")
 
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), dropout=0.0, *, zoom_out=None, zoom_out_probability=0.5,
@@ -412,17 +286,32 @@ class ViTClassifier(_ImageTransformerClassifier):
                  weight_decay=0.0, device="auto", random_state=None, verbose=0,
                  class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        super().__init__(patch_size=patch_size, embed_dim=embed_dim, depth=depth,
-                         num_heads=num_heads, mlp_ratio=mlp_ratio, stem_channels=stem_channels,
-                         zoom_out=zoom_out, zoom_out_probability=zoom_out_probability,
-                         lr=lr, lr_decay_at=lr_decay_at, max_epochs=max_epochs,
-                         batch_size=batch_size, optimizer=optimizer, weight_decay=weight_decay,
-                         device=device, random_state=random_state,
-                         verbose=verbose, class_weight=class_weight, callbacks=callbacks,
-                         validation_fraction=validation_fraction, early_stopping=early_stopping,
-                         n_iter_no_change=n_iter_no_change, warm_start=warm_start,
-                         precision=precision, accelerator=accelerator)
+        self.patch_size = patch_size
+        self.embed_dim = embed_dim
+        self.depth = depth
+        self.num_heads = num_heads
+        self.mlp_ratio = mlp_ratio
+        self.stem_channels = stem_channels
         self.dropout = dropout
+        self.zoom_out = zoom_out
+        self.zoom_out_probability = zoom_out_probability
+        self.lr_decay_at = lr_decay_at
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _make_module(self, in_channels, image_size, n_classes):
         return ViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,

@@ -12,7 +12,7 @@ They use the public interface of the attention text classifiers
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,7 @@ import torch
 from ..validation import check_random_state_seed
 from ..nn.attention import CONICITY_KINDS, check_conicity_kind
 from ..nn.attention import conicity as _conicity_torch  # the metric below shares its name
+from .common import AnalysisResult
 from .divergences import jensen_shannon, jensen_shannon_rows, total_variation
 
 __all__ = ["AnalysisResult", "conicity", "hidden_state_conicity", "decision_flip_fraction",
@@ -29,12 +30,6 @@ __all__ = ["AnalysisResult", "conicity", "hidden_state_conicity", "decision_flip
 
 #: bins of the sample's maximum attention weight used to summarise permutation TVD (Fig. 4)
 MAX_ATTENTION_BINS = (0.0, 0.25, 0.5, 0.75, 1.0)
-
-
-class AnalysisResult(NamedTuple):
-    """``frame``: one row per sample; ``summary``: aggregates (floats, or small DataFrames)."""
-    frame: pd.DataFrame
-    summary: dict
 
 
 def conicity(H, mask=None, kind: str = "absolute") -> np.ndarray:

@@ -15,14 +15,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.utils.validation import check_is_fitted
 
 from ..explanation import TokenExplanation
-from ..nn.attack import projected_gradient_ascent
+from ..nn.attacks import embedding_attack
 from ..nn.losses import logits_of
 from ..nn.seat import top_k_overlap as _top_k_overlap_torch
 from ..text import PAD
-from .attention_analysis import AnalysisResult
+from .common import (AnalysisResult, check_text_model, explain_or_take, explanation_matrix,
+                     model_view, predict_probabilities)
 
 __all__ = ["comprehensiveness", "sufficiency", "sensitivity", "top_k_overlap",
            "ERASER_FRACTIONS", "SENSITIVITY_FRACTIONS"]
@@ -31,75 +31,6 @@ __all__ = ["comprehensiveness", "sufficiency", "sensitivity", "top_k_overlap",
 ERASER_FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.5)
 #: fractions of top-ranked tokens perturbed by :func:`sensitivity`
 SENSITIVITY_FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5)
-_INTERFACE = ("encode", "iter_batches", "embed", "forward_batch", "explain")
-
-
-# ---------------------------------------------------------------------------- shared helpers
-def check_text_model(clf, what: str = "this metric"):
-    """Raise a clear error unless ``clf`` is a fitted text classifier with the public
-    embedding-level interface."""
-    missing = [name for name in _INTERFACE if not hasattr(clf, name)]
-    if missing:
-        raise TypeError(f"{what} needs a text classifier with {list(_INTERFACE)}; "
-                        f"{type(clf).__name__} lacks {missing}.")
-    check_is_fitted(clf)
-    return clf
-
-
-def model_view(clf, method) -> str:
-    """The model variant behind an explanation ``method`` (SEAT's ``"vanilla"``)."""
-    return method if method in getattr(clf, "views", ()) else "model"
-
-
-def predict_probabilities(clf, inputs: dict, embedded=None, batch_size=None,
-                          view: str = "model") -> torch.Tensor:
-    """Class probabilities ``(n, C)`` (CPU) of encoded ``inputs``; ``embedded`` optionally
-    gives ``(n, T, E)`` embeddings replacing the model's."""
-    parts = []
-    with torch.no_grad():
-        for rows, batch in clf.iter_batches(inputs, batch_size):
-            emb = None
-            if embedded is not None:
-                emb = embedded[rows, : batch["tokens"].shape[1]].to(clf.device_)
-            logits = logits_of(clf.forward_batch(batch, embedded=emb, view=view)).float()
-            parts.append(torch.softmax(logits, -1).cpu())
-    return torch.cat(parts)
-
-
-def embedding_attack(objective, delta, radius, *, steps: int, mask) -> torch.Tensor:
-    """PGD on token embeddings: maximise ``objective(delta)`` with every token's
-    ``‖δ_t‖₂ ≤ radius`` (``radius`` broadcastable to ``(B, 1, 1)``), steps of
-    ``2.5·radius/steps``; ``mask (B, T, 1)`` marks the tokens that may move."""
-    def project(d):
-        return d * (radius / d.norm(dim=-1, keepdim=True).clamp_min(1e-12)).clamp(max=1.0) * mask
-
-    return projected_gradient_ascent(objective, delta, project, steps=steps,
-                                     step_size=2.5 * radius / steps, norm_dim=-1, grad_mask=mask)
-
-
-def explanation_matrix(explanation: TokenExplanation, lengths) -> np.ndarray:
-    """Attributions as a zero-padded ``(n, T)`` array, checked against the model's lengths."""
-    lengths = np.asarray(lengths)
-    if len(explanation) != len(lengths):
-        raise ValueError(f"explanation has {len(explanation)} samples but X has {len(lengths)}.")
-    out = np.zeros((len(lengths), int(lengths.max())), dtype=np.float64)
-    for i, (att, n) in enumerate(zip(explanation.values, lengths)):
-        if len(att) != n:
-            raise ValueError(
-                f"explanation of sample {i} has {len(att)} tokens but the model sees {n}; "
-                "pass an explanation of the same X by the same estimator."
-            )
-        out[i, :n] = att
-    return out
-
-
-def _explain(clf, X, method, explanation, target=None) -> TokenExplanation:
-    if explanation is not None:
-        if not isinstance(explanation, TokenExplanation):
-            raise TypeError("explanation must be a TokenExplanation, got "
-                            f"{type(explanation).__name__}.")
-        return explanation
-    return clf.explain(X, target=target, method=method)
 
 
 def _ranks(scores: np.ndarray, lengths: np.ndarray) -> torch.Tensor:
@@ -136,7 +67,7 @@ def _erasure(clf, X, method, explanation, fractions, keep_top: bool, batch_size)
     view = model_view(clf, method)
     inputs = clf.encode(X).inputs
     lengths = inputs["lengths"]
-    scores = explanation_matrix(_explain(clf, X, method, explanation), lengths.numpy())
+    scores = explanation_matrix(explain_or_take(clf, X, method, explanation), lengths.numpy())
     probs = predict_probabilities(clf, inputs, batch_size=batch_size, view=view)
     pred = probs.argmax(1)
     p0 = probs.gather(1, pred[:, None])[:, 0]
@@ -196,7 +127,7 @@ def sensitivity(clf, X, method=None, explanation=None,
     view = model_view(clf, method)
     inputs = clf.encode(X).inputs
     lengths = inputs["lengths"]
-    scores = explanation_matrix(_explain(clf, X, method, explanation), lengths.numpy())
+    scores = explanation_matrix(explain_or_take(clf, X, method, explanation), lengths.numpy())
     ranks = _ranks(scores, lengths.numpy())
     pred = predict_probabilities(clf, inputs, batch_size=batch_size, view=view).argmax(1)
     eps = np.zeros((len(pred), len(fractions)))

@@ -25,7 +25,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..estimators.language_model import ISANLanguageModel, split_words
 from ..estimators.tagger import ISANSequenceTagger
-from ..validation import check_documents, check_sequence_targets, pad_sequences
+from ..nn.tensors import pad_sequences
+from ..validation import check_documents, check_sequence_targets
 
 __all__ = [
     "input_bias_analysis",

@@ -21,13 +21,13 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from ..estimators.explainers import get_explainer
 from ..nn.losses import logits_of
-from ..nn.seat import check_clamp, embedding_pgd
-from ..validation import make_generator
-from .attention_analysis import AnalysisResult
+from ..nn.attacks import check_clamp, embedding_attack, embedding_pgd
+from ..nn.tensors import make_generator
+from .common import (AnalysisResult, check_text_model, explanation_matrix, model_view,
+                     predict_probabilities)
 from .divergences import jensen_shannon_rows, total_variation
-from .faithfulness import (check_text_model, embedding_attack, explanation_matrix, model_view,
-                           predict_probabilities)
 
 __all__ = ["embedding_stability", "word_stability", "seed_stability",
            "explanation_distributions", "total_variation"]
@@ -105,7 +105,7 @@ def _adversarial_noise(clf, inputs, radius, steps, generator, batch_size, view) 
 
 
 def _pgd_noise(clf, inputs, labels, generator, batch_size, view, **options) -> torch.Tensor:
-    """The authors' attack (:func:`~interpretable.nn.seat.embedding_pgd`) on ``labels (n,)``."""
+    """The authors' attack (:func:`~interpretable.nn.attacks.embedding_pgd`) on ``labels (n,)``."""
     def attack(rows, batch, emb, real):
         return embedding_pgd(
             lambda e: logits_of(clf.forward_batch(batch, embedded=e, view=view)), emb, real,
@@ -134,7 +134,7 @@ def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=1
     ``kind``: every token's embedding moves by ``‖δ_t‖₂ = radius`` in a random direction
     (``"random"``), or within that ball by ``steps`` of PGD maximising the change of the
     predicted distribution (``"adversarial"``), or by the authors' attack (``"pgd"``, Hu et
-    al.'s code, :func:`~interpretable.nn.seat.embedding_pgd`): uniform start in ``[−r, r]``,
+    al.'s code, :func:`~interpretable.nn.attacks.embedding_pgd`): uniform start in ``[−r, r]``,
     ``steps`` of ``step_size`` (default ``2r/steps``) ascending ``½|y − p_y|`` of the gold
     labels ``y`` (None: the clean predictions) in the ``norm`` ball (``"linf"``: ``|δ|∞ ≤ r``,
     their choice; ``"l2"``: ``‖δ_t‖₂ ≤ r`` per token), and with ``clamp=(lo, hi)`` the
@@ -155,19 +155,16 @@ def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=1
     if kind != "pgd" and (y is not None or clamp is not None):
         raise ValueError(f"y and clamp are options of kind='pgd', not of kind={kind!r}.")
     check_clamp(clamp)
-    method = clf.explain_methods[0] if method is None else method
-    view = model_view(clf, method)
-    explain_method = "attention" if view != "model" else method
-    if explain_method not in ("attention", "gradient", "integrated_gradients", "input_x_gradient"):
+    explainer = get_explainer(clf, method)
+    if "embedding_offset" not in explainer.options(public=False):
         raise ValueError(f"embedding_stability perturbs embeddings, so it needs the attention or "
-                         f"a gradient method; got method={method!r}.")
+                         f"a gradient method; got method={explainer.name!r}.")
+    view = explainer.view
     generator = make_generator(random_state)
     inputs = clf.encode(X).inputs
     lengths = inputs["lengths"].numpy()
-    options = {} if explain_method == "attention" else {"n_steps": n_steps}
-    if view != "model":
-        options["view"] = view
-    clean = clf.explain(X, method=explain_method, batch_size=batch_size, **options)
+    options = {"n_steps": n_steps} if "n_steps" in explainer.options() else {}
+    clean = explainer.explain(clf, X, batch_size=batch_size, **options)
     p = predict_probabilities(clf, inputs, batch_size=batch_size, view=view)
     if kind == "random":
         delta = _token_noise((*inputs["tokens"].shape, _embedding_size(clf, inputs)), lengths,
@@ -178,8 +175,8 @@ def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=1
         labels = (p.argmax(1) if y is None else _label_indices(clf, y, len(lengths)))
         delta = _pgd_noise(clf, inputs, labels, generator, batch_size, view, radius=radius,
                            steps=steps, step_size=step_size, norm=norm, clamp=clamp)
-    pert = clf.explain(X, target=clean.target, method=explain_method, batch_size=batch_size,
-                       embedding_offset=delta, **options)
+    pert = explainer.explain(clf, X, target=clean.target, batch_size=batch_size,
+                             embedding_offset=delta, **options)
     q = predict_probabilities(clf, inputs, embedded=_embeddings(clf, inputs, batch_size) + delta,
                               batch_size=batch_size, view=view)
     real = np.arange(inputs["tokens"].shape[1])[None] < lengths[:, None]

@@ -1,5 +1,11 @@
-"""Criteria called as ``criterion(module_output, y)``, or ``criterion(module_output, y,
-sample_weight=w)`` with per-sample loss weights ``w (B,)`` (see ``estimators.base.TrainingNet``)."""
+"""Training criteria and divergences.
+
+Criteria are called as ``criterion(module_output, y)``, or ``criterion(module_output, y,
+sample_weight=w)`` with per-sample loss weights ``w (B,)`` (see
+``interpretable.estimators.training.TrainingNet``): cross-entropy on the logits, the one-hot
+binary cross-entropy of B-cos networks, the conicity-regularised loss of the diversity LSTM and
+the per-position loss of the sequence models. :func:`prediction_divergence` compares predicted
+class distributions (SEAT's D1 / D2)."""
 
 from __future__ import annotations
 
@@ -9,7 +15,11 @@ from torch.nn import functional as F
 
 from .attention import AttentionOutput, conicity
 
-__all__ = ["OutputCrossEntropy", "DiversityLoss", "logits_of", "weighted_mean"]
+__all__ = ["OutputCrossEntropy", "OneHotBCE", "DiversityLoss", "SequenceLoss", "IGNORE_INDEX",
+           "logits_of", "weighted_mean", "reduce_loss", "prediction_divergence"]
+
+#: target value of positions that are not scored (padding, context-only positions)
+IGNORE_INDEX = -100
 
 
 def logits_of(output) -> torch.Tensor:
@@ -36,6 +46,18 @@ class OutputCrossEntropy(nn.Module):
                              sample_weight)
 
 
+class OneHotBCE(nn.Module):
+    """Binary cross-entropy on sigmoid outputs against one-hot targets (B-cos training),
+    optionally weighted per sample."""
+
+    def forward(self, logits: torch.Tensor, y: torch.Tensor, sample_weight=None) -> torch.Tensor:
+        target = F.one_hot(y.long(), logits.shape[1]).to(logits.dtype)
+        if sample_weight is None:
+            return F.binary_cross_entropy_with_logits(logits, target)
+        return weighted_mean(F.binary_cross_entropy_with_logits(
+            logits, target, reduction="none").mean(1), sample_weight)
+
+
 class DiversityLoss(OutputCrossEntropy):
     """``cross_entropy(logits, y) + weight * mean_b conicity(H_b)`` over real tokens (both
     means weighted by ``sample_weight`` when given); ``absolute`` averages ``|cos|`` in the
@@ -54,3 +76,74 @@ class DiversityLoss(OutputCrossEntropy):
                                                                absolute=self.absolute),
                                                       sample_weight)
         return loss
+
+
+class SequenceLoss(nn.Module):
+    """Loss over positions and target groups, ignoring targets equal to :data:`IGNORE_INDEX`.
+
+    outputs (B, T, sum(group_sizes)); y (B, T, G) long, class indices per group.
+    ``"cross_entropy"``: one softmax per group; ``"squared"``: squared error against the one-hot
+    code of each group. Returned per scored target (nats for cross entropy).
+    """
+
+    def __init__(self, group_sizes, loss: str = "cross_entropy"):
+        super().__init__()
+        if loss not in ("cross_entropy", "squared"):
+            raise ValueError(f"loss must be 'cross_entropy' or 'squared', got {loss!r}.")
+        self.group_sizes = [int(g) for g in group_sizes]
+        self.loss = loss
+
+    def forward(self, outputs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        total, count = outputs.new_zeros(()), 0
+        for g, chunk in enumerate(torch.split(outputs, self.group_sizes, dim=-1)):
+            target = y[..., g].reshape(-1)
+            chunk = chunk.reshape(-1, chunk.shape[-1])
+            keep = target != IGNORE_INDEX
+            if self.loss == "cross_entropy":
+                total = total + F.cross_entropy(chunk, target, ignore_index=IGNORE_INDEX,
+                                                reduction="sum")
+            else:
+                onehot = F.one_hot(target.clamp(min=0), chunk.shape[-1]).to(chunk.dtype)
+                total = total + ((chunk - onehot) ** 2).sum(-1)[keep].sum()
+            count += int(keep.sum())
+        return total / max(count, 1)
+
+
+def reduce_loss(values: torch.Tensor, reduction: str) -> torch.Tensor:
+    """Per-sample ``values (B,)`` as they are (``"none"``), or their mean or sum."""
+    if reduction == "none":
+        return values
+    if reduction == "mean":
+        return values.mean()
+    if reduction == "sum":
+        return values.sum()
+    raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+
+
+def prediction_divergence(
+    target_probs: torch.Tensor,
+    logits: torch.Tensor,
+    kind: str = "bce",
+    reduction: str = "none",
+) -> torch.Tensor:
+    """Divergence of predicted class distributions, ``D(target, softmax(logits))``.
+
+    target_probs: (B, C) probabilities; logits: (B, C). ``kind``:
+    ``"bce"`` cross-entropy with soft targets (the paper's D1/D2; binary cross-entropy for
+    two classes), ``"kl"`` KL divergence (same gradient, zero at equality), ``"tvd"`` total
+    variation ``½‖p − q‖₁``. Returns (B,) for ``reduction="none"``.
+    """
+    if target_probs.shape != logits.shape:
+        raise ValueError(
+            f"target_probs {tuple(target_probs.shape)} and logits {tuple(logits.shape)} differ"
+        )
+    log_q = F.log_softmax(logits, dim=-1)
+    if kind == "bce":
+        out = -(target_probs * log_q).sum(-1)
+    elif kind == "kl":
+        out = (target_probs * (torch.log(target_probs.clamp_min(1e-12)) - log_q)).sum(-1)
+    elif kind == "tvd":
+        out = 0.5 * (target_probs - log_q.exp()).abs().sum(-1)
+    else:
+        raise ValueError(f"divergence must be 'bce', 'kl' or 'tvd', got {kind!r}")
+    return reduce_loss(out, reduction)

@@ -7,33 +7,32 @@ attention (B, T), ``mask`` (B, T) bool marks real tokens. Objective (6)::
         + lambda_stability * max_{||delta|| <= R} D2(y(x, w~), y(x, w~ + delta))
 
 The inner maximisation is solved by projected gradient ascent on ``delta``
-(:func:`pgd_attention`); ``L_topk`` is the surrogate (5) of the top-k overlap ``V_k``.
+(:func:`~interpretable.nn.attacks.pgd_attention`); ``L_topk`` is the surrogate (5) of the
+top-k overlap ``V_k``.
 
 The authors' code (kaustpradalab/SEAT) trains differently: the whole model, by
 ``BCE(f(x), y) + λ1·BCE(f(x + δ*), y) + λ2·topk-L1(att(x + δ*), att(x))`` with ``δ*`` the
-ℓ∞ PGD attack on the word embeddings of :func:`embedding_pgd` (:func:`authors_objective`,
+ℓ∞ PGD attack on the word embeddings of
+:func:`~interpretable.nn.attacks.embedding_pgd` (:func:`authors_objective`,
 :class:`AuthorsSEATTrainer`).
 """
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attack import projected_gradient_ascent
+from .attacks import embedding_pgd, pgd_attention
 from .attention import AttentionTextModule, lengths_to_mask
-from .losses import weighted_mean
+from .losses import prediction_divergence, reduce_loss, weighted_mean
 
 __all__ = [
     "top_k_mask",
     "top_k_overlap",
     "topk_surrogate_loss",
-    "prediction_divergence",
-    "project_ball",
-    "pgd_attention",
     "SEATLoss",
     "seat_objective",
     "SEATForward",
@@ -41,9 +40,6 @@ __all__ = [
     "SEATCriterion",
     "RobustTrainer",
     "RobustCriterion",
-    "gold_margin",
-    "check_clamp",
-    "embedding_pgd",
     "AUTHORS_PARAM_GROUPS",
     "authors_topk_loss",
     "AuthorsLoss",
@@ -115,109 +111,7 @@ def topk_surrogate_loss(
     diff = (w - w_tilde).abs()
     weight = top_k_mask(w, k, mask).float() + top_k_mask(w_tilde, k, mask).float()
     per_row = (diff * weight).sum(1) / (2.0 * int(k))
-    return _reduce(per_row, reduction)
-
-
-def _reduce(values: torch.Tensor, reduction: str) -> torch.Tensor:
-    if reduction == "none":
-        return values
-    if reduction == "mean":
-        return values.mean()
-    if reduction == "sum":
-        return values.sum()
-    raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
-
-
-def prediction_divergence(
-    target_probs: torch.Tensor,
-    logits: torch.Tensor,
-    kind: str = "bce",
-    reduction: str = "none",
-) -> torch.Tensor:
-    """Divergence of predicted class distributions, ``D(target, softmax(logits))``.
-
-    target_probs: (B, C) probabilities; logits: (B, C). ``kind``:
-    ``"bce"`` cross-entropy with soft targets (the paper's D1/D2; binary cross-entropy for
-    two classes), ``"kl"`` KL divergence (same gradient, zero at equality), ``"tvd"`` total
-    variation ``½‖p − q‖₁``. Returns (B,) for ``reduction="none"``.
-    """
-    if target_probs.shape != logits.shape:
-        raise ValueError(
-            f"target_probs {tuple(target_probs.shape)} and logits {tuple(logits.shape)} differ"
-        )
-    log_q = F.log_softmax(logits, dim=-1)
-    if kind == "bce":
-        out = -(target_probs * log_q).sum(-1)
-    elif kind == "kl":
-        out = (target_probs * (torch.log(target_probs.clamp_min(1e-12)) - log_q)).sum(-1)
-    elif kind == "tvd":
-        out = 0.5 * (target_probs - log_q.exp()).abs().sum(-1)
-    else:
-        raise ValueError(f"divergence must be 'bce', 'kl' or 'tvd', got {kind!r}")
-    return _reduce(out, reduction)
-
-
-def _row_norm(delta: torch.Tensor, norm: str) -> torch.Tensor:
-    if norm == "l2":
-        return delta.norm(dim=1, keepdim=True)
-    if norm == "linf":
-        return delta.abs().amax(dim=1, keepdim=True)
-    raise ValueError(f"norm must be 'l2' or 'linf', got {norm!r}")
-
-
-def project_ball(
-    delta: torch.Tensor, radius: float | torch.Tensor, norm: str = "l2"
-) -> torch.Tensor:
-    """Euclidean projection of each row of ``delta`` (B, T) onto ``{‖δ‖ ≤ radius}``.
-
-    ``radius`` is a float or a (B,) / (B, 1) tensor of per-row radii.
-    """
-    radius = torch.as_tensor(radius, dtype=delta.dtype, device=delta.device)
-    if radius.dim() == 1:
-        radius = radius[:, None]
-    if norm == "linf":
-        return torch.maximum(torch.minimum(delta, radius), -radius)
-    scale = (radius / _row_norm(delta, norm).clamp_min(1e-12)).clamp(max=1.0)
-    return delta * scale
-
-
-def pgd_attention(
-    predict: Callable[[torch.Tensor], torch.Tensor],
-    attention: torch.Tensor,
-    mask: torch.Tensor,
-    radius: float,
-    steps: int = 5,
-    step_size: float | None = None,
-    norm: str = "l2",
-    divergence: str = "bce",
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
-    """Inner maximisation of (6): ``argmax_{‖δ‖≤R} D2(y(x, w), y(x, w + δ))`` by PGD.
-
-    predict: maps attention (B, T) to logits (B, C) (hidden states held fixed).
-    attention: (B, T) attention ``w~`` (detached here). mask: (B, T) bool; padding stays 0.
-    Each row gets its own ``δ``: a random start inside the ball (D2 has zero gradient at
-    ``δ = 0``), then ``steps`` normalised ascent steps (``g/‖g‖₂`` or ``sign(g)`` for
-    ``linf``, Madry et al. 2018) each followed by projection onto the ball. Returns the
-    detached ``δ*`` (B, T).
-    """
-    if radius < 0 or steps < 0:
-        raise ValueError(f"radius and steps must be >= 0, got {radius!r} and {steps!r}")
-    mask_f = mask.float()
-    attention = attention.detach()
-    if radius == 0 or steps == 0:
-        return torch.zeros_like(attention)
-    if step_size is None:
-        step_size = 2.5 * radius / steps
-    with torch.no_grad():
-        target = F.softmax(predict(attention), dim=-1)
-        noise = torch.rand(attention.shape, generator=generator, dtype=attention.dtype)
-        noise = noise.to(attention.device)
-        delta = project_ball((2 * noise - 1) * radius * mask_f, radius, norm)
-    return projected_gradient_ascent(
-        lambda d: prediction_divergence(target, predict(attention + d), divergence).sum(),
-        delta, lambda d: project_ball(d, radius, norm) * mask_f, steps=steps,
-        step_size=step_size, norm_dim=None if norm == "linf" else 1, grad_mask=mask_f)
+    return reduce_loss(per_row, reduction)
 
 
 class SEATLoss(NamedTuple):
@@ -372,63 +266,6 @@ class RobustCriterion(nn.Module):
 
 
 # ---------------------------------------------------------------------------- the authors' code
-def gold_margin(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """``½|y − p_y|`` per row = ``½(1 − softmax(logits)[label])``, (B,): the authors' attack
-    objective ``½|y − σ(logit)|`` (their TVD to the gold label; equal for two classes).
-
-    logits: (B, C); labels: (B,) class indices."""
-    p_gold = F.softmax(logits, dim=-1).gather(1, labels.long()[:, None])[:, 0]
-    return 0.5 * (1.0 - p_gold)
-
-
-def check_clamp(clamp, name: str = "clamp"):
-    """Raise a ValueError unless ``clamp`` is None or ``(low, high)`` with ``low < high``."""
-    if clamp is not None and not (len(clamp) == 2 and clamp[0] < clamp[1]):
-        raise ValueError(f"{name} must be None or (low, high) with low < high, got {clamp!r}.")
-
-
-def embedding_pgd(predict: Callable[[torch.Tensor], torch.Tensor], embedded: torch.Tensor,
-                  mask: torch.Tensor, labels: torch.Tensor, radius: float, *, steps: int = 10,
-                  step_size: float | None = None, norm: str = "linf",
-                  clamp: tuple[float, float] | None = None,
-                  generator: torch.Generator | None = None) -> torch.Tensor:
-    """The authors' embedding attack: PGD ascending :func:`gold_margin` of ``labels``.
-
-    predict: maps embeddings (B, T, E) to logits (B, C); embedded: clean (B, T, E) (detached
-    here); mask: (B, T) bool, padding stays unperturbed. Start uniform in ``[−r, r]``, then
-    ``steps`` steps of ``step_size`` (default ``2r/steps``): ``sign(g)`` in the ``"linf"``
-    ball ``|δ|∞ ≤ r``, ``g/‖g_t‖₂`` in the ``"l2"`` ball ``‖δ_t‖₂ ≤ r`` of every token.
-    ``clamp=(lo, hi)`` clamps ``e + δ`` into ``[lo, hi]`` after every projection (the
-    authors' code uses ``(0, 1)``: a destructive step, ``δ`` then exceeds ``r``). Returns the
-    detached offset ``δ`` (B, T, E) (perturbed embeddings ``e + δ``).
-    """
-    if norm not in ("linf", "l2"):
-        raise ValueError(f"norm must be 'linf' or 'l2', got {norm!r}")
-    check_clamp(clamp)
-    if radius < 0 or steps < 0:
-        raise ValueError(f"radius and steps must be >= 0, got {radius!r} and {steps!r}")
-    e = embedded.detach()
-    if radius == 0 or steps == 0:
-        return torch.zeros_like(e)
-    real = mask[..., None].to(e.dtype)
-
-    def project(delta):
-        if norm == "linf":
-            delta = delta.clamp(-radius, radius)
-        else:
-            norms = delta.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-            delta = delta * (radius / norms).clamp(max=1.0)
-        if clamp is not None:
-            delta = (e + delta).clamp(*clamp) - e
-        return delta * real
-
-    noise = torch.rand(e.shape, generator=generator, dtype=e.dtype).to(e.device)
-    return projected_gradient_ascent(
-        lambda d: gold_margin(predict(e + d), labels).sum(), project((2 * noise - 1) * radius),
-        project, steps=steps, step_size=2 * radius / steps if step_size is None else step_size,
-        norm_dim=None if norm == "linf" else -1, grad_mask=real)
-
-
 def authors_topk_loss(w_a: torch.Tensor, w_b: torch.Tensor, k: int,
                       mask: torch.Tensor | None = None) -> torch.Tensor:
     """The authors' ``topk_overlap_loss`` (metric ``"l1"``), a scalar: the mean over the batch

@@ -54,23 +54,23 @@ MINILM = {"quick": dict(train=400, epochs=1, lr=5e-5, eval=100, sensitivity=30,
 WORD_AT_EPSILON = {"minilm": 0.25}
 #: SEAT hyper-parameters of the run (lambda_topk is the paper's λ2, lambda_stability its λ1)
 SEAT_PARAMS = dict(k=4, lambda_topk=10.0, lambda_stability=10.0, pgd_radius=0.1, pgd_steps=5,
-                   seat_lr=1e-2)
-#: per-encoder changes: the BiLSTM attention barely moved from vanilla with seat_lr 0.01 and
+                   lr=1e-2)
+#: per-encoder changes: the BiLSTM attention barely moved from vanilla with lr 0.01 and
 #: 3 epochs (V4 .992, comprehensiveness and sufficiency slightly worse than vanilla); with 0.05
 #: and 5 epochs: V4 .968, comprehensiveness .247 vs .235, sufficiency .064 vs .067
-SEAT_BY_ENCODER = {"bilstm": dict(seat_lr=5e-2, seat_epochs=5)}
+SEAT_BY_ENCODER = {"bilstm": dict(lr=5e-2, epochs=5)}
 #: SEAT by the authors' code (kaustpradalab/SEAT, README command): λ1 = 1, λ2 = 1000, K = 7,
 #: batch 32, encoder lr 0.01, ℓ∞ embedding attack of radius 0.01 (x_pgd_radius), 10 steps; no
 #: clamp in training (their attack clamps to [0, 1]; see the clamped evaluation rows)
-AUTHORS_PARAMS = dict(objective="authors", k=7, lambda_topk=1000.0, lambda_stability=1.0,
-                      pgd_radius=0.01, pgd_steps=10, pgd_norm="linf", seat_lr=0.01)
+AUTHORS_PARAMS = dict(k=7, lambda_topk=1000.0, lambda_stability=1.0, pgd_radius=0.01,
+                      pgd_steps=10, pgd_norm="linf", lr=0.01)
 #: epochs of the authors' loss (they train 20 from scratch; here fine-tuning from the vanilla
 #: weights, as many as fit the time budget: one epoch on the 10,246 training snippets took
 #: 77 s (RNN) / 389 s (BiLSTM) at load ~5 on 2 cores, ~30 s / ~130 s on an idle machine)
 AUTHORS_EPOCHS = {"quick": {"rnn": 1, "bilstm": 1, "lstm": 1, "minilm": 1},
                   "full": {"rnn": 5, "bilstm": 2, "lstm": 2, "minilm": 1}}
 #: MiniLM fine-tunes at a BERT learning rate (0.01 would destroy the pretrained encoder)
-AUTHORS_BY_ENCODER = {"minilm": dict(seat_lr=5e-5)}
+AUTHORS_BY_ENCODER = {"minilm": dict(lr=5e-5)}
 #: the authors' attack in the evaluation: radius (Table 1: 1e-3, Table 4: 1e-2) x clamp
 ATTACKS = {"pgd_r1e-3": dict(radius=1e-3), "pgd_r1e-2": dict(radius=1e-2),
            "pgd_r1e-3_clamp": dict(radius=1e-3, clamp=(0.0, 1.0)),
@@ -109,26 +109,35 @@ def _split(n_train, n_test, seed):
     return X_train[:n_train], X_test[:n_test], y_train[:n_train], y_test[:n_test]
 
 
+def make_variant(method, encoder, settings):
+    """The SEAT variant of ``method`` in :data:`METHODS` with this run's settings
+    (``"seat-authors"``: the authors' objective)."""
+    from ..estimators.seat_variants import VARIANTS, AuthorsSEAT, SEAT, WordAT
+
+    if method == "seat-authors":
+        return AuthorsSEAT(**{**AUTHORS_PARAMS, "epochs": settings["authors_epochs"][encoder],
+                              **AUTHORS_BY_ENCODER.get(encoder, {})})
+    if method == "seat":
+        return SEAT(**{**SEAT_PARAMS, "epochs": settings["seat_epochs"],
+                       **SEAT_BY_ENCODER.get(encoder, {})})
+    if method == "word-at" and encoder in WORD_AT_EPSILON:
+        return WordAT(epsilon=WORD_AT_EPSILON[encoder])
+    return VARIANTS[method]()
+
+
 def make_estimator(method, encoder, settings, seed, base=None):
-    """``method`` in :data:`METHODS` (``"seat-authors"``: SEAT with ``objective="authors"``)."""
+    """A SEATClassifier of ``method`` in :data:`METHODS` (see :func:`make_variant`)."""
     from sklearn.frozen import FrozenEstimator
 
     from ..estimators.seat import SEATClassifier
 
-    batch_size = 32 if encoder == "minilm" else 64
-    if method == "seat-authors":
-        method, batch_size = "seat", 32
-        params = dict(AUTHORS_PARAMS, seat_epochs=settings["authors_epochs"][encoder])
-        params.update(AUTHORS_BY_ENCODER.get(encoder, {}))
-    else:
-        params = dict(SEAT_PARAMS, seat_epochs=settings["seat_epochs"])
-        params.update(SEAT_BY_ENCODER.get(encoder, {}))
     return SEATClassifier(
-        method=method, base_estimator=None if base is None else FrozenEstimator(base),
+        variant=make_variant(method, encoder, settings),
+        base_estimator=None if base is None else FrozenEstimator(base),
         encoder=encoder, embeddings=None if encoder == "minilm" else "glove-50",
         hidden_size=settings["hidden_size"], max_epochs=settings["epochs"], lr=settings["lr"],
-        batch_size=batch_size, device="cpu", random_state=seed,
-        adv_epsilon=WORD_AT_EPSILON.get(encoder) if method == "word-at" else None, **params)
+        batch_size=32 if encoder == "minilm" or method == "seat-authors" else 64,
+        device="cpu", random_state=seed)
 
 
 def evaluate(clf, vanilla, X_test, y_test, settings, perturbers, seed=0) -> dict:

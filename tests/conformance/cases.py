@@ -101,12 +101,14 @@ def _isan_tagger():
     return ISANSequenceTagger(hidden_size=8, max_epochs=2, min_count=1, random_state=0)
 
 
-def _seat(method):
+def _seat(variant):
     def make():
         from interpretable import SEATClassifier
+        from interpretable.estimators.seat_variants import VARIANTS
 
-        return SEATClassifier(method=method, encoder="rnn", embed_dim=8, hidden_size=8,
-                              max_epochs=2, seat_epochs=1, pgd_steps=2, random_state=0)
+        options = {"epochs": 1, "pgd_steps": 2} if variant == "seat" else {}
+        return SEATClassifier(variant=VARIANTS[variant](**options), encoder="rnn", embed_dim=8,
+                              hidden_size=8, max_epochs=2, random_state=0)
     return make
 
 

@@ -191,12 +191,13 @@ def test_text_encoder_is_a_grid_searchable_nested_parameter():
 
 def test_seat_on_a_fitted_diversity_lstm_base():
     from interpretable import DiversityLSTMClassifier, SEATClassifier
+    from interpretable.estimators.seat_variants import SEAT
 
     X, y, X_test = CASES[0].data()
     base = DiversityLSTMClassifier(cell="orthogonal", embed_dim=8, hidden_size=8, max_epochs=2,
                                    random_state=0).fit(X, y)
     before = copy.deepcopy(base.module_.state_dict())
-    seat = SEATClassifier(base_estimator=base, seat_epochs=1, pgd_steps=2,
+    seat = SEATClassifier(base_estimator=base, variant=SEAT(epochs=1, pgd_steps=2),
                           random_state=0).fit(X, y)
     assert seat.architecture_["encoder"] == "orthogonal"
     assert seat.explain(X_test, method="vanilla").units == base.explain(X_test).units

@@ -1,0 +1,101 @@
+"""Models saved by version 0.1 still load and give the same predictions and explanations, and
+fitting with the same parameters and seed still gives the same model.
+
+``tests/data/saved_0_1`` holds every conformance case (and the SEAT variants) fitted and saved
+by version 0.1 (commit 6afaa6e, before the estimator layer was redesigned), with
+``outputs.json``: their ``predict_proba`` on the case's test inputs and the values and targets
+of every explanation method of the first three test samples (integrated gradients with
+``n_steps=8``).
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import interpretable
+from interpretable import SEATClassifier
+from interpretable.estimators.seat_variants import (SEAT, AttentionAT, AttentionRP, AuthorsSEAT,
+                                                    Vanilla)
+
+from conformance.cases import CASES, Case, _sentiment
+
+DATA = Path(__file__).parent / "data" / "saved_0_1"
+OUTPUTS = json.loads((DATA / "outputs.json").read_text())
+
+
+def _seat(variant):
+    def make():
+        from interpretable import SEATClassifier
+
+        return SEATClassifier(variant=variant, encoder="rnn", embed_dim=8, hidden_size=8,
+                              max_epochs=2, random_state=0)
+    return make
+
+
+#: version 0.1's SEATClassifier(method=..., objective=...) cases, as variants
+SEAT_CASES = [
+    Case("SEATClassifier-vanilla", _seat(Vanilla()), _sentiment, "text"),
+    Case("SEATClassifier-attention-rp", _seat(AttentionRP()), _sentiment, "text"),
+    Case("SEATClassifier-attention-at", _seat(AttentionAT()), _sentiment, "text"),
+    Case("SEATClassifier-authors", _seat(AuthorsSEAT(
+        k=4, lambda_topk=1.0, lambda_stability=1.0, pgd_radius=0.05, pgd_steps=2,
+        pgd_norm="l2", epochs=1, lr=None)), _sentiment, "text"),
+]
+ALL = CASES + SEAT_CASES
+
+
+def _rows(value) -> list:
+    """Per-sample float arrays of a result (array or list of arrays)."""
+    return [np.asarray(v, dtype=float) for v in value]
+
+
+def _check_outputs(est, case):
+    """predict_proba and every recorded explanation equal version 0.1's."""
+    expected = OUTPUTS[case.name]
+    _, _, X_test = case.data()
+    proba = est.predict_proba(X_test)
+    for a, b in zip(_rows(proba), _rows(expected["predict_proba"])):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    for key, recorded in expected.items():
+        if not key.startswith("explain:"):
+            continue
+        method = key.split(":", 1)[1]
+        options = {"n_steps": 8} if method == "integrated_gradients" else {}
+        if "error" in recorded:
+            with pytest.raises(ValueError):
+                est.explain(X_test[:3], method=method, **options)
+            continue
+        exp = est.explain(X_test[:3], method=method, **options)
+        values = exp.values if isinstance(exp.values, list) else list(exp.values)
+        for a, b in zip(values, recorded["values"]):
+            np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float),
+                                       rtol=1e-4, atol=1e-5, err_msg=f"{case.name} {method}")
+        targets = exp.target if isinstance(exp.target, list) else list(exp.target)
+        assert [np.asarray(t).tolist() for t in targets] == [
+            np.asarray(t).tolist() for t in recorded["target"]], (case.name, method)
+
+
+@pytest.mark.parametrize("case", ALL, ids=str)
+def test_models_saved_by_version_0_1_load_and_agree(case):
+    cls = getattr(interpretable, case.name.split("-")[0])
+    est = cls.load(DATA / case.name, device="cpu")
+    assert type(est) is cls
+    _check_outputs(est, case)
+
+
+@pytest.mark.parametrize("case", ALL, ids=str)
+def test_fits_reproduce_version_0_1(case):
+    X, y, _ = case.data()
+    est = case.make().set_params(device="cpu")
+    est.fit(X, y) if y is not None else est.fit(X)
+    _check_outputs(est, case)
+
+
+def test_seat_parameters_of_version_0_1_become_the_equal_variant():
+    est = SEATClassifier.load(DATA / "SEATClassifier-seat", device="cpu")
+    assert est.variant_ == SEAT(pgd_steps=2, epochs=1) == est.variant
+    authors = SEATClassifier.load(DATA / "SEATClassifier-authors", device="cpu")
+    assert authors.variant_ == SEAT_CASES[-1].make().variant
+    assert not hasattr(authors.module_, "vanilla_attention")
