@@ -24,16 +24,12 @@ from torch import nn
 from ..nn.attention import AttentionTextModule, check_conicity_kind, conicity
 from ..nn.recurrent import RECURRENT_KINDS
 from .text_base import TextClassifierBase
+from .params import stores_params
 
 __all__ = ["AttentionClassifierBase", "AttentionTextClassifier", "ARCHITECTURE"]
 
 #: the parameters that shape an attention classifier's module (with its encoder)
 ARCHITECTURE = ("hidden_size", "attention_size", "freeze_embeddings", "dropout")
-
-
-def _pad_cols(a: np.ndarray, width: int) -> np.ndarray:
-    """Right-pad a ``(B, t)`` array with zeros to ``(B, width)``."""
-    return a if a.shape[1] == width else np.pad(a, ((0, 0), (0, width - a.shape[1])))
 
 
 class AttentionClassifierBase(TextClassifierBase):
@@ -86,18 +82,15 @@ class AttentionClassifierBase(TextClassifierBase):
         return self.module_(**batch, attention=attention, embedded=embedded,
                             attention_layer=self._attention_layer(view))
 
-    def _padded_outputs(self, inputs, field: str, batch_size=None, view="model") -> np.ndarray:
-        """Concatenate ``out.<field>`` (B, t) over trimmed batches into ``(n, T)``."""
-        T = inputs["tokens"].shape[1]
-        return np.concatenate([
-            _pad_cols(getattr(out, field).float().cpu().numpy(), T)
-            for _, _, out in self.forward_batches(inputs, batch_size=batch_size, view=view)])
-
     def attention(self, X) -> list:
         """Attention weights over each text's tokens: list of n arrays ``(T_i,)``."""
         inputs = self.encode(X).inputs
-        att = self._padded_outputs(inputs, "attention")
-        return [att[i, :n] for i, n in enumerate(inputs["lengths"].tolist())]
+        weights = [None] * len(inputs["lengths"])
+        for rows, batch, out in self.forward_batches(inputs, ordered=True):
+            for i, w, n in zip(rows.tolist(), out.attention.float().cpu().numpy(),
+                               batch["lengths"].tolist()):
+                weights[i] = w[:n]
+        return weights
 
     def hidden_conicity(self, X, kind: str = "absolute") -> np.ndarray:
         """Conicity of each sample's hidden states ``(n,)`` (Mohankumar et al., sec. 3.1):
@@ -129,12 +122,8 @@ class AttentionTextClassifier(AttentionClassifierBase):
         Dropout on encoder input and context vector.
     text_encoder : TextEncoder or None
         Tokenisation and vocabulary (cloned and fitted; None: ``TextEncoder()``).
-    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose,
-    callbacks, validation_fraction, early_stopping, n_iter_no_change, warm_start, precision,
-    accelerator :
-        Training parameters, see :class:`~interpretable.estimators.base.NeuralEstimator`.
-    class_weight : None, "balanced" or dict
-        See :class:`~interpretable.estimators.classifier.NeuralClassifier`.
+    {class_weight}
+    {training_parameters}
 
     Attributes
     ----------
@@ -150,36 +139,14 @@ class AttentionTextClassifier(AttentionClassifierBase):
         "encoder": [StrOptions(set(RECURRENT_KINDS)), nn.Module],
     }
 
+    @stores_params
     def __init__(self, *, encoder="lstm", embeddings=None, embed_dim=50, hidden_size=128,
                  attention_size=None, freeze_embeddings=False, dropout=0.0, text_encoder=None,
                  lr=1e-3, max_epochs=10, batch_size=64, optimizer="adam", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        self.encoder = encoder
-        self.embeddings = embeddings
-        self.embed_dim = embed_dim
-        self.hidden_size = hidden_size
-        self.attention_size = attention_size
-        self.freeze_embeddings = freeze_embeddings
-        self.dropout = dropout
-        self.text_encoder = text_encoder
-        self.lr = lr
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.class_weight = class_weight
-        self.callbacks = callbacks
-        self.validation_fraction = validation_fraction
-        self.early_stopping = early_stopping
-        self.n_iter_no_change = n_iter_no_change
-        self.warm_start = warm_start
-        self.precision = precision
-        self.accelerator = accelerator
+        """Store the parameters unchanged (see the class docstring)."""
 
     def architecture(self) -> dict:
         return {**super().architecture(), "encoder": self.encoder}

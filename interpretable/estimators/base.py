@@ -36,8 +36,8 @@ from ..validation import check_batch_size, check_random_state_seed
 from .explainers import explainers_for, get_explainer
 from .persistence import load_estimator, save_estimator
 from .training import (TRAINING_CONSTRAINTS, TrainingDivergedError, TrainingNet,
-                       check_sample_weight, fit_transactionally, plain_print, train_module,
-                       warm_started)
+                       check_sample_weight, expand_parameter_docs, fit_transactionally,
+                       plain_print, train_module, warm_started)
 
 # TrainingDivergedError and TrainingNet keep their public home of version 0.1 here.
 __all__ = ["Batch", "NeuralEstimator", "SHOW_PROGRESS", "TrainingDivergedError", "TrainingNet"]
@@ -80,54 +80,14 @@ class _ExplainMethods:
 class NeuralEstimator(BaseEstimator):
     """Base class of the neural estimators.
 
-    Training parameters (every estimator takes them; declared in its own ``__init__``):
+    Parameters
+    ----------
 
-    lr : float > 0
-        Learning rate.
-    max_epochs : int >= 1
-        Number of passes over the training data.
-    batch_size : int >= 1
-        Mini-batch size for training and inference (``explain`` and the metrics take their own
-        ``batch_size``).
-    optimizer : {"adam", "adamw", "sgd", "rmsprop"}
-    weight_decay : float >= 0
-    device : "auto", "cpu", "cuda", "cuda:N" or torch.device
-        ``"auto"`` uses CUDA when available.
-    random_state : int, RandomState or None
-        Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
-        is left untouched.
-    verbose : int
-        When > 0, print skorch's epoch table (plain text unless standard output is a terminal)
-        and, on a terminal, a progress bar over the batches of each epoch and of ``explain``.
-    callbacks : list or None
-        skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
-        your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
-        with deep copies: the callbacks passed here are never changed.
-    validation_fraction : float in (0, 1) or None
-        Share of the training data held out (stratified for classifiers, seeded by
-        ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
-        (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
-    early_stopping : bool
-        Stop when the validation loss (the training loss without ``validation_fraction``) has
-        not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
-        (skorch's ``EarlyStopping(load_best=True)``).
-    n_iter_no_change : int >= 1
-        Patience of ``early_stopping``, in epochs.
-    warm_start : bool
-        When True, fitting a fitted estimator continues training its weights (the vocabulary,
-        classes and input size stay those of the first fit; other labels, a changed input
-        size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
-        state starts afresh.
-    precision : {"float32", "bf16"}
-        ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
-        the weights stay float32), while prediction and explanations always run in the
-        parameters' own precision, so inherent explanations stay exact.
-    accelerator : accelerate.Accelerator or None
-        Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
-        ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
-        with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
-        the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.scale`.
+    Every estimator takes the training parameters, declared in its own ``__init__`` and
+    documented in its docstring from :data:`~interpretable.estimators.training.TRAINING_DOC`
+    (the token ``{training_parameters}`` there expands to it):
+
+    {training_parameters}
     """
 
     _parameter_constraints: dict = dict(TRAINING_CONSTRAINTS)
@@ -138,6 +98,7 @@ class NeuralEstimator(BaseEstimator):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         NeuralEstimator._registry[cls.__name__] = cls
+        cls.__doc__ = expand_parameter_docs(cls.__doc__)
 
     def __sklearn_tags__(self):
         """Inputs are texts or symbol sequences (image estimators override this), never 2-d
@@ -372,3 +333,6 @@ class NeuralEstimator(BaseEstimator):
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "module_")
+
+
+NeuralEstimator.__doc__ = expand_parameter_docs(NeuralEstimator.__doc__)

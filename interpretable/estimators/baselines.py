@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..nn.embedding_bag import MeanEmbeddingClassifier
 from .text_base import TextClassifierBase
+from .params import stores_params
 
 __all__ = ["EmbeddingBagClassifier"]
 
@@ -25,39 +26,17 @@ class EmbeddingBagClassifier(TextClassifierBase):
     text_encoder : TextEncoder or None
         Tokenisation and vocabulary (cloned and fitted in ``fit``; None: ``TextEncoder()``).
         Grid-searchable as ``text_encoder__min_freq`` etc.
-    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose,
-    callbacks, validation_fraction, early_stopping, n_iter_no_change, warm_start, precision,
-    accelerator :
-        Training parameters, see :class:`~interpretable.estimators.base.NeuralEstimator`.
-    class_weight : None, "balanced" or dict
-        See :class:`~interpretable.estimators.classifier.NeuralClassifier`.
+    {class_weight}
+    {training_parameters}
     """
 
+    @stores_params
     def __init__(self, embeddings=None, embed_dim=50, freeze_embeddings=False, text_encoder=None,
                  *, lr=1e-2, max_epochs=10, batch_size=64, optimizer="adam", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        self.embeddings = embeddings
-        self.embed_dim = embed_dim
-        self.freeze_embeddings = freeze_embeddings
-        self.text_encoder = text_encoder
-        self.lr = lr
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.class_weight = class_weight
-        self.callbacks = callbacks
-        self.validation_fraction = validation_fraction
-        self.early_stopping = early_stopping
-        self.n_iter_no_change = n_iter_no_change
-        self.warm_start = warm_start
-        self.precision = precision
-        self.accelerator = accelerator
+        """Store the parameters unchanged (see the class docstring)."""
 
     def _build_module(self, embeddings=None):
         return MeanEmbeddingClassifier(

@@ -23,11 +23,10 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
     Subclasses implement :meth:`encode` and a module whose output is the logits ``(B, C)`` (or
     a tuple starting with them), and set ``classes_`` in ``_fit`` (:meth:`_fit_labels`).
 
-    Parameters: the training parameters of
-    :class:`~interpretable.estimators.base.NeuralEstimator`, plus
-    class_weight : None, "balanced" or dict {label: weight}
-        Weights of the classes in the training loss (multiplied with ``sample_weight``);
-        ``"balanced"``: ``n_samples / (n_classes * count(label))`` as in scikit-learn.
+    Parameters
+    ----------
+    {class_weight}
+    {training_parameters}
     """
 
     _parameter_constraints = {

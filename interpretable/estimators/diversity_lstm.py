@@ -25,6 +25,7 @@ from torch import nn
 from ..nn.attention import CONICITY_KINDS
 from ..nn.losses import DiversityLoss
 from .attention_text import AttentionClassifierBase
+from .params import stores_params
 
 __all__ = ["DiversityLSTMClassifier", "CELLS", "CONICITY_KINDS"]
 
@@ -47,12 +48,8 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
         penalty is lowest for anti-aligned states, so the trained conicity can turn negative).
     embeddings, embed_dim, hidden_size, attention_size, freeze_embeddings, dropout, text_encoder :
         As in :class:`~interpretable.estimators.attention_text.AttentionTextClassifier`.
-    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose,
-    callbacks, validation_fraction, early_stopping, n_iter_no_change, warm_start, precision,
-    accelerator :
-        Training parameters, see :class:`~interpretable.estimators.base.NeuralEstimator`.
-    class_weight : None, "balanced" or dict
-        See :class:`~interpretable.estimators.classifier.NeuralClassifier`.
+    {class_weight}
+    {training_parameters}
 
     Examples
     --------
@@ -67,6 +64,7 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
         "conicity": [StrOptions(set(CONICITY_KINDS))],
     }
 
+    @stores_params
     def __init__(self, *, cell="diversity", diversity_weight=0.5, conicity="absolute",
                  embeddings=None, embed_dim=50,
                  hidden_size=128, attention_size=None, freeze_embeddings=False, dropout=0.0,
@@ -74,32 +72,7 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
                  weight_decay=0.0, device="auto", random_state=None, verbose=0,
                  class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        self.cell = cell
-        self.diversity_weight = diversity_weight
-        self.conicity = conicity
-        self.embeddings = embeddings
-        self.embed_dim = embed_dim
-        self.hidden_size = hidden_size
-        self.attention_size = attention_size
-        self.freeze_embeddings = freeze_embeddings
-        self.dropout = dropout
-        self.text_encoder = text_encoder
-        self.lr = lr
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.class_weight = class_weight
-        self.callbacks = callbacks
-        self.validation_fraction = validation_fraction
-        self.early_stopping = early_stopping
-        self.n_iter_no_change = n_iter_no_change
-        self.warm_start = warm_start
-        self.precision = precision
-        self.accelerator = accelerator
+        """Store the parameters unchanged (see the class docstring)."""
 
     def architecture(self) -> dict:
         """As the base's, with the encoder of ``cell``: the orthogonal LSTM or ``nn.LSTM``."""

@@ -29,6 +29,7 @@ from ..nn.losses import IGNORE_INDEX
 from ..nn.tensors import pad_sequences
 from ..validation import check_documents, check_random_state_seed
 from .sequence import DTYPES, UNKNOWN, ISANBase, SequenceEstimator, next_symbol_windows
+from .params import stores_params
 
 __all__ = ["ISANLanguageModel", "LSTMLanguageModel", "split_words"]
 
@@ -202,33 +203,14 @@ class ISANLanguageModel(ISANBase, _LanguageModel):
     _parameter_constraints = {**ISANBase._parameter_constraints,
                               **_LanguageModel._parameter_constraints}
 
+    @stores_params
     def __init__(self, hidden_size=128, *, seq_len=100, min_count=2, dtype="float32",
                  clip_grad=1.0, init_gain=1.0, lr=2e-3, max_epochs=10, batch_size=32,
                  optimizer="adam", weight_decay=0.0, device="auto",
                  random_state=None, verbose=0, callbacks=None, validation_fraction=None,
                  early_stopping=False, n_iter_no_change=5, warm_start=False, precision="float32",
                  accelerator=None):
-        self.hidden_size = hidden_size
-        self.seq_len = seq_len
-        self.min_count = min_count
-        self.dtype = dtype
-        self.clip_grad = clip_grad
-        self.init_gain = init_gain
-        self.lr = lr
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.callbacks = callbacks
-        self.validation_fraction = validation_fraction
-        self.early_stopping = early_stopping
-        self.n_iter_no_change = n_iter_no_change
-        self.warm_start = warm_start
-        self.precision = precision
-        self.accelerator = accelerator
+        """Store the parameters unchanged (see the class docstring)."""
 
     def _run(self, x, state=None):
         h = self.module_.states(x, state)[:, -1]
@@ -292,34 +274,14 @@ class LSTMLanguageModel(_LanguageModel):
                               "embedding_dim": [Interval(Integral, 1, None, closed="left")],
                               "num_layers": [Interval(Integral, 1, None, closed="left")]}
 
+    @stores_params
     def __init__(self, hidden_size=128, *, embedding_dim=32, num_layers=1, seq_len=100,
                  min_count=2, dtype="float32", clip_grad=1.0, lr=2e-3, max_epochs=10,
                  batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
                  random_state=None, verbose=0, callbacks=None,
                  validation_fraction=None, early_stopping=False, n_iter_no_change=5,
                  warm_start=False, precision="float32", accelerator=None):
-        self.hidden_size = hidden_size
-        self.embedding_dim = embedding_dim
-        self.num_layers = num_layers
-        self.seq_len = seq_len
-        self.min_count = min_count
-        self.dtype = dtype
-        self.clip_grad = clip_grad
-        self.lr = lr
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.callbacks = callbacks
-        self.validation_fraction = validation_fraction
-        self.early_stopping = early_stopping
-        self.n_iter_no_change = n_iter_no_change
-        self.warm_start = warm_start
-        self.precision = precision
-        self.accelerator = accelerator
+        """Store the parameters unchanged (see the class docstring)."""
 
     def _build_module(self):
         module = CharLSTM(self.n_symbols_, self.hidden_size, self.n_outputs_,

@@ -30,6 +30,7 @@ from .attention_text import AttentionClassifierBase, AttentionTextClassifier
 from .persistence import from_jsonable, to_jsonable
 from .seat_variants import VARIANTS, SEATVariant, TrainingPhase
 from .text_base import trim_collate
+from .params import stores_params
 
 __all__ = ["SEATClassifier"]
 
@@ -86,15 +87,12 @@ class SEATClassifier(AttentionTextClassifier):
         As in :class:`~interpretable.estimators.attention_text.AttentionTextClassifier` (the
         vanilla model). With a BERT encoder ``text_encoder`` defaults to
         :class:`~interpretable.text.WordPieceEncoder`.
-    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose,
-    callbacks, validation_fraction, early_stopping, n_iter_no_change, warm_start, precision,
-    accelerator :
-        Training parameters, see :class:`~interpretable.estimators.base.NeuralEstimator`
-        (the vanilla model's training and the baselines'; ``validation_fraction``,
-        ``sample_weight`` and ``class_weight`` apply to them, not to the SEAT phase, which is
-        unweighted and needs gradients at every step).
-    class_weight : None, "balanced" or dict
-        See :class:`~interpretable.estimators.classifier.NeuralClassifier`.
+    {class_weight}
+    {training_parameters}
+
+    The training parameters, ``validation_fraction``, ``sample_weight`` and ``class_weight``
+    apply to the vanilla model's training and the baselines', not to the SEAT phase, which is
+    unweighted and needs gradients at every step.
 
     Attributes
     ----------
@@ -117,6 +115,7 @@ class SEATClassifier(AttentionTextClassifier):
     }
     views = ("model", "vanilla")
 
+    @stores_params
     def __init__(self, *, variant="seat", base_estimator=None, encoder="lstm", embeddings=None,
                  embed_dim=50, hidden_size=128, attention_size=None, freeze_embeddings=False,
                  dropout=0.0, text_encoder=None, lr=1e-3, max_epochs=10, batch_size=64,
@@ -124,32 +123,7 @@ class SEATClassifier(AttentionTextClassifier):
                  verbose=0, class_weight=None, callbacks=None, validation_fraction=None,
                  early_stopping=False, n_iter_no_change=5, warm_start=False,
                  precision="float32", accelerator=None):
-        self.variant = variant
-        self.base_estimator = base_estimator
-        self.encoder = encoder
-        self.embeddings = embeddings
-        self.embed_dim = embed_dim
-        self.hidden_size = hidden_size
-        self.attention_size = attention_size
-        self.freeze_embeddings = freeze_embeddings
-        self.dropout = dropout
-        self.text_encoder = text_encoder
-        self.lr = lr
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.class_weight = class_weight
-        self.callbacks = callbacks
-        self.validation_fraction = validation_fraction
-        self.early_stopping = early_stopping
-        self.n_iter_no_change = n_iter_no_change
-        self.warm_start = warm_start
-        self.precision = precision
-        self.accelerator = accelerator
+        """Store the parameters unchanged (see the class docstring)."""
 
     # ------------------------------------------------------------------ validation
     def _variant(self) -> SEATVariant:

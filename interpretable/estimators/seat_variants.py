@@ -28,6 +28,7 @@ from skorch.callbacks import Callback
 from ..nn.attacks import NORMS, check_clamp
 from ..nn.seat import (AUTHORS_PARAM_GROUPS, AuthorsSEATCriterion, AuthorsSEATTrainer,
                        RobustCriterion, RobustTrainer, SEATCriterion, SEATTrainer)
+from .params import stores_params
 
 __all__ = ["TrainingPhase", "SEATVariant", "Vanilla", "SEAT", "AuthorsSEAT", "AttentionRP",
            "AttentionAT", "WordAT", "VARIANTS", "RecordTerms"]
@@ -119,8 +120,9 @@ class _Robust(SEATVariant):
     _parameter_constraints = {"epsilon": [Interval(Real, 0, None, closed="neither")]}
     fine_tunes_base = True
 
+    @stores_params
     def __init__(self, epsilon=0.1):
-        self.epsilon = epsilon
+        """Store the parameters unchanged (see the class docstring)."""
 
     def first_phase(self, phase: TrainingPhase, seed: int) -> TrainingPhase:
         factory = phase.module_factory
@@ -147,8 +149,9 @@ class WordAT(_Robust):
 
     name = "word-at"
 
+    @stores_params
     def __init__(self, epsilon=1.0):
-        super().__init__(epsilon=epsilon)
+        """Store the parameters unchanged (see the class docstring)."""
 
 
 _PGD = {
@@ -200,18 +203,10 @@ class SEAT(SEATVariant):
     has_second_phase = True
     _parameter_constraints = {**_PGD, "divergence": [StrOptions({"bce", "kl"})]}
 
+    @stores_params
     def __init__(self, k=4, lambda_topk=1.0, lambda_stability=1.0, pgd_radius=0.05, pgd_steps=5,
                  pgd_step_size=None, pgd_norm="l2", divergence="bce", epochs=None, lr=None):
-        self.k = k
-        self.lambda_topk = lambda_topk
-        self.lambda_stability = lambda_stability
-        self.pgd_radius = pgd_radius
-        self.pgd_steps = pgd_steps
-        self.pgd_step_size = pgd_step_size
-        self.pgd_norm = pgd_norm
-        self.divergence = divergence
-        self.epochs = epochs
-        self.lr = lr
+        """Store the parameters unchanged (see the class docstring)."""
 
     def _options(self, defaults: dict) -> dict:
         return {"lr": self.lr or defaults["lr"],
@@ -255,19 +250,11 @@ class AuthorsSEAT(SEAT):
     keeps_vanilla_attention = False
     _parameter_constraints = {**_PGD, "pgd_clamp": [tuple, None]}
 
+    @stores_params
     def __init__(self, k=7, lambda_topk=1000.0, lambda_stability=1.0, pgd_radius=0.01,
                  pgd_steps=10, pgd_step_size=None, pgd_norm="linf", pgd_clamp=None, epochs=None,
                  lr=0.01):
-        self.k = k
-        self.lambda_topk = lambda_topk
-        self.lambda_stability = lambda_stability
-        self.pgd_radius = pgd_radius
-        self.pgd_steps = pgd_steps
-        self.pgd_step_size = pgd_step_size
-        self.pgd_norm = pgd_norm
-        self.pgd_clamp = pgd_clamp
-        self.epochs = epochs
-        self.lr = lr
+        """Store the parameters unchanged (see the class docstring)."""
 
     def check(self, estimator) -> None:
         super().check(estimator)

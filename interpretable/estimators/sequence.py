@@ -89,10 +89,7 @@ class SequenceEstimator(NeuralEstimator):
         Parameter precision.
     clip_grad : float or None
         Gradient-norm clipping threshold.
-    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose,
-    callbacks, validation_fraction, early_stopping, n_iter_no_change, warm_start, precision,
-    accelerator :
-        Training parameters, see :class:`~interpretable.estimators.base.NeuralEstimator`.
+    {training_parameters}
 
     Fitted attributes: ``symbols_`` (id → symbol, ``symbols_[0]`` is :data:`UNKNOWN`),
     ``vocabulary_`` (symbol → id), ``n_symbols_``, ``n_outputs_``, ``module_``, ``history_``.

@@ -22,6 +22,7 @@ import inspect
 import math
 import re
 import sys
+import textwrap
 from collections.abc import Iterator, Mapping
 from numbers import Integral, Real
 
@@ -55,6 +56,9 @@ __all__ = [
     "train_module",
     "warm_started",
     "fit_transactionally",
+    "TRAINING_DOC",
+    "CLASS_WEIGHT_DOC",
+    "expand_parameter_docs",
 ]
 
 OPTIMIZERS = {
@@ -88,6 +92,76 @@ TRAINING_CONSTRAINTS: dict = {
 }
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+#: numpydoc of the training parameters (``{training_parameters}`` in an estimator docstring)
+TRAINING_DOC = """\
+lr : float > 0
+    Learning rate.
+max_epochs : int >= 1
+    Number of passes over the training data.
+batch_size : int >= 1
+    Mini-batch size for training and inference (``explain`` and the metrics take their own
+    ``batch_size``).
+optimizer : {"adam", "adamw", "sgd", "rmsprop"}
+weight_decay : float >= 0
+device : "auto", "cpu", "cuda", "cuda:N" or torch.device
+    ``"auto"`` uses CUDA when available.
+random_state : int, RandomState or None
+    Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
+    is left untouched.
+verbose : int
+    When > 0, print skorch's epoch table (plain text unless standard output is a terminal)
+    and, on a terminal, a progress bar over the batches of each epoch and of ``explain``.
+callbacks : list or None
+    skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+    your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
+    with deep copies: the callbacks passed here are never changed.
+validation_fraction : float in (0, 1) or None
+    Share of the training data held out (stratified for classifiers, seeded by
+    ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
+    (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
+early_stopping : bool
+    Stop when the validation loss (the training loss without ``validation_fraction``) has
+    not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
+    (skorch's ``EarlyStopping(load_best=True)``).
+n_iter_no_change : int >= 1
+    Patience of ``early_stopping``, in epochs.
+warm_start : bool
+    When True, fitting a fitted estimator continues training its weights (the vocabulary,
+    classes and input size stay those of the first fit; other labels, a changed input
+    size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
+    state starts afresh.
+precision : {"float32", "bf16"}
+    ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
+    the weights stay float32), while prediction and explanations always run in the
+    parameters' own precision, so inherent explanations stay exact.
+accelerator : accelerate.Accelerator or None
+    Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
+    ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
+    with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
+    the accelerator (``Accelerator(mixed_precision="bf16")``). See
+    :mod:`interpretable.scale`.
+"""
+#: numpydoc of the classifiers' ``class_weight`` (``{class_weight}`` in a docstring)
+CLASS_WEIGHT_DOC = """\
+class_weight : None, "balanced" or dict {label: weight}
+    Weights of the classes in the training loss (multiplied with ``sample_weight``);
+    ``"balanced"``: ``n_samples / (n_classes * count(label))`` as in scikit-learn.
+"""
+
+
+def expand_parameter_docs(doc: str | None) -> str | None:
+    """``doc`` with the lines ``{training_parameters}`` and ``{class_weight}`` replaced by
+    :data:`TRAINING_DOC` and :data:`CLASS_WEIGHT_DOC`, indented as the token: every estimator
+    documents every parameter, each written once in the source."""
+    if doc is None:
+        return None
+    for token, text in (("{training_parameters}", TRAINING_DOC),
+                        ("{class_weight}", CLASS_WEIGHT_DOC)):
+        doc = re.sub(rf"^([ \t]*){re.escape(token)}[ \t]*$",
+                     lambda m, text=text: textwrap.indent(text.rstrip(), m.group(1)),
+                     doc, flags=re.MULTILINE)
+    return doc
 
 
 class TrainingDivergedError(RuntimeError):

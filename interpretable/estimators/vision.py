@@ -21,6 +21,7 @@ from ..validation import check_images, check_targets
 from .augmentation import ZoomOutBatches
 from .base import Batch
 from .classifier import NeuralClassifier
+from .params import stores_params
 
 __all__ = ["VisionTransformerClassifier", "BcosViTClassifier", "ViTClassifier"]
 
@@ -191,15 +192,11 @@ class BcosViTClassifier(VisionTransformerClassifier):
     lr_decay_at : float or None
         The learning rate is divided by 10 after this fraction of ``max_epochs`` (the paper:
         after 60 of 100 epochs); None keeps it constant.
-    lr, max_epochs, batch_size, optimizer, weight_decay, device, random_state, verbose,
-    callbacks, validation_fraction, early_stopping, n_iter_no_change, warm_start, precision,
-    accelerator :
-        Training parameters, see :class:`~interpretable.estimators.base.NeuralEstimator`.
-        Training uses binary cross-entropy on sigmoid outputs.
-    class_weight : None, "balanced" or dict
-        See :class:`~interpretable.estimators.classifier.NeuralClassifier`.
+    {class_weight}
+    {training_parameters}
 
-    The default explanation is exact: the contribution maps ``W(x)ᵀ_k ⊙ x``
+    Training uses binary cross-entropy on sigmoid outputs. The default explanation is exact:
+    the contribution maps ``W(x)ᵀ_k ⊙ x``
     (:class:`~interpretable.estimators.explainers.image.BcosContributions`).
     """
 
@@ -214,6 +211,7 @@ class BcosViTClassifier(VisionTransformerClassifier):
         "stem_stride": [Interval(Integral, 1, None, closed="left")],
     }
 
+    @stores_params
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), attention_prior="multiplicative", b=2.0, max_out=2,
                  scale_factor=None, output_scale=1.0, logit_bias=None, stem_stride=1, *,
@@ -222,38 +220,7 @@ class BcosViTClassifier(VisionTransformerClassifier):
                  random_state=None, verbose=0, class_weight=None, callbacks=None,
                  validation_fraction=None, early_stopping=False, n_iter_no_change=5,
                  warm_start=False, precision="float32", accelerator=None):
-        self.patch_size = patch_size
-        self.embed_dim = embed_dim
-        self.depth = depth
-        self.num_heads = num_heads
-        self.mlp_ratio = mlp_ratio
-        self.stem_channels = stem_channels
-        self.attention_prior = attention_prior
-        self.b = b
-        self.max_out = max_out
-        self.scale_factor = scale_factor
-        self.output_scale = output_scale
-        self.logit_bias = logit_bias
-        self.stem_stride = stem_stride
-        self.zoom_out = zoom_out
-        self.zoom_out_probability = zoom_out_probability
-        self.lr_decay_at = lr_decay_at
-        self.lr = lr
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.class_weight = class_weight
-        self.callbacks = callbacks
-        self.validation_fraction = validation_fraction
-        self.early_stopping = early_stopping
-        self.n_iter_no_change = n_iter_no_change
-        self.warm_start = warm_start
-        self.precision = precision
-        self.accelerator = accelerator
+        """Store the parameters unchanged (see the class docstring)."""
 
     def _make_module(self, in_channels, image_size, n_classes):
         return BcosViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
@@ -280,38 +247,14 @@ class ViTClassifier(VisionTransformerClassifier):
         "dropout": [Interval(Real, 0, 1, closed="left")],
     }
 
+    @stores_params
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), dropout=0.0, *, zoom_out=None, zoom_out_probability=0.5,
                  lr=2e-3, lr_decay_at=0.6, max_epochs=15, batch_size=32, optimizer="adam",
                  weight_decay=0.0, device="auto", random_state=None, verbose=0,
                  class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        self.patch_size = patch_size
-        self.embed_dim = embed_dim
-        self.depth = depth
-        self.num_heads = num_heads
-        self.mlp_ratio = mlp_ratio
-        self.stem_channels = stem_channels
-        self.dropout = dropout
-        self.zoom_out = zoom_out
-        self.zoom_out_probability = zoom_out_probability
-        self.lr_decay_at = lr_decay_at
-        self.lr = lr
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.optimizer = optimizer
-        self.weight_decay = weight_decay
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.class_weight = class_weight
-        self.callbacks = callbacks
-        self.validation_fraction = validation_fraction
-        self.early_stopping = early_stopping
-        self.n_iter_no_change = n_iter_no_change
-        self.warm_start = warm_start
-        self.precision = precision
-        self.accelerator = accelerator
+        """Store the parameters unchanged (see the class docstring)."""
 
     def _make_module(self, in_channels, image_size, n_classes):
         return ViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,

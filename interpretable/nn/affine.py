@@ -112,7 +112,8 @@ class ReversePass:
     O(L·K·H² + span·K·(H + H²/L)) instead of O(span·K·H²), plus O(L·H³) once per map.
     """
 
-    def __init__(self, net, x, targets, h, positions, window, block_size, dtype):
+    def __init__(self, net, x, targets=None, h=None, *, positions=None, window=None,
+                 block_size=None, dtype=None):
         if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.dtype != torch.long:
             raise ValueError(f"x must be a (B, T) long tensor, got {getattr(x, 'shape', type(x))}.")
         B, T = x.shape

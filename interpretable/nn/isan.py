@@ -132,7 +132,8 @@ class ISAN(nn.Module):
         Memory: the output plus O(T·H) for the states and block maps (with a window, only the maps
         inside it). Right padding is harmless: a symbol at ``s`` only affects positions ``t ≥ s``.
         """
-        run = ReversePass(self, x, targets, h, positions, window, block_size, dtype)
+        run = ReversePass(self, x, targets, h, positions=positions, window=window,
+                          block_size=block_size, dtype=dtype)
         B, P, K = run.targets.shape[0], run.positions.numel(), run.targets.shape[-1]
         kappa = run.Wro.new_zeros(B, P, K, run.window or x.shape[1])
         rest = run.Wro.new_empty(B, P, K)
@@ -141,25 +142,17 @@ class ISAN(nn.Module):
             rest[:, index] = rows_rest
         return run.result(run.positions, kappa, rest)
 
-    def decompose_blocks(
-        self,
-        x: torch.Tensor,
-        targets: torch.Tensor | None = None,
-        h: torch.Tensor | None = None,
-        *,
-        positions: torch.Tensor | None = None,
-        window: int | None = None,
-        block_size: int | None = None,
-        dtype: torch.dtype | None = None,
-    ) -> Iterator[ISANDecomposition]:
+    def decompose_blocks(self, x: torch.Tensor, targets: torch.Tensor | None = None,
+                         h: torch.Tensor | None = None, **options) -> Iterator[ISANDecomposition]:
         """:meth:`decompose`, streamed: one :class:`ISANDecomposition` per block of positions.
 
-        Same arguments; blocks come in ascending order of position, each with its sorted
+        Same arguments (``options``: the keywords of :meth:`decompose`); blocks come in
+        ascending order of position, each with its sorted
         ``positions`` (n,). Without a window ``kappa`` is (B, n, K, c) over the symbols
         ``0..c-1``, ``c`` one past the block's last position (later symbols contribute 0), so
         the whole T × T matrix is never held. Arguments are checked on the call.
         """
-        run = ReversePass(self, x, targets, h, positions, window, block_size, dtype)
+        run = ReversePass(self, x, targets, h, **options)
         return (run.result(run.positions[index], rows, rest) for index, rows, rest in run.chunks())
 
     # ------------------------------------------------------------------ composition
