@@ -1,0 +1,123 @@
+"""Layers of the B-cos BERT encoder (B-cos LM, Wang et al., TMLR 2025), as converted from a
+pretrained BERT: B-cos linear layers without MaxOut or scale factor, ``x·Φ(x)``, bias-free
+LayerNorm and post-LN attention / feed-forward blocks.
+
+Each is dynamic linear (see :mod:`interpretable.nn.bcos`): the attention probabilities, the
+GELU gate ``Φ(x)``, the LayerNorm scale ``1/σ`` and the B-cos factors ``|cos|^(B-1)`` are
+dynamic weights, constants inside :func:`~interpretable.nn.bcos.explanation_mode`.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .bcos import BcosLinear, dynamic_weight
+
+__all__ = ["BcosBertLayer", "BcosFeedForward", "BcosLayerNorm", "BcosSelfAttention",
+           "gated_gelu", "unscaled_bcos_linear"]
+
+
+def unscaled_bcos_linear(in_features: int, out_features: int, b: float) -> BcosLinear:
+    """B-cos LM's linear layer ``|cos(x, ŵ)|^(B-1) ŵᵀx``: unit-norm rows, no MaxOut and
+    γ = 1 (the scale factor f = √in_features cancels :class:`BcosLinear`'s 1/√in_features).
+    B = 1 gives the plain linear map of the unit-norm rows."""
+    return BcosLinear(in_features, out_features, b=b, max_out=1, scale=math.sqrt(in_features))
+
+
+def gated_gelu(x: torch.Tensor) -> torch.Tensor:
+    """GELU as ``x·Φ(x)`` with the gate ``Φ(x)`` (standard normal CDF) a dynamic weight."""
+    with dynamic_weight():
+        gate = torch.special.ndtr(x)
+    return x * gate
+
+
+class BcosLayerNorm(nn.Module):
+    """Bias-free LayerNorm ``γ ⊙ (x - mean(x)) / σ(x)`` with ``1/σ(x)`` a dynamic weight:
+    (..., D) -> (..., D)."""
+
+    def __init__(self, dim: int, eps: float = 1e-12):
+        super().__init__()
+        self.eps = float(eps)
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        centred = x - x.mean(-1, keepdim=True)
+        with dynamic_weight():
+            inv_std = torch.rsqrt(centred.square().mean(-1, keepdim=True) + self.eps)
+        return centred * inv_std * self.weight
+
+    def extra_repr(self) -> str:
+        return f"{self.weight.shape[0]}, eps={self.eps}"
+
+
+class BcosSelfAttention(nn.Module):
+    """Post-LN self-attention block: bias-free Q/K/V, softmax probabilities as a dynamic
+    weight, B-cos output projection, residual, :class:`BcosLayerNorm`.
+    ``forward(x (B, T, H), mask_bias (B, 1, 1, T)) -> (out (B, T, H), probs (B, h, T, T))``."""
+
+    def __init__(self, hidden_size: int, num_heads: int, b: float, eps: float, dropout: float,
+                 attention_dropout: float):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = hidden_size // num_heads
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.query = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.key = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.value = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.output = unscaled_bcos_linear(hidden_size, hidden_size, b)
+        self.norm = BcosLayerNorm(hidden_size, eps)
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, H) -> (B, heads, T, head_dim)."""
+        return x.unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
+
+    def probabilities(self, x: torch.Tensor, mask_bias: torch.Tensor) -> torch.Tensor:
+        """Attention probabilities (B, heads, T, T), exactly 0 on padded keys; a dynamic
+        weight."""
+        with dynamic_weight():
+            query, key = self._split_heads(self.query(x)), self._split_heads(self.key(x))
+            scores = query @ key.transpose(-1, -2) / math.sqrt(self.head_dim)
+            return (scores + mask_bias).softmax(-1)
+
+    def forward(self, x: torch.Tensor, mask_bias: torch.Tensor):
+        probs = self.probabilities(x, mask_bias)
+        mixing = F.dropout(probs, self.attention_dropout, self.training)
+        context = (mixing @ self._split_heads(self.value(x))).transpose(1, 2).flatten(2)
+        out = F.dropout(self.output(context), self.dropout, self.training)
+        return self.norm(x + out), probs
+
+
+class BcosFeedForward(nn.Module):
+    """Post-LN feed-forward block: B-cos intermediate layer, ``x·Φ(x)``, B-cos output layer,
+    residual, :class:`BcosLayerNorm`. (B, T, H) -> (B, T, H)."""
+
+    def __init__(self, hidden_size: int, intermediate_size: int, b: float, eps: float,
+                 dropout: float):
+        super().__init__()
+        self.dropout = dropout
+        self.intermediate = unscaled_bcos_linear(hidden_size, intermediate_size, b)
+        self.output = unscaled_bcos_linear(intermediate_size, hidden_size, b)
+        self.norm = BcosLayerNorm(hidden_size, eps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.output(gated_gelu(self.intermediate(x)))
+        return self.norm(x + F.dropout(out, self.dropout, self.training))
+
+
+class BcosBertLayer(nn.Module):
+    """One encoder layer: (B, T, H), mask bias -> ((B, T, H), probabilities (B, h, T, T))."""
+
+    def __init__(self, hidden_size: int, num_heads: int, intermediate_size: int, b: float,
+                 eps: float, dropout: float, attention_dropout: float):
+        super().__init__()
+        self.attention = BcosSelfAttention(hidden_size, num_heads, b, eps, dropout,
+                                           attention_dropout)
+        self.feed_forward = BcosFeedForward(hidden_size, intermediate_size, b, eps, dropout)
+
+    def forward(self, x: torch.Tensor, mask_bias: torch.Tensor):
+        x, probs = self.attention(x, mask_bias)
+        return self.feed_forward(x), probs
