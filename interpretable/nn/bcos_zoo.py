@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import pickle
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -165,7 +166,8 @@ def _read_state_dict(path: Path) -> Mapping[str, torch.Tensor]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except pickle.UnpicklingError as exc:
-        reason = str(exc).strip().splitlines()[-1]
+        found = re.search(r"WeightsUnpickler error: ([^.]*)", str(exc))
+        reason = found.group(1) if found else str(exc).strip().splitlines()[0]
         raise ValueError(f"{path} was refused: it holds more than tensors (loading it would "
                          f"run code or build arbitrary objects): {reason}") from None
     except (RuntimeError, EOFError, OSError, ValueError) as exc:
