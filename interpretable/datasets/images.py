@@ -5,8 +5,9 @@ box of every image, and the ImageNet class names. torch, numpy and PIL only (no 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -18,8 +19,8 @@ from ..validation import check_images
 __all__ = [
     "IMAGE_EXTENSIONS",
     "CropBox",
-    "eval_transform",
     "eval_crops",
+    "eval_transform",
     "imagenet_class_names",
     "load_image_folder",
     "read_image",
@@ -141,8 +142,8 @@ def eval_transform(image, resize_size: int = 256, crop_size: int = 224
     h, w = pixels.shape[-2:]
     resized = resize_shorter_side(pixels, resize_size).clamp_(0.0, 1.0)
     new_h, new_w = resized.shape[-2:]
-    top = int(round((new_h - crop_size) / 2.0))
-    left = int(round((new_w - crop_size) / 2.0))
+    top = round((new_h - crop_size) / 2.0)
+    left = round((new_w - crop_size) / 2.0)
     crop = resized[:, top:top + crop_size, left:left + crop_size].contiguous()
     scale_h, scale_w = h / new_h, w / new_w
     box = CropBox(top * scale_h, left * scale_w, (top + crop_size) * scale_h,

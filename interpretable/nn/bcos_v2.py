@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -44,6 +45,13 @@ __all__ = [
 def _bcos_linear(in_features: int, out_features: int) -> BcosLinear:
     """The v2 B-cos linear layer: B = 2, no MaxOut, γ = f/√in = 1 (no scale factor)."""
     return BcosLinear(in_features, out_features, b=2, max_out=1, scale=math.sqrt(in_features))
+
+
+def _bcos_conv3x3(in_channels: int, out_channels: int, stride: int) -> BcosConv2d:
+    """The v2 stem convolution: 3×3, padding 1, B = 2, no MaxOut, γ = 1, and the reference's
+    1e-6 added to the squared patch norms."""
+    return BcosConv2d(in_channels, out_channels, 3, stride=stride, padding=1, b=2, max_out=1,
+                      scale=math.sqrt(9 * in_channels), patch_norm_eps=1e-6)
 
 
 def _centred_normalised(x: torch.Tensor, dims: tuple[int, ...], eps: float) -> torch.Tensor:
@@ -98,10 +106,10 @@ class PatchEmbedding(nn.Module):
     """Optional B-cos convolution stem, then a B-cos linear map of each p×p patch:
     (B, C, H, W) -> patch tokens (B, H/s, W/s, D), s = p · 2^(stride-2 stem convolutions).
 
-    Stem convolution i (3×3, padding 1, stride 2 where it widens the channels, else 1) is
-    followed by a :class:`BcosLayerNorm2d`; they sit at indices 3i and 3i+1 of ``conv_stem``,
-    as in the reference, whose identity activations took index 3i+2. The patch vector is
-    ordered (row, column, channel), the reference's ``(p1 p2 c)``.
+    Stem convolution i (stride 2 where it widens the channels, else 1) is followed by a
+    :class:`BcosLayerNorm2d`; they sit at indices 3i and 3i+1 of ``conv_stem``, as in the
+    reference, whose identity activations took index 3i+2. The patch vector is ordered (row,
+    column, channel), the reference's ``(p1 p2 c)``.
     """
 
     def __init__(self, in_channels: int, dim: int, patch_size: int,
@@ -112,9 +120,7 @@ class PatchEmbedding(nn.Module):
         layers, c = OrderedDict(), in_channels
         for i, c_out in enumerate(stem_channels):
             stride = 2 if c_out > c else 1
-            layers[str(3 * i)] = BcosConv2d(c, c_out, 3, stride=stride, padding=1, b=2,
-                                            max_out=1, scale=math.sqrt(9 * c),
-                                            patch_norm_eps=1e-6)
+            layers[str(3 * i)] = _bcos_conv3x3(c, c_out, stride)
             layers[str(3 * i + 1)] = BcosLayerNorm2d(c_out)
             self.stride *= stride
             c = c_out
@@ -146,7 +152,8 @@ class Attention(nn.Module):
     def _split_heads(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """(B, N, D) projected by ``weight`` (k·D, D) -> (k, B, heads, N, head_dim)."""
         b, n, _ = x.shape
-        return F.linear(x, weight).view(b, n, -1, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        projected = F.linear(x, weight).view(b, n, -1, self.heads, self.head_dim)
+        return projected.permute(2, 0, 3, 1, 4)
 
     def forward(self, x: torch.Tensor, return_attention: bool = False):
         """x (B, N, D) -> output (B, N, D), and the attention (B, heads, N, N) or None."""
@@ -204,8 +211,8 @@ class BcosSimpleViT(nn.Module):
         super().__init__()
         self.to_patch_embedding = PatchEmbedding(in_channels, dim, patch_size, stem_channels)
         self.dim = dim
-        self.transformer = nn.Sequential(OrderedDict(
-            (f"encoder_{i}", EncoderBlock(dim, heads, mlp_dim)) for i in range(depth)))
+        self.transformer = nn.ModuleDict(
+            (f"encoder_{i}", EncoderBlock(dim, heads, mlp_dim)) for i in range(depth))
         self.linear_head = nn.Sequential(OrderedDict(norm=BcosLayerNorm(dim),
                                                      linear=_bcos_linear(dim, num_classes)))
         if logit_bias is None:
@@ -238,7 +245,7 @@ class BcosSimpleViT(nn.Module):
         h, w = patches.shape[1:3]
         tokens = patches.flatten(1, 2) + positional
         attentions = []
-        for block in self.transformer:
+        for block in self.transformer.values():
             tokens, attention = block(tokens, return_attention)
             if return_attention:
                 attentions.append(attention)

@@ -17,9 +17,9 @@ import contextlib
 import hashlib
 import pickle
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 import torch
 
