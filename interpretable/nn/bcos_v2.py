@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .bcos import BcosConv2d, BcosLinear, dynamic_weight, explanation_mode
+from .bcos import BcosConv2d, BcosLinear, conv_layout, dynamic_weight, explanation_mode
 
 __all__ = [
     "BcosLayerNorm",
@@ -56,10 +56,12 @@ def _bcos_conv3x3(in_channels: int, out_channels: int, stride: int) -> BcosConv2
 
 def _centred_normalised(x: torch.Tensor, dims: tuple[int, ...], eps: float) -> torch.Tensor:
     """``(x - mean) / sqrt(var + eps)`` over ``dims``; the scale is a dynamic weight (a
-    constant in explanation mode), the mean subtraction stays linear."""
+    constant in explanation mode), the mean subtraction stays linear. (The variance as the
+    mean square of the centred x: several times faster than ``torch.var`` on CPU.)"""
+    centred = x - x.mean(dims, keepdim=True)
     with dynamic_weight():
-        std = (x.var(dims, correction=0, keepdim=True) + eps).sqrt()
-    return (x - x.mean(dims, keepdim=True)) / std
+        std = (centred.square().mean(dims, keepdim=True) + eps).sqrt()
+    return centred / std
 
 
 class BcosLayerNorm(nn.Module):
@@ -124,11 +126,12 @@ class PatchEmbedding(nn.Module):
             layers[str(3 * i + 1)] = BcosLayerNorm2d(c_out)
             self.stride *= stride
             c = c_out
-        self.conv_stem = nn.Sequential(layers)  # empty (the identity) without a stem
+        self.conv_stem = nn.Sequential(layers)  # empty without a stem
         self.linear = _bcos_linear(c * patch_size ** 2, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.conv_stem(x)
+        if len(self.conv_stem):
+            x = self.conv_stem(conv_layout(x))
         b, c, h, w = x.shape
         p = self.patch_size
         patches = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1)
