@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-gpu install bench bench-bcos-package clean
+.PHONY: demo test test-gpu install bench bench-bcos-package check-bcos-zoo clean
 
 $(BIN)/python:
 	@echo ">> creating $(VENV)"
@@ -65,6 +65,10 @@ $(BCOS_VENV)/.installed: $(BCOS_BIN)/python setup.cfg pyproject.toml
 
 bench-bcos-package: $(BCOS_VENV)/.installed
 	$(BCOS_BIN)/python benchmarks/bench_bcos_package.py
+
+# Our B-cos v2 ViTs (nn.bcos_v2) against `bcos`'s 8 released architectures (random weights).
+check-bcos-zoo: $(BCOS_VENV)/.installed
+	$(BCOS_BIN)/python benchmarks/check_bcos_zoo.py
 
 clean:
 	rm -rf $(VENV) $(BCOS_VENV) *.egg-info

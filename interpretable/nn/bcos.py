@@ -219,16 +219,19 @@ class BcosLinear(_BcosBase):
 class BcosConv2d(_BcosBase):
     """B-cos convolution: (B, C_in, H, W) -> (B, C_out, H', W'); no bias, zero padding.
 
-    The cosine uses the norm of each input patch (all channels of the kernel window).
+    The cosine uses the norm of each input patch (all channels of the kernel window);
+    ``patch_norm_eps`` is added to its square (the ``bcos`` package's layers use 1e-6).
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
-                 padding: int = 0, b: float = 2.0, max_out: int = 2, scale: float | None = None):
+                 padding: int = 0, b: float = 2.0, max_out: int = 2, scale: float | None = None,
+                 patch_norm_eps: float = 0.0):
         super().__init__(in_channels * kernel_size ** 2, out_channels, b, max_out, scale)
         self.in_channels = in_channels
         self.kernel_size = kernel_size
         self.stride = stride
         self.padding = padding
+        self.patch_norm_eps = float(patch_norm_eps)
         self.weight = nn.Parameter(
             torch.empty(self.max_out * out_channels, in_channels, kernel_size, kernel_size))
         self.reset_parameters()
@@ -238,7 +241,7 @@ class BcosConv2d(_BcosBase):
         pixel_sq_norm = torch.linalg.vector_norm(x, dim=1, keepdim=True).square()
         ones = x.new_ones(1, 1, self.kernel_size, self.kernel_size)
         sq_norm = F.conv2d(pixel_sq_norm, ones, stride=self.stride, padding=self.padding)
-        return sq_norm.clamp_min(1e-24).rsqrt()
+        return sq_norm.add_(self.patch_norm_eps).clamp_min(1e-24).rsqrt()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         lin = F.conv2d(x, self._scaled_unit_weight(), stride=self.stride, padding=self.padding)
@@ -247,4 +250,4 @@ class BcosConv2d(_BcosBase):
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_features}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}, padding={self.padding}, b={self.b}, "
-                f"max_out={self.max_out}")
+                f"max_out={self.max_out}, patch_norm_eps={self.patch_norm_eps}")
