@@ -450,3 +450,42 @@ def test_options_validated_at_the_call(isan, monkeypatch):
     with pytest.raises(ValueError, match=r"GiB.*positions="):
         isan.explain("the king " * 10)
     assert isan.explain("the king " * 10, positions=[5, 7]).values[0].shape == (2, 90)
+
+
+@pytest.mark.slow
+def test_predict_proba_stays_finite_and_exact_on_very_long_texts():
+    """A state growing geometrically (transitions of norm 1.05 here, as trained models can
+    have) overflows float32 after ~1,800 symbols: probabilities stay finite and equal to a
+    float64 reference, and a 1,000,000-character text is predicted (not NaN)."""
+    import copy
+
+    text = "the king is dead, long live the king. " * 27000
+    lm = ISANLanguageModel(hidden_size=8, max_epochs=1, seq_len=20, random_state=0)
+    lm.fit([text[:2000]])
+    with torch.no_grad():
+        lm.module_.W.copy_(1.05 * torch.linalg.qr(lm.module_.W)[0])  # norm 1.05, orthogonal
+    x = torch.as_tensor(lm.encode_symbols(text[:6000]))[None]
+    reference = copy.deepcopy(lm.module_).double()
+    with torch.no_grad():
+        assert not torch.isfinite(lm.module_(x)[0, -1]).all()  # plain float32 overflows
+        expected = torch.softmax(reference(x)[0, -1], -1).numpy()
+    proba = lm.predict_proba([text[:6000], text[:3000]])
+    np.testing.assert_allclose(proba[0], expected, atol=1e-6)
+    long = lm.predict_proba([text[:1_000_000]])
+    assert np.isfinite(long).all() and long.sum() == pytest.approx(1.0)
+    # an explanation that would overflow says so; float64 explains the same text exactly
+    with pytest.raises(ValueError, match="dtype='float64'"):
+        lm.explain(text[:6000], positions=[5999])
+    exact = lm.explain(text[:6000], positions=[5999], dtype="float64")
+    assert exact.completeness_error[0].max() < 1e-9
+
+
+def test_dense_explanations_of_very_long_texts_are_refused_before_allocating(lstm):
+    """1,000,000 characters would need ~7 TiB of (steps x steps) values: a clear error with
+    the number and what avoids it, at once (no numpy MemoryError)."""
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"needs ~\d+\.\d GiB.*shorter texts"):
+        lstm.explain("to be or not " * 80000)
+    assert time.perf_counter() - start < 20

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
 from ..nn.tensors import resolve_device
@@ -91,6 +91,9 @@ class NeuralEstimator(BaseEstimator):
     """
 
     _parameter_constraints: dict = dict(TRAINING_CONSTRAINTS)
+    #: the parameters inference reads, validated at every inference call (``set_params`` may
+    #: have changed them after fit)
+    _inference_parameters: tuple[str, ...] = ("batch_size", "verbose")
     explain_methods = _ExplainMethods()
     #: every estimator class by name: what :meth:`load` may build (never code from a file)
     _registry: dict[str, type] = {}
@@ -211,7 +214,13 @@ class NeuralEstimator(BaseEstimator):
 
     # ------------------------------------------------------------------ inference
     def _check_fitted(self) -> None:
+        """NotFittedError before fit; a ValueError naming a parameter that inference reads
+        and ``set_params`` made invalid after fit."""
         check_is_fitted(self, "module_")
+        names = self._inference_parameters
+        validate_parameter_constraints({k: self._parameter_constraints[k] for k in names},
+                                       {k: getattr(self, k) for k in names},
+                                       caller_name=type(self).__name__)
 
     def _trim_batch(self, batch: dict) -> dict:
         """Per-batch preprocessing of the device tensors (text models cut padding)."""

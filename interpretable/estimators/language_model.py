@@ -48,6 +48,7 @@ class _LanguageModel(SequenceEstimator):
 
     _parameter_constraints = {**SequenceEstimator._parameter_constraints,
                               "seq_len": [Interval(Integral, 2, None, closed="left")]}
+    _inference_parameters = (*SequenceEstimator._inference_parameters, "seq_len")
     levels = ("char", "word")
 
     def _check_inputs(self, X) -> list[str]:
@@ -75,9 +76,19 @@ class _LanguageModel(SequenceEstimator):
 
     # ---------------------------------------------------------------- prediction
     def predict_proba(self, X) -> np.ndarray:
-        """Next-character distribution after each text, (n, len(classes_))."""
-        outputs = self._outputs(self.encode(X).inputs)
-        return torch.stack([torch.softmax(o[-1].double(), -1) for o in outputs]).numpy()
+        """Next-character distribution after each text, (n, len(classes_)) float64."""
+        inputs = self.encode(X).inputs
+        proba = torch.empty(len(inputs["lengths"]), len(self.classes_), dtype=torch.float64)
+        for rows, batch in self.iter_batches(inputs, ordered=True):
+            proba[rows] = self._next_log_probs(batch).exp().cpu()
+        return proba.numpy()
+
+    def _next_log_probs(self, batch: dict) -> torch.Tensor:
+        """Log-probabilities (b, O) float64 of the character after each sequence of a batch."""
+        with torch.no_grad():
+            logits = self.forward_batch(batch)
+        last = logits[torch.arange(len(logits)), batch["lengths"] - 1]
+        return torch.log_softmax(last.double(), -1)
 
     def predict(self, X) -> np.ndarray:
         """Most likely next character after each text, (n,)."""
@@ -212,6 +223,11 @@ class ISANLanguageModel(ISANBase, _LanguageModel):
                  accelerator=None):
         """Store the parameters unchanged (see the class docstring)."""
 
+    def _next_log_probs(self, batch: dict) -> torch.Tensor:
+        """Finite for texts of any length (the state is rescaled, see
+        :meth:`~interpretable.nn.isan.ISAN.next_log_probs`)."""
+        return self.module_.next_log_probs(batch["x"], batch["lengths"])
+
     def _run(self, x, state=None):
         h = self.module_.states(x, state)[:, -1]
         return self.module_.readout(h), h
@@ -242,8 +258,9 @@ class ISANLanguageModel(ISANBase, _LanguageModel):
         m = self.module_
         if state is not None:
             state = np.asarray(state, dtype=np.float64)
-            if state.shape != (self.hidden_size,) or not np.isfinite(state).all():
-                raise ValueError(f"state must be a finite ({self.hidden_size},) vector (the "
+            size = m.hidden_size
+            if state.shape != (size,) or not np.isfinite(state).all():
+                raise ValueError(f"state must be a finite ({size},) vector (the model's "
                                  f"hidden_size), got shape {state.shape}.")
         with torch.no_grad():
             h = m.initial_state(1) if state is None else torch.as_tensor(

@@ -206,8 +206,13 @@ class SEATClassifier(AttentionTextClassifier):
         return self._train_phase(phase, seed)
 
     def _train_phase(self, phase: TrainingPhase, seed: int):
+        """Train ``phase``; a Ctrl-C in a phase of a two-phase variant ends the whole fit (the
+        previous model stays: fit is transactional)."""
         net = super()._fit_net(phase.module_factory, phase.criterion, phase.X, phase.y,
                                seed=seed, **phase.options)
+        if net.interrupted_ and self.variant_.has_second_phase:
+            raise KeyboardInterrupt(f"{type(self).__name__}.fit interrupted during a training "
+                                    "phase; the estimator keeps its previous state.")
         self.module_ = phase.finish(self.module_)
         return net
 

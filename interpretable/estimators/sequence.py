@@ -272,7 +272,7 @@ class ISANBase(SequenceEstimator):
         predictions are identical; parameters are re-expressed in the new basis."""
         self._check_fitted()
         Q = np.asarray(Q, dtype=np.float64)
-        H = self.hidden_size
+        H = self.module_.hidden_size
         if Q.shape != (H, H) or not np.isfinite(Q).all():
             raise ValueError(f"Q must be a finite ({H}, {H}) matrix, got shape {Q.shape}.")
         if np.linalg.cond(Q) > 1e12:

@@ -272,6 +272,16 @@ class TrainingNet(NeuralNet):
         super().__init__(*args, **kwargs)
         self.autocast = autocast
 
+    def fit_loop(self, X, y=None, epochs=None, **fit_params):
+        """skorch's loop; a KeyboardInterrupt (which skorch turns into the end of training) is
+        recorded in ``interrupted_`` so that a multi-phase fit can stop as a whole."""
+        self.interrupted_ = False
+        try:
+            return super().fit_loop(X, y, epochs, **fit_params)
+        except KeyboardInterrupt:
+            self.interrupted_ = True
+            raise
+
     def infer(self, x, **fit_params):
         if isinstance(x, Mapping) and SAMPLE_WEIGHT in x:
             x = {k: v for k, v in x.items() if k != SAMPLE_WEIGHT}

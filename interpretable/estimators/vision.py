@@ -222,6 +222,12 @@ class BcosViTClassifier(VisionTransformerClassifier):
                  warm_start=False, precision="float32", accelerator=None):
         """Store the parameters unchanged (see the class docstring)."""
 
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.patch_size % self.stem_stride:
+            raise ValueError(f"stem_stride={self.stem_stride} must divide "
+                             f"patch_size={self.patch_size}.")
+
     def _make_module(self, in_channels, image_size, n_classes):
         return BcosViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
                        self.depth, self.num_heads, self.mlp_ratio, tuple(self.stem_channels),

@@ -17,9 +17,11 @@ Symbols are integer ids in ``[0, n_symbols)``; shapes are ``B`` batch, ``T`` tim
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterator
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .affine import AffineScan, ISANDecomposition, ReversePass
@@ -100,6 +102,49 @@ class ISAN(nn.Module):
     def forward(self, x: torch.Tensor, h: torch.Tensor | None = None) -> torch.Tensor:
         """Logits for every position: x (B, T) long, optional start state h (B, H) → (B, T, O)."""
         return self.readout(self.states(x, h))
+
+    @torch.no_grad()
+    def next_log_probs(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities (B, O) float64 of the symbol after ``x[b, :lengths[b]]``, finite for
+        texts of any length.
+
+        The state of a trained ISAN can grow geometrically with the text (its transitions may
+        have spectral radius above 1), past the float32 range after ~10^4–10^5 symbols and past
+        float64's soon after. Here the state is carried as ``h = exp(log_scale) · u``: every
+        few steps (as many as the largest transition norm allows before ``‖u‖`` could leave the
+        float range) ``‖u‖`` is divided out into ``log_scale`` (float64), the biases enter as
+        ``b · exp(-log_scale)``, and the readout ``exp(log_scale) · W_ro u + b_ro`` is
+        normalised in log space.
+        """
+        B, T = x.shape
+        growth = float(torch.linalg.matrix_norm(self.W.detach().double(), ord=2).max())
+        span = torch.finfo(self.W.dtype).max ** 0.5  # room left for one block of steps
+        block = 64 if growth <= 1 else int(max(1, min(64, math.log(span) / math.log(growth))))
+        u = self.initial_state(B).clone()
+        log_scale = torch.zeros(B, dtype=torch.float64, device=x.device)
+        last, last_scale = u.clone(), log_scale.clone()
+        end_steps = set((lengths - 1).tolist())
+        for start in range(0, T, block):
+            factor = torch.exp(-log_scale).to(u.dtype)[:, None]
+            for t in range(start, min(start + block, T)):
+                symbols = x[:, t]
+                u = torch.baddbmm((self.b[symbols] * factor).unsqueeze(-1), self.W[symbols],
+                                  u.unsqueeze(-1)).squeeze(-1)
+                if t in end_steps:
+                    ends = (lengths - 1) == t
+                    last = torch.where(ends[:, None], u, last)
+                    last_scale = torch.where(ends, log_scale, last_scale)
+            norm = u.norm(dim=-1).clamp_min(torch.finfo(u.dtype).tiny)
+            u = u / norm[:, None]
+            log_scale = log_scale + norm.double().log()
+        z = F.linear(last, self.readout.weight).double()  # (B, O): the logits are S·z + c
+        c = self.readout.bias.double()
+        moderate = last_scale < 500.0  # S·z representable in float64
+        logits = torch.exp(last_scale.clamp(max=500.0))[:, None] * z + c
+        # S astronomically large: only the largest z survives (ties broken by c)
+        gap = (z.amax(1, keepdim=True) - z).clamp_min(0)
+        huge = torch.where(gap > 0, -torch.exp(last_scale[:, None] + gap.log()), 0.0) + c
+        return torch.log_softmax(torch.where(moderate[:, None], logits, huge), -1)
 
     # ------------------------------------------------------------------ decomposition
     @torch.no_grad()

@@ -10,26 +10,70 @@ from interpretable.estimators.base import TrainingDivergedError, TrainingNet
 from .cases import CASES
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_interrupted_fit_leaves_usable_model(case, monkeypatch):
-    """Ctrl-C during epoch 2 ends training (skorch's handling) with the weights so far."""
-    X, y, X_test = case.data()
+def _interrupt_in_epoch(n: int, monkeypatch) -> list:
+    """Make Ctrl-C arrive at the start of epoch ``n`` of every training phase; returns the
+    list of epoch numbers seen."""
     epochs = []
     original = TrainingNet.on_epoch_begin
 
     def interrupt(self, net, **kwargs):
         epochs.append(len(net.history))
-        if len(net.history) == 2:
+        if len(net.history) == n:
             raise KeyboardInterrupt
         return original(self, net, **kwargs)
 
     monkeypatch.setattr(TrainingNet, "on_epoch_begin", interrupt, raising=False)
+    return epochs
+
+
+def _two_phase(est) -> bool:
+    variant = getattr(est, "variant", None)
+    return variant is not None and not isinstance(variant, str) and variant.has_second_phase
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_interrupted_fit_leaves_usable_model(case, monkeypatch):
+    """Ctrl-C during epoch 2 of a one-phase fit ends training (skorch's handling) with the
+    weights so far; in a multi-phase fit (SEAT) it ends the whole fit, and the estimator keeps
+    the state it had (here: unfitted)."""
+    X, y, X_test = case.data()
+    epochs = _interrupt_in_epoch(2, monkeypatch)
     est = clone(case.make()).set_params(max_epochs=5)
-    est.fit(X, y) if y is not None else est.fit(X)
-    # training stopped in epoch 2 (two-stage fits such as SEAT's run their next stage after)
+    if _two_phase(est):
+        with pytest.raises(KeyboardInterrupt):
+            _fit(est, X, y)
+        assert max(epochs) == 2 and not hasattr(est, "module_")
+        return
+    _fit(est, X, y)
     assert max(epochs) == 2 and 1 <= len(est.history_) <= 2
     proba = est.predict_proba(X_test)
     assert np.isfinite(np.concatenate([np.ravel(p) for p in proba])).all()
+
+
+@pytest.mark.parametrize("phase", [0, 1])
+def test_interrupted_multi_phase_refit_keeps_the_previous_model(phase, monkeypatch):
+    """Ctrl-C in either phase of a SEAT refit leaves the previously fitted model as it was."""
+    case = next(c for c in CASES if c.name == "SEATClassifier-seat")
+    X, y, X_test = case.data()
+    est = _fit(clone(case.make()).set_params(max_epochs=3), X, y)
+    before = est.predict_proba(X_test)
+    state = {k: v.clone() for k, v in est.module_.state_dict().items()}
+    seen = []
+    original = TrainingNet.on_epoch_begin
+
+    def interrupt(self, net, **kwargs):
+        seen.append(type(net.module_).__name__)
+        if len(seen) > 1 and seen[-1] != seen[0] or phase == 0:
+            raise KeyboardInterrupt
+        return original(self, net, **kwargs)
+
+    monkeypatch.setattr(TrainingNet, "on_epoch_begin", interrupt, raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        _fit(est, X, y)
+    assert len(set(seen)) == phase + 1  # the interrupted phase: the first or the second
+    np.testing.assert_array_equal(est.predict_proba(X_test), before)
+    for k, v in est.module_.state_dict().items():
+        assert torch.equal(v, state[k]), k
 
 
 def _fit(est, X, y):

@@ -3,6 +3,7 @@ explain / predict, one explain signature, declarative parameter validation with 
 machinery, transactional fit, and the package layout rules."""
 
 import ast
+from numbers import Integral
 import copy
 import inspect
 import threading
@@ -272,3 +273,39 @@ def test_layout(path):
 def test_module_sizes():
     for name in ("estimators/seat.py", "estimators/language_model.py"):
         assert len((PACKAGE / name).read_text().splitlines()) <= 400, name
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_parameters_changed_after_fit_are_checked_at_inference(case):
+    """set_params after fit: inference validates what it reads and names the parameter."""
+    est, X, y, X_test = _fit(case)
+    for value in (0, -1, 2.5):
+        est.set_params(batch_size=value)
+        with pytest.raises(ValueError, match="batch_size"):
+            est.predict_proba(X_test)
+        if case.explains:
+            with pytest.raises(ValueError, match="batch_size"):
+                est.explain(X_test)
+    est.set_params(batch_size=4)
+    assert len(est.predict_proba(X_test)) == len(X_test)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_degenerate_architectures_are_refused_at_fit(case):
+    """Every size that would build a zero-width layer (or no heads, no layers) is a ValueError
+    naming it, raised before training."""
+    from sklearn.utils._param_validation import Interval
+
+    X, y, _ = case.data()
+    est = case.make()
+    sizes = [name for name, constraints in est._parameter_constraints.items()
+             if name not in ("max_epochs", "batch_size", "n_iter_no_change")
+             and any(isinstance(c, Interval) and c.type is Integral and c.left == 1
+                     for c in constraints)]
+    if hasattr(est, "mlp_ratio"):
+        sizes.append("mlp_ratio")
+    assert sizes, "no architecture size parameter found"
+    for name in sizes:
+        bad = clone(est).set_params(**{name: 0.01 if name == "mlp_ratio" else 0})
+        with pytest.raises(ValueError, match=name):
+            bad.fit(X, y) if y is not None else bad.fit(X)

@@ -46,7 +46,24 @@ class StepExplainer(Explainer):
     def prepare(self, estimator, encoded, target, *, level="char", **options) -> dict:
         if level not in estimator.levels:
             raise ValueError(f"level must be one of {list(estimator.levels)}, got {level!r}.")
+        self.check_size(encoded, options.get("positions"), options.get("window"))
         return {"level": level, **options}
+
+    def check_size(self, encoded, positions=None, window=None) -> None:
+        """Refuse, before anything is allocated, an explanation whose (steps × symbols)
+        values would pass :data:`DENSE_EXPLANATION_LIMIT`, naming the size and what avoids it."""
+        rows = [len(s) if positions is None else len(positions) for s in encoded.units]
+        needed = 8 * sum(r * (len(s) if window is None else window)
+                         for r, s in zip(rows, encoded.units))
+        if needed > DENSE_EXPLANATION_LIMIT:
+            avoid = ("pass window= (only the last symbols before each step, the rest folded "
+                     "into bias) or positions=[...] (only some steps), or shorter texts"
+                     if "window" in self.options() else "explain shorter texts (e.g. the last "
+                     "few thousand characters of each)")
+            raise ValueError(
+                f"explaining every step of these sequences needs ~{needed / 2**30:.1f} GiB for "
+                f"the (steps x symbols) contributions (limit {DENSE_EXPLANATION_LIMIT / 2**30:g} "
+                f"GiB); {avoid}.")
 
     def assemble(self, estimator, encoded, fields, *, level="char", positions=None,
                  window=None, **options) -> SequenceExplanation:
@@ -96,7 +113,9 @@ class ISANContributions(StepExplainer):
 
     def prepare(self, estimator, encoded, target, *, level="char", positions=None,
                 window=None) -> dict:
-        options = super().prepare(estimator, encoded, target, level=level)
+        if level not in estimator.levels:
+            raise ValueError(f"level must be one of {list(estimator.levels)}, got {level!r}.")
+        options = {"level": level}
         if window is not None and (isinstance(window, bool) or not isinstance(window, int)
                                    or window < 1):
             raise ValueError(f"window must be None or an integer >= 1, got {window!r}.")
@@ -111,14 +130,7 @@ class ISANContributions(StepExplainer):
                                  f"{min(lengths)}) (the shortest sequence), got "
                                  f"{positions!r:.80}.")
             positions = steps.astype(np.int64)
-        rows = [n if positions is None else len(positions) for n in lengths]
-        needed = 8 * sum(r * (n if window is None else window) for r, n in zip(rows, lengths))
-        if needed > DENSE_EXPLANATION_LIMIT:
-            raise ValueError(
-                f"explaining every step of these sequences needs ~{needed / 2**30:.1f} GiB for "
-                f"the (steps x symbols) contributions (limit {DENSE_EXPLANATION_LIMIT / 2**30:g} "
-                "GiB); pass window= (only the last symbols before each step, the rest folded "
-                "into bias) or positions=[...] (only some steps), or shorter texts.")
+        self.check_size(encoded, positions, window)
         return {**options, "positions": positions, "window": window}
 
     def attribute(self, estimator, batch, target, *, level="char", positions=None,
@@ -132,6 +144,11 @@ class ISANContributions(StepExplainer):
         kappa = dec["kappa"][:, :, 0].cpu().numpy()  # the model's dtype: no float64 copy
         rest, logits = (t[:, :, 0].double().cpu().numpy() for t in (
             rest + dec["bias"], dec["logits"]))
+        if not (np.isfinite(kappa).all() and np.isfinite(rest).all()):
+            raise ValueError(
+                f"the model's state leaves the {dec['kappa'].dtype} range within these texts "
+                "(its transitions grow it geometrically), so the contributions overflow; "
+                "explain with dtype='float64', a window= or shorter texts.")
         values, bias, logit = [], [], []
         for j, n in enumerate(batch["lengths"].tolist()):
             P = n if positions is None else len(positions)
