@@ -1,4 +1,6 @@
-"""Command line: ``python -m interpretable demo`` and ``python -m interpretable reproduce NAME``."""
+"""Command line of interpretable: ``python -m interpretable demo`` (worked examples and
+explanation views) and ``python -m interpretable reproduce NAME [--quick]`` (a paper's claims).
+``--help`` after any command lists its options."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import reproduce
+from . import __version__, reproduce
 
 
 def write_views(out: Path) -> list[Path]:
@@ -64,31 +66,25 @@ def write_views(out: Path) -> list[Path]:
     return [out / name for name in (*pages, *figures)]
 
 
-def _demo(args) -> int:
-    names = ["foundation"] + [n for n in reproduce.available() if n != "foundation"]
-    names = [n for n in names + ["views"] if not args.only or n in args.only]
-    for name in names:
-        module = None if name == "views" else reproduce.load(name)
-        if module is not None and not hasattr(module, "demo"):
-            continue
+def _first_line(module) -> str:
+    return (module.__doc__ or "").strip().split("\n")[0]
+
+
+def _demo(args, modules: dict) -> int:
+    for name in args.only or list(modules) + ["views"]:
         print(f"\n=== {name} ===", flush=True)
         start = time.perf_counter()
-        if module is None:
+        if name == "views":
             for path in write_views(Path(args.out)):
                 print(path)
         else:
-            module.demo()
+            modules[name].demo()
         print(f"[{name}: {time.perf_counter() - start:.1f} s]", flush=True)
     return 0
 
 
-def _reproduce(args, extra) -> int:
-    module = reproduce.load(args.name)
-    parser = argparse.ArgumentParser(prog=f"python -m interpretable reproduce {args.name}")
-    parser.add_argument("--quick", action="store_true", help="small, fast version of the run")
-    if hasattr(module, "add_arguments"):
-        module.add_arguments(parser)
-    options = vars(parser.parse_args(extra))
+def _reproduce(args, module) -> int:
+    options = {k: v for k, v in vars(args).items() if k not in ("command", "name")}
     accepted = inspect.signature(module.run).parameters
     results = module.run(**{k: v for k, v in options.items() if k in accepted})
     # quick runs go to <name>_quick.json so they never overwrite a full run's results; a
@@ -100,21 +96,42 @@ def _reproduce(args, extra) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def build_parser() -> tuple[argparse.ArgumentParser, dict, dict]:
+    """The command-line parser, the demo sections and the reproductions (name -> module)."""
+    modules = {name: reproduce.load(name) for name in reproduce.available()}
+    demos = {n: m for n, m in sorted(modules.items(), key=lambda i: i[0] != "foundation")
+             if hasattr(m, "demo")}
+    papers = {n: m for n, m in modules.items() if hasattr(m, "run")}
     parser = argparse.ArgumentParser(prog="python -m interpretable", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="worked examples on the shipped data")
-    demo.add_argument("--only", nargs="*", help="run only these sections (e.g. views)")
+    parser.add_argument("--version", action="version", version=f"interpretable {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo = sub.add_parser("demo", help="worked examples on the shipped data",
+                          description="Run the worked examples (each under a minute) and "
+                                      "write every explanation view.")
+    demo.add_argument("--only", nargs="+", choices=[*demos, "views"], metavar="SECTION",
+                      help=f"run only these sections: {', '.join([*demos, 'views'])}")
     demo.add_argument("--out", default="interpretable-demo",
                       help="folder for the explanation views (HTML pages, PNG figures)")
-    rep = sub.add_parser("reproduce", help=f"reproduce a paper: {', '.join(reproduce.available())}")
-    rep.add_argument("name")
-    args, extra = parser.parse_known_args(argv)
+    rep = sub.add_parser("reproduce", help="reproduce a paper's claims",
+                         description="Reproduce a paper's claims; results go to "
+                                     "benchmarks/results/<name>[_quick].json.")
+    names = rep.add_subparsers(dest="name", required=True, metavar="NAME")
+    for name, module in papers.items():
+        paper = names.add_parser(name, help=_first_line(module), description=module.__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+        paper.add_argument("--quick", action="store_true", help="small, fast version of the run")
+        if hasattr(module, "add_arguments"):
+            module.add_arguments(paper)
+    return parser, demos, papers
+
+
+def main(argv=None) -> int:
+    """Run the command line; unknown commands, names and options exit with code 2."""
+    parser, demos, papers = build_parser()
+    args = parser.parse_args(argv)
     if args.command == "demo":
-        if extra:
-            parser.error(f"unrecognised arguments: {' '.join(extra)}")
-        return _demo(args)
-    return _reproduce(args, extra)
+        return _demo(args, demos)
+    return _reproduce(args, papers[args.name])
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ def available() -> list[str]:
 
 
 def load(name: str):
+    """The module of reproduction ``name`` (one of :func:`available`)."""
     if name not in available():
-        raise SystemExit(f"unknown reproduction {name!r}; choose one of {available()}")
+        raise ValueError(f"unknown reproduction {name!r}; choose one of {available()}")
     return import_module(f"{__name__}.{name.replace('-', '_')}")
 
 
