@@ -45,16 +45,17 @@ def model_view(clf, method) -> str:
     return get_explainer(clf, method).view
 
 
-def predict_probabilities(clf, inputs: dict, embedded=None, batch_size=None,
+def predict_probabilities(clf, inputs: dict, embedding_offset=None, batch_size=None,
                           view: str = "model") -> torch.Tensor:
-    """Class probabilities ``(n, C)`` (CPU) of encoded ``inputs``; ``embedded`` optionally
-    gives ``(n, T, E)`` embeddings replacing the model's."""
+    """Class probabilities ``(n, C)`` (CPU) of encoded ``inputs``; ``embedding_offset``
+    ``(n, T, E)`` is added to the token embeddings."""
     parts = []
     with torch.no_grad():
         for rows, batch in clf.iter_batches(inputs, batch_size):
             emb = None
-            if embedded is not None:
-                emb = embedded[rows, : batch["tokens"].shape[1]].to(clf.device_)
+            if embedding_offset is not None:
+                emb = clf.embed(batch)
+                emb = emb + embedding_offset[rows, : emb.shape[1]].to(emb)
             logits = logits_of(clf.forward_batch(batch, embedded=emb, view=view)).float()
             parts.append(torch.softmax(logits, -1).cpu())
     return torch.cat(parts)

@@ -15,19 +15,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import torch
-import torch.nn.functional as F
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from ..estimators.explainers import get_explainer
-from ..nn.losses import logits_of
-from ..nn.attacks import check_clamp, embedding_attack, embedding_pgd
-from ..nn.tensors import make_generator
+from ..nn.attacks import check_clamp
 from .common import (AnalysisResult, check_text_model, explanation_matrix, model_view,
                      predict_probabilities)
 from .divergences import jensen_shannon_rows, total_variation
+from .embedding_noise import EMBEDDING_NOISE, embedding_offsets
 
 __all__ = ["embedding_stability", "word_stability", "seed_stability",
            "explanation_distributions", "total_variation"]
@@ -60,72 +57,6 @@ def _probabilities(clf, X, view: str) -> np.ndarray:
     return predict_probabilities(clf, clf.encode(X).inputs, view=view).double().numpy()
 
 
-# ---------------------------------------------------------------------------- embeddings
-def _token_noise(shape, lengths, radius, generator) -> torch.Tensor:
-    """Random directions of norm ``radius`` for every real token, ``(n, T, E)``."""
-    noise = torch.randn(shape, generator=generator, dtype=torch.float64)
-    noise = noise / noise.norm(dim=-1, keepdim=True).clamp_min(1e-12) * radius
-    real = torch.arange(shape[1])[None] < torch.as_tensor(lengths)[:, None]
-    return (noise * real[..., None]).float()
-
-
-def _embedding_size(clf, inputs) -> int:
-    batch = {"tokens": inputs["tokens"][:1, :1].to(clf.device_)}
-    return clf.embed(batch).shape[-1]
-
-
-def _attack_noise(clf, inputs, attack, batch_size) -> torch.Tensor:
-    """Offsets ``(n, T, E)`` (CPU) by ``attack(rows, batch, emb, real)`` per batch, with the
-    clean embeddings ``emb (B, t, E)`` and ``real (B, t)`` marking the real tokens."""
-    n, T = inputs["tokens"].shape
-    deltas = torch.zeros(n, T, _embedding_size(clf, inputs))
-    for rows, batch in clf.iter_batches(inputs, batch_size):
-        with torch.no_grad():
-            emb = clf.embed(batch).detach()
-        real = torch.arange(emb.shape[1], device=emb.device)[None] < batch["lengths"][:, None]
-        deltas[rows, : emb.shape[1]] = attack(rows, batch, emb, real).cpu()
-    return deltas
-
-
-def _adversarial_noise(clf, inputs, radius, steps, generator, batch_size, view) -> torch.Tensor:
-    """PGD maximising the KL divergence of the predictions, ``‖δ_t‖₂ ≤ radius`` per token."""
-    def attack(rows, batch, emb, real):
-        with torch.no_grad():
-            target = F.softmax(logits_of(clf.forward_batch(batch, embedded=emb, view=view)), -1)
-        start = _token_noise(emb.shape, batch["lengths"].cpu(), radius, generator).to(emb) * 0.5
-
-        def divergence(delta):
-            logits = logits_of(clf.forward_batch(batch, embedded=emb + delta, view=view))
-            return F.kl_div(F.log_softmax(logits, -1), target, reduction="sum")
-
-        return embedding_attack(divergence, start, radius, steps=steps,
-                                mask=real[..., None].to(emb))
-
-    return _attack_noise(clf, inputs, attack, batch_size)
-
-
-def _pgd_noise(clf, inputs, labels, generator, batch_size, view, **options) -> torch.Tensor:
-    """The authors' attack (:func:`~interpretable.nn.attacks.embedding_pgd`) on ``labels (n,)``."""
-    def attack(rows, batch, emb, real):
-        return embedding_pgd(
-            lambda e: logits_of(clf.forward_batch(batch, embedded=e, view=view)), emb, real,
-            labels[rows].to(emb.device), generator=generator, **options)
-
-    return _attack_noise(clf, inputs, attack, batch_size)
-
-
-def _label_indices(clf, y, n) -> torch.Tensor:
-    """Indices into ``clf.classes_`` of the labels ``y`` (n,)."""
-    y = np.asarray(y)
-    if y.shape != (n,):
-        raise ValueError(f"y must hold one label per sample ({n}), got shape {y.shape}.")
-    unknown = sorted(set(y.tolist()) - set(clf.classes_.tolist()), key=str)
-    if unknown:
-        raise ValueError(f"y has labels {unknown[:5]} unknown to the model.")
-    index = {c: i for i, c in enumerate(clf.classes_.tolist())}
-    return torch.as_tensor([index[v] for v in y.tolist()])
-
-
 def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=10,
                         random_state=0, batch_size=None, n_steps=50, *, y=None, norm="linf",
                         step_size=None, clamp=None, tvd="sum") -> AnalysisResult:
@@ -148,8 +79,8 @@ def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=1
     clf = check_text_model(clf, "embedding_stability")
     if not radius >= 0:
         raise ValueError(f"radius must be >= 0, got {radius!r}.")
-    if kind not in ("random", "adversarial", "pgd"):
-        raise ValueError(f"kind must be 'random', 'adversarial' or 'pgd', got {kind!r}.")
+    if kind not in EMBEDDING_NOISE:
+        raise ValueError(f"kind must be one of {list(EMBEDDING_NOISE)}, got {kind!r}.")
     if tvd not in ("sum", "single"):
         raise ValueError(f"tvd must be 'sum' or 'single', got {tvd!r}.")
     if kind != "pgd" and (y is not None or clamp is not None):
@@ -160,25 +91,19 @@ def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=1
         raise ValueError(f"embedding_stability perturbs embeddings, so it needs the attention or "
                          f"a gradient method; got method={explainer.name!r}.")
     view = explainer.view
-    generator = make_generator(random_state)
     inputs = clf.encode(X).inputs
     lengths = inputs["lengths"].numpy()
     options = {"n_steps": n_steps} if "n_steps" in explainer.options() else {}
     clean = explainer.explain(clf, X, batch_size=batch_size, **options)
     p = predict_probabilities(clf, inputs, batch_size=batch_size, view=view)
-    if kind == "random":
-        delta = _token_noise((*inputs["tokens"].shape, _embedding_size(clf, inputs)), lengths,
-                             radius, generator)
-    elif kind == "adversarial":
-        delta = _adversarial_noise(clf, inputs, radius, steps, generator, batch_size, view)
-    else:
-        labels = (p.argmax(1) if y is None else _label_indices(clf, y, len(lengths)))
-        delta = _pgd_noise(clf, inputs, labels, generator, batch_size, view, radius=radius,
-                           steps=steps, step_size=step_size, norm=norm, clamp=clamp)
+    labels = p.argmax(1) if y is None else y
+    delta = embedding_offsets(clf, inputs, kind, radius, labels=labels, steps=steps,
+                              step_size=step_size, norm=norm, clamp=clamp,
+                              random_state=random_state, batch_size=batch_size, view=view)
     pert = explainer.explain(clf, X, target=clean.target, batch_size=batch_size,
                              embedding_offset=delta, **options)
-    q = predict_probabilities(clf, inputs, embedded=_embeddings(clf, inputs, batch_size) + delta,
-                              batch_size=batch_size, view=view)
+    q = predict_probabilities(clf, inputs, embedding_offset=delta, batch_size=batch_size,
+                              view=view)
     real = np.arange(inputs["tokens"].shape[1])[None] < lengths[:, None]
     jsd = jensen_shannon_rows(
         explanation_distributions(explanation_matrix(clean, lengths), lengths),
@@ -188,17 +113,6 @@ def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=1
         rows, predicted = np.arange(len(p)), p.argmax(1)
         p, q = p[rows, predicted][:, None], q[rows, predicted][:, None]
     return _result(jsd, total_variation(p, q))
-
-
-def _embeddings(clf, inputs, batch_size) -> torch.Tensor:
-    """Token embeddings ``(n, T, E)`` (CPU) of encoded ``inputs``."""
-    n, T = inputs["tokens"].shape
-    out = torch.zeros(n, T, _embedding_size(clf, inputs))
-    with torch.no_grad():
-        for rows, batch in clf.iter_batches(inputs, batch_size):
-            emb = clf.embed(batch)
-            out[rows, : emb.shape[1]] = emb.cpu()
-    return out
 
 
 # ---------------------------------------------------------------------------- words
