@@ -124,3 +124,25 @@ def test_pos_attention(model):
     assert res.summary["punctuation_tokens"] == pytest.approx(3 / 11)
     attention_cols = [c for c in res.frame.columns if c.startswith("attention_")]
     np.testing.assert_allclose(res.frame[attention_cols].sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_jensen_shannon_rows_equal_the_definition_over_the_masked_entries():
+    """scipy's distance squared equals ½KL(P‖M) + ½KL(Q‖M) over the real entries (padding
+    ignored, zeros allowed)."""
+    from interpretable.metrics.divergences import jensen_shannon_rows
+
+    rng = np.random.default_rng(0)
+    P, Q = rng.dirichlet(np.ones(6), 20), rng.dirichlet(np.ones(6), 20)
+    P[:4, 4:] = 0
+    P[:4] /= P[:4].sum(1, keepdims=True)
+    mask = np.ones_like(P, dtype=bool)
+    mask[10:, 5] = False
+    P[10:, 5], Q[10:, 5] = 0.3, 0.7  # padding values are ignored
+    P[10:, :5] /= P[10:, :5].sum(1, keepdims=True)
+    Q[10:, :5] /= Q[10:, :5].sum(1, keepdims=True)
+    Pm, Qm = np.where(mask, P, 0), np.where(mask, Q, 0)
+    M = 0.5 * (Pm + Qm)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = lambda A: np.where(A > 0, A * np.log(A / M), 0).sum(1)  # noqa: E731
+    np.testing.assert_allclose(jensen_shannon_rows(P, Q, mask), 0.5 * (kl(Pm) + kl(Qm)),
+                               atol=1e-15)
