@@ -63,7 +63,12 @@ def _check_text(text, index: int, what: str) -> str:
             f"{what}[{index}] is bytes; decode it first (e.g. text.decode('utf-8'))."
         )
     if not isinstance(text, str):
-        raise TypeError(f"{what}[{index}] must be a str, got {type(text).__name__}: {text!r:.60}.")
+        hint = ""
+        if text is None or (isinstance(text, float) and text != text):
+            hint = (" (a missing value: drop it, e.g. X.dropna(), or fill it, e.g. "
+                    "X.fillna(''))")
+        raise TypeError(f"{what}[{index}] must be a str, got {type(text).__name__}: "
+                        f"{text!r:.60}{hint}.")
     if not text.strip():
         raise ValueError(f"{what}[{index}] is an empty or whitespace-only text.")
     return text

@@ -17,6 +17,12 @@ from .base import NeuralEstimator
 __all__ = ["NeuralClassifier"]
 
 
+def _shown(classes: np.ndarray, limit: int = 20) -> str:
+    """The classes for an error message (the first ``limit`` of many)."""
+    names = classes.tolist()
+    return str(names) if len(names) <= limit else f"{names[:limit]} ... ({len(names)} in all)"
+
+
 class NeuralClassifier(ClassifierMixin, NeuralEstimator):
     """Classifier outputs shared by the text and image classifiers.
 
@@ -92,7 +98,8 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         y = np.asarray(y)
         unseen = np.setdiff1d(np.unique(y), self.classes_)
         if unseen.size:
-            raise ValueError(f"y contains labels not seen in fit: {unseen.tolist()[:5]}.")
+            raise ValueError(f"y contains labels not seen in fit: {unseen.tolist()[:5]}; the "
+                             f"model knows classes_ = {_shown(self.classes_)}.")
         return super().score(X, y, sample_weight=sample_weight)
 
     def target_indices(self, target, logits) -> np.ndarray:
@@ -109,7 +116,8 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
             raise ValueError(f"target must be one label or {n} labels, got shape {labels.shape}.")
         unseen = sorted(set(labels.tolist()) - set(self.classes_.tolist()), key=str)
         if unseen:
-            raise ValueError(f"target contains labels not seen in fit: {unseen[:5]}.")
+            raise ValueError(f"target contains labels not seen in fit: {unseen[:5]}; the "
+                             f"model knows classes_ = {_shown(self.classes_)}.")
         return np.searchsorted(self.classes_, labels)
 
     def explained_targets(self, batch, target) -> np.ndarray | None:

@@ -99,6 +99,7 @@ def _label_indices(clf, y, n) -> torch.Tensor:
         raise ValueError(f"y must hold one label per sample ({n}), got shape {y.shape}.")
     unknown = sorted(set(y.tolist()) - set(clf.classes_.tolist()), key=str)
     if unknown:
-        raise ValueError(f"y has labels {unknown[:5]} unknown to the model.")
+        raise ValueError(f"y has labels {unknown[:5]} unknown to the model (classes_ = "
+                         f"{clf.classes_.tolist()[:20]}).")
     index = {c: i for i, c in enumerate(clf.classes_.tolist())}
     return torch.as_tensor([index[v] for v in y.tolist()])

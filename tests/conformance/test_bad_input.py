@@ -169,3 +169,18 @@ def test_rows_tried_per_estimator():
     """Keep a record of how many bad inputs each estimator is checked against."""
     counts = {case.name: len(ROWS_BY_KIND.get(case.kind, [])) for case in CASES}
     assert all(n >= 4 for n in counts.values()), counts
+
+
+def test_messages_name_the_known_classes_and_the_fix_for_missing_texts():
+    """Unseen labels list classes_; None / NaN texts suggest dropna / fillna."""
+    from interpretable import EmbeddingBagClassifier
+
+    clf = EmbeddingBagClassifier(max_epochs=1, embed_dim=4, random_state=0)
+    clf.fit(["good film", "bad film"] * 4, ["pos", "neg"] * 4)
+    with pytest.raises(ValueError, match=r"classes_ = \['neg', 'pos'\]"):
+        clf.score(["good"], ["meh"])
+    with pytest.raises(ValueError, match=r"classes_ = \['neg', 'pos'\]"):
+        clf.explain(["good"], target="meh")
+    for missing in (None, float("nan")):
+        with pytest.raises(TypeError, match=r"X\[1\].*dropna\(\).*fillna"):
+            clf.predict(["good", missing])
