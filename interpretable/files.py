@@ -73,30 +73,35 @@ def leftovers(target: Path, kind: str) -> list[Path]:
 
 
 @contextmanager
-def replacing(target, *, folder: bool = False):
-    """Yield a staging path next to ``target`` (a file, or with ``folder`` a folder the block
-    creates); when the block returns, move it to ``target`` in one rename (a folder that
-    exists is first renamed aside, then deleted).
+def replacing(target, *, folder: bool = False, companions=()):
+    """Yield the staging paths of ``target`` and its ``companions`` (files written with it,
+    e.g. its schema), next to them; when the block returns, move each into place in one rename,
+    companions first. ``folder``: ``target`` is a folder, created by the block (an existing
+    one is first renamed aside, then deleted).
 
     Writers of one target take turns (lock file ``.<name>.lock`` beside it) and each first
-    deletes what killed writers left. On any error the staged copy is deleted, ``target`` is
-    unchanged and an ``OSError`` names ``target``.
+    deletes what killed writers left. On any error the staged copies are deleted, the targets
+    are unchanged and an OSError from the OS names ``target``.
     """
     target = Path(target)
+    targets = [*map(Path, companions), target]
     with reporting(target):
         target.parent.mkdir(parents=True, exist_ok=True)
         lock = exclusive(target.parent / f".{target.name}.lock")
         lock.acquire()
     try:
-        for stale in leftovers(target, STAGED):
+        for stale in (entry for path in targets for entry in leftovers(path, STAGED)):
             remove(stale)
-        staging = target.parent / f".{target.name}.{STAGED}-{secrets.token_hex(4)}"
+        staged = [path.parent / f".{path.name}.{STAGED}-{secrets.token_hex(4)}"
+                  for path in targets]
         try:
             with reporting(target):
-                yield staging
-                _publish(staging, target, folder)
+                yield (staged[-1], *staged[:-1])
+                for staging, path in zip(staged, targets):
+                    _publish(staging, path, folder and path == target)
         finally:
-            remove(staging)
+            for staging in staged:
+                remove(staging)
         for previous in leftovers(target, REPLACED):
             remove(previous)
     finally:

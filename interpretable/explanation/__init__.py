@@ -37,8 +37,15 @@ methods (attention) use one purple scale and are flagged.
 """
 
 from ._base import CLASS_INDEPENDENT_METHODS, concat_explanations, with_sample_ids
-from .chunked import iter_explanations
-from ._frame import FRAME_COLUMNS, FRAME_DTYPES, SAMPLE_COLUMNS, read_frame
+from .chunked import citing_samples, iter_explanations
+from ._frame import (
+    FRAME_COLUMNS,
+    FRAME_DTYPES,
+    SAMPLE_COLUMNS,
+    read_frame,
+    table_writer,
+    write_frame,
+)
 from .corpus import GlobalExplanation, global_explanation
 from .image import ImageExplanation, weights_to_rgba
 from .sequence import SequenceExplanation
@@ -53,11 +60,14 @@ __all__ = [
     "ImageExplanation",
     "SequenceExplanation",
     "TokenExplanation",
+    "citing_samples",
     "concat_explanations",
     "global_explanation",
     "iter_explanations",
     "read_frame",
+    "table_writer",
     "token_offsets",
     "weights_to_rgba",
     "with_sample_ids",
+    "write_frame",
 ]
