@@ -51,7 +51,7 @@ def build_frame(columns: dict, order: list) -> pd.DataFrame:
     """A DataFrame of the non-None ``columns`` in ``order``, cast to :data:`FRAME_DTYPES`
     (string sample ids made exportable too)."""
     data = {name: columns[name] for name in order if columns.get(name) is not None}
-    if "sample" in data and np.asarray(data["sample"]).dtype == object:
+    if "sample" in data and np.asarray(data["sample"]).dtype.kind in "OU":
         data["sample"] = np.array([exportable(v) if isinstance(v, str) else v
                                    for v in data["sample"]], dtype=object)
     frame = pd.DataFrame(data)
