@@ -79,27 +79,35 @@ def test_100_back_to_back_exports_on_one_client(client, model, texts, tmp_path):
 
 
 def test_concurrent_exports_on_one_client_are_independent(client, model, texts, tmp_path):
-    expected = explanations_to_frame(model, texts)
+    """4 threads export back to back, each into its own folders and all into one shared
+    folder (``overwrite=True``): every export succeeds and the shared folder ends up holding
+    one whole export, never parts of several."""
+    sizes = {0: 12, 1: 20, 2: 28, 3: 40}  # samples exported by each thread
     errors = []
 
     def export(worker):
-        for i in range(6):
+        for i in range(8):
             try:
-                explain_to_parquet(model, _bag(texts, 3), tmp_path / f"{worker}-{i}",
-                                   client=client)
+                explain_to_parquet(model, _bag(texts[:sizes[worker]], 1 + worker),
+                                   tmp_path / (f"{worker}-{i}" if i % 2 else "shared"),
+                                   client=client, overwrite=True)
             except Exception as exc:  # noqa: BLE001 - collected for the assertion
                 errors.append(repr(exc))
 
-    threads = [threading.Thread(target=export, args=(w,)) for w in range(4)]
+    threads = [threading.Thread(target=export, args=(w,)) for w in sizes]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert errors == []
-    folders = [p for p in tmp_path.iterdir() if p.is_dir()]
-    assert len(folders) == 24
-    for folder in folders:
-        pd.testing.assert_frame_equal(_read(folder), expected)
+    for worker, i in ((w, i) for w in sizes for i in range(1, 8, 2)):
+        pd.testing.assert_frame_equal(_read(tmp_path / f"{worker}-{i}"),
+                                      explanations_to_frame(model, texts[:sizes[worker]]))
+    shared = _read(tmp_path / "shared")
+    n = shared["sample"].nunique()
+    assert n in sizes.values() and len(list((tmp_path / "shared").iterdir())) == \
+        1 + [k for k, v in sizes.items() if v == n][0]
+    pd.testing.assert_frame_equal(shared, explanations_to_frame(model, texts[:n]))
 
 
 def test_export_into_an_earlier_export(client, model, texts, tmp_path):
@@ -191,7 +199,7 @@ def test_disk_full_during_a_file_export(model, texts, tmp_path, suffix):
 
 # ---------------------------------------------------------------------------- tables
 HOSTILE = ["=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\tcmd", "'=x", "''+y", "'s",
-           "null", "", "1", "a, \"quoted\"\nline"]
+           "null", "", "=cmd|' /C calc'!A0", "a, \"quoted\"\nline"]
 
 
 def _hostile_frame():
@@ -200,18 +208,18 @@ def _hostile_frame():
         units=[HOSTILE[:6], HOSTILE[6:]], values=[np.arange(6.0), np.array([np.nan, np.inf,
                                                                            -np.inf, 0, 1, 2])],
         target=np.array(["=1+1", "007"]), prediction=np.array(["-", "@x"]), method="inherent",
-        sample_ids=np.array(["007", "=cmd|' /C calc'!A0"], dtype=object))
+        sample_ids=np.array(["007", "010"], dtype=object))
     return explanation.to_frame()
 
 
-@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
-def test_tables_keep_their_dtypes_through_files(tmp_path, suffix):
-    frame = _hostile_frame()
-    path = write_frame(frame, tmp_path / f"e{suffix}")
-    pd.testing.assert_frame_equal(read_frame(path), frame)
+def test_tables_keep_their_dtypes_through_csv_and_parquet(tmp_path):
+    """String ids such as "007" stay strings, integer ids integers, text cells unchanged."""
     ints = TokenExplanation(units=[["a"]], values=[np.ones(1)], target=np.array([1]),
                             prediction=np.array([1]), method="inherent").to_frame()
-    pd.testing.assert_frame_equal(read_frame(write_frame(ints, tmp_path / f"i{suffix}")), ints)
+    for frame, name in ((_hostile_frame(), "strings"), (ints, "ints")):
+        for suffix in (".csv", ".parquet"):
+            path = write_frame(frame, tmp_path / f"{name}{suffix}")
+            pd.testing.assert_frame_equal(read_frame(path), frame)
 
 
 def test_csv_export_neutralises_formulas(tmp_path):
