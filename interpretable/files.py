@@ -19,6 +19,8 @@ import shutil
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from filelock import FileLock
+
 __all__ = ["exclusive", "reporting", "fsync", "remove", "replacing", "leftovers"]
 
 STAGED, REPLACED = "partial", "replaced"
@@ -27,8 +29,6 @@ STAGED, REPLACED = "partial", "replaced"
 def exclusive(lock_file: Path):
     """Context manager holding an exclusive lock on ``lock_file`` (created if needed) across
     threads and processes; it waits while another writer holds it."""
-    from filelock import FileLock
-
     return FileLock(str(lock_file))
 
 
@@ -46,9 +46,10 @@ def reporting(path):
 
 def fsync(path: Path) -> None:
     """Flush a file, or on POSIX a folder's entries, to the disk."""
-    if path.is_dir() and os.name != "posix":
+    folder = path.is_dir()
+    if folder and os.name != "posix":
         return
-    descriptor = os.open(path, os.O_RDONLY)
+    descriptor = os.open(path, os.O_RDONLY if folder else os.O_RDWR)  # Windows: writable
     try:
         os.fsync(descriptor)
     finally:

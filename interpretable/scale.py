@@ -159,6 +159,6 @@ def explain_to_parquet(estimator, data, path, *, client=None, chunk_size: int = 
         futures = client.compute(tasks)
         try:
             rows = client.gather(futures)
-        finally:
+        finally:  # on an error, stop the tasks still writing into the staging folder
             client.cancel([*futures, model])
     return [folder / name for name, n in zip(names, rows) if n]
