@@ -57,10 +57,14 @@ def fsync(path: Path) -> None:
 
 
 def remove(path: Path) -> None:
-    """Delete a file or folder if it exists. Failures are ignored: what remains is a leftover
-    that the next writer removes."""
+    """Delete a file or folder if it exists. A folder is first renamed (to ``<name>.removed-*``),
+    so that writers still running (e.g. cancelled tasks) cannot add files to it while it is
+    deleted. Failures are ignored: what remains is a leftover that the next writer removes."""
     if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
+        doomed = path.with_name(f"{path.name}.removed-{secrets.token_hex(4)}")
+        with suppress(OSError):
+            os.rename(path, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
     else:
         with suppress(OSError):
             path.unlink()
