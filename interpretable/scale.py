@@ -78,7 +78,8 @@ def _explain_partition(estimator, partition, offset: int, path: str, published: 
         return 0
     index = getattr(partition, "index", None)
     indexed = isinstance(index, pd.Index)
-    with citing_samples(lambda i: f"X.loc[{index[i]!r}]" if indexed else f"X[{offset + i}]"):
+    with citing_samples(lambda i: f"X.loc[{index[i:i + 1].tolist()[0]!r}]" if indexed
+                        else f"X[{offset + i}]"):
         frame = explanations_to_frame(estimator, partition, chunk_size=chunk_size,
                                       **explain_kwargs)
     if not indexed:

@@ -163,6 +163,17 @@ def test_disk_full_during_a_dask_export(client, model, texts, tmp_path):
         ["model", "out", "small.parquet", "texts.json"]
 
 
+def test_error_in_a_dataframe_partition_cites_the_index_label(client, model, texts, tmp_path):
+    import dask.dataframe as dd
+
+    bad = pd.Series(texts, index=10**6 + np.arange(len(texts)), name="text")
+    bad.iloc[25] = ""
+    with pytest.raises(ValueError, match=r"X\.loc\[1000025\] is an empty"):
+        explain_to_parquet(model, dd.from_pandas(bad, npartitions=4), tmp_path / "out",
+                           client=client)
+    assert not (tmp_path / "out").exists()
+
+
 # ---------------------------------------------------------------------------- single files
 def test_error_cites_the_position_in_the_callers_input(model):
     X = ["a great film"] * 3000
