@@ -45,7 +45,8 @@ def _tokens(text: str) -> TokenExplanation:
         target=np.array([text[:8], "$1$"]), prediction=np.array(["$1$", text[:8]]),
         method="inherent", logit=np.array([np.nan, 1.0]), bias=np.array([0.0, np.inf]),
         inputs=[text, text], proba=np.array([[0.5, 0.5], [0.2, 0.8]]),
-        classes=np.array([text[:8], "$1$"], dtype=object), sample_ids=np.array([text[:6], "007"], dtype=object))
+        classes=np.array([text[:8], "$1$"], dtype=object),
+        sample_ids=np.array([text[:6], "007"], dtype=object))
 
 
 def _sequence(text: str, level: str) -> SequenceExplanation:

@@ -23,7 +23,8 @@ Labels are always strings (``str(label)``), so ``to_frame()``, :func:`read_frame
 Parquet export and :func:`~interpretable.streaming.explanations_to_frame` agree on dtypes and
 merge. :func:`write_frame` writes a table whole or not at all; a CSV gets its dtypes in a
 ``.schema.json`` file beside it (ids such as ``"007"`` read back as strings) and text cells that
-spreadsheets would run as formulas start with ``'`` (``escape_formulas=False``: raw). ``to_frame(kind="samples")`` has one row per sample (× step) with the columns of
+spreadsheets would run as formulas start with ``'`` (``escape_formulas=False``: raw).
+``to_frame(kind="samples")`` has one row per sample (× step) with the columns of
 :data:`SAMPLE_COLUMNS` that are known: logit, bias, probabilities, completeness error.
 
 Inherent (faithful-by-construction) explanations also carry ``logit`` and ``bias``: the

@@ -87,10 +87,10 @@ def _formula_cells(column: pd.Series, quoted: bool = False) -> pd.Series:
     return cells & column.str.startswith("'", na=False) if quoted else cells
 
 
-def escape_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+def escape_formula_cells(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with ``'`` before every text cell that a spreadsheet would run as a formula
     (one starting, after any quotes, with ``= + - @``, tab or carriage return): the cell then
-    shows as text. :func:`unescape_formulas` reverses it exactly."""
+    shows as text. :func:`unescape_formula_cells` reverses it exactly."""
     frame = frame.copy()
     for name in frame.columns:
         cells = _formula_cells(frame[name])
@@ -99,8 +99,8 @@ def escape_formulas(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def unescape_formulas(frame: pd.DataFrame) -> pd.DataFrame:
-    """Inverse of :func:`escape_formulas`."""
+def unescape_formula_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """Inverse of :func:`escape_formula_cells`."""
     frame = frame.copy()
     for name in frame.columns:
         cells = _formula_cells(frame[name], quoted=True)
@@ -117,7 +117,7 @@ class _CsvTable:
 
     def write(self, frame: pd.DataFrame) -> None:
         first = self.dtypes is None
-        (escape_formulas(frame) if self.escape else frame).to_csv(
+        (escape_formula_cells(frame) if self.escape else frame).to_csv(
             self.path, mode="w" if first else "a", header=first, index=False, encoding="utf-8")
         if first:
             self.dtypes = {name: str(dtype) for name, dtype in frame.dtypes.items()}
@@ -174,7 +174,7 @@ def write_frame(frame: pd.DataFrame, path, *, escape_formulas: bool = True) -> P
     never see half a table, and a failure raises an ``OSError`` naming the path. A CSV gets
     its dtypes in ``<path>.schema.json`` (so ids such as ``"007"`` stay strings) and, with
     ``escape_formulas`` (default), text cells that spreadsheets would run as formulas (see
-    :func:`escape_formulas`) start with ``'``; :func:`read_frame` removes it again.
+    :func:`escape_formula_cells`) start with ``'``; :func:`read_frame` removes it again.
     """
     with table_writer(path, escape_formulas=escape_formulas) as write:
         write(frame)
@@ -204,4 +204,4 @@ def read_frame(path) -> pd.DataFrame:
                         encoding="utf-8")
     frame = frame.astype({name: dtype for name, dtype in dtypes.items()
                           if readable[name] != dtype})
-    return unescape_formulas(frame) if schema["escaped_formulas"] else frame
+    return unescape_formula_cells(frame) if schema["escaped_formulas"] else frame

@@ -54,6 +54,6 @@ def iter_explanations(estimator, X, chunk_size: int = 1000, **explain_kwargs) ->
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size}.")
     for offset, chunk in _chunks(X, chunk_size):
-        with citing_samples(lambda i: f"X[{offset + i}]"):
+        with citing_samples(lambda i, offset=offset: f"X[{offset + i}]"):
             explanation = estimator.explain(chunk, **explain_kwargs)
         yield offset, with_sample_ids(explanation, chunk, offset)
