@@ -17,14 +17,19 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .streaming import _append_parquet, explanations_to_frame
+from .explanation import citing_samples
+from .files import replacing, reporting
+from .streaming import explanations_to_frame
 
 __all__ = ["save_on_main_process", "explain_to_parquet"]
+
+_PART = re.compile(r"part-\d{5}\.parquet")
 
 
 def save_on_main_process(estimator, path) -> bool:
@@ -63,28 +68,54 @@ def _partitions(data) -> tuple[list, list]:
                     f"{type(data).__name__}.")
 
 
-def _explain_partition(estimator, partition, offset: int, path: str, chunk_size: int,
-                       explain_kwargs: dict) -> int:
-    """Explain one partition and write its rows to ``path``: samples numbered by the
-    partition's pandas index, else by position plus ``offset``. Returns the number of rows (no
-    file for an empty partition)."""
+def _explain_partition(estimator, partition, offset: int, path: str, published: str,
+                       chunk_size: int, explain_kwargs: dict) -> int:
+    """Explain one partition and write its rows to ``path`` (in the staging folder; errors
+    name the file where it will be ``published``): samples numbered (and errors citing them)
+    by the partition's pandas index, else by position plus ``offset``. Returns the number of
+    rows (no file for an empty partition)."""
     if len(partition) == 0:
         return 0
-    frame = explanations_to_frame(estimator, partition, chunk_size=chunk_size, **explain_kwargs)
-    if not isinstance(getattr(partition, "index", None), pd.Index):
+    index = getattr(partition, "index", None)
+    indexed = isinstance(index, pd.Index)
+    with citing_samples(lambda i: f"X.loc[{index[i:i + 1].tolist()[0]!r}]" if indexed
+                        else f"X[{offset + i}]"):
+        frame = explanations_to_frame(estimator, partition, chunk_size=chunk_size,
+                                      **explain_kwargs)
+    if not indexed:
         frame["sample"] = frame["sample"].to_numpy() + offset
-    _append_parquet(None, Path(path), frame).close()
+    with reporting(published):
+        frame.to_parquet(path, index=False)
     return len(frame)
 
 
+def _check_folder(folder: Path, overwrite: bool) -> None:
+    """Refuse to write into a folder holding files, unless ``overwrite`` and they are the
+    part files of an earlier export."""
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise FileExistsError(f"{folder} exists and is not a folder.")
+    names = sorted(p.name for p in folder.iterdir())
+    if names and not overwrite:
+        raise FileExistsError(f"{folder} already holds files ({names[:3]}); pass "
+                              "overwrite=True to replace the earlier export, or choose another "
+                              "folder.")
+    others = [name for name in names if not _PART.fullmatch(name)]
+    if others:
+        raise FileExistsError(f"{folder} holds files that an export did not write "
+                              f"({others[:3]}); export into a new or empty folder.")
+
+
 def explain_to_parquet(estimator, data, path, *, client=None, chunk_size: int = 1000,
-                       **explain_kwargs) -> list[Path]:
+                       overwrite: bool = False, **explain_kwargs) -> list[Path]:
     """Explain a Dask collection on a Dask cluster, writing one Parquet file per partition.
 
     Parameters
     ----------
-    estimator : fitted estimator; sent to every worker once (``client.scatter(...,
-        broadcast=True)``), then used by every task.
+    estimator : fitted estimator; sent to every worker once per call (``client.scatter(...,
+        broadcast=True, hash=False)``: concurrent calls do not share it), then used by every
+        task.
     data : Dask DataFrame / Series (what ``explain`` takes: a text column, or text and query
         columns), Bag of texts or pairs, or Array of images ``(n, H, W[, C])`` (chunks along
         other axes than the samples are merged).
@@ -92,6 +123,9 @@ def explain_to_parquet(estimator, data, path, *, client=None, chunk_size: int = 
         partition order (an empty partition writes none).
     client : ``distributed.Client`` (None: the current default client).
     chunk_size : samples explained at once within a partition (bounds a worker's memory).
+    overwrite : a folder that already holds an earlier export is refused (``FileExistsError``)
+        unless ``overwrite=True``, which replaces that dataset whole. A folder holding other
+        files is always refused.
     **explain_kwargs : ``target``, ``method`` and options of ``explain``.
 
     The files hold the columns of ``explanation.to_frame()`` as
@@ -99,20 +133,33 @@ def explain_to_parquet(estimator, data, path, *, client=None, chunk_size: int = 
     the DataFrame's index or the global position in a Bag or Array, so reading the folder
     (``pandas.read_parquet(path)``) gives the in-process table. A Bag is read twice: once to
     count the samples of its partitions. Returns the written paths.
+
+    The dataset is written to a hidden folder beside ``path`` and renamed to ``path`` when
+    complete, so readers never see a mix of two exports; an error (a bad sample, cited by its
+    index or position, or a failed write: an ``OSError`` naming the file) leaves an earlier
+    dataset as it was. The workers must see ``path``'s folder (one machine, or a shared file
+    system).
     """
     import dask
     from distributed import default_client
 
     client = default_client() if client is None else client
+    folder = Path(path)
+    _check_folder(folder, overwrite)
     parts, lengths = _partitions(data)
     counts = client.compute(lengths, sync=True) if lengths else [0] * len(parts)
     offsets = np.cumsum([0, *counts[:-1]]).tolist()
-    folder = Path(path)
-    folder.mkdir(parents=True, exist_ok=True)
-    files = [folder / f"part-{i:05d}.parquet" for i in range(len(parts))]
-    model = client.scatter(estimator, broadcast=True)
-    tasks = [dask.delayed(_explain_partition)(model, part, offset, str(file), chunk_size,
-                                             explain_kwargs)
-             for part, offset, file in zip(parts, offsets, files)]
-    rows = client.compute(tasks, sync=True)
-    return [file for file, n in zip(files, rows) if n]
+    names = [f"part-{i:05d}.parquet" for i in range(len(parts))]
+    with replacing(folder, folder=True) as (staging,):
+        _check_folder(folder, overwrite)  # again, now that other writers wait
+        staging.mkdir()
+        model = client.scatter(estimator, broadcast=True, hash=False)
+        tasks = [dask.delayed(_explain_partition)(model, part, offset, str(staging / name),
+                                                 str(folder / name), chunk_size, explain_kwargs)
+                 for part, offset, name in zip(parts, offsets, names)]
+        futures = client.compute(tasks)
+        try:
+            rows = client.gather(futures)
+        finally:  # on an error, stop the tasks still writing into the staging folder
+            client.cancel([*futures, model])
+    return [folder / name for name, n in zip(names, rows) if n]

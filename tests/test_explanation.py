@@ -265,7 +265,7 @@ def test_word_level_steps_count_words_and_keep_the_text():
     frame = exp.to_frame()
     assert frame["step"].tolist() == [0, 1, 1] and frame["unit"].tolist() == [0, 0, 1]
     assert frame["char_start"].tolist() == [0, 0, 2]
-    row = re.search(r'<td class="ie-seq">(.*?)</td>', exp.to_html(steps=-1)).group(1)
+    row = re.search(r'<td class="ie-seq" dir="auto">(.*?)</td>', exp.to_html(steps=-1)).group(1)
     assert re.sub(r"<[^>]+>", "", row) == "ab c"
     assert exp.to_frame(kind="samples")["target"].tolist() == [" ", "\n"]
 

@@ -8,7 +8,8 @@ explains through the estimator's public ``explain``::
 
     metric = quantus.Focus()
     scores = metric(model=QuantusModel(clf), x_batch=x, y_batch=y, custom_batch=positions,
-                    explain_func=explain_func, explain_func_kwargs={"method": "inherent"})
+                    explain_func=explain_func, explain_func_kwargs={"method": "inherent"},
+                    device="cpu")
 
 The estimator's network is a registered submodule, so Quantus's model-randomisation tests
 (MPRT) reset its layers (every B-cos layer and attention prior has ``reset_parameters``), and
@@ -35,6 +36,7 @@ class QuantusModel(nn.Module):
                             "interpretable.estimators.vision.")
         self.estimator = estimator
         self.net = estimator.module_
+        self.training = False  # as the fitted module: Quantus refuses models in training mode
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         images = torch.as_tensor(x).detach().permute(0, 2, 3, 1)
@@ -42,12 +44,26 @@ class QuantusModel(nn.Module):
 
 
 def explain_func(model, inputs, targets, *, method: str | None = None, batch_size=None,
+                 device=None, softmax: bool | None = None, channel_first: bool | None = None,
                  **options) -> np.ndarray:
     """Quantus ``explain_func``: ``model`` a :class:`QuantusModel`, ``inputs`` images
     (n, C, H, W) in [0, 1], ``targets`` class indices (n,) -> attributions (n, 1, H, W) float32
-    of the estimator's ``explain(..., method=method, **options)`` (None: its default method)."""
+    of the estimator's ``explain(..., method=method, **options)`` (None: its default method).
+
+    The arguments Quantus adds are accepted: ``device`` (every metric passes the device it
+    was called with; the estimator explains on its own device), ``softmax`` and
+    ``channel_first`` (options of ``quantus.explain`` that ``explain_func_kwargs`` may carry):
+    explanations are of the logits of channel-first images, so ``softmax=True`` and
+    ``channel_first=False`` raise a ``ValueError``.
+    """
     if not isinstance(model, QuantusModel):
         raise TypeError(f"model must be a QuantusModel, got {type(model).__name__}.")
+    if softmax:
+        raise ValueError("explain_func explains logits: softmax=True (explaining "
+                         "probabilities) is not supported.")
+    if channel_first is False:
+        raise ValueError("explain_func takes channel-first images (n, C, H, W), as Quantus "
+                         "passes them: channel_first=False is not supported.")
     clf = model.estimator
     images = np.moveaxis(np.asarray(inputs, dtype=np.float32), 1, -1)
     labels = clf.classes_[np.asarray(targets, dtype=np.int64).reshape(-1)]

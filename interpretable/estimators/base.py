@@ -311,8 +311,8 @@ class NeuralEstimator(BaseEstimator):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
-        """Save to the folder ``path`` (``config.json`` + ``weights.safetensors``, no pickle);
-        returns ``path``.
+        """Save to the folder ``path`` (``config.json`` and the safetensors weights file it
+        names, no pickle); returns ``path``.
 
         Stores the parameters the model was fitted with (``fitted_params_``; a ``set_params``
         after ``fit`` does not leak into the file) and its fitted state. A parameter JSON cannot
@@ -322,9 +322,11 @@ class NeuralEstimator(BaseEstimator):
         the fitted state is not JSON-compatible (e.g. bytes labels), a ``TypeError`` is raised
         before anything is written (pickle works for trusted use).
 
-        Atomic: the files are written to a new folder next to ``path`` that then replaces
-        ``path``, so ``path`` holds the complete new model or, on any error, exactly what it
-        held before. An existing ``path`` must be empty or hold a saved model.
+        Atomic: new weights are written beside the old ones, then ``config.json`` is replaced
+        in one rename; loads running meanwhile in any process get the previous or the new
+        model, never a mix, and a failed or killed save leaves the previous one. A failure to
+        write (e.g. a full disk) is an ``OSError`` naming the file. An existing ``path`` must
+        be empty or hold a saved model.
         """
         self._check_fitted()
         return save_estimator(self, path)

@@ -1,45 +1,45 @@
 """Safe persistence of fitted estimators: a folder with ``config.json`` (parameters and fitted
-state as JSON) and ``weights.safetensors`` (the module's tensors). Never pickle: no code from a
-model file ever runs.
+state as JSON) and the safetensors file of the module's tensors that it names. Never pickle:
+no code from a model file ever runs.
 
-:func:`save_estimator` is atomic (the folder ends up holding the complete new model, or exactly
-what it held before) and first checks that what it writes loads back. :func:`load_estimator`
-treats both files as hostile: it bounds the config's size and nesting, checks its schema,
-validates the parameters (the estimator's ``_parameter_constraints``) and the fitted state,
-builds the module on the meta device and compares every tensor's name and shape with the
-weights file's header before reading any tensor (so memory is bounded by the file size), and
-refuses non-finite weights.
+:func:`save_estimator` first checks that what it writes loads back, then replaces the model in
+one step (see :mod:`.model_folder`: loads running meanwhile, in any process, get the previous
+model or the new one, never a mix; a failed or killed save leaves the previous one).
+:func:`load_estimator` treats both files as hostile: it bounds the config's size and nesting,
+checks its schema, validates the parameters (the estimator's ``_parameter_constraints``) and
+the fitted state, builds the module on the meta device and compares every tensor's name and
+shape with the weights file's header before reading any tensor (so memory is bounded by the
+file size), and refuses non-finite weights.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
 from ..nn.tensors import resolve_device
+from .model_folder import (
+    CONFIG_FILE,
+    FORMAT_VERSION,
+    check_schema,
+    check_target,
+    new_weights_name,
+    publish,
+    read_snapshot,
+)
 
 __all__ = ["save_estimator", "load_estimator", "to_jsonable", "from_jsonable"]
 
-FORMAT_VERSION = 1
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "weights.safetensors"
-#: bounds on what a config may make the loader read and allocate
-MAX_CONFIG_BYTES = 64 * 2**20
-MAX_NESTING = 64
+#: bound on the size of a decoded array in a config
 MAX_ARRAY_BYTES = 2**30
-_CONFIG_KEYS = {"format_version", "estimator", "params", "dropped_params", "fitted"}
 _TRUSTED_USE = "pickle works for trusted use"
 
 
@@ -110,47 +110,24 @@ def _decode_array(items: list, dtype) -> np.ndarray:
         raise ValueError(f"cannot decode an array of dtype {dtype}: {exc}") from None
 
 
-def _nesting(value) -> int:
-    """Nesting depth of decoded JSON (iterative: hostile input cannot exhaust the stack)."""
-    depth, level = 0, [value]
-    while level:
-        depth += 1
-        level = [c for v in level if isinstance(v, (dict, list))
-                 for c in (v.values() if isinstance(v, dict) else v)]
-    return depth
-
-
 # ---------------------------------------------------------------------------- save
 def save_estimator(estimator, path) -> Path:
     """Save a fitted estimator to the folder ``path``; see :meth:`NeuralEstimator.save`."""
     path = Path(path)
-    _check_target(path)
-    config = _config_text(estimator)
+    check_target(path)
+    text = json.dumps({**_config(estimator), "weights": new_weights_name()}, indent=1)
     state = {k: v.detach().cpu().contiguous() for k, v in estimator.module_.state_dict().items()}
     try:
-        _restore(json.loads(config), type(estimator), "cpu",
+        _restore(json.loads(text), type(estimator), "cpu",
                  {k: tuple(v.shape) for k, v in state.items()}, state.__getitem__)
     except ValueError as exc:
         raise ValueError(f"cannot save {type(estimator).__name__}: the files would not load "
                          f"back: {exc}") from exc
-    _write_folder(path, config, state)
+    publish(path, text, state)
     return path
 
 
-def _check_target(path: Path) -> None:
-    """Refuse a target that is not a folder of a saved model (or empty): replacing it must not
-    delete anything else."""
-    if not os.path.lexists(path):
-        return
-    if not path.is_dir():
-        raise FileExistsError(f"{path} exists and is not a folder.")
-    others = sorted(p.name for p in path.iterdir() if p.name not in (CONFIG_FILE, WEIGHTS_FILE))
-    if others:
-        raise FileExistsError(f"{path} holds files that are not part of a saved model "
-                              f"({others[:5]}); save into a new or empty folder.")
-
-
-def _config_text(estimator) -> str:
+def _config(estimator) -> dict:
     """config.json of a fitted estimator: the parameters it was fitted with (parameters JSON
     cannot hold are listed in ``dropped_params`` and load as None) and its fitted state."""
     name = type(estimator).__name__
@@ -171,69 +148,30 @@ def _config_text(estimator) -> str:
         fitted = to_jsonable(estimator._get_fitted_state(), "the fitted state")
     except TypeError as exc:
         raise TypeError(f"cannot save {name}: {exc}; {_TRUSTED_USE}.") from None
-    return json.dumps({"format_version": FORMAT_VERSION, "estimator": name, "params": params,
-                       "dropped_params": dropped, "fitted": fitted}, indent=1)
-
-
-def _write_folder(path: Path, config: str, state: dict) -> None:
-    """Write both files into a fresh folder next to ``path`` and swap it in: afterwards ``path``
-    holds exactly the new files or, on any error, exactly what it held before. (Were the
-    process killed between the two renames, the old model would be left in the hidden
-    ``.<name>-*/old`` folder next to ``path``.)"""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
-    new, old = work / "new", work / "old"
-    try:
-        new.mkdir()
-        (new / CONFIG_FILE).write_text(config, encoding="utf-8")
-        save_file(state, str(new / WEIGHTS_FILE))
-        if os.path.lexists(path):
-            os.rename(path, old)
-        try:
-            os.rename(new, path)
-        except BaseException:
-            if os.path.lexists(old):
-                os.rename(old, path)
-            raise
-    finally:
-        if os.path.lexists(path) or not os.path.lexists(old):  # else `old` is the only copy
-            shutil.rmtree(work, ignore_errors=True)
+    return {"format_version": FORMAT_VERSION, "estimator": name, "params": params,
+            "dropped_params": dropped, "fitted": fitted}
 
 
 # ---------------------------------------------------------------------------- load
 def load_estimator(cls, path, device="auto"):
     """Load an estimator saved by :func:`save_estimator`; see :meth:`NeuralEstimator.load`."""
     path = Path(path)
-    config_file, weights_file = path / CONFIG_FILE, path / WEIGHTS_FILE
-    for f in (config_file, weights_file):
-        if not f.is_file():
-            raise FileNotFoundError(f"{f} does not exist; is {path} a saved estimator?")
-    config = _read_config(config_file)
-    try:
-        with safe_open(str(weights_file), framework="pt") as f:
-            shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
-            return _restore(config, cls, device, shapes, f.get_tensor)
-    except SafetensorError as exc:
-        raise ValueError(f"{weights_file} is corrupt: {exc}") from None
-    except ValueError as exc:
-        raise ValueError(f"cannot load {path}: {exc}") from exc
 
+    def read(config, weights_file: Path):
+        try:
+            with safe_open(str(weights_file), framework="pt") as f:
+                shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+                return _restore(config, cls, device, shapes, f.get_tensor)
+        except RuntimeError:  # torch opens the file again to read the tensors
+            if weights_file.is_file():
+                raise
+            raise FileNotFoundError(f"{weights_file} was deleted while being read") from None
+        except SafetensorError as exc:
+            raise ValueError(f"{weights_file} is corrupt: {exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"cannot load {path}: {exc}") from exc
 
-def _read_config(config_file: Path):
-    with open(config_file, "rb") as f:
-        data = f.read(MAX_CONFIG_BYTES + 1)
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ValueError(f"{config_file} is larger than {MAX_CONFIG_BYTES} bytes.")
-    try:
-        config = json.loads(data.decode("utf-8"))
-        too_deep = _nesting(config) > MAX_NESTING
-    except RecursionError:
-        too_deep = True
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too many digits
-        raise ValueError(f"{config_file} is corrupt: not valid JSON ({exc}).") from None
-    if too_deep:
-        raise ValueError(f"{config_file} is nested deeper than {MAX_NESTING} levels.")
-    return config
+    return read_snapshot(path, read)
 
 
 def _restore(config, cls, device, shapes: Mapping[str, tuple], read: Callable[[str], torch.Tensor]):
@@ -246,12 +184,12 @@ def _restore(config, cls, device, shapes: Mapping[str, tuple], read: Callable[[s
     expected = module.state_dict()
     missing, unexpected = sorted(expected.keys() - shapes), sorted(shapes.keys() - expected)
     if missing or unexpected:
-        raise ValueError(f"{WEIGHTS_FILE} holds the weights of another model: tensors missing "
+        raise ValueError(f"the weights file holds the weights of another model: tensors missing "
                          f"{missing[:5]}, unexpected {unexpected[:5]}.")
     for name, meta in expected.items():
         if tuple(meta.shape) != shapes[name]:
             sources = _shape_sources(estimator, name, meta.shape)
-            raise ValueError(f"tensor {name!r} has shape {shapes[name]} in {WEIGHTS_FILE} but "
+            raise ValueError(f"tensor {name!r} has shape {shapes[name]} in the weights file but "
                              f"{CONFIG_FILE} implies {tuple(meta.shape)} (its shape follows "
                              f"{sources or 'the fitted state'}).")
     tensors = {name: _checked_tensor(name, read(name), meta.dtype)
@@ -296,15 +234,7 @@ def _shape_sources(estimator, name: str, shape: torch.Size) -> list[str]:
 def _estimator_from_config(config, cls, device):
     """The estimator described by ``config``, without its module: schema, parameters and
     fitted state checked."""
-    if not isinstance(config, dict):
-        raise ValueError(f"{CONFIG_FILE} must hold a JSON object, got {type(config).__name__}.")
-    missing, unknown = sorted(_CONFIG_KEYS - config.keys()), sorted(config.keys() - _CONFIG_KEYS)
-    if missing or unknown:
-        raise ValueError(f"{CONFIG_FILE}: missing keys {missing}, unknown keys {unknown}.")
-    version = config["format_version"]
-    if type(version) is not int or version != FORMAT_VERSION:
-        raise ValueError(f"{CONFIG_FILE} has format_version {version!r}; this version of "
-                         f"interpretable reads format {FORMAT_VERSION}.")
+    check_schema(config)
     name = config["estimator"]
     klass = cls._registry.get(name) if isinstance(name, str) else None
     if klass is None or not issubclass(klass, cls):
@@ -341,10 +271,10 @@ def _estimator_from_config(config, cls, device):
 
 def _checked_tensor(name: str, tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     if tensor.dtype != dtype:
-        raise ValueError(f"tensor {name!r} has dtype {tensor.dtype} in {WEIGHTS_FILE}; the model "
+        raise ValueError(f"tensor {name!r} has dtype {tensor.dtype} in the weights file; the model "
                          f"needs {dtype}.")
     if tensor.is_floating_point() and not torch.isfinite(tensor).all():
-        raise ValueError(f"tensor {name!r} in {WEIGHTS_FILE} holds NaN or infinite values.")
+        raise ValueError(f"tensor {name!r} in the weights file holds NaN or infinite values.")
     return tensor
 
 

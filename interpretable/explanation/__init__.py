@@ -21,7 +21,10 @@ columns of :data:`FRAME_COLUMNS` that apply to its input kind (no all-missing co
 
 Labels are always strings (``str(label)``), so ``to_frame()``, :func:`read_frame` of a CSV or
 Parquet export and :func:`~interpretable.streaming.explanations_to_frame` agree on dtypes and
-merge. ``to_frame(kind="samples")`` has one row per sample (× step) with the columns of
+merge. :func:`write_frame` writes a table whole or not at all; a CSV gets its dtypes in a
+``.schema.json`` file beside it (ids such as ``"007"`` read back as strings) and text cells that
+spreadsheets would run as formulas start with ``'`` (``escape_formulas=False``: raw).
+``to_frame(kind="samples")`` has one row per sample (× step) with the columns of
 :data:`SAMPLE_COLUMNS` that are known: logit, bias, probabilities, completeness error.
 
 Inherent (faithful-by-construction) explanations also carry ``logit`` and ``bias``: the
@@ -37,8 +40,15 @@ methods (attention) use one purple scale and are flagged.
 """
 
 from ._base import CLASS_INDEPENDENT_METHODS, concat_explanations, with_sample_ids
-from .chunked import iter_explanations
-from ._frame import FRAME_COLUMNS, FRAME_DTYPES, SAMPLE_COLUMNS, read_frame
+from .chunked import citing_samples, iter_explanations
+from ._frame import (
+    FRAME_COLUMNS,
+    FRAME_DTYPES,
+    SAMPLE_COLUMNS,
+    read_frame,
+    table_writer,
+    write_frame,
+)
 from .corpus import GlobalExplanation, global_explanation
 from .image import ImageExplanation, weights_to_rgba
 from .sequence import SequenceExplanation
@@ -53,11 +63,14 @@ __all__ = [
     "ImageExplanation",
     "SequenceExplanation",
     "TokenExplanation",
+    "citing_samples",
     "concat_explanations",
     "global_explanation",
     "iter_explanations",
     "read_frame",
+    "table_writer",
     "token_offsets",
     "weights_to_rgba",
     "with_sample_ids",
+    "write_frame",
 ]

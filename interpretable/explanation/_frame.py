@@ -1,12 +1,17 @@
-"""The tidy table every explanation exports, its dtypes and a reader that keeps them."""
+"""The tidy table every explanation exports, its dtypes, and a writer and a reader of CSV and
+Parquet files that keep them."""
 
 from __future__ import annotations
 
+import json
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ..files import replacing
 
 #: Every column an explanation table can have, in table order (a table has those that apply).
 FRAME_COLUMNS = [
@@ -43,23 +48,160 @@ def labels(values) -> np.ndarray:
 
 
 def build_frame(columns: dict, order: list) -> pd.DataFrame:
-    """A DataFrame of the non-None ``columns`` in ``order``, cast to :data:`FRAME_DTYPES`."""
+    """A DataFrame of the non-None ``columns`` in ``order``, cast to :data:`FRAME_DTYPES`
+    (string sample ids made exportable too)."""
     data = {name: columns[name] for name in order if columns.get(name) is not None}
+    if "sample" in data and np.asarray(data["sample"]).dtype.kind in "OU":
+        data["sample"] = np.array([exportable(v) if isinstance(v, str) else v
+                                   for v in data["sample"]], dtype=object)
     frame = pd.DataFrame(data)
     return frame.astype({name: FRAME_DTYPES[name] for name in frame.columns
                          if name in FRAME_DTYPES})
 
 
+# ---------------------------------------------------------------------------- files
+#: spreadsheets run a CSV cell starting with one of these as a formula
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+SCHEMA_SUFFIX = ".schema.json"
+_TEXT_DTYPES = ("str", "string", "object")
+
+
+def check_table_path(path) -> Path:
+    path = Path(path)
+    if path.suffix not in (".parquet", ".csv"):
+        raise ValueError(f"path must end in .parquet or .csv, got {path.name!r}.")
+    return path
+
+
+def schema_file(path: Path) -> Path:
+    """``<path>.schema.json``: the column dtypes of the CSV table ``path``."""
+    return path.with_name(path.name + SCHEMA_SUFFIX)
+
+
+def _formula_cells(column: pd.Series, quoted: bool = False) -> pd.Series:
+    """Where a text cell, after its leading quotes, starts like a formula (``quoted``: and
+    has a leading quote)."""
+    if not pd.api.types.is_string_dtype(column):
+        return pd.Series(False, index=column.index)
+    cells = column.str.lstrip("'").str.startswith(FORMULA_STARTS, na=False)
+    return cells & column.str.startswith("'", na=False) if quoted else cells
+
+
+def escape_formula_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``'`` before every text cell that a spreadsheet would run as a formula
+    (one starting, after any quotes, with ``= + - @``, tab or carriage return): the cell then
+    shows as text. :func:`unescape_formula_cells` reverses it exactly."""
+    frame = frame.copy()
+    for name in frame.columns:
+        cells = _formula_cells(frame[name])
+        if cells.any():
+            frame.loc[cells, name] = "'" + frame.loc[cells, name]
+    return frame
+
+
+def unescape_formula_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """Inverse of :func:`escape_formula_cells`."""
+    frame = frame.copy()
+    for name in frame.columns:
+        cells = _formula_cells(frame[name], quoted=True)
+        if cells.any():
+            frame.loc[cells, name] = frame.loc[cells, name].str[1:]
+    return frame
+
+
+class _CsvTable:
+    """Rows appended to a CSV file; :meth:`schema` records their dtypes."""
+
+    def __init__(self, path: Path, escape: bool):
+        self.path, self.escape, self.dtypes = path, escape, None
+
+    def write(self, frame: pd.DataFrame) -> None:
+        first = self.dtypes is None
+        (escape_formula_cells(frame) if self.escape else frame).to_csv(
+            self.path, mode="w" if first else "a", header=first, index=False, encoding="utf-8")
+        if first:
+            self.dtypes = {name: str(dtype) for name, dtype in frame.dtypes.items()}
+
+    def close(self) -> None:
+        pass
+
+    def schema(self) -> str:
+        return json.dumps({"dtypes": self.dtypes, "escaped_formulas": self.escape}, indent=1)
+
+
+class _ParquetTable:
+    """Rows appended to a Parquet file, with the schema of the first rows."""
+
+    def __init__(self, path: Path):
+        self.path, self.writer = path, None
+
+    def write(self, frame: pd.DataFrame) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(str(self.path), table.schema)
+        self.writer.write_table(table.cast(self.writer.schema))
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+@contextmanager
+def table_writer(path, *, escape_formulas: bool = True):
+    """Yield ``write(frame)``, which appends rows to the table file ``path`` (``.csv`` or
+    ``.parquet``). The file appears complete when the block ends; on any error an earlier file
+    at ``path`` stays as it was (see :func:`write_frame`)."""
+    path = check_table_path(path)
+    csv = path.suffix == ".csv"
+    with replacing(path, companions=[schema_file(path)] if csv else []) as staged:
+        table = _CsvTable(staged[0], escape_formulas) if csv else _ParquetTable(staged[0])
+        try:
+            yield table.write
+        finally:
+            table.close()
+        if csv:
+            staged[1].write_text(table.schema(), encoding="utf-8")
+
+
+def write_frame(frame: pd.DataFrame, path, *, escape_formulas: bool = True) -> Path:
+    """Write an explanation table to ``path`` (``.csv`` or ``.parquet``) so that
+    :func:`read_frame` gives it back with the same dtypes; returns ``path``.
+
+    The file is replaced whole (written beside it, then renamed): readers and a failed write
+    never see half a table, and a failure raises an ``OSError`` naming the path. A CSV gets
+    its dtypes in ``<path>.schema.json`` (so ids such as ``"007"`` stay strings) and, with
+    ``escape_formulas`` (default), text cells that spreadsheets would run as formulas (see
+    :func:`escape_formula_cells`) start with ``'``; :func:`read_frame` removes it again.
+    """
+    with table_writer(path, escape_formulas=escape_formulas) as write:
+        write(frame)
+    return Path(path)
+
+
 def read_frame(path) -> pd.DataFrame:
     """Read an explanation table written as ``.csv`` or ``.parquet`` with the dtypes
-    ``to_frame()`` gives (a CSV alone would read the label ``"1"`` as an int and the token
-    ``"null"`` as missing). ``sample`` comes back as int64 when every id is an integer."""
-    path = Path(path)
+    ``to_frame()`` gives. A CSV is read with the dtypes of its ``<path>.schema.json`` (written
+    by :func:`write_frame`); without one (a CSV written by other tools), the label ``"1"``
+    still reads as a string and the token ``"null"`` as a token, and ``sample`` as int64 when
+    every id is an integer."""
+    path = check_table_path(path)
     if path.suffix == ".parquet":
         return pd.read_parquet(path)
-    if path.suffix != ".csv":
-        raise ValueError(f"path must end in .parquet or .csv, got {path.name!r}.")
+    schema = json.loads(schema_file(path).read_text(encoding="utf-8")) \
+        if schema_file(path).is_file() else {"dtypes": {}, "escaped_formulas": False}
     header = pd.read_csv(path, nrows=0).columns
-    dtypes = {name: FRAME_DTYPES[name] for name in header if name in FRAME_DTYPES}
-    missing = {name: [""] for name, dtype in dtypes.items() if dtype != "str"}
-    return pd.read_csv(path, dtype=dtypes, keep_default_na=False, na_values=missing)
+    recorded = {name: "str" if dtype in _TEXT_DTYPES else dtype
+                for name, dtype in schema["dtypes"].items()}
+    dtypes = {name: recorded.get(name, FRAME_DTYPES.get(name)) for name in header
+              if name in recorded or name in FRAME_DTYPES}
+    readable = {name: dtype if dtype in (*FRAME_DTYPES.values(), "float64") else "str"
+                for name, dtype in dtypes.items()}
+    missing = {name: [""] for name, dtype in readable.items() if dtype != "str"}
+    frame = pd.read_csv(path, dtype=readable, keep_default_na=False, na_values=missing,
+                        encoding="utf-8")
+    frame = frame.astype({name: dtype for name, dtype in dtypes.items()
+                          if readable[name] != dtype})
+    return unescape_formula_cells(frame) if schema["escaped_formulas"] else frame

@@ -2,7 +2,9 @@
 
 Signed values (exact contributions, gradients): white at 0, red where the unit raises the
 explained logit, blue where it lowers it. Class-independent weights (attention): white to one
-purple. Cell text is black or white, whichever contrasts more with the cell (WCAG).
+purple. Cell text is black or white, whichever contrasts more with the cell (WCAG). Scales
+follow the finite values: ±∞ takes the colour of the end of the scale and NaN is hatched grey
+(HTML) or grey (matplotlib), and legends say so when such values are shown.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from numbers import Real
 
 import numpy as np
@@ -20,6 +23,9 @@ POSITIVE = (178, 24, 43)    # raises the explained logit
 NEGATIVE = (33, 102, 172)   # lowers it
 SEQUENTIAL = (84, 39, 143)  # class-independent weights
 WHITE = (255, 255, 255)
+_BREAKS = str.maketrans({"\n": "↵", "\t": "⇥", "\r": "␍"})  # shown in one-line labels
+_CONTROL = re.compile("[\x00-\x1f\x7f]")  # other characters that fonts cannot draw
+NAN_COLOUR = "#8c8c8c"      # NaN in matplotlib maps (units not read yet are #eeeeee)
 
 CSS = """
 .ie{font-family:system-ui,sans-serif;font-size:14px;line-height:1.9;color:#111;max-width:64em}
@@ -32,8 +38,9 @@ font-size:12px;font-weight:400}
 .ie-note{font-size:12px;color:#333;margin:.1em 0 .6em}
 .ie-row{border-top:1px solid #ddd;padding:.3em 0}
 .ie-meta{font-size:12px;color:#333}
-.ie-text{white-space:pre-wrap}
+.ie-text{white-space:pre-wrap;overflow-wrap:anywhere}
 .ie-tok{padding:.05em .1em;border-radius:.2em}
+.ie-nan{background:repeating-linear-gradient(135deg,#fff 0 3px,#aaa 3px 5px);color:#000}
 .ie-future{color:#aaa}
 .ie-seq{font-family:ui-monospace,monospace;white-space:pre-wrap;overflow-wrap:anywhere}
 .ie-seq .ie-tok{padding:.05em 0;border-radius:0}
@@ -55,11 +62,19 @@ def check_scale(scale) -> None:
         raise ValueError(f"scale must be 'row', 'shared' or a positive number, got {scale!r}.")
 
 
+def finite_peak(values) -> float:
+    """The largest ``|value|`` among the finite ``values`` (0 when there is none)."""
+    values = np.abs(np.asarray(values, dtype=np.float64))
+    values = values[np.isfinite(values)]
+    return float(values.max()) if values.size else 0.0
+
+
 def row_scales(scale, rows: list) -> np.ndarray:
     """The value that saturates the colour, per row of ``rows`` (arrays): ``"row"`` each row's
-    largest ``|value|``, ``"shared"`` the largest over all rows, or the fixed number ``scale``."""
+    largest finite ``|value|``, ``"shared"`` the largest over all rows, or the fixed number
+    ``scale``."""
     check_scale(scale)
-    peaks = np.array([np.abs(r).max() if np.size(r) else 0.0 for r in rows], dtype=np.float64)
+    peaks = np.array([finite_peak(r) for r in rows], dtype=np.float64)
     if scale == "row":
         return peaks
     if scale == "shared":
@@ -68,10 +83,34 @@ def row_scales(scale, rows: list) -> np.ndarray:
 
 
 def cell_rgb(value: float, scale: float, signed: bool) -> tuple:
-    """Colour of ``value``: white blended towards the end colour by ``|value| / scale``."""
-    t = 0.0 if scale <= 0 else min(abs(value) / scale, 1.0)
+    """Colour of ``value`` (not NaN): white blended towards the end colour by
+    ``|value| / scale`` (±∞: the end colour)."""
+    t = 1.0 if np.isinf(value) else 0.0 if scale <= 0 else min(abs(value) / scale, 1.0)
     end = (POSITIVE if value > 0 else NEGATIVE) if signed else SEQUENTIAL
     return tuple(round(255 + (e - 255) * t) for e in end)
+
+
+def value_text(value: float) -> str:
+    """``+0.1235``, ``NaN``, ``+∞`` or ``−∞``."""
+    if np.isnan(value):
+        return "NaN"
+    if np.isinf(value):
+        return "+∞" if value > 0 else "−∞"
+    return f"{value:+.4g}"
+
+
+def nonfinite(values) -> tuple[bool, bool]:
+    """Whether the arrays ``values`` hold NaN, and whether they hold ±∞."""
+    flat = np.concatenate([np.ravel(np.asarray(v, dtype=np.float64)) for v in values]) \
+        if len(values) else np.zeros(0)
+    return bool(np.isnan(flat).any()), bool(np.isinf(flat).any())
+
+
+def nonfinite_caption(values) -> str:
+    """What a figure of ``values`` shows for NaN and ±∞ (empty when all are finite)."""
+    has_nan, has_inf = nonfinite(values)
+    return " · ".join([*(["grey: NaN"] if has_nan else []),
+                       *(["±∞ at the ends of the scale"] if has_inf else [])])
 
 
 def luminance(rgb) -> float:
@@ -98,18 +137,32 @@ def cell_style(value: float, scale: float, signed: bool) -> str:
 
 
 def heat_span(text: str, value: float, scale: float, signed: bool, label: str) -> str:
-    """A coloured ``<span>`` of ``text`` with its value in ``title`` and ``data-value``."""
-    return (f'<span class="ie-tok" style="{cell_style(value, scale, signed)}" '
-            f'data-value="{value:.6g}" title="{esc(label)}: {value:+.4g}">{esc(text)}</span>')
+    """A coloured ``<span>`` of ``text`` with its value in ``title`` and ``data-value`` (NaN:
+    hatched grey)."""
+    look = 'class="ie-tok ie-nan"' if np.isnan(value) else \
+        f'class="ie-tok" style="{cell_style(value, scale, signed)}"'
+    return (f'<span {look} data-value="{value:.6g}" title="{esc(label)}: {value_text(value)}">'
+            f"{esc(text)}</span>")
 
 
 def fmt(value: float) -> str:
-    return f"{value:.3g}"
+    """``0.123``, or ``NaN`` / ``+∞`` / ``−∞``."""
+    return f"{value:.3g}" if np.isfinite(value) else value_text(value)
 
 
-def legend(scale: float | None, signed: bool, what: str, per: str = "row") -> str:
-    """Colour bar with its value range. ``scale`` None: each ``per`` (row, map) has its own
-    range."""
+def plot_text(value, limit: int = 40) -> str:
+    """``str(value)`` for a one-line matplotlib label: line breaks shown as symbols, lone
+    surrogates and other control characters replaced, shortened to ``limit`` characters,
+    ``$`` escaped (never math markup)."""
+    text = _CONTROL.sub("\ufffd", exportable(str(value)).translate(_BREAKS))
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.replace("$", r"\$")
+
+
+def legend(scale: float | None, signed: bool, what: str, per: str = "row", values=()) -> str:
+    """Colour bar with its value range, and what NaN and ±∞ among ``values`` (arrays) look
+    like. ``scale`` None: each ``per`` (row, map) has its own range."""
     hi = "+max" if scale is None else f"+{fmt(scale)}"
     if signed:
         lo = "−max" if scale is None else f"−{fmt(scale)}"
@@ -119,9 +172,12 @@ def legend(scale: float | None, signed: bool, what: str, per: str = "row") -> st
         stops = f"#ffffff,{hex_colour(SEQUENTIAL)}"
         ends = ("<span>0</span>", f"<span>{hi.lstrip('+')} weight</span>")
     range_note = "" if scale is not None else f"· each {esc(per)} has its own range"
+    has_nan, has_inf = nonfinite(values)
+    special = (['<span class="ie-tok ie-nan">NaN</span> not a number'] if has_nan else []) \
+        + (["±∞ takes the colour of the end of the scale"] if has_inf else [])
     return (f'<div class="ie-legend" role="img" aria-label="colour scale">{ends[0]}'
             f'<span class="ie-bar" style="background:linear-gradient(to right,{stops})"></span>'
-            f"{ends[1]}<span>{range_note}</span></div>")
+            f"{ends[1]}<span>{range_note}</span><span>{' · '.join(special)}</span></div>")
 
 
 def semantics(signed: bool, method: str, what: str) -> str:

@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from ._base import with_sample_ids
 
-__all__ = ["iter_explanations"]
+__all__ = ["iter_explanations", "citing_samples"]
+
+_SAMPLE = re.compile(r"\bX\[(\d+)\]")
+
+
+@contextmanager
+def citing_samples(where: Callable[[int], str]):
+    """Re-raise a ``ValueError`` / ``TypeError`` of the block (``explain`` on a part of the
+    caller's input) that cites samples as ``X[i]`` with each cited as ``where(i)`` instead,
+    e.g. ``X[offset + i]``, the position in the caller's input."""
+    try:
+        yield
+    except (ValueError, TypeError) as error:
+        message = _SAMPLE.sub(lambda match: where(int(match[1])), str(error))
+        if message == str(error):
+            raise
+        try:
+            cited = type(error)(message)
+        except TypeError:  # an exception type built from other arguments
+            cited = (ValueError if isinstance(error, ValueError) else TypeError)(message)
+        raise cited from error
 
 
 def _chunks(X, chunk_size: int):
@@ -27,8 +49,11 @@ def _chunks(X, chunk_size: int):
 def iter_explanations(estimator, X, chunk_size: int = 1000, **explain_kwargs) -> Iterator:
     """Yield ``(offset, explanation)`` for consecutive chunks of ``X`` (list, array, pandas
     Series / DataFrame or any iterable, consumed lazily); only one chunk is in memory at a
-    time. Sample ids are global: the pandas index of ``X``, else positions in ``X``."""
+    time. Sample ids are global: the pandas index of ``X``, else positions in ``X``; so are
+    the positions that errors cite (``X[2345]``, not its position in a chunk)."""
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size}.")
     for offset, chunk in _chunks(X, chunk_size):
-        yield offset, with_sample_ids(estimator.explain(chunk, **explain_kwargs), chunk, offset)
+        with citing_samples(lambda i, offset=offset: f"X[{offset + i}]"):
+            explanation = estimator.explain(chunk, **explain_kwargs)
+        yield offset, with_sample_ids(explanation, chunk, offset)

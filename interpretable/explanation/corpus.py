@@ -11,15 +11,20 @@ from ._base import CLASS_INDEPENDENT_METHODS
 from ._frame import labels
 from .chunked import iter_explanations
 from ._style import (
+    NAN_COLOUR,
     NEGATIVE,
     POSITIVE,
     SEQUENTIAL,
     document,
     esc,
+    finite_peak,
     figure_html,
+    fmt,
     header,
     hex_colour,
+    plot_text,
     semantics,
+    value_text,
 )
 from .text import TokenExplanation
 
@@ -61,10 +66,24 @@ class GlobalExplanation:
             parts += [high[high["mean_attribution"] > 0], low[low["mean_attribution"] < 0]]
         return pd.concat(parts, ignore_index=True) if parts else table.head(0)
 
+    def _undefined(self, min_count: int) -> pd.DataFrame:
+        """Tokens seen at least ``min_count`` times whose mean attribution is NaN."""
+        table = self.table
+        return table[(table["count"] >= min_count) & table["mean_attribution"].isna()]
+
+    def _nonfinite_note(self, top: pd.DataFrame, min_count: int) -> str:
+        """What the view does with NaN and ±∞ means (empty when there are none)."""
+        undefined = len(self._undefined(min_count))
+        infinite = np.isinf(top["mean_attribution"].to_numpy(dtype=np.float64)).any()
+        return " · ".join(
+            ([f"{undefined} token(s) with a NaN mean attribution (not shown)"] if undefined
+             else []) + (["±∞ bars end at the axis limit"] if infinite else []))
+
     def plot(self, k: int = 10, min_count: int = 3):
         """Bar chart per target of :meth:`top` (a matplotlib ``Figure``, not registered with
         pyplot): red bars raise the class's logit on average, blue bars lower it (one purple
-        for class-independent methods); ``n`` = occurrences."""
+        for class-independent methods); ``n`` = occurrences. A ±∞ mean is drawn to the end
+        of the axis and labelled; tokens with a NaN mean are counted in the title."""
         from matplotlib.figure import Figure
 
         top = self.top(k, min_count)
@@ -78,17 +97,23 @@ class GlobalExplanation:
             ax.set_axis_off()
         for ax, target in zip(axes, targets):
             rows = top[top["target"] == target].sort_values("mean_attribution")
-            values = rows["mean_attribution"].to_numpy()
+            values = rows["mean_attribution"].to_numpy(dtype=np.float64)
+            lim = finite_peak(values) or 1.0
             colours = [hex_colour(SEQUENTIAL if self.class_independent else
-                                  POSITIVE if v > 0 else NEGATIVE) for v in values]
-            ax.barh([f"{t} (n={c})" for t, c in zip(rows["token"], rows["count"])], values,
-                    color=colours)
+                                  POSITIVE if v > 0 else NEGATIVE) if not np.isnan(v)
+                       else NAN_COLOUR for v in values]
+            ax.barh(range(len(rows)), np.nan_to_num(np.clip(values, -lim, lim)), color=colours)
+            ax.set_yticks(range(len(rows)), [
+                plot_text(f"{t} (n={c})") + ("" if np.isfinite(v) else f" = {value_text(v)}")
+                for t, c, v in zip(rows["token"], rows["count"], values)])
             ax.axvline(0, color="black", linewidth=0.6)
             ax.tick_params(labelsize=7)
-            ax.set_title(f"target {target}", fontsize=9)
-            ax.set_xlabel(f"mean {self.method} attribution", fontsize=8)
-        fig.suptitle(f"{self.method}: tokens by mean attribution over {self.n_samples} samples",
-                     fontsize=9)
+            ax.set_title(f"target {plot_text(target)}", fontsize=9)
+            ax.set_xlabel(f"mean {plot_text(self.method)} attribution", fontsize=8)
+        title = (f"{plot_text(self.method)}: tokens by mean attribution over {self.n_samples} "
+                 "samples")
+        note = self._nonfinite_note(top, min_count)
+        fig.suptitle(f"{title}\n{note}" if note else title, fontsize=9)
         return fig
 
     def to_html(self, k: int = 10, min_count: int = 3, *, standalone: bool = False) -> str:
@@ -101,13 +126,14 @@ class GlobalExplanation:
                           (NEGATIVE, "lowers it on average")]))
         flag = semantics(False, self.method, "") if self.class_independent else ""
         top = self.top(k, min_count)
+        note = self._nonfinite_note(top, min_count)
         head = "".join(f"<th>{esc(c)}</th>" for c in top.columns)
         body = "".join("<tr>" + "".join(
-            f"<td>{esc(f'{v:.3g}' if isinstance(v, float) else v)}</td>" for v in row)
+            f"<td>{esc(fmt(v) if isinstance(v, float) else v)}</td>" for v in row)
             + "</tr>" for row in top.itertuples(index=False))
         parts = [header("Corpus view: tokens by mean attribution", self.method,
                         self.class_independent, []),
-                 f'<div class="ie-legend">{key}</div>',
+                 f'<div class="ie-legend">{key}<span>{esc(note)}</span></div>',
                  f'<p class="ie-note">{flag} Each bar: a token\'s mean attribution to the '
                  f"logit of the target class over its occurrences (n) in the {self.n_samples} "
                  f"samples explained for that class; tokens seen at least {min_count} "
@@ -146,7 +172,8 @@ def global_explanation(source, X=None, *, chunk_size: int = 1000,
         frame = pd.DataFrame({
             "target": labels(explanation.target)[np.repeat(np.arange(len(lengths)), lengths)],
             "token": labels([t for units in explanation.units for t in units]),
-            "count": 1, "sum": values, "abs": np.abs(values)})
+            "count": 1, "nan": np.isnan(values), "sum": np.nan_to_num(values, nan=0.0),
+            "abs": np.nan_to_num(np.abs(values), nan=0.0)})
         part = frame.groupby(["target", "token"]).sum()
         sums = part if sums is None else sums.add(part, fill_value=0)
         methods.add(explanation.method)
@@ -157,8 +184,9 @@ def global_explanation(source, X=None, *, chunk_size: int = 1000,
         raise ValueError(f"cannot aggregate explanations of different methods {sorted(methods)}.")
     table = sums.reset_index()
     table["count"] = table["count"].astype(np.int64)
-    table["mean_attribution"] = table["sum"] / table["count"]
-    table["mean_abs_attribution"] = table["abs"] / table["count"]
+    undefined = table["nan"] > 0  # a NaN among the values: the mean is NaN too
+    table["mean_attribution"] = (table["sum"] / table["count"]).mask(undefined)
+    table["mean_abs_attribution"] = (table["abs"] / table["count"]).mask(undefined)
     table = table.sort_values(["target", "mean_attribution"], ascending=[True, False],
                               ignore_index=True)
     return GlobalExplanation(table[TABLE_COLUMNS], methods.pop(), n_samples)

@@ -9,7 +9,20 @@ import pandas as pd
 
 from ._base import ClassifierExplanation, check_kind
 from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels
-from ._style import colormap, document, esc, figure_html, header, legend, semantics
+from ._style import (
+    NAN_COLOUR,
+    colormap,
+    document,
+    esc,
+    figure_html,
+    fmt,
+    header,
+    legend,
+    nonfinite_caption,
+    plot_text,
+    semantics,
+    value_text,
+)
 
 PLOT_KINDS = ("overview", "contributions", "weights", "heads")
 
@@ -28,17 +41,24 @@ def weights_to_rgba(weights: np.ndarray, contributions: np.ndarray, percentile: 
                          f"(H, W, 2) or (H, W, 6), got {w.shape}.")
     channels = w.shape[-1] // 2
     pos, neg = w[..., :channels], w[..., channels:]
-    total = pos + neg
-    rgb = np.where(total > 0, pos / np.maximum(total, 1e-12), 0.5)
+    with np.errstate(invalid="ignore", divide="ignore"):  # NaN / ∞ weights: a neutral grey
+        rgb = np.nan_to_num(pos / (pos + neg), nan=0.5, posinf=0.5, neginf=0.5)
     rgb = np.repeat(rgb, 3 // channels, axis=-1)
-    positive = np.clip(contributions, 0, None)
-    lim = float(np.percentile(positive, percentile)) or 1.0
-    return np.concatenate([rgb, np.clip(positive / lim, 0, 1)[..., None]], axis=-1)
+    positive = np.nan_to_num(np.clip(contributions, 0, None), nan=0.0)
+    opacity = np.clip(positive / _limit(positive, percentile), 0, 1)
+    return np.concatenate([rgb, opacity[..., None]], axis=-1)
 
 
 def _limit(maps: np.ndarray, percentile: float) -> float:
-    """Colour range: the ``percentile`` of ``|maps|`` (1 when it is 0)."""
-    return float(np.percentile(np.abs(maps), percentile)) or 1.0
+    """Colour range: the ``percentile`` of the finite ``|maps|`` (1 when it is 0)."""
+    finite = np.abs(maps[np.isfinite(maps)])
+    return (float(np.percentile(finite, percentile)) if finite.size else 0.0) or 1.0
+
+
+def _suptitle(fig, title: str, maps) -> None:
+    """The figure's title, with what NaN and ±∞ in the shown ``maps`` look like."""
+    caption = nonfinite_caption(list(maps))
+    fig.suptitle(f"{title}\n{caption}" if caption else title, fontsize=9)
 
 
 def _colour_bar(fig, image, ax) -> None:
@@ -154,7 +174,8 @@ class ImageExplanation(ClassifierExplanation):
             ax.set_axis_off()
         for ax, (i, panel) in zip(axes, cells):
             self._draw(fig, ax, i, panel, percentile)
-        fig.suptitle(f"{self.method} explanation", fontsize=9)
+        _suptitle(fig, f"{plot_text(self.method)} explanation",
+                  [self.values[i] for i, panel in cells if panel == "contributions"])
         return fig
 
     def _draw(self, fig, ax, i: int, panel: str, percentile: float) -> None:
@@ -162,12 +183,12 @@ class ImageExplanation(ClassifierExplanation):
             image = self.images[i]
             ax.imshow(image[..., 0] if image.shape[-1] == 1 else image, cmap="gray",
                       vmin=0, vmax=1)
-            ax.set_title(f"sample {self.ids()[i]} · predicted {self._label(i, 'prediction')}",
-                         fontsize=8)
+            ax.set_title(f"sample {plot_text(self.ids()[i])} · predicted "
+                         f"{self._label(i, 'prediction')}", fontsize=8)
         elif panel == "contributions":
             image = self._show_map(ax, self.values[i], _limit(self.values[i], percentile))
             _colour_bar(fig, image, ax)
-            logit = "" if self.logit is None else f"\nlogit {self.logit[i]:+.3g}"
+            logit = "" if self.logit is None else f"\nlogit {value_text(self.logit[i])}"
             ax.set_title(f"contributions to {self._label(i, 'target')}{logit}", fontsize=8)
         else:
             ax.set_facecolor("black")
@@ -175,17 +196,17 @@ class ImageExplanation(ClassifierExplanation):
             ax.set_xticks([])
             ax.set_yticks([])
             ax.imshow(weights_to_rgba(self.weights[i], self.values[i], percentile))
-            ax.set_title(f"W(x) colour view → {self.target[i]}", fontsize=8)
+            ax.set_title(f"W(x) colour view → {plot_text(self.target[i])}", fontsize=8)
 
     def _show_map(self, ax, values: np.ndarray, lim: float):
         """``values`` on the colour scale of the method, clipped at ``±lim``."""
         signed = not self.class_independent
-        return ax.imshow(np.clip(values, -lim, lim), cmap=colormap(signed),
-                         vmin=-lim if signed else 0, vmax=lim)
+        return ax.imshow(np.clip(values, -lim, lim), vmin=-lim if signed else 0, vmax=lim,
+                         cmap=colormap(signed).with_extremes(bad=NAN_COLOUR))
 
     def _label(self, i: int, which: str) -> str:
         """``"cat (p=0.93)"``: the target or predicted class with its probability if known."""
-        label = str(getattr(self, which)[i])
+        label = plot_text(getattr(self, which)[i])
         probabilities = self.probabilities()
         if probabilities is not None:
             label += f" (p={probabilities[which == 'prediction'][i]:.2f})"
@@ -204,10 +225,10 @@ class ImageExplanation(ClassifierExplanation):
             ax.set_axis_off()
         for ax, name, values in zip(axes.ravel(), names, maps):
             image = self._show_map(ax, values, lim)
-            ax.set_title(f"{name}: {values.sum():+.3g}", fontsize=8)
+            ax.set_title(f"{plot_text(name)}: {value_text(values.sum())}", fontsize=8)
         _colour_bar(fig, image, axes)
-        fig.suptitle(f"{self.ids()[sample]}: contributions to {self._label(sample, 'target')} "
-                     "by component", fontsize=9)
+        _suptitle(fig, f"{plot_text(self.ids()[sample])}: contributions to "
+                       f"{self._label(sample, 'target')} by component", maps)
         return fig
 
     # ------------------------------------------------------------------ HTML
@@ -224,7 +245,7 @@ class ImageExplanation(ClassifierExplanation):
         if len(self) > max_samples:
             note += f" Showing {max_samples} of {len(self)} samples."
         parts = [header("Pixel contributions", self.method, self.class_independent, self.target),
-                 legend(None, signed, "the target's logit", per="map"),
+                 legend(None, signed, "the target's logit", per="map", values=[shown.values]),
                  f'<p class="ie-note">{note}</p>', shown._samples_table(),
                  figure_html(shown.plot(), alt=f"{self.method} contribution maps")]
         return document("images", self.method, parts, standalone,
@@ -235,7 +256,7 @@ class ImageExplanation(ClassifierExplanation):
         frame = self.to_frame(kind="samples").drop(columns=["method", "class_independent"])
         head = "".join(f"<th>{esc(c)}</th>" for c in frame.columns)
         body = "".join(
-            "<tr>" + "".join(f"<td>{esc(f'{v:.3g}' if isinstance(v, float) else v)}</td>"
+            "<tr>" + "".join(f"<td>{esc(fmt(v) if isinstance(v, float) else v)}</td>"
                              for v in row) + "</tr>"
             for row in frame.itertuples(index=False))
         return f'<table class="ie-table"><tr>{head}</tr>{body}</table>'

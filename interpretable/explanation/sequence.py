@@ -10,7 +10,22 @@ import pandas as pd
 
 from ._base import Explanation, check_kind, relative_error
 from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels
-from ._style import colormap, document, esc, fmt, header, heat_span, legend, row_scales, semantics
+from ._style import (
+    NAN_COLOUR,
+    colormap,
+    document,
+    esc,
+    finite_peak,
+    fmt,
+    header,
+    heat_span,
+    legend,
+    nonfinite_caption,
+    plot_text,
+    row_scales,
+    semantics,
+    value_text,
+)
 
 _VISIBLE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
 _LINE_BREAKS = str.maketrans({"\n": "↵", "\t": "⇥", "\r": "␍"})
@@ -246,7 +261,7 @@ class SequenceExplanation(Explanation):
         what = "the logit of the step's target symbol"
         parts = [header(f"{self.level.capitalize()}-level contributions", self.method,
                         self.class_independent, [visible(t) for t in targets]),
-                 legend(shared, signed, "the target's logit"),
+                 legend(shared, signed, "the target's logit", values=rows),
                  f'<p class="ie-note">{semantics(signed, self.method, what)} Each row explains '
                  f"the prediction after reading up to its step; units not read yet are grey."
                  "</p>"]
@@ -264,10 +279,11 @@ class SequenceExplanation(Explanation):
             scale = next(scales)
             cells = [heat_span(u, v, scale, signed, u) for u, v in zip(units[: s + 1], values)]
             cells += [f'<span class="ie-future">{esc(u)}</span>' for u in units[s + 1:]]
-            logit = "" if self.logit is None else f" · logit {self.logit[i][r]:+.3g}"
+            logit = "" if self.logit is None else f" · logit {value_text(self.logit[i][r])}"
             label = (f"step {s} → <b>{esc(visible(self.target[i][r]))}</b> (predicted "
                      f"{esc(visible(self.prediction[i][r]))}){logit}")
-            lines.append(f'<tr><th>{label}</th><td class="ie-seq">{"".join(cells)}</td></tr>')
+            lines.append(f'<tr><th>{label}</th><td class="ie-seq" dir="auto">{"".join(cells)}'
+                         "</td></tr>")
         meta = (f"sample <b>{esc(self.ids()[i])}</b> · {self.level} level · showing "
                 f"{len(picked)} of {n_steps} steps (choose with steps=)")
         return (f'<div class="ie-row" data-sample="{esc(self.ids()[i])}"><div class="ie-meta">'
@@ -276,29 +292,40 @@ class SequenceExplanation(Explanation):
     def plot(self, sample: int = 0, steps=None, *, max_labels: int = 80):
         """Step × unit heat map of one sample (a matplotlib ``Figure``, not registered with
         pyplot): row = explained step (its target symbol on the left), column = unit, colour =
-        contribution (units not read yet are blank). Units are labelled when there are at
-        most ``max_labels``."""
+        contribution (units not read yet are light grey, NaN contributions grey, ±∞ the ends
+        of the scale). Units are labelled when there are at most ``max_labels``."""
+        from matplotlib.colors import ListedColormap
         from matplotlib.figure import Figure
 
         rows, step = self._select(sample, steps)
         units = self.units[sample]
         grid = self._dense(sample, rows, step)
-        grid[np.arange(len(units))[None] > step[:, None]] = np.nan
-        lim = float(np.nanmax(np.abs(grid))) if np.isfinite(grid).any() else 1.0
+        unread = np.arange(len(units))[None] > step[:, None]
+        lim = finite_peak(grid[~unread]) or 1.0
         signed = not self.class_independent
-        fig = Figure(figsize=(min(2 + 0.22 * len(units), 16), min(1.6 + 0.22 * len(rows), 16)),
-                     layout="constrained")
+        labels = [plot_text(visible(u), limit=24) for u in units] \
+            if len(units) <= max_labels else []
+        tall = 0.07 * max(map(len, labels), default=0)  # room for the rotated labels
+        fig = Figure(figsize=(min(2 + 0.22 * len(units), 16),
+                              min(1.6 + tall + 0.22 * len(rows), 16)), layout="constrained")
         ax = fig.subplots()
-        cmap = colormap(signed).with_extremes(bad="#eeeeee")
-        image = ax.imshow(grid, cmap=cmap, vmin=-lim if signed else 0, vmax=lim or 1.0,
-                          aspect="auto", interpolation="nearest")
+        shown = np.ma.masked_array(np.clip(grid, -lim, lim), mask=unread | np.isnan(grid))
+        image = ax.imshow(shown, cmap=colormap(signed).with_extremes(bad="#eeeeee"),
+                          vmin=-lim if signed else 0, vmax=lim, aspect="auto",
+                          interpolation="nearest")
+        nan = np.isnan(grid) & ~unread
+        if nan.any():
+            ax.imshow(np.where(nan, 1.0, np.nan), cmap=ListedColormap([NAN_COLOUR]), vmin=0,
+                      vmax=1, aspect="auto", interpolation="nearest")
         fig.colorbar(image, ax=ax, label="contribution to the target's logit")
-        if len(units) <= max_labels:
-            ax.set_xticks(range(len(units)), [visible(u) for u in units], rotation=90, fontsize=7)
-            ax.set_yticks(range(len(rows)), [f"{s} → {visible(self.target[sample][r])}"
+        if labels:
+            ax.set_xticks(range(len(units)), labels, rotation=90, fontsize=7)
+            ax.set_yticks(range(len(rows)), [f"{s} → {plot_text(visible(self.target[sample][r]))}"
                                              for r, s in zip(rows, step)], fontsize=7)
         ax.set_xlabel(f"{self.level} read")
         ax.set_ylabel("step → explained target")
-        ax.set_title(f"{self.method}: sample {self.ids()[sample]} (range ±{fmt(lim)})",
-                     fontsize=9)
+        title = (f"{plot_text(self.method)}: sample {plot_text(self.ids()[sample])} (range "
+                 f"±{fmt(lim)})")
+        caption = nonfinite_caption([grid[~unread]])
+        ax.set_title(f"{title}\n{caption}" if caption else title, fontsize=9)
         return fig

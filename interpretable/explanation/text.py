@@ -10,7 +10,17 @@ import pandas as pd
 
 from ._base import ClassifierExplanation, check_kind
 from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels
-from ._style import document, esc, fmt, header, heat_span, legend, row_scales, semantics
+from ._style import (
+    document,
+    esc,
+    fmt,
+    header,
+    heat_span,
+    legend,
+    row_scales,
+    semantics,
+    value_text,
+)
 
 # Treebank tokens that stand for other characters of the text: `` and '' for a double quote
 _QUOTES = {"``": ("``", '"', "''"), "''": ("''", '"')}
@@ -49,11 +59,13 @@ def token_offsets(text: str, tokens) -> np.ndarray:
 
 
 def _top_tokens(units, values, signed: bool, k: int = 3) -> str:
-    """The units with the largest (and, signed, the most negative) values, as HTML."""
+    """The units with the largest (and, signed, the most negative) values, as HTML (NaN
+    values are neither)."""
     order = np.argsort(-values, kind="stable")
+    order = order[~np.isnan(values[order])]
 
     def items(indices):
-        return ", ".join(f"‘{esc(units[j])}’ {values[j]:+.3g}" for j in indices) or "–"
+        return ", ".join(f"‘{esc(units[j])}’ {value_text(values[j])}" for j in indices) or "–"
 
     if not signed:
         return f"most weight: {items(order[:k])}"
@@ -159,7 +171,8 @@ class TokenExplanation(ClassifierExplanation):
         scales = row_scales(scale, [np.asarray(v, dtype=np.float64) for v in self.values])
         what = "the logit of the row's target class"
         parts = [header("Token attributions", self.method, self.class_independent, self.target),
-                 legend(None if scale == "row" else scales[0], signed, "the target's logit"),
+                 legend(None if scale == "row" else scales[0], signed, "the target's logit",
+                        values=self.values),
                  f'<p class="ie-note">{semantics(signed, self.method, what)}</p>']
         parts += [self._html_row(i, scales[i], signed, scale == "row") for i in range(len(self))]
         return document("tokens", self.method, parts, standalone,
@@ -175,7 +188,7 @@ class TokenExplanation(ClassifierExplanation):
             prediction += f" (p={probabilities[1][i]:.2f})"
         meta = [f"sample <b>{esc(self.ids()[i])}</b>", target]
         if self.logit is not None:
-            meta.append(f"logit {self.logit[i]:+.3g}")
+            meta.append(f"logit {value_text(self.logit[i])}")
         meta.append(prediction)
         if per_row:
             meta.append(f"scale ±{fmt(scale)}")
@@ -184,7 +197,8 @@ class TokenExplanation(ClassifierExplanation):
             pair = None if self.inputs is None else self.inputs[i]
             query = pair[1] if isinstance(pair, (tuple, list)) else " ".join(self.queries[i])
             lines.append(f'<div class="ie-meta">query: <i>{esc(query)}</i></div>')
-        lines.append(f'<div class="ie-text">{self._text_html(i, values, scale, signed)}</div>')
+        lines.append(f'<div class="ie-text" dir="auto">{self._text_html(i, values, scale, signed)}'
+                     "</div>")
         lines.append(f'<div class="ie-meta">{_top_tokens(units, values, signed)}</div>')
         return f'<div class="ie-row" data-sample="{esc(self.ids()[i])}">{"".join(lines)}</div>'
 

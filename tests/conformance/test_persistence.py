@@ -3,10 +3,10 @@ stores what was fitted, atomically; load refuses corrupt, edited or foreign file
 naming the field or tensor, before allocating what a hostile config asks for."""
 
 import copy
+import errno
 import functools
 import json
 import operator
-import os
 import re
 from pathlib import Path
 
@@ -17,12 +17,13 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from interpretable import AttentionTextClassifier, EmbeddingBagClassifier
-from interpretable.estimators import persistence
+from interpretable.estimators import model_folder, persistence
 from interpretable.estimators.base import NeuralEstimator
 
 from .cases import CASES, _sentiment
 
-CONFIG, WEIGHTS = "config.json", "weights.safetensors"
+CONFIG = "config.json"
+WEIGHTS = re.compile(r"weights-[0-9a-f]{16}\.safetensors")
 HUGE = 10**9
 
 
@@ -37,6 +38,20 @@ def foreign():
     """Another model: a small EmbeddingBagClassifier of a different size."""
     X, y, _ = _sentiment(n=20, seed=1)
     return EmbeddingBagClassifier(embed_dim=5, max_epochs=1, random_state=0).fit(X, y)
+
+
+def _weights(path) -> Path:
+    """The weights file that the model folder's config.json names."""
+    return path / json.loads((path / CONFIG).read_text())["weights"]
+
+
+def _model_files(path) -> dict:
+    """The files of a model folder, the weights under one name whatever their file's name."""
+    files = _files(path)
+    weights = _weights(path).name
+    config = {**json.loads(files.pop(CONFIG)), "weights": "current"}
+    return {**{"weights" if name == weights else name: data for name, data in files.items()},
+            CONFIG: config}
 
 
 def _files(root) -> dict:
@@ -56,28 +71,15 @@ def test_save_stores_the_fitted_parameters(fitted, tmp_path):
     assert torch.equal(torch.random.get_rng_state(), rng)  # load draws no random numbers
     assert loaded.get_params(deep=False) == {**fitted_params, "device": "cpu"}
     np.testing.assert_array_equal(loaded.predict_proba(X_test), est.predict_proba(X_test))
-    assert sorted(p.name for p in (tmp_path / "model").iterdir()) == [CONFIG, WEIGHTS]
-
-
-def test_failed_save_changes_nothing(fitted, tmp_path, monkeypatch):
-    est, _ = fitted
-    path = est.save(tmp_path / "model")
-    before = _files(tmp_path)
-
-    def disk_full(*args, **kwargs):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(persistence, "save_file", disk_full)
-    with pytest.raises(OSError, match="disk full"):
-        est.save(path)
-    assert _files(tmp_path) == before
+    lock, config, weights = sorted(p.name for p in (tmp_path / "model").iterdir())
+    assert (lock, config) == (".lock", CONFIG) and WEIGHTS.fullmatch(weights)
 
 
 def test_save_over_a_model_replaces_it_whole(fitted, foreign, tmp_path):
     est, X_test = fitted
     path = foreign.save(tmp_path / "model")
     est.save(path)
-    assert _files(path) == _files(est.save(tmp_path / "fresh"))
+    assert _model_files(path) == _model_files(est.save(tmp_path / "fresh"))
     loaded = NeuralEstimator.load(path, device="cpu")
     assert type(loaded) is type(est)
     np.testing.assert_array_equal(loaded.predict_proba(X_test), est.predict_proba(X_test))
@@ -124,19 +126,17 @@ def test_save_refuses_a_folder_with_other_files(foreign, tmp_path):
     assert _files(tmp_path) == {"notes.txt": b"mine"}
 
 
-def test_failed_swap_restores_the_old_model(foreign, fitted, tmp_path, monkeypatch):
+def test_failed_switch_keeps_the_old_model(foreign, fitted, tmp_path, monkeypatch):
+    """The rename that makes the new model current fails: the old one stays, whole."""
     est, _ = fitted
     path = foreign.save(tmp_path / "model")
     before = _files(tmp_path)
-    rename = os.rename
 
-    def fail_moving_new_in(src, dst):
-        if os.path.basename(src) == "new":
-            raise OSError("rename failed")
-        rename(src, dst)
+    def fail(src, dst):
+        raise OSError(errno.EIO, "I/O error")
 
-    monkeypatch.setattr(persistence.os, "rename", fail_moving_new_in)
-    with pytest.raises(OSError, match="rename failed"):
+    monkeypatch.setattr(model_folder.os, "replace", fail)
+    with pytest.raises(OSError, match=f"I/O error: '{re.escape(str(path))}'"):
         est.save(path)
     assert _files(tmp_path) == before
 
@@ -205,7 +205,7 @@ CONFIG_EDITS = {
     "zero hidden_size": (lambda c: _with(c, ("params", "hidden_size"), 0),
                          "'hidden_size' parameter"),
     "doubled size": (lambda c: _with(c, _first(c, *_SIZE), 2 * _field(c, _first(c, *_SIZE))),
-                     rf"tensor '[^']+' has shape \(.*\) in {WEIGHTS} but {CONFIG} implies "
+                     rf"tensor '[^']+' has shape \(.*\) in the weights file but {CONFIG} implies "
                      r"\(.*\) \(its shape follows \[.*'(embed_dim_?|hidden_size)'"),
     # the shapes are computed on the meta device (or overflow there), never allocated
     "huge size": (lambda c: _with(c, _first(c, *_SIZE), HUGE),
@@ -219,6 +219,8 @@ CONFIG_EDITS = {
     "deep nesting": (lambda c: '{"fitted": ' + "[" * 10**5 + "]" * 10**5 + "}",
                      "nested deeper than"),
     "not JSON": (lambda c: "{not json", "corrupt"),
+    "weights outside the folder": (lambda c: {**c, "weights": "../model/weights.safetensors"},
+                                   "weights must name a file weights-<16 hex digits>"),
 }
 
 
@@ -242,7 +244,7 @@ def _nan_weights(weights, foreign_path):
     name = _first_float(tensors)
     tensors[name] = torch.full_like(tensors[name], float("nan"))
     save_file(tensors, weights)
-    return rf"tensor '{re.escape(name)}' in {WEIGHTS} holds NaN"
+    return rf"tensor '{re.escape(name)}' in the weights file holds NaN"
 
 
 def _other_dtype(weights, foreign_path):
@@ -259,7 +261,7 @@ def _truncated(weights, foreign_path):
 
 
 def _foreign(weights, foreign_path):
-    weights.write_bytes((foreign_path / WEIGHTS).read_bytes())
+    weights.write_bytes(_weights(foreign_path).read_bytes())
     return "another model|tensor 'embedding.weight' has shape"
 
 
@@ -268,22 +270,23 @@ def _foreign(weights, foreign_path):
 def test_edited_weights_are_refused(fitted, foreign, tmp_path, edit):
     est, _ = fitted
     path = est.save(tmp_path / "model")
-    match = edit(path / WEIGHTS, foreign.save(tmp_path / "foreign"))
+    match = edit(_weights(path), foreign.save(tmp_path / "foreign"))
     with pytest.raises(ValueError, match=match):
         type(est).load(path)
 
 
-@pytest.mark.parametrize("missing", [CONFIG, WEIGHTS])
+@pytest.mark.parametrize("missing", ["config", "weights"])
 def test_missing_file(foreign, tmp_path, missing):
     path = foreign.save(tmp_path / "model")
-    (path / missing).unlink()
-    with pytest.raises(FileNotFoundError, match=missing):
+    file = path / CONFIG if missing == "config" else _weights(path)
+    file.unlink()
+    with pytest.raises(FileNotFoundError, match=re.escape(file.name)):
         EmbeddingBagClassifier.load(path)
 
 
 def test_load_bounds_the_config_size(foreign, tmp_path, monkeypatch):
     path = foreign.save(tmp_path / "model")
-    monkeypatch.setattr(persistence, "MAX_CONFIG_BYTES", 100)
+    monkeypatch.setattr(model_folder, "MAX_CONFIG_BYTES", 100)
     with pytest.raises(ValueError, match="larger than 100 bytes"):
         EmbeddingBagClassifier.load(path)
 
