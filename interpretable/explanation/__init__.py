@@ -39,7 +39,7 @@ everywhere: red raises the explained logit, blue lowers it, white is 0; class-in
 methods (attention) use one purple scale and are flagged.
 """
 
-from ._base import CLASS_INDEPENDENT_METHODS, concat_explanations, with_sample_ids
+from ._base import concat_explanations, with_sample_ids
 from .chunked import citing_samples, iter_explanations
 from ._frame import (
     FRAME_COLUMNS,
@@ -55,7 +55,6 @@ from .sequence import SequenceExplanation
 from .text import TokenExplanation, token_offsets
 
 __all__ = [
-    "CLASS_INDEPENDENT_METHODS",
     "FRAME_COLUMNS",
     "FRAME_DTYPES",
     "SAMPLE_COLUMNS",

@@ -10,9 +10,6 @@ import pandas as pd
 
 from ._frame import labels
 
-#: Methods whose values do not depend on the explained class (the same for every target).
-CLASS_INDEPENDENT_METHODS = frozenset({"attention", "vanilla", "rollout", "final_attention"})
-
 
 def relative_error(total, logit, magnitude):
     """``|total - logit|`` relative to ``max(|logit|, magnitude, 1e-300)``, where ``magnitude``
@@ -46,11 +43,6 @@ class Explanation:
     def ids(self) -> np.ndarray:
         """The sample ids: ``sample_ids`` (e.g. the caller's pandas index), else 0..n-1."""
         return np.arange(len(self)) if self.sample_ids is None else np.asarray(self.sample_ids)
-
-    @property
-    def class_independent(self) -> bool:
-        """Whether the method gives the same values for every target (e.g. attention)."""
-        return self.method in CLASS_INDEPENDENT_METHODS
 
     @property
     def completeness_error(self) -> np.ndarray | None:

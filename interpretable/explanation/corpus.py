@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._base import CLASS_INDEPENDENT_METHODS
 from ._frame import labels
 from .chunked import iter_explanations
 from ._style import (
@@ -38,16 +37,14 @@ class GlobalExplanation:
 
     table : one row per (target, token): ``count`` (occurrences), ``mean_attribution``,
     ``mean_abs_attribution``; sorted by target, then mean attribution (largest first).
-    method : the explanation method; n_samples : how many samples were aggregated.
+    method : the explanation method; n_samples : how many samples were aggregated;
+    class_independent : whether the method gives the same values for every target.
     """
 
     table: pd.DataFrame
     method: str
     n_samples: int
-
-    @property
-    def class_independent(self) -> bool:
-        return self.method in CLASS_INDEPENDENT_METHODS
+    class_independent: bool = False
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -176,12 +173,13 @@ def global_explanation(source, X=None, *, chunk_size: int = 1000,
             "abs": np.nan_to_num(np.abs(values), nan=0.0)})
         part = frame.groupby(["target", "token"]).sum()
         sums = part if sums is None else sums.add(part, fill_value=0)
-        methods.add(explanation.method)
+        methods.add((explanation.method, explanation.class_independent))
         n_samples += len(explanation)
     if sums is None:
         raise ValueError("global_explanation needs at least one explanation.")
     if len(methods) > 1:
-        raise ValueError(f"cannot aggregate explanations of different methods {sorted(methods)}.")
+        raise ValueError("cannot aggregate explanations of different methods "
+                         f"{sorted(m for m, _ in methods)}.")
     table = sums.reset_index()
     table["count"] = table["count"].astype(np.int64)
     undefined = table["nan"] > 0  # a NaN among the values: the mean is NaN too
@@ -189,4 +187,5 @@ def global_explanation(source, X=None, *, chunk_size: int = 1000,
     table["mean_abs_attribution"] = (table["abs"] / table["count"]).mask(undefined)
     table = table.sort_values(["target", "mean_attribution"], ascending=[True, False],
                               ignore_index=True)
-    return GlobalExplanation(table[TABLE_COLUMNS], methods.pop(), n_samples)
+    method, class_independent = methods.pop()
+    return GlobalExplanation(table[TABLE_COLUMNS], method, n_samples, class_independent)

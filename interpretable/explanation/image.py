@@ -93,6 +93,7 @@ class ImageExplanation(ClassifierExplanation):
     proba: np.ndarray | None = None
     classes: np.ndarray | None = None
     sample_ids: np.ndarray | None = None
+    class_independent: bool = False
     _per_sample = ("values", "target", "prediction", "images", "weights", "logit",
                    "bias", "components", "inputs", "proba", "sample_ids")
 

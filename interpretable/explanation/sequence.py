@@ -76,6 +76,7 @@ class SequenceExplanation(Explanation):
     steps: list | None = None
     sample_ids: np.ndarray | None = None
     window: int | None = None
+    class_independent: bool = False
     _per_sample = ("units", "values", "target", "prediction", "logit", "bias", "inputs",
                    "steps", "sample_ids")
 

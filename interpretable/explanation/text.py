@@ -100,6 +100,7 @@ class TokenExplanation(ClassifierExplanation):
     proba: np.ndarray | None = None
     classes: np.ndarray | None = None
     sample_ids: np.ndarray | None = None
+    class_independent: bool = False
     _per_sample = ("units", "values", "target", "prediction", "logit", "bias", "queries",
                    "inputs", "proba", "sample_ids")
 

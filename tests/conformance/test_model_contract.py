@@ -309,3 +309,20 @@ def test_degenerate_architectures_are_refused_at_fit(case):
         bad = clone(est).set_params(**{name: 0.01 if name == "mlp_ratio" else 0})
         with pytest.raises(ValueError, match=name):
             bad.fit(X, y) if y is not None else bad.fit(X)
+
+
+@pytest.mark.parametrize("case", EXPLAINING, ids=str)
+def test_class_independence_is_the_explainers(case):
+    """Every explanation says whether its method is class-independent, as the explainer
+    declares it (attention, rollout: the same values whatever the target)."""
+    from interpretable.estimators.explainers import get_explainer
+
+    est, X, y, X_test = _fit(case)
+    for method in est.explain_methods:
+        options = {"n_steps": 2} if method == "integrated_gradients" else {}
+        try:
+            exp = est.explain(X_test[:2], method=method, **options)
+        except ValueError:  # SEAT's "vanilla" without a vanilla attention
+            continue
+        assert exp.class_independent is get_explainer(est, method).class_independent, method
+        assert exp.to_frame()["class_independent"].eq(exp.class_independent).all()

@@ -43,7 +43,8 @@ class ImageExplainer(Explainer):
             logit=_stacked(fields, "logit", np.float64), bias=_stacked(fields, "bias", np.float64),
             components=_stacked(fields, "components"),
             component_names=self.component_names(estimator, **options),
-            proba=torch.softmax(logits, 1).numpy(), classes=classes)
+            proba=torch.softmax(logits, 1).numpy(), classes=classes,
+            class_independent=self.class_independent)
 
     def component_names(self, estimator, **options) -> list:
         """Names of the model components of ``components`` (none by default)."""

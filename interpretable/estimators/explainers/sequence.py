@@ -81,7 +81,8 @@ class StepExplainer(Explainer):
             prediction=[names[p[rows]] for p in fields["predicted"]],
             method=self.name, logit=fields.get("logit"), bias=fields.get("bias"), level=level,
             inputs=list(seqs), window=window,
-            steps=None if positions is None else [np.asarray(positions)] * len(seqs))
+            steps=None if positions is None else [np.asarray(positions)] * len(seqs),
+            class_independent=self.class_independent)
 
 
 @register

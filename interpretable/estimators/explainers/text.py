@@ -48,7 +48,8 @@ class TokenExplainer(Explainer):
             prediction=classes[logits.argmax(1).numpy()],
             method=self.name, logit=_optional(fields, "logit"), bias=_optional(fields, "bias"),
             queries=encoded.queries, inputs=encoded.texts,
-            proba=torch.softmax(logits, 1).numpy(), classes=classes)
+            proba=torch.softmax(logits, 1).numpy(), classes=classes,
+            class_independent=self.class_independent)
 
     def embedded(self, estimator, batch: dict, embedding_offset=None) -> torch.Tensor:
         """The batch's token embeddings ``(B, t, E)`` (detached), plus the offset if given."""
