@@ -22,7 +22,6 @@ import contextvars
 import copy
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +32,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..nn.tensors import resolve_device
 from ..validation import check_batch_size, check_random_state_seed
-from .explainers import explainers_for, get_explainer
+from .batch import Batch
+from .explainers import describe_explainers, explainers_for, get_explainer
 from .persistence import load_estimator, save_estimator
 from .training import (TRAINING_CONSTRAINTS, TrainingDivergedError, TrainingNet,
                        check_sample_weight, expand_parameter_docs, fit_transactionally,
@@ -44,29 +44,6 @@ __all__ = ["Batch", "NeuralEstimator", "SHOW_PROGRESS", "TrainingDivergedError",
 
 #: whether the batching loop shows a progress bar (set per ``explain`` call and thread)
 SHOW_PROGRESS = contextvars.ContextVar("interpretable_explain_progress", default=False)
-
-
-@dataclass(frozen=True)
-class Batch:
-    """Encoded samples, the public way from user inputs to model inputs.
-
-    inputs : dict of CPU tensors with the sample axis first, the module's keyword arguments
-        (text: ``tokens (n, T)``, ``lengths (n,)`` [, ``query``, ``query_lengths``]; images:
-        ``x (n, C', H, W)``; symbol sequences: ``x (n, T)``, ``lengths (n,)``);
-    units : per-sample lists of the units the model sees (tokens, symbols), or None;
-    queries : per-sample query tokens of (text, query) pairs, or None;
-    images : validated ``(n, H, W, C)`` float images in [0, 1], or None;
-    texts : the validated original texts (or ``(text, query)`` pairs), or None.
-    """
-
-    inputs: dict
-    units: list | None = None
-    queries: list | None = None
-    images: np.ndarray | None = None
-    texts: list | None = None
-
-    def __len__(self) -> int:
-        return len(next(iter(self.inputs.values())))
 
 
 class _ExplainMethods:
@@ -299,6 +276,12 @@ class NeuralEstimator(BaseEstimator):
         Returns
         -------
         An explanation from :mod:`interpretable.explanation`.
+
+        Notes
+        -----
+        The methods, the estimators they explain and their options:
+
+        {methods}
         """
         self._check_fitted()
         explainer = get_explainer(self, method)
@@ -347,3 +330,5 @@ class NeuralEstimator(BaseEstimator):
 
 
 NeuralEstimator.__doc__ = expand_parameter_docs(NeuralEstimator.__doc__)
+NeuralEstimator.explain.__doc__ = NeuralEstimator.explain.__doc__.replace(
+    "{methods}", describe_explainers().replace("\n", "\n" + " " * 8))

@@ -18,10 +18,11 @@ Adding a method is adding one registered object (see CONTRIBUTING.md)::
 """
 
 from . import image, sequence, text
-from .base import Attributions, Explainer, explainers_for, get_explainer, register
+from .base import (Attributions, Explainer, describe_explainers, explainers_for, get_explainer,
+                   register)
 from .image import ImageExplainer
 from .sequence import StepExplainer
 from .text import TokenExplainer
 
-__all__ = ["Attributions", "Explainer", "ImageExplainer", "StepExplainer", "TokenExplainer",
+__all__ = ["Attributions", "Explainer", "describe_explainers", "ImageExplainer", "StepExplainer", "TokenExplainer",
            "explainers_for", "get_explainer", "register", "image", "sequence", "text"]

@@ -12,7 +12,8 @@ import torch
 
 from ...explanation import with_sample_ids
 
-__all__ = ["Attributions", "Explainer", "register", "explainers_for", "get_explainer"]
+__all__ = ["Attributions", "Explainer", "register", "explainers_for", "get_explainer",
+           "describe_explainers"]
 
 
 @dataclass
@@ -204,3 +205,20 @@ def get_explainer(estimator, method=None) -> Explainer:
         raise ValueError(f"method={method!r} is not supported by {type(estimator).__name__}; "
                          f"choose one of {[e.name for e in available]}.")
     return chosen[0]
+
+
+def describe_explainers() -> str:
+    """The registered methods as a reStructuredText list: name, the estimators it explains,
+    the first line of its docstring and its options with their defaults."""
+    lines = []
+    for explainer in _REGISTRY:
+        parameters = inspect.signature(explainer.attribute).parameters
+        options = [f"``{name}={parameters[name].default!r}``" if name in parameters
+                   else f"``{name}`` (one of {', '.join(map(repr, explainer.dtypes))})"
+                   for name in explainer.options()]
+        summary = (type(explainer).__doc__ or "").strip().split("\n\n")[0]
+        summary = " ".join(summary.split())
+        flag = " Class-independent." if explainer.class_independent else ""
+        lines.append(f"- ``{explainer.name}`` ({', '.join(explainer.applies_to)}): {summary}"
+                     f"{flag} Options: {', '.join(options) or 'none'}.")
+    return "\n".join(lines)
