@@ -39,6 +39,7 @@ __all__ = [
     "Contributions",
     "contributions",
     "sincos_positional_embedding",
+    "token_stride",
 ]
 
 
@@ -104,6 +105,18 @@ def sincos_positional_embedding(height: int, width: int, dim: int,
     return torch.cat((x.sin(), x.cos(), y.sin(), y.cos()), dim=1)
 
 
+def _stem_strides(in_channels: int, stem_channels: Sequence[int]) -> list[int]:
+    """Stride of each stem convolution: 2 where it widens the channels, else 1."""
+    channels = [in_channels, *stem_channels]
+    return [2 if c_out > c else 1 for c, c_out in zip(channels, channels[1:])]
+
+
+def token_stride(in_channels: int, patch_size: int, stem_channels: Sequence[int] = ()) -> int:
+    """Input pixels per token side of a :class:`BcosSimpleViT`: the patch size times the
+    strides of the stem convolutions (image sides must be multiples of it)."""
+    return patch_size * math.prod(_stem_strides(in_channels, stem_channels))
+
+
 class PatchEmbedding(nn.Module):
     """Optional B-cos convolution stem, then a B-cos linear map of each p×p patch:
     (B, C, H, W) -> patch tokens (B, H/s, W/s, D), s = p · 2^(stride-2 stem convolutions).
@@ -118,13 +131,12 @@ class PatchEmbedding(nn.Module):
                  stem_channels: Sequence[int] = ()):
         super().__init__()
         self.patch_size = patch_size
-        self.stride = patch_size
+        self.stride = token_stride(in_channels, patch_size, stem_channels)
         layers, c = OrderedDict(), in_channels
-        for i, c_out in enumerate(stem_channels):
-            stride = 2 if c_out > c else 1
+        for i, (c_out, stride) in enumerate(zip(stem_channels,
+                                                _stem_strides(in_channels, stem_channels))):
             layers[str(3 * i)] = _bcos_conv3x3(c, c_out, stride)
             layers[str(3 * i + 1)] = BcosLayerNorm2d(c_out)
-            self.stride *= stride
             c = c_out
         self.conv_stem = nn.Sequential(layers)  # empty without a stem
         self.linear = _bcos_linear(c * patch_size ** 2, dim)
@@ -203,14 +215,16 @@ class BcosSimpleViT(nn.Module):
 
     Input: encoded images (B, in_channels, H, W) (``[r, g, b, 1-r, 1-g, 1-b]``, see
     :func:`~interpretable.nn.bcos.encode_image`; no mean/std normalisation), H and W multiples
-    of ``token_stride``. Output: logits (B, num_classes). ``image_size`` is the training size;
-    it only sets ``grid_size``, the token grid of token-level attribution maps. ``logit_bias``
-    defaults to log(1/(num_classes - 1)).
+    of ``token_stride``. Output: logits (B, num_classes). ``image_size`` (an int for square
+    images or (height, width)) is the size the model is used at; it only sets ``grid_size``,
+    the token grid of token-level attribution maps (the sin-cos positional embedding follows
+    each input's size). ``logit_bias`` defaults to log(1/(num_classes - 1)).
     """
 
     def __init__(self, *, dim: int, depth: int, heads: int, mlp_dim: int, patch_size: int,
                  stem_channels: Sequence[int] = (), num_classes: int = 1000,
-                 in_channels: int = 6, image_size: int = 224, logit_bias: float | None = None):
+                 in_channels: int = 6, image_size: int | Sequence[int] = 224,
+                 logit_bias: float | None = None):
         super().__init__()
         self.to_patch_embedding = PatchEmbedding(in_channels, dim, patch_size, stem_channels)
         self.dim = dim
@@ -222,10 +236,11 @@ class BcosSimpleViT(nn.Module):
             logit_bias = math.log(1.0 / (num_classes - 1)) if num_classes > 1 else 0.0
         self.logit_bias = float(logit_bias)
         self.token_stride = self.to_patch_embedding.stride
-        if image_size % self.token_stride:
+        size = (image_size,) * 2 if isinstance(image_size, int) else tuple(image_size)
+        if len(size) != 2 or any(side % self.token_stride for side in size):
             raise ValueError(f"image_size={image_size} must be a multiple of the token stride "
-                             f"{self.token_stride}")
-        self.grid_size = (image_size // self.token_stride,) * 2
+                             f"{self.token_stride} (an int or (height, width))")
+        self.grid_size = (size[0] // self.token_stride, size[1] // self.token_stride)
 
     def positional_embedding(self, x: torch.Tensor) -> torch.Tensor:
         """Positional embedding of the token grid of images x (B, C, H, W): (N, D) in x's
