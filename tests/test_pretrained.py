@@ -298,8 +298,11 @@ def test_post_hoc_methods_on_non_square_v2_inputs():
         options = {"n_steps": 4} if method == "integrated_gradients" else {}
         exp = clf.explain(X[:2], method=method, **options)
         assert exp.values.shape == (2, 24, 40) and np.isfinite(exp.values).all(), method
-    with pytest.raises(ValueError, match="by='head' splits the holistic"):
-        clf.explain(X[:2], by="head")
+    exp = clf.explain(X[:2], by="head", dtype="float64")  # exact split per attention head
+    assert exp.component_names == ["tokens", "layer0.head0", "layer0.head1", "layer0.mlp",
+                                   "layer1.head0", "layer1.head1", "layer1.mlp"]
+    np.testing.assert_allclose(exp.components.sum(1), exp.values, rtol=0, atol=1e-12)
+    assert exp.completeness_error.max() <= 1e-10
 
 
 def test_explanation_batches_are_bounded_in_memory(imagenet, monkeypatch):

@@ -74,7 +74,7 @@ class BcosContributions(ImageExplainer):
 
     by : None or "head": also the exact contribution of every residual-stream component
         (token embedding, each layer's heads and MLP) as ``components``; they sum to
-        ``values``.
+        ``values`` (for v2 models the positional embedding's share stays in ``bias``).
     dtype : None or "float64": explain with a float64 copy of the model (completeness to
         ~1e-12 instead of float32 rounding, which is relatively large for logits near 0).
     """
@@ -86,9 +86,6 @@ class BcosContributions(ImageExplainer):
     def prepare(self, estimator, encoded, target, *, by=None):
         if by not in (None, "head"):
             raise ValueError(f"by must be None or 'head', got {by!r}.")
-        if by == "head" and not hasattr(estimator.module_, "term_logits"):
-            raise ValueError("by='head' splits the holistic architecture's logits; "
-                             f"{type(estimator.module_).__name__} has no such split.")
         return {"by": by}
 
     def attribute(self, estimator, batch, target, *, by=None) -> Attributions:
