@@ -3,7 +3,10 @@ from a checkpoint in the ``bcos`` layout (equal logits, complete explanations, I
 names), refused files, fine-tuning that learns, inputs of any size, clone / save / load, the
 parameter rules, and explanation batches bounded in memory. A tiny v2 model stands in for the
 released ones (nothing is downloaded)."""
+import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -321,3 +324,33 @@ def test_explanation_batches_are_bounded_in_memory(imagenet, monkeypatch):
     small, large = (vision_base.activation_bytes(model.to("meta"), (6, s, s), torch.float32)
                     for s in (32, 64))
     assert 3.5 < large / small < 6  # about 4 × the pixels (attention grows faster)
+
+
+PEAK_MEMORY = """
+import resource, sys, numpy as np, torch
+from interpretable import BcosViTClassifier
+from interpretable.estimators import vision_base
+torch.set_num_threads(1)
+vision_base.INFERENCE_MEMORY = 16 * 2**20
+X = np.random.RandomState(0).rand(256, 96, 96, 3).astype(np.float32)
+clf = BcosViTClassifier(architecture=dict(dim=32, depth=4, heads=4, mlp_dim=64, patch_size=8),
+                        image_size=None, max_epochs=1, batch_size=256, random_state=0)
+clf.fit(X[:8], [0, 1] * 4)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+clf.explain(X, batch_size=None if sys.argv[1] == "auto" else int(sys.argv[1]))
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)
+"""
+
+
+def test_a_large_explanation_stays_within_the_memory_budget():
+    """256 images of 96 px, explanations 130 MB: the bounded batches add little to that, one
+    batch of all 256 images over 500 MB of activations (peak resident memory, fresh
+    processes)."""
+    def peak_mib(batch_size):
+        run = subprocess.run([sys.executable, "-c", PEAK_MEMORY, batch_size], check=True,
+                             capture_output=True, text=True,
+                             env={**os.environ, "OMP_NUM_THREADS": "1"})
+        return float(run.stdout.split()[-1])
+
+    bounded, whole = peak_mib("auto"), peak_mib("256")
+    assert bounded < 300 and whole > 2 * bounded, (bounded, whole)
