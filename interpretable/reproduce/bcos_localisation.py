@@ -52,6 +52,13 @@ def add_arguments(parser) -> None:
                         help="torch CPU threads (0 keeps torch's default)")
 
 
+def results_suffix(options) -> str:
+    """``_<n>_epochs`` for a full run with other epochs than :data:`FULL`'s."""
+    epochs = options.get("epochs")
+    return f"_{epochs}_epochs" if epochs and epochs != FULL["epochs"] and \
+        not options.get("quick") else ""
+
+
 def textured_split(n_train: int, seed: int = 0):
     """Textured digits at 32 px: (X_train, X_test, y_train, y_test), glyphs of MNIST-5k's
     training / test split (1,500 test images)."""
