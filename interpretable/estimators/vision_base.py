@@ -27,7 +27,8 @@ from .augmentation import ZoomOutBatches
 from .base import Batch
 from .classifier import NeuralClassifier
 
-__all__ = ["ImageBatch", "VisionTransformerClassifier", "INFERENCE_MEMORY", "resize_size"]
+__all__ = ["ImageBatch", "VisionTransformerClassifier", "INFERENCE_MEMORY", "activation_bytes",
+           "resize_size"]
 
 #: bytes the activations of one inference batch may take on CPU (on CUDA: half the free memory)
 INFERENCE_MEMORY = 2**30
