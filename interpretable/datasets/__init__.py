@@ -1,6 +1,14 @@
 """Offline datasets and synthetic generators (never downloads)."""
 
 from .packages import MissingDataError
+from .images import (
+    eval_crops,
+    eval_transform,
+    imagenet_class_names,
+    load_image_folder,
+    read_image,
+    read_images,
+)
 from .loaders import (
     load_digits_images,
     load_glove,
@@ -11,9 +19,16 @@ from .loaders import (
     shakespeare_plays,
 )
 from .synthetic import make_babi_task1, make_colored_shapes, make_image_grid, make_parentheses
+from .textures import make_textured_digit_grids, make_textured_digits
 
 __all__ = [
     "MissingDataError",
+    "eval_crops",
+    "eval_transform",
+    "imagenet_class_names",
+    "load_image_folder",
+    "read_image",
+    "read_images",
     "load_digits_images",
     "load_glove",
     "load_minilm",
@@ -25,4 +40,6 @@ __all__ = [
     "make_colored_shapes",
     "make_image_grid",
     "make_parentheses",
+    "make_textured_digit_grids",
+    "make_textured_digits",
 ]

@@ -81,22 +81,29 @@ def read_image(image, what: str = "image") -> np.ndarray:
     return pixels
 
 
-def read_images(X) -> list[np.ndarray]:
-    """Images as a list of float32 (H_i, W_i, 3) arrays in [0, 1].
-
-    ``X``: an array (n, H, W[, C]) (uint8 or float in [0, 1]), or a list of images of any
-    sizes in any form :func:`read_image` accepts (paths, PIL images, arrays).
-    """
+def _image_items(X) -> list:
+    """The images of ``X`` (not yet read): an array's images, or the items of a sequence."""
     if isinstance(X, (str, Path, Image.Image)):
         raise TypeError("X must be a collection of images; for one image pass [X]")
     if isinstance(X, (np.ndarray, torch.Tensor)):
         if X.ndim not in (3, 4):
             raise ValueError(f"an image array must have shape (n, H, W[, C]), got "
                              f"{tuple(X.shape)}")
-        return [read_image(image, f"X[{i}]") for i, image in enumerate(X)]
+        return list(X)
+    if hasattr(X, "tolist") and not isinstance(X, Sequence):  # a pandas Series of paths
+        X = X.tolist()
     if not isinstance(X, Sequence) or len(X) == 0:
         raise ValueError("X must be a non-empty sequence of images")
-    return [read_image(image, f"X[{i}]") for i, image in enumerate(X)]
+    return list(X)
+
+
+def read_images(X) -> list[np.ndarray]:
+    """Images as a list of float32 (H_i, W_i, 3) arrays in [0, 1].
+
+    ``X``: an array (n, H, W[, C]) (uint8 or float in [0, 1]), or a list (or pandas Series)
+    of images of any sizes in any form :func:`read_image` accepts (paths, PIL images, arrays).
+    """
+    return [read_image(image, f"X[{i}]") for i, image in enumerate(_image_items(X))]
 
 
 def resize_shorter_side(images: torch.Tensor, size: int) -> torch.Tensor:
@@ -127,18 +134,18 @@ class CropBox(NamedTuple):
     right: float
 
 
-def eval_transform(image, resize_size: int = 256, crop_size: int = 224
+def eval_transform(image, resize_size: int = 256, crop_size: int = 224, what: str = "image"
                    ) -> tuple[torch.Tensor, CropBox]:
     """The ImageNet evaluation transform: resize the shorter side to ``resize_size`` (bilinear,
     antialiased), then centre-crop ``crop_size`` (torchvision's rounding).
 
-    image: anything :func:`read_image` accepts -> (float32 (3, crop_size, crop_size) in [0, 1],
-    its :class:`CropBox` in the source image).
+    image: anything :func:`read_image` accepts (``what`` names it in errors) -> (float32
+    (3, crop_size, crop_size) in [0, 1], its :class:`CropBox` in the source image).
     """
     if not 0 < crop_size <= resize_size:
         raise ValueError(f"need 0 < crop_size <= resize_size, got crop_size={crop_size}, "
                          f"resize_size={resize_size}")
-    pixels = torch.from_numpy(read_image(image)).permute(2, 0, 1)
+    pixels = torch.from_numpy(read_image(image, what)).permute(2, 0, 1)
     h, w = pixels.shape[-2:]
     resized = resize_shorter_side(pixels, resize_size).clamp_(0.0, 1.0)
     new_h, new_w = resized.shape[-2:]
@@ -151,13 +158,19 @@ def eval_transform(image, resize_size: int = 256, crop_size: int = 224
     return crop, box
 
 
-def eval_crops(X, resize_size: int = 256, crop_size: int = 224
+def eval_crops(X, resize_size: int = 256, crop_size: int = 224, channels_last: bool = False
                ) -> tuple[torch.Tensor, list[CropBox]]:
-    """:func:`eval_transform` of every image of ``X`` (see :func:`read_images`):
-    (float32 (n, 3, crop_size, crop_size) in [0, 1], n crop boxes)."""
-    crops, boxes = zip(*(eval_transform(image, resize_size, crop_size)
-                         for image in read_images(X)))
-    return torch.stack(crops), list(boxes)
+    """:func:`eval_transform` of every image of ``X`` (see :func:`read_images`), read one at a
+    time (memory: the crops and one decoded image): (float32 (n, 3, crop_size, crop_size) in
+    [0, 1], or (n, crop_size, crop_size, 3) with ``channels_last``; n crop boxes)."""
+    items = _image_items(X)
+    shape = (crop_size, crop_size, 3) if channels_last else (3, crop_size, crop_size)
+    crops, boxes = torch.empty((len(items), *shape)), []
+    for i, image in enumerate(items):
+        crop, box = eval_transform(image, resize_size, crop_size, what=f"X[{i}]")
+        crops[i] = crop.permute(1, 2, 0) if channels_last else crop
+        boxes.append(box)
+    return crops, boxes
 
 
 def load_image_folder(path: str | Path, extensions: Sequence[str] = IMAGE_EXTENSIONS

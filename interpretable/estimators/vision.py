@@ -1,185 +1,115 @@
-"""Vision transformer classifiers: :class:`BcosViTClassifier` (holistically explainable B-cos
-ViT, Böhle et al.) and the conventional :class:`ViTClassifier` baseline of the same size.
+"""Vision transformer classifiers: :class:`BcosViTClassifier` (B-cos ViTs: the holistically
+explainable ViT of Böhle et al., and the B-cos v2 ViTs of the ``bcos`` package with their
+ImageNet weights) and the conventional :class:`ViTClassifier` baseline.
 
-Both take images ``(n, H, W)`` (grey) or ``(n, H, W, C)``, float in [0, 1] or uint8.
+Both take images ``(n, H, W)`` (grey) or ``(n, H, W, C)``, float in [0, 1] or uint8, or with
+``image_size`` any images (see :mod:`interpretable.estimators.vision_base`).
 """
 from __future__ import annotations
 
+import inspect
+import math
+import os
 from numbers import Integral, Real
 
-import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
 from ..nn.bcos import encode_image
+from ..nn.bcos_v2 import BcosSimpleViT
 from ..nn.bcos_vit import ATTENTION_PRIORS, BcosViT
 from ..nn.losses import OneHotBCE
-from ..nn.tensors import make_generator
 from ..nn.vit import ViT
-from ..validation import check_images, check_targets
-from .augmentation import ZoomOutBatches
-from .base import Batch
-from .classifier import NeuralClassifier
 from .params import stores_params
+from .pretrained import (HOLISTIC, HOLISTIC_PARAMS, RELEASED_CROP, WarmupThenStep,
+                         check_backbone, imagenet_head, imprint_classifier, read_pretrained,
+                         resolve_architecture, set_trainable, start_from, v2_token_stride)
+from .vision_base import VisionTransformerClassifier
 
 __all__ = ["VisionTransformerClassifier", "BcosViTClassifier", "ViTClassifier"]
 
+#: ``warmup="auto"`` from pretrained weights (0 from scratch)
+AUTO_WARMUP = 0.1
+#: learning rate of the new classifier on pretrained weights relative to ``lr`` (both chosen
+#: on the stand-in of benchmarks/bench_finetune.py)
+HEAD_LR_SCALE = 5.0
 
-class VisionTransformerClassifier(NeuralClassifier):
-    """Shared image-classifier machinery: validation, encoding, training and prediction; the
-    post-hoc pixel explainers of :mod:`interpretable.estimators.explainers.image` apply to every
-    subclass. Subclasses implement ``_make_module``, ``_criterion`` and ``_encode``."""
 
-    _parameter_constraints = {
-        **NeuralClassifier._parameter_constraints,
-        "patch_size": [Interval(Integral, 1, None, closed="left")],
-        "embed_dim": [Interval(Integral, 1, None, closed="left")],
-        "depth": [Interval(Integral, 1, None, closed="left")],
-        "num_heads": [Interval(Integral, 1, None, closed="left")],
-        "mlp_ratio": [Interval(Real, 0, None, closed="neither")],
-        "stem_channels": [tuple, list],
-        "zoom_out": [tuple, list, None],
-        "zoom_out_probability": [Interval(Real, 0, 1, closed="both")],
-        "lr_decay_at": [Interval(Real, 0, 1, closed="right"), None],
-    }
-
-    def __sklearn_tags__(self):
-        """Inputs are images ``(n, H, W)`` or ``(n, H, W, C)``."""
-        tags = super().__sklearn_tags__()
-        tags.input_tags.string = False
-        tags.input_tags.three_d_array = True
-        return tags
-
-    # ------------------------------------------------------------------ subclass hooks
-    def _make_module(self, in_channels: int, image_size: tuple, n_classes: int) -> nn.Module:
-        raise NotImplementedError
-
-    def _criterion(self) -> nn.Module:
-        raise NotImplementedError
-
-    def _encode(self, X: np.ndarray) -> torch.Tensor:
-        """(n, H, W, C) float32 in [0, 1] -> model input (n, C', H, W)."""
-        raise NotImplementedError
-
-    # ------------------------------------------------------------------ fitted state
-    def _build_module(self) -> nn.Module:
-        return self._make_module(self._encoded_channels(), tuple(self.image_shape_),
-                                 len(self.classes_))
-
-    def _encoded_channels(self) -> int:
-        probe = np.zeros((1, 1, 1, self.n_channels_), dtype=np.float32)
-        return self._encode(probe).shape[1]
-
-    def _get_fitted_state(self) -> dict:
-        return {"classes_": self.classes_, "n_channels_": self.n_channels_,
-                "image_shape_": list(self.image_shape_)}
-
-    def _set_fitted_state(self, state: dict) -> None:
-        self.classes_ = np.asarray(state["classes_"])
-        self.n_channels_ = int(state["n_channels_"])
-        self.image_shape_ = tuple(state["image_shape_"])
-
-    def _check_params(self) -> None:
-        if self.embed_dim % self.num_heads:
-            raise ValueError(f"embed_dim={self.embed_dim} must be divisible by "
-                             f"num_heads={self.num_heads}.")
-        if int(self.embed_dim * self.mlp_ratio) < 1:
-            raise ValueError(f"mlp_ratio={self.mlp_ratio} gives an MLP of "
-                             f"int(embed_dim * mlp_ratio) = 0 units (embed_dim="
-                             f"{self.embed_dim}); it must be at least 1.")
-        channels = self.stem_channels
-        if not all(isinstance(c, Integral) and not isinstance(c, bool) and c >= 1
-                   for c in channels):
-            raise ValueError(f"stem_channels must be a sequence of integers >= 1, got "
-                             f"{channels!r}.")
-        scale = self.zoom_out
-        if scale is not None and not (
-                len(scale) == 2
-                and all(isinstance(v, Real) and not isinstance(v, bool) for v in scale)
-                and 0 < scale[0] <= scale[1] <= 1):
-            raise ValueError("zoom_out must be None or (low, high) with "
-                             f"0 < low <= high <= 1, got {scale!r}.")
-
-    def _callbacks(self) -> list:
-        """Learning-rate decay ×0.1 after ``lr_decay_at`` of the epochs (as in the paper)."""
-        if self.lr_decay_at is None:
-            return []
-        from skorch.callbacks import LRScheduler
-
-        milestone = max(1, int(round(self.lr_decay_at * self.max_epochs)))
-        return [("lr_decay", LRScheduler(policy=torch.optim.lr_scheduler.MultiStepLR,
-                                         milestones=[milestone], gamma=0.1))]
-
-    # ------------------------------------------------------------------ training
-    def _fit(self, X, y, sample_weight=None):
-        """Train on images X (n, H, W[, C]) and labels y (n,) (with ``warm_start``: of the
-        channels and size of the previous fit)."""
-        seed = self._start_fit()
-        continues = self._continues()
-        X = check_images(X, channels=self.n_channels_ if continues else None)
-        y = check_targets(y, len(X))
-        h, w = X.shape[1:3]
-        if continues and (h, w) != tuple(self.image_shape_):
-            raise ValueError("warm_start=True continues the previous model, fitted on images "
-                             f"of size {tuple(self.image_shape_)}; X has {(h, w)}.")
-        if h % self.patch_size or w % self.patch_size:
-            raise ValueError(f"image size {(h, w)} must be divisible by "
-                             f"patch_size={self.patch_size}.")
-        y_index = self._fit_labels(y)
-        self.n_channels_ = X.shape[-1]
-        self.image_shape_ = (h, w)
-        batches = ZoomOutBatches(self._encode, self.zoom_out, self.zoom_out_probability,
-                                  make_generator(seed + 1))
-        self._fit_net(self._warm_started(self._build_module), self._criterion(),
-                      {"x": torch.as_tensor(X)}, torch.as_tensor(y_index, dtype=torch.long),
-                      seed=seed, sample_weight=self._training_weights(y_index, sample_weight),
-                      callbacks=self._callbacks(), iterator_train__collate_fn=batches,
-                      iterator_valid__collate_fn=ZoomOutBatches(self._encode, None, 0.0, None))
-
-    # ------------------------------------------------------------------ inference
-    def encode(self, X) -> Batch:
-        """Validate images against the fitted channels and size: ``Batch`` with ``inputs``
-        = ``{"x": model input (n, C', H, W)}`` and ``images`` = float32 ``(n, H, W, C)``."""
-        self._check_fitted()
-        images = check_images(X, channels=self.n_channels_)
-        if tuple(images.shape[1:3]) != tuple(self.image_shape_):
-            raise ValueError(f"X has images of size {tuple(images.shape[1:3])} but the "
-                             f"estimator was fitted on {tuple(self.image_shape_)}.")
-        return Batch({"x": self._encode(images)}, images=images)
+def _same(a, b) -> bool:
+    sequences = (list, tuple)
+    return list(a) == list(b) if isinstance(a, sequences) and isinstance(b, sequences) \
+        else a == b
 
 
 class BcosViTClassifier(VisionTransformerClassifier):
-    """Holistically explainable B-cos Vision Transformer (Böhle, Fritz & Schiele).
+    """B-cos Vision Transformers: the holistically explainable ViT of Böhle, Fritz & Schiele
+    (the default), or the B-cos v2 ViTs of the ``bcos`` package, from scratch or fine-tuned
+    from their ImageNet weights (``pretrained``; :meth:`from_pretrained` gives the ImageNet
+    classifier itself).
 
     Every component is dynamic linear, so each logit is exactly ``W(x)·x + bias``.
 
     Parameters
     ----------
     patch_size : int
-        Kernel size and stride of the last stem convolution (one token per patch).
-    embed_dim, depth, num_heads, mlp_ratio : transformer size (MLP hidden = mlp_ratio·embed_dim).
+        (holistic) Kernel size and stride of the last stem convolution (one token per patch).
+    embed_dim, depth, num_heads, mlp_ratio : (holistic) transformer size (MLP hidden =
+        mlp_ratio·embed_dim).
     stem_channels : tuple of int
-        Channels of the 3×3 B-cos convolutions of the CNN tokeniser before the patch layer.
+        (holistic) Channels of the 3×3 B-cos convolutions of the CNN tokeniser before the patch
+        layer.
     attention_prior : {"multiplicative", "additive", "none"}
-        Learned per-layer, per-head prior ``B``: ``SM(R)·SM(B)``, ``SM(R+B)`` or none.
+        (holistic) Learned per-layer, per-head prior ``B``: ``SM(R)·SM(B)``, ``SM(R+B)`` or
+        none.
     b : float
-        B-cos exponent B (1 = linear, 2 in the paper).
+        (holistic) B-cos exponent B (1 = linear, 2 in the paper).
     max_out : int
-        Units per neuron pooled by MaxOut in the stem, attention and MLP layers (1 = none).
+        (holistic) Units per neuron pooled by MaxOut in the stem, attention and MLP layers
+        (1 = none).
     scale_factor : float or None
-        f in the per-layer output scaling γ = f/√fan_in (None: 30; see
+        (holistic) f in the per-layer output scaling γ = f/√fan_in (None: 30; see
         :class:`~interpretable.nn.bcos_vit.BcosViT` for why not the paper's 15 / 150).
     output_scale : float
-        Factor applied to the classifier output before the logit bias (the paper's 10⁻³
-        compensates features scaled by 10³; no such scaling here, so 1).
+        (holistic) Factor applied to the classifier output before the logit bias (the paper's
+        10⁻³ compensates features scaled by 10³; no such scaling here, so 1).
     logit_bias : float or None
         Fixed logit bias (None: log(p/(1-p)) with p = 1/n_classes, as log(0.01/0.99) for
-        ImageNet in the paper).
+        ImageNet in the paper and log(1/999) in the released v2 models).
     stem_stride : int
-        Stride of the first 3×3 stem convolution (the patch convolution then uses
+        (holistic) Stride of the first 3×3 stem convolution (the patch convolution then uses
         ``patch_size / stem_stride``; must divide ``patch_size``). 1 keeps the full resolution;
         2, as in the ``bcos`` package's stem, is about 1.3× faster (see README, Performance).
+    architecture : None, "holistic", a released name or a dict
+        The network. None: the holistic ViT of the paper, or with ``pretrained`` the released
+        model it names. ``"holistic"``: the paper's ViT, sized by the parameters marked
+        (holistic). A name of :data:`~interpretable.nn.bcos_zoo.PRETRAINED`
+        (``"simple_vit_ti_patch16_224"``, ..., ``"vitc_l_patch1_14"``): that B-cos v2 ViT
+        (fixed sin-cos positional embedding, bias-free LayerNorms, B = 2, no MaxOut). A dict
+        ``{"dim", "depth", "heads", "mlp_dim", "patch_size"[, "stem_channels"]}`` of
+        :class:`~interpretable.nn.bcos_v2.BcosSimpleViT` sizes: a custom v2 ViT (e.g. a tiny
+        one). With a v2 architecture the (holistic) parameters must keep their defaults (a
+        ValueError names those that do not); images must be multiples of the token stride
+        (16 for the released models).
+    pretrained : None, a released name or a path
+        Start ``fit`` from these weights: a released name (read from the torch hub cache;
+        download it once with ``from_pretrained(name, download=True)``) or a ``.pth`` file in
+        the ``bcos`` key layout (``architecture`` says which network unless its file name is a
+        released one). ``fit`` puts a new classifier on it for the labels of y and trains as
+        ``finetune`` says; ``clone`` keeps the parameter, so every fit starts from it.
+    finetune : "all", "head" or int k >= 1
+        What ``fit`` trains from ``pretrained`` weights: every weight; only the classifier
+        (its LayerNorm and B-cos layer: fastest, the backbone's features as they are); or the
+        last k transformer blocks and the classifier. Without ``pretrained``: "all".
+    image_size : "auto", None or int
+        The inputs. None: images as given, an array ``(n, H, W[, C])`` of the training size and
+        channels. An int s: any images (arrays of any size, lists of differently sized arrays,
+        PIL images, file paths), converted to RGB, their shorter side resized to round(s·8/7)
+        and centre-cropped to s × s (the ImageNet evaluation transform,
+        :func:`~interpretable.datasets.images.eval_crops`); explanations are maps of the crops
+        (``explanation.images``) and ``explanation.crop_boxes`` gives each crop's box in its
+        source image. "auto": 224 (the released models' transform) for a released
+        architecture or ``pretrained`` weights, else None.
     zoom_out : (low, high) or None
         Random zoom-out augmentation: at every epoch, a training image is (with
         ``zoom_out_probability``) shrunk by a factor drawn uniformly from [low, high]
@@ -192,12 +122,26 @@ class BcosViTClassifier(VisionTransformerClassifier):
     lr_decay_at : float or None
         The learning rate is divided by 10 after this fraction of ``max_epochs`` (the paper:
         after 60 of 100 epochs); None keeps it constant.
+    warmup : float in [0, 1) or "auto"
+        Share of the training steps over which the learning rate rises linearly to ``lr``
+        (``lr_decay_at`` applies after it). "auto": 0.1 from ``pretrained`` weights (the
+        gradients of a new classifier would otherwise disturb the pretrained features), else 0.
     {class_weight}
     {training_parameters}
 
-    Training uses binary cross-entropy on sigmoid outputs. The default explanation is exact:
-    the contribution maps ``W(x)ᵀ_k ⊙ x``
-    (:class:`~interpretable.estimators.explainers.image.BcosContributions`).
+    From ``pretrained`` weights the new classifier learns at 5 × ``lr`` (1e-2 by default), the
+    other trained layers at ``lr``. Training uses binary cross-entropy on sigmoid outputs,
+    computed stably from the logits (finite for any finite logit), against one-hot targets for the holistic ViT (the paper) and, as the ``bcos``
+    package trains its v2 models, targets 1/n_classes for the other classes with a v2
+    architecture: their logit is then the logit bias, which a B-cos classifier reaches (its
+    logits are bounded by the norm of its input, so one-hot targets, which ask for unbounded
+    negative logits, leave a new classifier almost unable to learn). Inference runs in batches
+    of at most ``batch_size`` images, fewer when an explanation of the batch would need more
+    than about 1 GiB (CPU) or half the free GPU memory.
+
+    The default explanation is exact: the contribution maps ``W(x)ᵀ_k ⊙ x``
+    (:class:`~interpretable.estimators.explainers.image.BcosContributions`); for v2 models
+    ``bias`` holds the logit bias plus the contribution of the positional embedding.
     """
 
     _parameter_constraints = {
@@ -209,24 +153,94 @@ class BcosViTClassifier(VisionTransformerClassifier):
         "output_scale": [Interval(Real, 0, None, closed="neither")],
         "logit_bias": [Interval(Real, None, None, closed="neither"), None],
         "stem_stride": [Interval(Integral, 1, None, closed="left")],
+        "architecture": [None, str, dict],
+        "pretrained": [None, str, os.PathLike],
+        "finetune": [StrOptions({"all", "head"}), Interval(Integral, 1, None, closed="left")],
+        "warmup": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="left")],
     }
+    _params_since_0_1 = {**VisionTransformerClassifier._params_since_0_1, "architecture": None,
+                         "pretrained": None, "finetune": "all", "warmup": "auto"}
+    _fitted_since_0_1 = {**VisionTransformerClassifier._fitted_since_0_1, "architecture_": None}
 
     @stores_params
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), attention_prior="multiplicative", b=2.0, max_out=2,
                  scale_factor=None, output_scale=1.0, logit_bias=None, stem_stride=1, *,
-                 zoom_out=None, zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6, max_epochs=15,
-                 batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
-                 random_state=None, verbose=0, class_weight=None, callbacks=None,
-                 validation_fraction=None, early_stopping=False, n_iter_no_change=5,
-                 warm_start=False, precision="float32", accelerator=None):
+                 architecture=None, pretrained=None, finetune="all", image_size="auto",
+                 zoom_out=None, zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6,
+                 warmup="auto", max_epochs=15, batch_size=32, optimizer="adam",
+                 weight_decay=0.0, device="auto", random_state=None, verbose=0,
+                 class_weight=None, callbacks=None, validation_fraction=None,
+                 early_stopping=False, n_iter_no_change=5, warm_start=False,
+                 precision="float32", accelerator=None):
         """Store the parameters unchanged (see the class docstring)."""
+
+    @classmethod
+    def from_pretrained(cls, name_or_path, *, architecture=None, classes=None,
+                        download: bool = False, **params) -> "BcosViTClassifier":
+        """A fitted classifier holding a released ImageNet model (or a ``.pth`` checkpoint):
+        ``predict`` gives ImageNet class names, ``explain`` exact contribution maps of the
+        crops the model sees (``image_size="auto"``: its 224-px evaluation transform).
+
+        name_or_path : a name of :data:`~interpretable.nn.bcos_zoo.PRETRAINED`, read from the
+            torch hub cache (``download=True`` downloads it there once, SHA-256 checked;
+            nothing is downloaded otherwise), or a ``.pth`` file in the ``bcos`` key layout
+            (``architecture`` says which network unless its file name is a released one).
+        classes : the labels of the checkpoint's classifier rows, in row order (None: the
+            1,000 ImageNet class names of
+            :func:`~interpretable.datasets.images.imagenet_class_names`). ``classes_`` holds
+            them sorted (scikit-learn's convention; the rows follow).
+        **params : further parameters (e.g. ``finetune="head"``, ``max_epochs``, ``device``).
+            The estimator's ``pretrained`` is ``name_or_path``, so a later ``fit`` (or a
+            ``clone``'s) fine-tunes from these weights for the labels it is given.
+        """
+        estimator = cls(architecture=architecture, pretrained=name_or_path, **params)
+        estimator._validate_params()
+        estimator._start_fit()
+        crop = estimator._crop_size()
+        side = crop or RELEASED_CROP
+        module = read_pretrained(name_or_path, estimator._backbone(), (side, side), download)
+        estimator.classes_ = imagenet_head(module, classes)
+        estimator.n_channels_, estimator.image_shape_, estimator.crop_size_ = 3, (side, side), crop
+        estimator._prepare_fit()
+        if estimator.logit_bias is not None:
+            module.logit_bias = float(estimator.logit_bias)
+        estimator.module_ = module.to(estimator.device_).eval()
+        estimator.history_ = []
+        estimator.fitted_params_ = estimator.get_params(deep=False)
+        return estimator
+
+    # ------------------------------------------------------------------ architecture
+    def _backbone(self) -> str | dict:
+        """:data:`~.pretrained.HOLISTIC` or the v2 backbone dict (see :mod:`.pretrained`)."""
+        return resolve_architecture(self.architecture, self.pretrained)
 
     def _check_params(self) -> None:
         super()._check_params()
         if self.patch_size % self.stem_stride:
             raise ValueError(f"stem_stride={self.stem_stride} must divide "
                              f"patch_size={self.patch_size}.")
+        if self._backbone() != HOLISTIC:
+            defaults = inspect.signature(type(self).__init__).parameters
+            changed = [k for k in HOLISTIC_PARAMS
+                       if not _same(getattr(self, k), defaults[k].default)]
+            if changed:
+                raise ValueError(f"{changed} apply to the holistic architecture only; a B-cos "
+                                 "v2 architecture takes its size from architecture= (leave "
+                                 "them at their defaults).")
+
+    def _crop_size(self):
+        if self.image_size != "auto":
+            return self.image_size
+        released = self.pretrained is not None or isinstance(self.architecture, str) \
+            and self.architecture != HOLISTIC
+        return RELEASED_CROP if released else None
+
+    def _token_stride(self, channels):
+        backbone = self._backbone()
+        if backbone == HOLISTIC:
+            return super()._token_stride(channels)
+        return v2_token_stride(backbone, channels), "the architecture's patch and stem"
 
     def _make_module(self, in_channels, image_size, n_classes):
         return BcosViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
@@ -235,18 +249,113 @@ class BcosViTClassifier(VisionTransformerClassifier):
                        self.scale_factor, self.output_scale, self.logit_bias,
                        stem_stride=self.stem_stride)
 
+    def _build_module(self) -> nn.Module:
+        if self.architecture_ is None:
+            return super()._build_module()
+        return BcosSimpleViT(**{**self.architecture_,
+                                "image_size": tuple(self.architecture_["image_size"])})
+
     def _criterion(self):
-        return OneHotBCE()
+        return OneHotBCE("uniform" if self.architecture_ is not None else 0.0)
 
     def _encode(self, X):
         return encode_image(torch.as_tensor(X).permute(0, 3, 1, 2))  # channels-last memory
+
+    # ------------------------------------------------------------------ fitting
+    def _prepare_fit(self) -> None:
+        backbone = self._backbone()
+        if self.finetune != "all" and self.pretrained is None:
+            raise ValueError(f"finetune={self.finetune!r} trains part of pretrained weights; "
+                             "without pretrained= use finetune='all'.")
+        if backbone == HOLISTIC:
+            self.architecture_ = None
+            return
+        if self.finetune not in ("all", "head") and self.finetune > backbone["depth"]:
+            raise ValueError(f"finetune={self.finetune} blocks, but the architecture has "
+                             f"{backbone['depth']}.")
+        if self.pretrained is not None and self.n_channels_ != 3:
+            raise ValueError(f"pretrained weights take RGB images; X has {self.n_channels_} "
+                             "channel(s): pass image_size=... (grey images become RGB) or RGB "
+                             "arrays.")
+        self.architecture_ = {**backbone, "num_classes": len(self.classes_),
+                              "in_channels": 2 * self.n_channels_,
+                              "image_size": list(self.image_shape_),
+                              "logit_bias": self.logit_bias}
+
+    def _module_factory(self, X, y):
+        """From ``pretrained`` weights: the backbone's, and a new classifier imprinted with the
+        centred class means of the pretrained features of X (see
+        :func:`~.pretrained.imprint_classifier`)."""
+        if self.architecture_ is None:
+            return self._build_module
+        source = None
+        if self.pretrained is not None and not self._continues():
+            source = read_pretrained(self.pretrained, self._backbone(), self.image_shape_)
+            features = self._features(source, X)
+
+        def build():
+            module = self._build_module()
+            if source is not None:
+                imprint_classifier(start_from(module, source), features, y)
+            return set_trainable(module, self.finetune)
+
+        return build
+
+    def _features(self, module, X) -> torch.Tensor:
+        """The classifier's inputs (n, D) (pooled tokens after the head LayerNorm) of images
+        X (n, H, W, C), in batches."""
+        with torch.no_grad():
+            return torch.cat([module.linear_head.norm(module.forward_features(
+                self._encode(X[i:i + self.batch_size]))[0].flatten(2).mean(-1))
+                for i in range(0, len(X), self.batch_size)])
+
+    def _phase(self, n_samples: int) -> dict:
+        """The learning rates (the new classifier's on pretrained weights ×
+        :data:`HEAD_LR_SCALE`) and their schedule: the paper's step decay, after a linear
+        warm-up when ``warmup`` > 0."""
+        pretrained = self.pretrained is not None
+        warmup = self.warmup if self.warmup != "auto" else AUTO_WARMUP * pretrained
+        phase = {"lr": self.lr}
+        if pretrained:
+            phase["optimizer__param_groups"] = [("linear_head.*",
+                                                 {"lr": self.lr * HEAD_LR_SCALE})]
+        if not warmup:
+            return {**phase, "callbacks": self._callbacks()}
+        held_out = math.ceil(n_samples * (self.validation_fraction or 0))
+        steps = math.ceil((n_samples - held_out) / self.batch_size)
+        return {**phase, "callbacks": [WarmupThenStep.callback(
+            warmup, self.lr_decay_at, self.max_epochs, steps)]}
+
+    # ------------------------------------------------------------------ fitted state
+    def _get_fitted_state(self) -> dict:
+        return {**super()._get_fitted_state(), "architecture_": self.architecture_}
+
+    def _set_fitted_state(self, state: dict) -> None:
+        """The fitted architecture is checked on its own (the module is built from it): the
+        parameters only say what the next fit trains."""
+        super()._set_fitted_state(state)
+        architecture = state["architecture_"]
+        if architecture is not None:
+            if not isinstance(architecture, dict):
+                raise ValueError(f"architecture_ must be None or a dict, got {architecture!r}.")
+            fitted = {"num_classes": len(self.classes_), "in_channels": 2 * self.n_channels_,
+                      "image_size": list(self.image_shape_)}
+            bias = architecture.get("logit_bias")
+            if any(architecture.get(k) != v for k, v in fitted.items()) or not (
+                    bias is None or isinstance(bias, (int, float)) and math.isfinite(bias)):
+                raise ValueError(f"architecture_ {architecture!r} does not match the fitted "
+                                 f"classes, channels and image size {fitted}.")
+            backbone = {k: v for k, v in architecture.items() if k not in (*fitted, "logit_bias")}
+            architecture = {**check_backbone(backbone), **fitted, "logit_bias": bias}
+        self.architecture_ = architecture
 
 
 class ViTClassifier(VisionTransformerClassifier):
     """Conventional Vision Transformer of the same size (CNN stem, learned positional
     embedding, GELU, LayerNorm, cross-entropy): the accuracy baseline for
     :class:`BcosViTClassifier`. Explained post hoc only (``explain_methods``). Parameters as
-    in :class:`BcosViTClassifier` (``zoom_out`` included); ``dropout`` in the blocks."""
+    in :class:`BcosViTClassifier` (``zoom_out`` and ``image_size`` included, "auto" being
+    None); ``dropout`` in the blocks."""
 
     _parameter_constraints = {
         **VisionTransformerClassifier._parameter_constraints,
@@ -255,11 +364,12 @@ class ViTClassifier(VisionTransformerClassifier):
 
     @stores_params
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
-                 stem_channels=(32,), dropout=0.0, *, zoom_out=None, zoom_out_probability=0.5,
-                 lr=2e-3, lr_decay_at=0.6, max_epochs=15, batch_size=32, optimizer="adam",
-                 weight_decay=0.0, device="auto", random_state=None, verbose=0,
-                 class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,
-                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
+                 stem_channels=(32,), dropout=0.0, *, image_size="auto", zoom_out=None,
+                 zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6, max_epochs=15,
+                 batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
+                 random_state=None, verbose=0, class_weight=None, callbacks=None,
+                 validation_fraction=None, early_stopping=False, n_iter_no_change=5,
+                 warm_start=False, precision="float32", accelerator=None):
         """Store the parameters unchanged (see the class docstring)."""
 
     def _make_module(self, in_channels, image_size, n_classes):

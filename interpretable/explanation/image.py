@@ -76,7 +76,9 @@ class ImageExplanation(ClassifierExplanation):
     components : ``(n, M, H, W)`` contribution maps of M model components (e.g. attention
     heads) that sum to ``values``, with ``component_names`` (M names), or None;
     proba : ``(n, C)`` predicted class probabilities over ``classes`` ``(C,)``, or None;
-    sample_ids : ``(n,)`` the caller's ids, or None for 0..n-1.
+    sample_ids : ``(n,)`` the caller's ids, or None for 0..n-1;
+    crop_boxes : ``(n, 4)`` (top, left, bottom, right) of each image in its source image
+    (source pixels) when ``images`` are crops the model saw, or None.
     """
 
     values: np.ndarray
@@ -94,8 +96,9 @@ class ImageExplanation(ClassifierExplanation):
     classes: np.ndarray | None = None
     sample_ids: np.ndarray | None = None
     class_independent: bool = False
+    crop_boxes: np.ndarray | None = None
     _per_sample = ("values", "target", "prediction", "images", "weights", "logit",
-                   "bias", "components", "inputs", "proba", "sample_ids")
+                   "bias", "components", "inputs", "proba", "sample_ids", "crop_boxes")
 
     def __post_init__(self):
         if np.ndim(self.values) != 3:

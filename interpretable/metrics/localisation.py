@@ -115,6 +115,13 @@ def confident_grids(clf, X, y, grid: int = 2, n_grids: int | None = None,
                  cell_index=index, grid=grid)
 
 
+def _token_size(clf, height: int) -> int | None:
+    """Pixels per token side: from the fitted model's token grid (``module_.grid_size``) when
+    it has one, else its ``patch_size``."""
+    grid = getattr(getattr(clf, "module_", None), "grid_size", None)
+    return height // grid[0] if grid else getattr(clf, "patch_size", None)
+
+
 def grid_pointing_game(clf, X, y, grid: int = 2, n_grids: int | None = 250,
                        method: str = "inherent", smooth: int | str = "auto",
                        min_confidence: float = 0.5, confidence: str = "sigmoid",
@@ -124,8 +131,8 @@ def grid_pointing_game(clf, X, y, grid: int = 2, n_grids: int | None = 250,
     clf : fitted image classifier with ``explain(X, target, method)`` and
     ``decision_function`` (``confidence="sigmoid"``) or ``predict_proba`` (``"softmax"``);
     X, y : candidate images (n, H, W[, C]) and labels; grids as in :func:`confident_grids`.
-    Cells must be token-aligned: with a ``patch_size`` attribute, ``H / grid`` and
-    ``W / grid`` must be multiples of it (ValueError otherwise; pad the images).
+    Cells must be token-aligned: ``H / grid`` and ``W / grid`` must be multiples of the
+    model's token size (ValueError otherwise; pad the images).
     ``smooth``: the channel-summed attribution map is average-pooled with this odd kernel
     (stride 1, zero padding counted) *before* its positive part is taken, as the authors do;
     "auto" is :func:`smoothing_kernel` of the image height, 1 turns it off.
@@ -135,12 +142,13 @@ def grid_pointing_game(clf, X, y, grid: int = 2, n_grids: int | None = 250,
     """
     X = check_images(X)
     h, w = X.shape[1:3]
-    patch = getattr(clf, "patch_size", None)
+    patch = _token_size(clf, h)
     if isinstance(grid, (int, np.integer)) and grid >= 2 and patch and (
             (h // grid) % patch or (w // grid) % patch):
         raise ValueError(f"grid cells of {(h // grid, w // grid)} px are not token-aligned "
-                         f"with patch_size={patch}: use images whose side / grid is a multiple "
-                         "of the patch size (e.g. pad 28-px images to 32 px for patch 4).")
+                         f"with tokens of {patch} px: use images whose side / grid is a "
+                         "multiple of the token size (e.g. pad 28-px images to 32 px for "
+                         "patch 4).")
     kernel = smoothing_kernel(h) if smooth == "auto" else smooth
     if not isinstance(kernel, (int, np.integer)) or kernel < 1 or kernel % 2 == 0:
         raise ValueError(f"smooth must be 'auto' or an odd integer >= 1, got {smooth!r}.")

@@ -39,6 +39,7 @@ __all__ = [
     "Contributions",
     "contributions",
     "sincos_positional_embedding",
+    "token_stride",
 ]
 
 
@@ -54,14 +55,19 @@ def _bcos_conv3x3(in_channels: int, out_channels: int, stride: int) -> BcosConv2
                       scale=math.sqrt(9 * in_channels), patch_norm_eps=1e-6)
 
 
-def _centred_normalised(x: torch.Tensor, dims: tuple[int, ...], eps: float) -> torch.Tensor:
-    """``(x - mean) / sqrt(var + eps)`` over ``dims``; the scale is a dynamic weight (a
-    constant in explanation mode), the mean subtraction stays linear. (The variance as the
-    mean square of the centred x: several times faster than ``torch.var`` on CPU.)"""
-    centred = x - x.mean(dims, keepdim=True)
+def _std(centred: torch.Tensor, dims: tuple[int, ...], eps: float) -> torch.Tensor:
+    """``sqrt(var + eps)`` of centred x over ``dims``, a dynamic weight (a constant in
+    explanation mode). (The variance as the mean square of the centred x: several times faster
+    than ``torch.var`` on CPU.)"""
     with dynamic_weight():
-        std = (centred.square().mean(dims, keepdim=True) + eps).sqrt()
-    return centred / std
+        return (centred.square().mean(dims, keepdim=True) + eps).sqrt()
+
+
+def _centred_normalised(x: torch.Tensor, dims: tuple[int, ...], eps: float) -> torch.Tensor:
+    """``(x - mean) / sqrt(var + eps)`` over ``dims``; the scale is a dynamic weight, the mean
+    subtraction stays linear."""
+    centred = x - x.mean(dims, keepdim=True)
+    return centred / _std(centred, dims, eps)
 
 
 class BcosLayerNorm(nn.Module):
@@ -75,6 +81,14 @@ class BcosLayerNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return _centred_normalised(x, (-1,), self.eps) * self.weight
+
+    def forward_parts(self, x: torch.Tensor, parts: Sequence[torch.Tensor]
+                      ) -> list[torch.Tensor]:
+        """Each additive part of ``x`` through the LayerNorm with the scale of the full ``x``
+        (its linear map in explanation mode): when ``sum(parts) == x`` they sum to
+        ``forward(x)``. parts: each (..., D) -> list of (..., D)."""
+        std = _std(x - x.mean(-1, keepdim=True), (-1,), self.eps)
+        return [(p - p.mean(-1, keepdim=True)) / std * self.weight for p in parts]
 
 
 class BcosLayerNorm2d(BcosLayerNorm):
@@ -104,6 +118,18 @@ def sincos_positional_embedding(height: int, width: int, dim: int,
     return torch.cat((x.sin(), x.cos(), y.sin(), y.cos()), dim=1)
 
 
+def _stem_strides(in_channels: int, stem_channels: Sequence[int]) -> list[int]:
+    """Stride of each stem convolution: 2 where it widens the channels, else 1."""
+    channels = [in_channels, *stem_channels]
+    return [2 if c_out > c else 1 for c, c_out in zip(channels, channels[1:])]
+
+
+def token_stride(in_channels: int, patch_size: int, stem_channels: Sequence[int] = ()) -> int:
+    """Input pixels per token side of a :class:`BcosSimpleViT`: the patch size times the
+    strides of the stem convolutions (image sides must be multiples of it)."""
+    return patch_size * math.prod(_stem_strides(in_channels, stem_channels))
+
+
 class PatchEmbedding(nn.Module):
     """Optional B-cos convolution stem, then a B-cos linear map of each p×p patch:
     (B, C, H, W) -> patch tokens (B, H/s, W/s, D), s = p · 2^(stride-2 stem convolutions).
@@ -118,13 +144,12 @@ class PatchEmbedding(nn.Module):
                  stem_channels: Sequence[int] = ()):
         super().__init__()
         self.patch_size = patch_size
-        self.stride = patch_size
+        self.stride = token_stride(in_channels, patch_size, stem_channels)
         layers, c = OrderedDict(), in_channels
-        for i, c_out in enumerate(stem_channels):
-            stride = 2 if c_out > c else 1
+        for i, (c_out, stride) in enumerate(zip(stem_channels,
+                                                _stem_strides(in_channels, stem_channels))):
             layers[str(3 * i)] = _bcos_conv3x3(c, c_out, stride)
             layers[str(3 * i + 1)] = BcosLayerNorm2d(c_out)
-            self.stride *= stride
             c = c_out
         self.conv_stem = nn.Sequential(layers)  # empty without a stem
         self.linear = _bcos_linear(c * patch_size ** 2, dim)
@@ -158,16 +183,29 @@ class Attention(nn.Module):
         projected = F.linear(x, weight).view(b, n, -1, self.heads, self.head_dim)
         return projected.permute(2, 0, 3, 1, 4)
 
-    def forward(self, x: torch.Tensor, return_attention: bool = False):
-        """x (B, N, D) -> output (B, N, D), and the attention (B, heads, N, N) or None."""
+    def _attend(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, N, D) -> (attention (B, heads, N, N), concatenated heads (B, N, D))."""
         x = self.norm(x)
         qk_weight, v_weight = self.to_qkv.weight.split([2 * x.shape[-1], x.shape[-1]])
         with dynamic_weight():
             q, k = self._split_heads(x, qk_weight)
             attention = (q @ k.transpose(-1, -2) * self.head_dim ** -0.5).softmax(-1)
         heads = attention @ self._split_heads(x, v_weight)[0]        # (B, heads, N, head_dim)
-        out = self.to_out(heads.transpose(1, 2).flatten(2))
-        return out, (attention if return_attention else None)
+        return attention, heads.transpose(1, 2).flatten(2)
+
+    def forward(self, x: torch.Tensor, return_attention: bool = False):
+        """x (B, N, D) -> output (B, N, D), and the attention (B, heads, N, N) or None."""
+        attention, heads = self._attend(x)
+        return self.to_out(heads), (attention if return_attention else None)
+
+    def head_terms(self, x: torch.Tensor) -> torch.Tensor:
+        """Per-head outputs (B, heads, N, D) whose sum over heads is ``forward(x)``: each
+        head's output through its slice of the (dynamic) output projection."""
+        _, heads = self._attend(x)
+        mask = torch.eye(self.heads, dtype=heads.dtype, device=heads.device)
+        mask = mask.repeat_interleave(self.head_dim, dim=1)              # (heads, D)
+        parts = [heads * mask[h] for h in range(self.heads)]
+        return torch.stack(self.to_out.forward_parts(heads, parts), dim=1)
 
 
 class FeedForward(nn.Module):
@@ -203,14 +241,16 @@ class BcosSimpleViT(nn.Module):
 
     Input: encoded images (B, in_channels, H, W) (``[r, g, b, 1-r, 1-g, 1-b]``, see
     :func:`~interpretable.nn.bcos.encode_image`; no mean/std normalisation), H and W multiples
-    of ``token_stride``. Output: logits (B, num_classes). ``image_size`` is the training size;
-    it only sets ``grid_size``, the token grid of token-level attribution maps. ``logit_bias``
-    defaults to log(1/(num_classes - 1)).
+    of ``token_stride``. Output: logits (B, num_classes). ``image_size`` (an int for square
+    images or (height, width)) is the size the model is used at; it only sets ``grid_size``,
+    the token grid of token-level attribution maps (the sin-cos positional embedding follows
+    each input's size). ``logit_bias`` defaults to log(1/(num_classes - 1)).
     """
 
     def __init__(self, *, dim: int, depth: int, heads: int, mlp_dim: int, patch_size: int,
                  stem_channels: Sequence[int] = (), num_classes: int = 1000,
-                 in_channels: int = 6, image_size: int = 224, logit_bias: float | None = None):
+                 in_channels: int = 6, image_size: int | Sequence[int] = 224,
+                 logit_bias: float | None = None):
         super().__init__()
         self.to_patch_embedding = PatchEmbedding(in_channels, dim, patch_size, stem_channels)
         self.dim = dim
@@ -221,11 +261,13 @@ class BcosSimpleViT(nn.Module):
         if logit_bias is None:
             logit_bias = math.log(1.0 / (num_classes - 1)) if num_classes > 1 else 0.0
         self.logit_bias = float(logit_bias)
+        self.output_scale = 1.0  # no output scaling (the holistic ViT's term_logits contract)
         self.token_stride = self.to_patch_embedding.stride
-        if image_size % self.token_stride:
+        size = (image_size,) * 2 if isinstance(image_size, int) else tuple(image_size)
+        if len(size) != 2 or any(side % self.token_stride for side in size):
             raise ValueError(f"image_size={image_size} must be a multiple of the token stride "
-                             f"{self.token_stride}")
-        self.grid_size = (image_size // self.token_stride,) * 2
+                             f"{self.token_stride} (an int or (height, width))")
+        self.grid_size = (size[0] // self.token_stride, size[1] // self.token_stride)
 
     def positional_embedding(self, x: torch.Tensor) -> torch.Tensor:
         """Positional embedding of the token grid of images x (B, C, H, W): (N, D) in x's
@@ -266,6 +308,34 @@ class BcosSimpleViT(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.forward_head(self.forward_features(x)[0])
+
+    def term_names(self) -> list[str]:
+        """Names of the residual-stream terms of :meth:`term_logits`."""
+        names = ["tokens"]
+        for layer, block in enumerate(self.transformer.values()):
+            names += [f"layer{layer}.head{h}" for h in range(block.attn.heads)]
+            names.append(f"layer{layer}.mlp")
+        return names
+
+    def term_logits(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Exact split of the logits over the residual stream: the tokens (patch embedding
+        plus positional embedding), each (layer, head) and each MLP, sent through the head's
+        effective linear map (dynamic factors of the full input). x (B, C, H, W) ->
+        (logits (B, K), terms (B, T, K)), ``terms.sum(1) * output_scale + logit_bias ==
+        logits``; names: :meth:`term_names`."""
+        tokens = self.to_patch_embedding(x).flatten(1, 2) + self.positional_embedding(x)
+        terms = [tokens]
+        for block in self.transformer.values():
+            heads = block.attn.head_terms(tokens)
+            terms.extend(heads.unbind(1))
+            tokens = tokens + heads.sum(1)
+            mlp = block.ff(tokens)
+            terms.append(mlp)
+            tokens = tokens + mlp
+        pooled, norm = tokens.mean(1), self.linear_head.norm
+        parts = norm.forward_parts(pooled, [t.mean(1) for t in terms])
+        term_logits = torch.stack(self.linear_head.linear.forward_parts(norm(pooled), parts), 1)
+        return term_logits.sum(1) + self.logit_bias, term_logits
 
 
 class Contributions(NamedTuple):

@@ -29,6 +29,7 @@ from .bcos_v2 import BcosSimpleViT
 __all__ = [
     "PRETRAINED",
     "PretrainedViT",
+    "architecture_kwargs",
     "bcos_key_map",
     "build_model",
     "checkpoint_path",
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 RELEASE_URL = "https://github.com/B-cos/B-cos-v2/releases/download/v0.0.1-weights"
+HEAD_KEY = "0.linear_head.linear.linear.weight"  # the classifier's weight in the bcos layout
 LISTED_KEYS = 5  # keys named per kind of problem in error messages
 
 
@@ -99,14 +101,21 @@ def _spec(name: str) -> PretrainedViT:
     return PRETRAINED[name]
 
 
-def build_model(architecture: str | Mapping[str, object],
-                device: torch.device | str | None = None) -> BcosSimpleViT:
-    """A randomly initialised :class:`BcosSimpleViT` from a name of :data:`PRETRAINED` or a
-    dict of its keyword arguments; ``device="meta"`` allocates nothing."""
+def architecture_kwargs(architecture: str | Mapping[str, object]) -> dict:
+    """The :class:`BcosSimpleViT` keyword arguments of a name of :data:`PRETRAINED` or a dict
+    of them (a copy)."""
     kwargs = _spec(architecture).architecture if isinstance(architecture, str) else architecture
     if not isinstance(kwargs, Mapping):
         raise TypeError("architecture must be a pretrained name or a dict of BcosSimpleViT "
                         f"arguments, got {type(architecture).__name__}")
+    return dict(kwargs)
+
+
+def build_model(architecture: str | Mapping[str, object],
+                device: torch.device | str | None = None) -> BcosSimpleViT:
+    """A randomly initialised :class:`BcosSimpleViT` from a name of :data:`PRETRAINED` or a
+    dict of its keyword arguments; ``device="meta"`` allocates nothing."""
+    kwargs = architecture_kwargs(architecture)
     with contextlib.nullcontext() if device is None else torch.device(device):
         return BcosSimpleViT(**kwargs)
 
@@ -221,10 +230,11 @@ def load_checkpoint(name_or_path: str | Path, *, architecture: str | Mapping | N
     ``name_or_path``: a name of :data:`PRETRAINED` (read from the torch hub cache, downloaded
     first only with ``download=True``), or a ``.pth`` file in the ``bcos`` key layout. The
     architecture of a file comes from ``architecture`` (a pretrained name or a dict of
-    :class:`BcosSimpleViT` arguments) or, when omitted, from its released file name. Named
-    and released files are checked against their SHA-256 prefix. Raises FileNotFoundError
-    for a missing file and ValueError for a corrupt, truncated, hostile, mismatched or
-    non-finite one.
+    :class:`BcosSimpleViT` arguments) or, when omitted, from its released file name; the
+    number of classes is the checkpoint's head size unless the dict gives ``num_classes``.
+    Named and released files are checked against their SHA-256 prefix. Raises
+    FileNotFoundError for a missing file and ValueError for a corrupt, truncated, hostile,
+    mismatched or non-finite one.
     """
     spec = None
     if isinstance(name_or_path, str) and name_or_path in PRETRAINED:
@@ -232,8 +242,10 @@ def load_checkpoint(name_or_path: str | Path, *, architecture: str | Mapping | N
         path = download_checkpoint(spec.name, progress) if download else \
             checkpoint_path(spec.name)
         if not path.is_file():
-            raise FileNotFoundError(f"{spec.name} is not in the torch hub cache ({path}); pass "
-                                    f"download=True or put {spec.url} there")
+            raise FileNotFoundError(
+                f"{spec.name} is not in the torch hub cache ({path}); download it once with "
+                f"download=True (load_checkpoint, BcosViTClassifier.from_pretrained) or "
+                f"download_checkpoint({spec.name!r}), or put {spec.url} there")
     else:
         path = Path(name_or_path)
         if not path.is_file():
@@ -248,7 +260,11 @@ def load_checkpoint(name_or_path: str | Path, *, architecture: str | Mapping | N
     if spec is not None:
         _verify_hash(path, spec)
     state = _read_state_dict(path)
-    model = build_model(architecture, device="meta")
+    kwargs = architecture_kwargs(architecture)
+    head = state.get(HEAD_KEY)
+    if "num_classes" not in kwargs and head is not None and head.dim() == 2:
+        kwargs["num_classes"] = head.shape[0]
+    model = build_model(kwargs, device="meta")
     key_map = bcos_key_map(model)
     meta_state = model.state_dict()
     _check_state(state, {key_map[k]: t.shape for k, t in meta_state.items()}, path)

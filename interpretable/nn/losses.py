@@ -48,10 +48,18 @@ class OutputCrossEntropy(nn.Module):
 
 class OneHotBCE(nn.Module):
     """Binary cross-entropy on sigmoid outputs against one-hot targets (B-cos training),
-    optionally weighted per sample."""
+    optionally weighted per sample. ``off_value``: the target of the other classes (0; the
+    B-cos v2 models train with 1/n_classes, ``"uniform"``, whose logit is the logit bias
+    log(1/(n_classes-1)): a wrong class needs no contribution, not an unbounded negative one)."""
+
+    def __init__(self, off_value: float | str = 0.0):
+        super().__init__()
+        self.off_value = off_value
 
     def forward(self, logits: torch.Tensor, y: torch.Tensor, sample_weight=None) -> torch.Tensor:
-        target = F.one_hot(y.long(), logits.shape[1]).to(logits.dtype)
+        k = logits.shape[1]
+        off = 1.0 / k if self.off_value == "uniform" else float(self.off_value)
+        target = F.one_hot(y.long(), k).to(logits.dtype) * (1.0 - off) + off
         if sample_weight is None:
             return F.binary_cross_entropy_with_logits(logits, target)
         return weighted_mean(F.binary_cross_entropy_with_logits(

@@ -129,6 +129,14 @@ def _bcos_vit():
     return BcosViTClassifier(**_TINY_VIT)
 
 
+def _bcos_v2():
+    """A tiny B-cos v2 ViT (the released models' design) on grey digits, images as given."""
+    from interpretable import BcosViTClassifier
+
+    return BcosViTClassifier(architecture=dict(dim=8, depth=1, heads=2, mlp_dim=8, patch_size=4),
+                             max_epochs=2, batch_size=32, random_state=0)
+
+
 def _vit():
     from interpretable import ViTClassifier
 
@@ -145,6 +153,7 @@ CASES = [
     Case("SEATClassifier-seat", _seat("seat"), _sentiment, "text"),
     Case("SEATClassifier-word-at", _seat("word-at"), _sentiment, "text"),
     Case("BcosViTClassifier", _bcos_vit, _digits, "image"),
+    Case("BcosViTClassifier-v2", _bcos_v2, _digits, "image"),
     Case("ViTClassifier", _vit, _digits, "image", {"method": "input_x_gradient"}),
     Case("ISANLanguageModel", _isan, _shakespeare_lines, "chars"),
     Case("LSTMLanguageModel", _lstm_lm, _shakespeare_lines, "chars"),

@@ -20,7 +20,7 @@ from interpretable import AttentionTextClassifier, EmbeddingBagClassifier
 from interpretable.estimators import model_folder, persistence
 from interpretable.estimators.base import NeuralEstimator
 
-from .cases import CASES, _sentiment
+from .cases import _sentiment
 
 CONFIG = "config.json"
 WEIGHTS = re.compile(r"weights-[0-9a-f]{16}\.safetensors")
@@ -190,7 +190,9 @@ def _longer_vocabulary(config):
     return _with(config, keys, _field(config, keys) + ["\u2603"])
 
 
-_SIZE = (("fitted", "embed_dim"), ("params", "embed_dim"), ("params", "hidden_size"))
+# the v2 B-cos ViT's width is in its fitted architecture (its params.embed_dim is refused)
+_SIZE = (("fitted", "embed_dim"), ("fitted", "architecture_", "dim"), ("params", "embed_dim"),
+         ("params", "hidden_size"))
 # edit of the decoded config.json (a str replaces the whole file) -> pattern of the ValueError
 CONFIG_EDITS = {
     "not an object": (lambda c: [c], "must hold a JSON object, got list"),
@@ -206,7 +208,8 @@ CONFIG_EDITS = {
                          "'hidden_size' parameter"),
     "doubled size": (lambda c: _with(c, _first(c, *_SIZE), 2 * _field(c, _first(c, *_SIZE))),
                      rf"tensor '[^']+' has shape \(.*\) in the weights file but {CONFIG} implies "
-                     r"\(.*\) \(its shape follows \[.*'(embed_dim_?|hidden_size)'"),
+                     r"\(.*\) \(its shape follows "
+                     r"(\[.*'(embed_dim_?|hidden_size)'|the fitted state)"),
     # the shapes are computed on the meta device (or overflow there), never allocated
     "huge size": (lambda c: _with(c, _first(c, *_SIZE), HUGE),
                   rf"implies \(.*{HUGE}|overflow"),

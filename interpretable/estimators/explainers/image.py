@@ -2,7 +2,8 @@
 :class:`~interpretable.explanation.ImageExplanation`.
 
 * ``"inherent"`` (:class:`BcosContributions`): the exact B-cos contribution maps
-  ``W(x)ᵀ_k ⊙ x``, one forward and one backward pass per batch;
+  ``W(x)ᵀ_k ⊙ x``, one forward and one backward pass per batch (for B-cos v2 models the
+  positional embedding's contribution goes into ``bias``);
 * ``"rollout"``, ``"final_attention"``, ``"gradsam"``, ``"gradcam"``, ``"input_x_gradient"``,
   ``"integrated_gradients"``: post-hoc maps of
   :func:`~interpretable.attribution.vision.attribute` (integrated gradients start from a black
@@ -16,6 +17,7 @@ import torch
 
 from ...attribution.vision import attribute, inherent, inherent_terms
 from ...explanation import ImageExplanation
+from ...nn.bcos_v2 import BcosSimpleViT, contributions
 from .base import Attributions, Explainer, register
 
 __all__ = ["ImageExplainer", "BcosContributions", "Rollout", "FinalAttention", "GradSAM",
@@ -23,8 +25,15 @@ __all__ = ["ImageExplainer", "BcosContributions", "Rollout", "FinalAttention", "
 
 
 def _stacked(fields: dict, name: str, dtype=None):
-    return np.stack(fields[name]).astype(dtype or fields[name][0].dtype) if name in fields \
-        else None
+    """The per-sample arrays ``fields[name]`` as one array, or None; each row is released once
+    copied, so memory peaks at the result plus one batch (not twice the result)."""
+    if name not in fields:
+        return None
+    rows = fields[name]
+    out = np.empty((len(rows), *np.shape(rows[0])), dtype=dtype or rows[0].dtype)
+    for i in range(len(rows)):
+        out[i], rows[i] = rows[i], None
+    return out
 
 
 class ImageExplainer(Explainer):
@@ -33,10 +42,10 @@ class ImageExplainer(Explainer):
     applies_to = ("VisionTransformerClassifier",)
 
     def assemble(self, estimator, encoded, fields, **options) -> ImageExplanation:
-        logits = torch.as_tensor(np.stack(fields["logits"]), dtype=torch.float64)
+        logits = torch.as_tensor(_stacked(fields, "logits"), dtype=torch.float64)
         classes = estimator.classes_
         return ImageExplanation(
-            values=np.stack(fields["values"]),
+            values=_stacked(fields, "values"),
             target=classes[np.asarray(fields["target"], dtype=np.int64)],
             prediction=classes[logits.argmax(1).numpy()], method=self.name,
             images=encoded.images, weights=_stacked(fields, "weights"),
@@ -44,6 +53,7 @@ class ImageExplainer(Explainer):
             components=_stacked(fields, "components"),
             component_names=self.component_names(estimator, **options),
             proba=torch.softmax(logits, 1).numpy(), classes=classes,
+            crop_boxes=getattr(encoded, "crop_boxes", None),
             class_independent=self.class_independent)
 
     def component_names(self, estimator, **options) -> list:
@@ -60,11 +70,12 @@ def _chosen(logits: torch.Tensor, target) -> torch.Tensor:
 @register
 class BcosContributions(ImageExplainer):
     """The exact contribution maps ``W(x)ᵀ_k ⊙ x`` summed over channels, with ``W(x)``
-    (``weights``), logit and bias (``completeness_error``).
+    (``weights``), logit and bias (``completeness_error``); the bias of a B-cos v2 model is its
+    logit bias plus the contribution of its positional embedding.
 
     by : None or "head": also the exact contribution of every residual-stream component
         (token embedding, each layer's heads and MLP) as ``components``; they sum to
-        ``values``.
+        ``values`` (for v2 models the positional embedding's share stays in ``bias``).
     dtype : None or "float64": explain with a float64 copy of the model (completeness to
         ~1e-12 instead of float32 rounding, which is relatively large for logits near 0).
     """
@@ -83,15 +94,18 @@ class BcosContributions(ImageExplainer):
         x = batch["x"].to(next(module.parameters()).dtype)
         chosen = None if target is None else \
             torch.as_tensor(np.asarray(target), dtype=torch.long, device=x.device)
-        maps, weights, logits = inherent(module, x, chosen)
-        t = logits.argmax(1) if chosen is None else chosen
+        if isinstance(module, BcosSimpleViT):
+            maps, weights, positional, logits, t = contributions(module, x, chosen)
+            bias = positional.double() + module.logit_bias
+        else:
+            maps, weights, logits = inherent(module, x, chosen)
+            t = logits.argmax(1) if chosen is None else chosen
+            bias = torch.full((len(t),), float(module.logit_bias), dtype=torch.float64)
         extras = {"weights": weights.permute(0, 2, 3, 1)}
         if by == "head":
             extras["components"] = inherent_terms(module, x, t)[0]
         return Attributions(values=maps, logits=logits, target=t,
-                            logit=logits.gather(1, t[:, None])[:, 0],
-                            bias=torch.full((len(t),), float(module.logit_bias), dtype=torch.float64),
-                            extras=extras)
+                            logit=logits.gather(1, t[:, None])[:, 0], bias=bias, extras=extras)
 
     def component_names(self, estimator, *, by=None) -> list:
         return list(estimator.module_.term_names()) if by == "head" else []
