@@ -35,6 +35,7 @@ from ..nn.tensors import resolve_device
 from ..validation import check_batch_size, check_random_state_seed
 from .explainers import explainers_for, get_explainer
 from .persistence import load_estimator, save_estimator
+from .state import EstimatorState
 from .training import (TRAINING_CONSTRAINTS, TrainingDivergedError, TrainingNet,
                        check_sample_weight, expand_parameter_docs, fit_transactionally,
                        plain_print, train_module, warm_started)
@@ -77,7 +78,7 @@ class _ExplainMethods:
         return tuple(explainer.name for explainer in explainers_for(owner))
 
 
-class NeuralEstimator(BaseEstimator):
+class NeuralEstimator(EstimatorState, BaseEstimator):
     """Base class of the neural estimators.
 
     Parameters
