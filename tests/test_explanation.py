@@ -9,6 +9,7 @@ import pytest
 from interpretable.explanation import (
     FRAME_COLUMNS,
     FRAME_DTYPES,
+    LABEL_COLUMNS,
     ImageExplanation,
     SequenceExplanation,
     TokenExplanation,
@@ -78,8 +79,10 @@ def test_frame_has_only_the_columns_of_its_input_kind(make, absent):
     frame = make().to_frame()
     assert list(frame.columns) == [c for c in FRAME_COLUMNS if c in frame.columns]
     assert not absent & set(frame.columns)
-    assert {c: str(t) for c, t in frame.dtypes.items() if c != "sample"} == \
-        {c: FRAME_DTYPES[c] for c in frame.columns if c != "sample"}
+    assert {c: str(t) for c, t in frame.dtypes.items() if c not in ("sample", *LABEL_COLUMNS)} \
+        == {c: FRAME_DTYPES[c] for c in frame.columns if c not in ("sample", *LABEL_COLUMNS)}
+    assert {str(frame[c].dtype) for c in LABEL_COLUMNS} == \
+        {"str" if make is _sequence else "int64"}  # the classes' dtype
 
 
 @pytest.mark.parametrize("make", [_tokens, _image, _sequence])
@@ -92,9 +95,11 @@ def test_csv_and_parquet_round_trips_keep_values_and_dtypes(make, tmp_path):
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "e.parquet"), frame)
 
 
-def test_labels_are_strings_and_tokens_like_null_survive_csv(tmp_path):
+def test_labels_keep_the_classes_dtype_and_tokens_like_null_survive_csv(tmp_path):
     frame = _tokens().to_frame()
-    assert frame["target"].tolist() == ["1", "1", "0", "0"]
+    assert frame["target"].tolist() == [1, 1, 0, 0]
+    assert _tokens(target=np.array(["1", "0"])).to_frame()["target"].tolist() == \
+        ["1", "1", "0", "0"]
     frame.to_csv(tmp_path / "e.csv", index=False)
     assert read_frame(tmp_path / "e.csv")["token"].tolist() == ["a", "<b>", "null", "na"]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._frame import labels
+from ._frame import labels, texts
 from .chunked import iter_explanations
 from ._style import (
     NAN_COLOUR,
@@ -168,7 +168,7 @@ def global_explanation(source, X=None, *, chunk_size: int = 1000,
         values = np.concatenate(explanation.values).astype(np.float64)
         frame = pd.DataFrame({
             "target": labels(explanation.target)[np.repeat(np.arange(len(lengths)), lengths)],
-            "token": labels([t for units in explanation.units for t in units]),
+            "token": texts([t for units in explanation.units for t in units]),
             "count": 1, "nan": np.isnan(values), "sum": np.nan_to_num(values, nan=0.0),
             "abs": np.nan_to_num(np.abs(values), nan=0.0)})
         part = frame.groupby(["target", "token"]).sum()

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ._base import ClassifierExplanation, check_kind
-from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels
+from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels, texts
 from ._style import (
     NAN_COLOUR,
     colormap,
@@ -128,7 +128,7 @@ class ImageExplanation(ClassifierExplanation):
             "unit": pixel,
             "row": pixel // w,
             "col": pixel % w,
-            "component": np.tile(np.repeat(labels(names), h * w), n),
+            "component": np.tile(np.repeat(texts(names), h * w), n),
             "target": labels(self.target)[rows],
             "attribution": maps.reshape(-1).astype(np.float64),
             "prediction": labels(self.prediction)[rows],

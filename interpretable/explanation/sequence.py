@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ._base import Explanation, check_kind, relative_error
-from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels
+from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels, texts
 from ._style import (
     NAN_COLOUR,
     colormap,
@@ -214,7 +214,7 @@ class SequenceExplanation(Explanation):
         return {
             "sample": self.ids()[np.full(len(unit), i)],
             "unit": unit,
-            "token": labels(self.units[i])[unit],
+            "token": texts(self.units[i])[unit],
             "char_start": None if spans is None else spans[unit, 0],
             "char_end": None if spans is None else spans[unit, 1],
             "step": step[which],

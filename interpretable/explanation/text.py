@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ._base import ClassifierExplanation, check_kind
-from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels
+from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels, texts
 from ._style import (
     document,
     esc,
@@ -144,9 +144,9 @@ class TokenExplanation(ClassifierExplanation):
         return build_frame({
             "sample": self.ids()[rows],
             "unit": np.concatenate([np.arange(n) for n in lengths]),
-            "token": labels([t for tokens in self.units for t in tokens]),
+            "token": texts([t for tokens in self.units for t in tokens]),
             "query": None if self.queries is None
-            else labels([" ".join(q) for q in self.queries])[rows],
+            else texts([" ".join(q) for q in self.queries])[rows],
             "char_start": None if spans is None else pd.arrays.IntegerArray(spans[:, 0],
                                                                             spans[:, 0] < 0),
             "char_end": None if spans is None else pd.arrays.IntegerArray(spans[:, 1],
