@@ -7,6 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
+import torch
 
 from interpretable.estimators.state import estimator_state, set_estimator_state, trusted_types
 
@@ -111,3 +112,15 @@ def test_unfitted_estimators_keep_their_parameters(fitted):
     blank = pickle.loads(pickle.dumps(type(clf)(embed_dim=3, lr=0.5)))
     assert not hasattr(blank, "module_")
     assert (blank.embed_dim, blank.lr) == (3, 0.5)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="simulates a machine without CUDA")
+def test_a_pickle_made_for_a_gpu_loads_on_the_cpu(fitted):
+    """The state holds numpy weights: a model fitted with device="cuda" unpickles onto the
+    CPU where there is no GPU (its device parameter is kept for the next fit)."""
+    clf, X_test = fitted
+    state = estimator_state(clf)
+    state["params"] = {**state["params"], "device": "cuda"}
+    restored = _restore(state, type(clf))
+    assert restored.device == "cuda" and restored.device_.type == "cpu"
+    np.testing.assert_array_equal(restored.predict_proba(X_test), clf.predict_proba(X_test))
