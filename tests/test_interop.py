@@ -97,6 +97,14 @@ def test_pandas_index_stays_the_sample_ids(fitted, data):
     assert fitted.explain(table).to_frame()["sample"].unique().tolist() == list(table.index)
 
 
+@pytest.mark.parametrize("kind", ["polars", "pyarrow", "numpy (n, 1)"])
+def test_chunked_explanations_of_any_table_match_the_list(fitted, data, kind):
+    """Chunks of a table are tables: the streamed export is the same as the list's."""
+    X, _, _ = data
+    pd.testing.assert_frame_equal(explanations_to_frame(fitted, _tables(X)[kind], chunk_size=7),
+                                  explanations_to_frame(fitted, X, chunk_size=7))
+
+
 @pytest.mark.parametrize("output", ["default", "pandas", "polars"])
 def test_column_transformer_feeds_the_estimator_in_a_pipeline(fitted, data, output):
     X, y, X_test = data
