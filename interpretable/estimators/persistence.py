@@ -119,7 +119,7 @@ def save_estimator(estimator, path) -> Path:
     state = {k: v.detach().cpu().contiguous() for k, v in estimator.module_.state_dict().items()}
     try:
         restore_estimator(json.loads(text), type(estimator), "cpu",
-                 {k: tuple(v.shape) for k, v in state.items()}, state.__getitem__)
+                          {k: tuple(v.shape) for k, v in state.items()}, state.__getitem__)
     except ValueError as exc:
         raise ValueError(f"cannot save {type(estimator).__name__}: the files would not load "
                          f"back: {exc}") from exc
