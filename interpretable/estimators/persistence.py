@@ -36,7 +36,7 @@ from .model_folder import (
     read_snapshot,
 )
 
-__all__ = ["save_estimator", "load_estimator", "to_jsonable", "from_jsonable"]
+__all__ = ["save_estimator", "load_estimator", "restore_estimator", "to_jsonable", "from_jsonable"]
 
 #: bound on the size of a decoded array in a config
 MAX_ARRAY_BYTES = 2**30
@@ -118,8 +118,8 @@ def save_estimator(estimator, path) -> Path:
     text = json.dumps({**_config(estimator), "weights": new_weights_name()}, indent=1)
     state = {k: v.detach().cpu().contiguous() for k, v in estimator.module_.state_dict().items()}
     try:
-        _restore(json.loads(text), type(estimator), "cpu",
-                 {k: tuple(v.shape) for k, v in state.items()}, state.__getitem__)
+        restore_estimator(json.loads(text), type(estimator), "cpu",
+                          {k: tuple(v.shape) for k, v in state.items()}, state.__getitem__)
     except ValueError as exc:
         raise ValueError(f"cannot save {type(estimator).__name__}: the files would not load "
                          f"back: {exc}") from exc
@@ -161,7 +161,7 @@ def load_estimator(cls, path, device="auto"):
         try:
             with safe_open(str(weights_file), framework="pt") as f:
                 shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
-                return _restore(config, cls, device, shapes, f.get_tensor)
+                return restore_estimator(config, cls, device, shapes, f.get_tensor)
         except RuntimeError:  # torch opens the file again to read the tensors
             if weights_file.is_file():
                 raise
@@ -174,7 +174,8 @@ def load_estimator(cls, path, device="auto"):
     return read_snapshot(path, read)
 
 
-def _restore(config, cls, device, shapes: Mapping[str, tuple], read: Callable[[str], torch.Tensor]):
+def restore_estimator(config, cls, device, shapes: Mapping[str, tuple],
+                      read: Callable[[str], torch.Tensor]):
     """The fitted estimator described by ``config`` (decoded config.json) and its tensors:
     ``shapes`` maps each tensor's name to its shape, ``read(name)`` reads it. Raises a
     ``ValueError`` naming the wrong field or tensor; reads tensors only once the module built

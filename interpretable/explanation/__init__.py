@@ -13,15 +13,17 @@ columns of :data:`FRAME_COLUMNS` that apply to its input kind (no all-missing co
     row, col           int64  pixel coordinates (images)
     step               int64  step of the explained logit, in units of the level (sequences)
     component          str    "total", or the model component (e.g. "layer0.head1") (images)
-    target             str    the class / symbol whose logit is explained
+    target             label  the class / symbol whose logit is explained
     attribution        float64 contribution of the unit to that logit
-    prediction         str    the model's prediction for the sample (or step)
+    prediction         label  the model's prediction for the sample (or step)
     method             str    explanation method ("inherent", "attention", ...)
     class_independent  bool   the method gives the same values for every target (attention)
 
-Labels are always strings (``str(label)``), so ``to_frame()``, :func:`read_frame` of a CSV or
-Parquet export and :func:`~interpretable.streaming.explanations_to_frame` agree on dtypes and
-merge. :func:`write_frame` writes a table whole or not at all; a CSV gets its dtypes in a
+Labels (:data:`LABEL_COLUMNS`) keep the dtype of the estimator's classes: int64, float64 or
+bool for numeric classes (int labels stay int, so the table joins the caller's ``y``), str for
+any other; ``to_frame()``, :func:`read_frame` of a CSV or Parquet export and
+:func:`~interpretable.streaming.explanations_to_frame` agree on dtypes and merge.
+:func:`write_frame` writes a table whole or not at all; a CSV gets its dtypes in a
 ``.schema.json`` file beside it (ids such as ``"007"`` read back as strings) and text cells that
 spreadsheets would run as formulas start with ``'`` (``escape_formulas=False``: raw).
 ``to_frame(kind="samples")`` has one row per sample (× step) with the columns of
@@ -44,6 +46,7 @@ from .chunked import citing_samples, iter_explanations
 from ._frame import (
     FRAME_COLUMNS,
     FRAME_DTYPES,
+    LABEL_COLUMNS,
     SAMPLE_COLUMNS,
     read_frame,
     table_writer,
@@ -57,6 +60,7 @@ from .text import TokenExplanation, token_offsets
 __all__ = [
     "FRAME_COLUMNS",
     "FRAME_DTYPES",
+    "LABEL_COLUMNS",
     "SAMPLE_COLUMNS",
     "GlobalExplanation",
     "ImageExplanation",

@@ -23,14 +23,18 @@ SAMPLE_COLUMNS = [
     "sample", "step", "target", "prediction", "logit", "bias", "target_probability",
     "prediction_probability", "completeness_error", "method", "class_independent",
 ]
-#: The dtype of every column but ``sample`` (int64 positions, or the caller's ids).
+#: The dtype of every column but ``sample`` (int64 positions, or the caller's ids) and the
+#: :data:`LABEL_COLUMNS`.
 FRAME_DTYPES = {
     "unit": "int64", "token": "str", "query": "str", "char_start": "Int64", "char_end": "Int64",
-    "row": "int64", "col": "int64", "step": "int64", "component": "str", "target": "str",
-    "attribution": "float64", "prediction": "str", "method": "str", "class_independent": "bool",
+    "row": "int64", "col": "int64", "step": "int64", "component": "str",
+    "attribution": "float64", "method": "str", "class_independent": "bool",
     "logit": "float64", "bias": "float64", "target_probability": "float64",
     "prediction_probability": "float64", "completeness_error": "float64",
 }
+#: Columns of class labels or symbols: the dtype of the estimator's classes (int64, float64 or
+#: bool for numeric classes, str for any other).
+LABEL_COLUMNS = ("target", "prediction")
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -41,22 +45,30 @@ def exportable(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
-def labels(values) -> np.ndarray:
-    """Class labels or symbols as exportable strings (object array)."""
+def texts(values) -> np.ndarray:
+    """Tokens, symbols or names as exportable strings (object array)."""
     return np.array([exportable(str(v)) for v in np.asarray(values, dtype=object).ravel()],
                     dtype=object)
 
 
+def labels(values) -> np.ndarray:
+    """Class labels or symbols for a :data:`LABEL_COLUMNS` column: numbers and booleans as they
+    are (the classes' dtype), anything else as exportable strings (see :func:`texts`)."""
+    values = np.asarray(values)
+    return values.ravel() if values.dtype.kind in "biuf" else texts(values)
+
+
 def build_frame(columns: dict, order: list) -> pd.DataFrame:
-    """A DataFrame of the non-None ``columns`` in ``order``, cast to :data:`FRAME_DTYPES`
-    (string sample ids made exportable too)."""
+    """A DataFrame of the non-None ``columns`` in ``order``, cast to :data:`FRAME_DTYPES` and
+    string labels to str (string sample ids made exportable too)."""
     data = {name: columns[name] for name in order if columns.get(name) is not None}
     if "sample" in data and np.asarray(data["sample"]).dtype.kind in "OU":
         data["sample"] = np.array([exportable(v) if isinstance(v, str) else v
                                    for v in data["sample"]], dtype=object)
     frame = pd.DataFrame(data)
-    return frame.astype({name: FRAME_DTYPES[name] for name in frame.columns
-                         if name in FRAME_DTYPES})
+    return frame.astype({name: FRAME_DTYPES.get(name, "str") for name in frame.columns
+                         if name in FRAME_DTYPES or name in LABEL_COLUMNS
+                         and frame[name].dtype == object})
 
 
 # ---------------------------------------------------------------------------- files
@@ -183,10 +195,11 @@ def write_frame(frame: pd.DataFrame, path, *, escape_formulas: bool = True) -> P
 
 def read_frame(path) -> pd.DataFrame:
     """Read an explanation table written as ``.csv`` or ``.parquet`` with the dtypes
-    ``to_frame()`` gives. A CSV is read with the dtypes of its ``<path>.schema.json`` (written
-    by :func:`write_frame`); without one (a CSV written by other tools), the label ``"1"``
-    still reads as a string and the token ``"null"`` as a token, and ``sample`` as int64 when
-    every id is an integer."""
+    ``to_frame()`` gives (labels included: int labels stay int). A CSV is read with the dtypes of
+    its ``<path>.schema.json`` (written by :func:`write_frame`); without one (a CSV written by
+    other tools), the token ``"null"`` still reads as a token, and ``sample``, ``target`` and
+    ``prediction`` take pandas' inferred dtypes (int64 when every value is an integer, so a
+    string label ``"1"`` needs the schema to stay a string)."""
     path = check_table_path(path)
     if path.suffix == ".parquet":
         return pd.read_parquet(path)
@@ -195,8 +208,8 @@ def read_frame(path) -> pd.DataFrame:
     header = pd.read_csv(path, nrows=0).columns
     recorded = {name: "str" if dtype in _TEXT_DTYPES else dtype
                 for name, dtype in schema["dtypes"].items()}
-    dtypes = {name: recorded.get(name, FRAME_DTYPES.get(name)) for name in header
-              if name in recorded or name in FRAME_DTYPES}
+    known = {**FRAME_DTYPES, **recorded}
+    dtypes = {name: known[name] for name in header if name in known}
     readable = {name: dtype if dtype in (*FRAME_DTYPES.values(), "float64") else "str"
                 for name, dtype in dtypes.items()}
     missing = {name: [""] for name, dtype in readable.items() if dtype != "str"}

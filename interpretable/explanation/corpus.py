@@ -7,22 +7,19 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._frame import labels
+from ._frame import labels, texts
 from .chunked import iter_explanations
 from ._style import (
     NAN_COLOUR,
     NEGATIVE,
     POSITIVE,
     SEQUENTIAL,
-    document,
-    esc,
+    figure_png,
     finite_peak,
-    figure_html,
-    fmt,
-    header,
     hex_colour,
     plot_text,
-    semantics,
+    render,
+    table_cells,
     value_text,
 )
 from .text import TokenExplanation
@@ -116,29 +113,15 @@ class GlobalExplanation:
     def to_html(self, k: int = 10, min_count: int = 3, *, standalone: bool = False) -> str:
         """The bar chart (embedded PNG) and the table of :meth:`top`, with the method and
         the colour semantics."""
-        key = "".join(
-            f'<span class="ie-tok" style="background:{hex_colour(c)};color:#ffffff">{w}</span> '
-            for c, w in ([(SEQUENTIAL, "mean weight")] if self.class_independent else
-                         [(POSITIVE, "raises the logit on average"),
-                          (NEGATIVE, "lowers it on average")]))
-        flag = semantics(False, self.method, "") if self.class_independent else ""
+        key = [(SEQUENTIAL, "mean weight")] if self.class_independent else \
+            [(POSITIVE, "raises the logit on average"), (NEGATIVE, "lowers it on average")]
         top = self.top(k, min_count)
-        note = self._nonfinite_note(top, min_count)
-        head = "".join(f"<th>{esc(c)}</th>" for c in top.columns)
-        body = "".join("<tr>" + "".join(
-            f"<td>{esc(fmt(v) if isinstance(v, float) else v)}</td>" for v in row)
-            + "</tr>" for row in top.itertuples(index=False))
-        parts = [header("Corpus view: tokens by mean attribution", self.method,
-                        self.class_independent, []),
-                 f'<div class="ie-legend">{key}<span>{esc(note)}</span></div>',
-                 f'<p class="ie-note">{flag} Each bar: a token\'s mean attribution to the '
-                 f"logit of the target class over its occurrences (n) in the {self.n_samples} "
-                 f"samples explained for that class; tokens seen at least {min_count} "
-                 "time(s).</p>",
-                 figure_html(self.plot(k, min_count), alt=f"{self.method} corpus bar chart"),
-                 f'<table class="ie-table"><tr>{head}</tr>{body}</table>']
-        return document("corpus", self.method, parts, standalone,
-                        title=f"{self.method} corpus view")
+        return render("corpus.html", kind="corpus", method=self.method, standalone=standalone,
+                      title=f"{self.method} corpus view", signed=not self.class_independent,
+                      key=[(hex_colour(c), meaning) for c, meaning in key],
+                      note=self._nonfinite_note(top, min_count), n_samples=self.n_samples,
+                      min_count=min_count, png=figure_png(self.plot(k, min_count)),
+                      top=table_cells(top))
 
     def _repr_html_(self) -> str:
         return self.to_html()
@@ -168,7 +151,7 @@ def global_explanation(source, X=None, *, chunk_size: int = 1000,
         values = np.concatenate(explanation.values).astype(np.float64)
         frame = pd.DataFrame({
             "target": labels(explanation.target)[np.repeat(np.arange(len(lengths)), lengths)],
-            "token": labels([t for units in explanation.units for t in units]),
+            "token": texts([t for units in explanation.units for t in units]),
             "count": 1, "nan": np.isnan(values), "sum": np.nan_to_num(values, nan=0.0),
             "abs": np.nan_to_num(np.abs(values), nan=0.0)})
         part = frame.groupby(["target", "token"]).sum()

@@ -8,19 +8,17 @@ import numpy as np
 import pandas as pd
 
 from ._base import ClassifierExplanation, check_kind
-from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels
+from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels, texts
 from ._style import (
     NAN_COLOUR,
     colormap,
-    document,
-    esc,
-    figure_html,
-    fmt,
-    header,
+    figure_png,
     legend,
     nonfinite_caption,
     plot_text,
-    semantics,
+    render,
+    table_cells,
+    target_names,
     value_text,
 )
 
@@ -131,7 +129,7 @@ class ImageExplanation(ClassifierExplanation):
             "unit": pixel,
             "row": pixel // w,
             "col": pixel % w,
-            "component": np.tile(np.repeat(labels(names), h * w), n),
+            "component": np.tile(np.repeat(texts(names), h * w), n),
             "target": labels(self.target)[rows],
             "attribution": maps.reshape(-1).astype(np.float64),
             "prediction": labels(self.prediction)[rows],
@@ -242,25 +240,11 @@ class ImageExplanation(ClassifierExplanation):
         first ``max_samples`` samples (index the explanation for others)."""
         shown = self[:max_samples]
         signed = not self.class_independent
-        note = semantics(signed, self.method, "the logit of the target class")
-        if self.weights is not None:
-            note += (" W(x) colour view: each pixel in the input colour the model's weights "
-                     "align with, opaque where it contributes positively (B-cos).")
-        if len(self) > max_samples:
-            note += f" Showing {max_samples} of {len(self)} samples."
-        parts = [header("Pixel contributions", self.method, self.class_independent, self.target),
-                 legend(None, signed, "the target's logit", per="map", values=[shown.values]),
-                 f'<p class="ie-note">{note}</p>', shown._samples_table(),
-                 figure_html(shown.plot(), alt=f"{self.method} contribution maps")]
-        return document("images", self.method, parts, standalone,
-                        title=f"{self.method} pixel contributions")
-
-    def _samples_table(self) -> str:
-        """An HTML table of the per-sample frame (ids, classes, probabilities, logits)."""
-        frame = self.to_frame(kind="samples").drop(columns=["method", "class_independent"])
-        head = "".join(f"<th>{esc(c)}</th>" for c in frame.columns)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{esc(fmt(v) if isinstance(v, float) else v)}</td>"
-                             for v in row) + "</tr>"
-            for row in frame.itertuples(index=False))
-        return f'<table class="ie-table"><tr>{head}</tr>{body}</table>'
+        samples = shown.to_frame(kind="samples").drop(columns=["method", "class_independent"])
+        return render("images.html", kind="images", method=self.method, standalone=standalone,
+                      title=f"{self.method} pixel contributions", signed=signed,
+                      targets=target_names(self.target), weights=self.weights is not None,
+                      shown=len(shown), total=len(self), samples=table_cells(samples),
+                      png=figure_png(shown.plot()),
+                      scale=legend(None, signed, "the target's logit", per="map",
+                                   values=[shown.values]))

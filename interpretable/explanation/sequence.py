@@ -9,21 +9,19 @@ import numpy as np
 import pandas as pd
 
 from ._base import Explanation, check_kind, relative_error
-from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels
+from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels, texts
 from ._style import (
     NAN_COLOUR,
     colormap,
-    document,
-    esc,
     finite_peak,
     fmt,
-    header,
-    heat_span,
+    heat_cells,
     legend,
     nonfinite_caption,
     plot_text,
+    render,
     row_scales,
-    semantics,
+    target_names,
     value_text,
 )
 
@@ -214,7 +212,7 @@ class SequenceExplanation(Explanation):
         return {
             "sample": self.ids()[np.full(len(unit), i)],
             "unit": unit,
-            "token": labels(self.units[i])[unit],
+            "token": texts(self.units[i])[unit],
             "char_start": None if spans is None else spans[unit, 0],
             "char_end": None if spans is None else spans[unit, 1],
             "step": step[which],
@@ -256,39 +254,29 @@ class SequenceExplanation(Explanation):
         rows = [row[: s + 1] for i, (picked, step) in enumerate(selected)
                 for row, s in zip(self._dense(i, picked, step), step)]
         scales = row_scales(scale, rows)
-        signed = not self.class_independent
         shared = None if scale == "row" else (scales[0] if len(scales) else 0.0)
+        signed = not self.class_independent
         targets = [t for i, (picked, _) in enumerate(selected) for t in self.target[i][picked]]
-        what = "the logit of the step's target symbol"
-        parts = [header(f"{self.level.capitalize()}-level contributions", self.method,
-                        self.class_independent, [visible(t) for t in targets]),
-                 legend(shared, signed, "the target's logit", values=rows),
-                 f'<p class="ie-note">{semantics(signed, self.method, what)} Each row explains '
-                 f"the prediction after reading up to its step; units not read yet are grey."
-                 "</p>"]
-        scales = iter(scales)
-        for i, (picked, step) in enumerate(selected):
-            parts.append(self._html_sample(i, picked, step, scales, signed))
-        return document("sequence", self.method, parts, standalone,
-                        title=f"{self.method} {self.level}-level contributions")
+        per_row = iter(scales)
+        samples = [self._html_sample(i, picked, step, per_row, signed)
+                   for i, (picked, step) in enumerate(selected)]
+        return render("sequence.html", kind="sequence", method=self.method,
+                      standalone=standalone, signed=signed, level=self.level,
+                      title=f"{self.method} {self.level}-level contributions",
+                      targets=target_names(visible(t) for t in targets), samples=samples,
+                      scale=legend(shared, signed, "the target's logit", values=rows))
 
-    def _html_sample(self, i, picked, step, scales, signed) -> str:
+    def _html_sample(self, i, picked, step, scales, signed) -> dict:
+        """One sample of the view (``sequence.html``): a row per explained step, the units
+        read so far coloured and the later ones grey."""
         units = [str(u).translate(_LINE_BREAKS) for u in self.units[i]]
-        n_steps = len(self._explained(i)[0])
-        lines = []
-        for r, s, values in zip(picked, step, self._dense(i, picked, step)):
-            scale = next(scales)
-            cells = [heat_span(u, v, scale, signed, u) for u, v in zip(units[: s + 1], values)]
-            cells += [f'<span class="ie-future">{esc(u)}</span>' for u in units[s + 1:]]
-            logit = "" if self.logit is None else f" · logit {value_text(self.logit[i][r])}"
-            label = (f"step {s} → <b>{esc(visible(self.target[i][r]))}</b> (predicted "
-                     f"{esc(visible(self.prediction[i][r]))}){logit}")
-            lines.append(f'<tr><th>{label}</th><td class="ie-seq" dir="auto">{"".join(cells)}'
-                         "</td></tr>")
-        meta = (f"sample <b>{esc(self.ids()[i])}</b> · {self.level} level · showing "
-                f"{len(picked)} of {n_steps} steps (choose with steps=)")
-        return (f'<div class="ie-row" data-sample="{esc(self.ids()[i])}"><div class="ie-meta">'
-                f'{meta}</div><table class="ie-steps">{"".join(lines)}</table></div>')
+        rows = [{"step": s, "target": visible(self.target[i][r]),
+                 "prediction": visible(self.prediction[i][r]),
+                 "logit": None if self.logit is None else value_text(self.logit[i][r]),
+                 "cells": heat_cells(units[: s + 1], values, next(scales), signed),
+                 "future": units[s + 1:]}
+                for r, s, values in zip(picked, step, self._dense(i, picked, step))]
+        return {"id": self.ids()[i], "steps": len(self._explained(i)[0]), "rows": rows}
 
     def plot(self, sample: int = 0, steps=None, *, max_labels: int = 80):
         """Step × unit heat map of one sample (a matplotlib ``Figure``, not registered with

@@ -9,18 +9,8 @@ import numpy as np
 import pandas as pd
 
 from ._base import ClassifierExplanation, check_kind
-from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels
-from ._style import (
-    document,
-    esc,
-    fmt,
-    header,
-    heat_span,
-    legend,
-    row_scales,
-    semantics,
-    value_text,
-)
+from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels, texts
+from ._style import fmt, heat_cells, legend, render, row_scales, target_names, value_text
 
 # Treebank tokens that stand for other characters of the text: `` and '' for a double quote
 _QUOTES = {"``": ("``", '"', "''"), "''": ("''", '"')}
@@ -59,13 +49,13 @@ def token_offsets(text: str, tokens) -> np.ndarray:
 
 
 def _top_tokens(units, values, signed: bool, k: int = 3) -> str:
-    """The units with the largest (and, signed, the most negative) values, as HTML (NaN
-    values are neither)."""
+    """The units with the largest (and, signed, the most negative) values (NaN values are
+    neither)."""
     order = np.argsort(-values, kind="stable")
     order = order[~np.isnan(values[order])]
 
     def items(indices):
-        return ", ".join(f"‘{esc(units[j])}’ {value_text(values[j])}" for j in indices) or "–"
+        return ", ".join(f"‘{units[j]}’ {value_text(values[j])}" for j in indices) or "–"
 
     if not signed:
         return f"most weight: {items(order[:k])}"
@@ -144,9 +134,9 @@ class TokenExplanation(ClassifierExplanation):
         return build_frame({
             "sample": self.ids()[rows],
             "unit": np.concatenate([np.arange(n) for n in lengths]),
-            "token": labels([t for tokens in self.units for t in tokens]),
+            "token": texts([t for tokens in self.units for t in tokens]),
             "query": None if self.queries is None
-            else labels([" ".join(q) for q in self.queries])[rows],
+            else texts([" ".join(q) for q in self.queries])[rows],
             "char_start": None if spans is None else pd.arrays.IntegerArray(spans[:, 0],
                                                                             spans[:, 0] < 0),
             "char_end": None if spans is None else pd.arrays.IntegerArray(spans[:, 1],
@@ -170,49 +160,43 @@ class TokenExplanation(ClassifierExplanation):
         """
         signed = not self.class_independent
         scales = row_scales(scale, [np.asarray(v, dtype=np.float64) for v in self.values])
-        what = "the logit of the row's target class"
-        parts = [header("Token attributions", self.method, self.class_independent, self.target),
-                 legend(None if scale == "row" else scales[0], signed, "the target's logit",
-                        values=self.values),
-                 f'<p class="ie-note">{semantics(signed, self.method, what)}</p>']
-        parts += [self._html_row(i, scales[i], signed, scale == "row") for i in range(len(self))]
-        return document("tokens", self.method, parts, standalone,
-                        title=f"{self.method} token attributions")
+        probabilities, texts = self.probabilities(), self._texts()
+        rows = [self._html_row(i, scales[i], signed, scale == "row", probabilities, texts)
+                for i in range(len(self))]
+        return render("tokens.html", kind="tokens", method=self.method, standalone=standalone,
+                      title=f"{self.method} token attributions", signed=signed,
+                      targets=target_names(self.target), rows=rows,
+                      scale=legend(None if scale == "row" else scales[0], signed,
+                                   "the target's logit", values=self.values))
 
-    def _html_row(self, i: int, scale: float, signed: bool, per_row: bool) -> str:
+    def _html_row(self, i: int, scale: float, signed: bool, per_row: bool, probabilities,
+                  texts) -> dict:
+        """One row of the view (``tokens.html``): meta data, the coloured text, top tokens."""
         units, values = self.units[i], np.asarray(self.values[i], dtype=np.float64)
-        probabilities = self.probabilities()
-        target = f"target <b>{esc(self.target[i])}</b>"
-        prediction = f"prediction <b>{esc(self.prediction[i])}</b>"
-        if probabilities is not None:
-            target += f" (p={probabilities[0][i]:.2f})"
-            prediction += f" (p={probabilities[1][i]:.2f})"
-        meta = [f"sample <b>{esc(self.ids()[i])}</b>", target]
-        if self.logit is not None:
-            meta.append(f"logit {value_text(self.logit[i])}")
-        meta.append(prediction)
-        if per_row:
-            meta.append(f"scale ±{fmt(scale)}")
-        lines = [f'<div class="ie-meta">{" · ".join(meta)}</div>']
+        query = None
         if self.queries is not None:
             pair = None if self.inputs is None else self.inputs[i]
             query = pair[1] if isinstance(pair, (tuple, list)) else " ".join(self.queries[i])
-            lines.append(f'<div class="ie-meta">query: <i>{esc(query)}</i></div>')
-        lines.append(f'<div class="ie-text" dir="auto">{self._text_html(i, values, scale, signed)}'
-                     "</div>")
-        lines.append(f'<div class="ie-meta">{_top_tokens(units, values, signed)}</div>')
-        return f'<div class="ie-row" data-sample="{esc(self.ids()[i])}">{"".join(lines)}</div>'
+        pieces, tail = self._pieces(i, values, scale, signed, texts)
+        return {
+            "id": self.ids()[i], "target": self.target[i], "prediction": self.prediction[i],
+            "target_p": "" if probabilities is None else f" (p={probabilities[0][i]:.2f})",
+            "prediction_p": "" if probabilities is None else f" (p={probabilities[1][i]:.2f})",
+            "logit": None if self.logit is None else value_text(self.logit[i]),
+            "scale": fmt(scale) if per_row else None, "query": query,
+            "pieces": pieces, "tail": tail, "top": _top_tokens(units, values, signed)}
 
-    def _text_html(self, i: int, values, scale: float, signed: bool) -> str:
-        """The original text with coloured token spans, or the tokens when it is unknown or
-        a token could not be found in it."""
+    def _pieces(self, i: int, values, scale: float, signed: bool, texts) -> tuple[list, str]:
+        """``([(text before, coloured token cell), ...], text after)``: the original text with
+        its tokens coloured, or the tokens alone when the text is unknown or a token could not
+        be found in it."""
         units = self.units[i]
         spans = None if self.offsets is None else self.offsets[i]
         if spans is None or (spans < 0).any():
-            return " ".join(heat_span(u, v, scale, signed, u) for u, v in zip(units, values))
-        text, out, cursor = self._texts()[i], [], 0
-        for (start, end), value, unit in zip(spans, values, units):
-            out += [esc(text[cursor:start]),
-                    heat_span(text[start:end], value, scale, signed, unit)]
-            cursor = end
-        return "".join(out + [esc(text[cursor:])])
+            cells = heat_cells(units, values, scale, signed)
+            return [("" if j == 0 else " ", cell) for j, cell in enumerate(cells)], ""
+        text = texts[i]
+        cells = heat_cells([text[a:b] for a, b in spans], values, scale, signed, labels=units)
+        starts = [0, *spans[:-1, 1]]
+        return [(text[cursor:a], cell) for cursor, (a, _), cell in zip(starts, spans, cells)], \
+            text[spans[-1, 1]:] if len(spans) else text

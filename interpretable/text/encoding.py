@@ -12,6 +12,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ..validation import check_texts
+from .output import TextOutputMixin
 from .tokenize import word_tokenize
 
 __all__ = ["TextEncoder", "PAD", "UNK", "PAD_TOKEN", "UNK_TOKEN"]
@@ -23,7 +24,7 @@ PAD_TOKEN, UNK_TOKEN = "<pad>", "<unk>"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-class TextEncoder(TransformerMixin, BaseEstimator):
+class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
     """Tokenise texts (nltk's word tokeniser, no data files needed) and map tokens to integer ids.
 
     Parameters
@@ -38,6 +39,9 @@ class TextEncoder(TransformerMixin, BaseEstimator):
     max_len : int or None
         Texts longer than this are truncated to their first ``max_len`` tokens (documented
         truncation, applied by :meth:`tokenize` so explanations show exactly what the model saw).
+
+    ``set_output`` is accepted (``Pipeline.set_output``), but the ids stay an int64 array
+    whatever the container: their width changes with every call (see :mod:`.output`).
 
     Attributes
     ----------

@@ -9,12 +9,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ..validation import check_texts
+from .output import TextOutputMixin
 
 __all__ = ["SynonymSubstitution"]
 
 
 
-class SynonymSubstitution(TransformerMixin, BaseEstimator):
+class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
     """Replace ``n_words`` random content words of each text by their nearest word vector.
 
     Content words are alphabetic tokens (no punctuation, no numbers) that are not English
@@ -127,8 +128,9 @@ class SynonymSubstitution(TransformerMixin, BaseEstimator):
         return out, positions
 
     def transform(self, X):
-        """Perturbed texts (list of str)."""
-        return self.substitute(X)[0]
+        """Perturbed texts: a list of str, or a one-column table ``text`` after
+        ``set_output(transform="pandas" | "polars")`` (see :mod:`.output`)."""
+        return self._texts_output(self.substitute(X)[0], X)
 
 
 def _is_content(word: str) -> bool:
