@@ -34,6 +34,7 @@ __all__ = [
     "BcosConv2d",
     "bcos_implementation",
     "explanation_mode",
+    "explaining",
     "dynamic_weight",
     "encode_image",
     "conv_layout",
@@ -57,6 +58,11 @@ def explanation_mode() -> Iterator[None]:
         yield
     finally:
         _EXPLAINING.reset(token)
+
+
+def explaining() -> bool:
+    """Whether this thread is inside :func:`explanation_mode`."""
+    return _EXPLAINING.get()
 
 
 def dynamic_weight() -> contextlib.AbstractContextManager:
@@ -179,7 +185,7 @@ class _BcosBase(nn.Module):
         norm = torch.linalg.vector_norm(w, dim=tuple(range(1, w.dim())), keepdim=True)
         return w * (self.scale ** (1.0 / self.b) / norm.clamp_min(1e-12))
 
-    def _inv_norm(self, x: torch.Tensor, fused: bool) -> torch.Tensor:
+    def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
         """``1/‖x‖`` of every input vector (patch), broadcastable to the outputs."""
         raise NotImplementedError
 
@@ -188,48 +194,37 @@ class _BcosBase(nn.Module):
         raise NotImplementedError
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        implementation = resolve_implementation(self.implementation, x)
-        if implementation == "reference":
-            return self._bcos(x, self._responses(x, self._scaled_unit_weight(), False), False)
-        return self._fused(x, compile=implementation == "compiled")
-
-    def _fused(self, x: torch.Tensor, compile: bool) -> torch.Tensor:
-        """The fused forward; with ``compile`` MaxOut and the scale are one compiled kernel."""
-        lin = self._responses(x, self._scaled_unit_weight(), True)
-        if not compile or self.b == 1:
-            return self._bcos(x, lin, True)
+        implementation = resolve_implementation(self.implementation, x, _EXPLAINING.get())
+        lin = self._responses(x, self._scaled_unit_weight(), implementation != "reference")
+        if implementation != "compiled" or self.b == 1:
+            return self._bcos(x, lin)
         with dynamic_weight():
-            inv_norm = self._inv_norm(x, True)
-        # the subclass's own compiled copy of _scale_winners
+            inv_norm = self._inv_norm(x)
+        # the subclass's own compiled copy of _scale_winners (one kernel)
         return self._scale_winners(lin, inv_norm, self.b, self.max_out, self._unit_dim,
                                    _EXPLAINING.get())
 
-    def _factor(self, x: torch.Tensor, selected: torch.Tensor, fused: bool):
+    def _factor(self, x: torch.Tensor, selected: torch.Tensor):
         """Dynamic scale ``|a/‖x‖|^(B-1)`` of the MaxOut winners ``a``; a constant in
         explanation mode."""
         if self.b == 1:
             return 1.0
         with dynamic_weight():
-            factor = selected.abs().mul_(self._inv_norm(x, fused))
+            factor = selected.abs().mul_(self._inv_norm(x))
             if self.b != 2:
                 factor = factor.clamp_min(1e-12).pow(self.b - 1)
         return factor
 
-    def _bcos(self, x: torch.Tensor, lin: torch.Tensor, fused: bool) -> torch.Tensor:
+    def _bcos(self, x: torch.Tensor, lin: torch.Tensor) -> torch.Tensor:
         """MaxOut, then the B-cos scale of the winners: responses ``a`` of all units to ``x``
         -> ``|a/‖x‖|^(B-1)·a``. The output increases with ``a`` (``‖x‖`` is shared), so MaxOut
         compares the raw responses."""
         selected = _maxout(lin, self.max_out, self._unit_dim)
         if self.b == 1:
             return selected
-        factor = self._factor(x, selected, fused)
-        return _times(selected, factor)
-
-
-def _times(selected: torch.Tensor, factor: torch.Tensor) -> torch.Tensor:
-    """``selected · factor``, in place unless autograd needs the winners for the factor's
-    gradient (training)."""
-    return selected * factor if factor.requires_grad else selected.mul_(factor)
+        factor = self._factor(x, selected)
+        # in place unless autograd needs the winners for the factor's gradient (training)
+        return selected * factor if factor.requires_grad else selected.mul_(factor)
 
 
 class BcosLinear(_BcosBase):
@@ -250,30 +245,18 @@ class BcosLinear(_BcosBase):
         self.weight = nn.Parameter(torch.empty(self.max_out * out_features, in_features))
         self.reset_parameters()
 
-    def _inv_norm(self, x: torch.Tensor, fused: bool = False) -> torch.Tensor:
+    def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
         return torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(1e-12).reciprocal()
 
     def _responses(self, x: torch.Tensor, weight: torch.Tensor, fused: bool) -> torch.Tensor:
         return linear(x, weight) if fused else F.linear(x, weight)
 
-    def _fused(self, x: torch.Tensor, compile: bool) -> torch.Tensor:
-        # on the rows of a 2-d view: the product is then no view, which the in-place steps
-        # below modify without autograd's copies of views; one compiled variant for every rank
-        rows = x.reshape(-1, self.in_features)
-        if compile or self.b != 2 or self.in_features >= self.out_features:
-            out = super()._fused(rows, compile)
-        else:
-            # B = 2 and a narrower input than output: scale the input, not the output, by the
-            # dynamic factor: a = ŵᵀx / √‖x‖ gives a|a| = |ŵᵀx| ŵᵀx / ‖x‖ (one pass over x
-            # instead of one over the output; MaxOut's winners are the same: ‖x‖ is shared)
-            with dynamic_weight():
-                root_inv_norm = torch.linalg.vector_norm(rows, dim=-1, keepdim=True).clamp_min(
-                    1e-12).rsqrt()
-            out = _maxout(linear(rows * root_inv_norm, self._scaled_unit_weight()),
-                          self.max_out, -1)
-            with dynamic_weight():
-                factor = out.abs()
-            out = _times(out, factor)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if resolve_implementation(self.implementation, x, _EXPLAINING.get()) == "reference":
+            return super().forward(x)
+        # fused: on the rows of a 2-d view, the product is no view, so the in-place steps
+        # modify it without autograd copying views; one compiled variant for every rank
+        out = super().forward(x.reshape(-1, self.in_features))
         return out.view(*x.shape[:-1], self.out_features)
 
     def forward_parts(self, x: torch.Tensor, parts: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -291,7 +274,7 @@ class BcosLinear(_BcosBase):
         def select(responses):
             return responses.unflatten(-1, blocks).gather(-2, winner).squeeze(-2)
 
-        factor = self._factor(x, select(lin), fused=False)
+        factor = self._factor(x, select(lin))
         return [select(F.linear(p, w)) * factor for p in parts]
 
     def extra_repr(self) -> str:
@@ -323,17 +306,11 @@ class BcosConv2d(_BcosBase):
             torch.empty(self.max_out * out_channels, in_channels, kernel_size, kernel_size))
         self.reset_parameters()
 
-    def _inv_norm(self, x: torch.Tensor, fused: bool = False) -> torch.Tensor:
-        # ‖patch‖² at every output position: a window sum of the per-pixel squared norms (fused:
-        # a sum pooling, several times faster on CPU than the convolution with ones)
+    def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
+        # ‖patch‖² at every output position: a window sum of the per-pixel squared norms
         pixel_sq_norm = torch.linalg.vector_norm(x, dim=1, keepdim=True).square()
-        k = self.kernel_size
-        if fused:
-            sq_norm = F.avg_pool2d(pixel_sq_norm, k, self.stride, self.padding,
-                                   divisor_override=1)
-        else:
-            sq_norm = F.conv2d(pixel_sq_norm, x.new_ones(1, 1, k, k), stride=self.stride,
-                               padding=self.padding)
+        ones = x.new_ones(1, 1, self.kernel_size, self.kernel_size)
+        sq_norm = F.conv2d(pixel_sq_norm, ones, stride=self.stride, padding=self.padding)
         return sq_norm.add_(self.patch_norm_eps).clamp_min(1e-24).rsqrt()
 
     def _responses(self, x: torch.Tensor, weight: torch.Tensor, fused: bool) -> torch.Tensor:

@@ -5,18 +5,21 @@ Implementations (a layer's ``implementation=``, or :func:`bcos_implementation` f
 one thread; every one gives the same outputs and the same explanation-mode gradients, up to
 floating-point rounding):
 
-* ``"reference"``: one operation per term of ``γ |cos(x, ŵ)|^(B-1) ŵᵀx``;
-* ``"fused"``: as few passes over the data as eager PyTorch allows — for B = 2 the input is
-  scaled by ``‖x‖^(-1/2)`` before the matrix product when the input is narrower than the output
-  (``a = ŵᵀ(x/√‖x‖)`` gives ``a|a| = |cos| ŵᵀx``: one pass over the input instead of one over
-  the output), patch norms come from one pooling of the per-pixel squared norms, and on CPU the
-  larger matrix products run on oneDNN (:func:`linear`);
+* ``"reference"``: one operation per term of the formula (with ``γ`` folded into the weights,
+  the norms from one reduction each, no power for B = 2 and no MaxOut for ``max_out=1``);
+* ``"fused"``: the same elementwise operations on the faster matrix product of the device
+  (oneDNN's inner product for large float32 / bfloat16 products on CPU, :func:`linear`, with
+  gradients computed only where the backward pass needs them), linear layers on 2-d rows (no
+  autograd copies of views around their in-place steps);
 * ``"compiled"``: ``"fused"`` with MaxOut and the ``|cos|^(B-1)`` scale compiled by
-  ``torch.compile`` into one elementwise kernel; where compilation is unavailable (no
+  ``torch.compile`` into one elementwise kernel per layer; where compilation is unavailable (no
   compiler, no Triton, an unsupported platform) it computes as ``"fused"``;
 * ``"auto"`` (the default): ``"compiled"`` on CUDA (where B-cos networks are bound by kernel
-  launches), ``"fused"`` on other devices (measured faster than ``"reference"`` on CPU; the
-  compiled epilogue was not, see ``benchmarks/bench_bcos_package.py``).
+  launches); elsewhere ``"fused"`` for inference (without autograd, or in explanation mode:
+  measured faster than ``"reference"`` on CPU; the compiled epilogue was not, see
+  ``benchmarks/bench_bcos_package.py``) and ``"reference"`` when autograd differentiates the
+  dynamic weights too (training, post-hoc gradients), so that fits reproduce earlier versions'
+  rounding (``tests/test_compatibility.py``).
 
 Nothing here is a mutable switch: the choice is made per call from the module's constructor
 argument and the calling thread's context, so explaining and predicting in several threads
@@ -65,13 +68,17 @@ def bcos_implementation(name: str) -> Iterator[None]:
         _IMPLEMENTATION.reset(token)
 
 
-def resolve_implementation(own: str, x: torch.Tensor) -> str:
+def resolve_implementation(own: str, x: torch.Tensor, explaining: bool) -> str:
     """``"reference"``, ``"fused"`` or ``"compiled"`` for an input ``x``: the thread's choice
-    (:func:`bcos_implementation`) if any, else the layer's ``own``; ``"auto"`` by device."""
+    (:func:`bcos_implementation`) if any, else the layer's ``own``; ``"auto"`` by device and
+    by whether autograd differentiates the dynamic weights (grad mode outside explanation
+    mode)."""
     name = _IMPLEMENTATION.get() or own
-    if name == "auto":
-        return "compiled" if x.device.type == "cuda" else "fused"
-    return name
+    if name != "auto":
+        return name
+    if x.device.type == "cuda":
+        return "compiled"
+    return "reference" if torch.is_grad_enabled() and not explaining else "fused"
 
 
 # ------------------------------------------------------------------------------ GEMM

@@ -13,7 +13,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from .bcos import BcosConv2d, BcosLinear, conv_layout, dynamic_weight
+from .bcos import BcosConv2d, BcosLinear, conv_layout, dynamic_weight, explaining
 from .bcos_kernels import linear, resolve_implementation
 
 __all__ = ["BcosAttention", "BcosMLP", "BcosBlock", "BcosStem", "BcosViT", "ATTENTION_PRIORS"]
@@ -87,7 +87,7 @@ class BcosAttention(nn.Module):
         bsz, n, dim = x.shape
         with dynamic_weight():
             normed = self.norm(x)
-            if resolve_implementation(self.value.implementation, x) == "reference":
+            if resolve_implementation(self.value.implementation, x, explaining()) == "reference":
                 qk = self.qk(normed)
             else:  # the faster GEMM of the device (the value layer's implementation decides)
                 qk = linear(normed.reshape(-1, dim), self.qk.weight, self.qk.bias)
