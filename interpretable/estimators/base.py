@@ -23,6 +23,7 @@ import copy
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 
 import numpy as np
@@ -33,14 +34,19 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..nn.tensors import resolve_device
 from ..validation import check_batch_size, check_random_state_seed
-from .explainers import explainers_for, get_explainer
-from .persistence import load_estimator, save_estimator
-from .training import (TRAINING_CONSTRAINTS, TrainingDivergedError, TrainingNet,
-                       check_sample_weight, expand_parameter_docs, fit_transactionally,
-                       plain_print, train_module, warm_started)
+from .training import (TRAINING_CONSTRAINTS, TrainingDivergedError, check_sample_weight,
+                       expand_parameter_docs, fit_transactionally, plain_print, warm_started)
 
-# TrainingDivergedError and TrainingNet keep their public home of version 0.1 here.
+# TrainingDivergedError and TrainingNet keep their public home of version 0.1 here; skorch,
+# the explainers and persistence are imported when first used (importing an estimator is light)
 __all__ = ["Batch", "NeuralEstimator", "SHOW_PROGRESS", "TrainingDivergedError", "TrainingNet"]
+
+
+def __getattr__(name):
+    if name == "TrainingNet":
+        return import_module(".nets", __package__).TrainingNet
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: whether the batching loop shows a progress bar (set per ``explain`` call and thread)
 SHOW_PROGRESS = contextvars.ContextVar("interpretable_explain_progress", default=False)
@@ -74,7 +80,8 @@ class _ExplainMethods:
     instance), its default first; the registry decides, so a new explainer shows up here."""
 
     def __get__(self, instance, owner) -> tuple[str, ...]:
-        return tuple(explainer.name for explainer in explainers_for(owner))
+        explainers = import_module(".explainers", __package__)
+        return tuple(explainer.name for explainer in explainers.explainers_for(owner))
 
 
 class NeuralEstimator(BaseEstimator):
@@ -104,8 +111,8 @@ class NeuralEstimator(BaseEstimator):
         cls.__doc__ = expand_parameter_docs(cls.__doc__)
 
     def __sklearn_tags__(self):
-        """Inputs are texts or symbol sequences (image estimators override this), never 2-d
-        numeric arrays; fits are deterministic given ``random_state``."""
+        """Texts or symbol sequences, never 2-d arrays (image estimators override this); fits
+        are deterministic given ``random_state``."""
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
         tags.input_tags.string = True
@@ -170,21 +177,18 @@ class NeuralEstimator(BaseEstimator):
         return fit_transactionally(self, type(self)._fit, X, y, sample_weight)
 
     def _start_fit(self) -> int:
-        """Set ``device_`` (the accelerator's when there is one) and return the seed of this
-        fit."""
+        """Set ``device_`` (the accelerator's when there is one); return this fit's seed."""
         self.device_ = resolve_device(self.device) if self.accelerator is None \
             else self.accelerator.device
         return check_random_state_seed(self.random_state)
 
     def _log(self, message: str) -> None:
-        """Print ``message`` (e.g. the name of a training phase) when ``verbose``, on the main
-        process only."""
+        """Print ``message`` (a training phase's name) when ``verbose``, on the main process."""
         if self.verbose and (self.accelerator is None or self.accelerator.is_main_process):
             plain_print(f"{type(self).__name__}: {message}")
 
     def _continues(self) -> bool:
-        """Whether this fit continues the previous one (``warm_start`` on a fitted estimator:
-        ``fit`` kept its fitted attributes)."""
+        """Whether this fit continues the previous one (``warm_start`` on a fitted estimator)."""
         return self.warm_start and hasattr(self, "fitted_params_")
 
     def _warm_started(self, module_factory):
@@ -203,6 +207,7 @@ class NeuralEstimator(BaseEstimator):
         ``max_epochs``, ``lr``, ``sample_weight``, ``validation``, net keywords) and set
         ``module_`` (in eval mode) and ``history_`` (appended to the previous fit's with
         ``warm_start``). Returns the skorch net (not stored)."""
+        from .nets import train_module
         net = train_module(self, module_factory, criterion, X, y, seed=seed, **phase)
         accelerator = self.accelerator
         module = net.module_ if accelerator is None else accelerator.unwrap_model(net.module_)
@@ -238,8 +243,8 @@ class NeuralEstimator(BaseEstimator):
 
         ``rows`` is a slice of ``inputs``, or with ``ordered=True`` (batches of similar
         lengths, see :meth:`_inference_order`) the indices ``(b,)`` of the batch's samples in
-        ``inputs``. ``batch_size`` None is the estimator's (checked again here: it may have
-        been changed by ``set_params`` after fit).
+        ``inputs``. ``batch_size`` None: the estimator's (checked again: ``set_params`` may
+        have changed it after fit).
         """
         self._check_fitted()
         step = check_batch_size(batch_size, default=self.batch_size)
@@ -250,7 +255,6 @@ class NeuralEstimator(BaseEstimator):
         starts = range(0, n, step)
         if SHOW_PROGRESS.get() and len(starts) > 1 and sys.stderr.isatty():
             from tqdm.auto import tqdm
-
             starts = tqdm(starts, desc=f"{type(self).__name__}.explain", unit="batch",
                           leave=False)
         for start in starts:
@@ -266,8 +270,7 @@ class NeuralEstimator(BaseEstimator):
     def forward_batches(self, inputs: Mapping[str, torch.Tensor], *, batch_size=None,
                         grad: bool = False, ordered: bool = False, **options
                         ) -> Iterator[tuple[slice | torch.Tensor, dict, object]]:
-        """Yield ``(rows, batch, output)`` over mini-batches of ``inputs`` (see
-        :meth:`iter_batches`)."""
+        """Yield ``(rows, batch, output)`` over the mini-batches of :meth:`iter_batches`."""
         with torch.set_grad_enabled(grad):
             for rows, batch in self.iter_batches(inputs, batch_size, ordered=ordered):
                 yield rows, batch, self.forward_batch(batch, **options)
@@ -300,6 +303,7 @@ class NeuralEstimator(BaseEstimator):
         -------
         An explanation from :mod:`interpretable.explanation`.
         """
+        from .explainers import get_explainer
         self._check_fitted()
         explainer = get_explainer(self, method)
         explainer.check_options(options, public=True)
@@ -311,8 +315,7 @@ class NeuralEstimator(BaseEstimator):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
-        """Save to the folder ``path`` (``config.json`` + ``weights.safetensors``, no pickle);
-        returns ``path``.
+        """Save to the folder ``path`` (a JSON config, safetensors weights, no pickle); returns it.
 
         Stores the parameters the model was fitted with (``fitted_params_``; a ``set_params``
         after ``fit`` does not leak into the file) and its fitted state. A parameter JSON cannot
@@ -327,7 +330,7 @@ class NeuralEstimator(BaseEstimator):
         held before. An existing ``path`` must be empty or hold a saved model.
         """
         self._check_fitted()
-        return save_estimator(self, path)
+        return import_module(".persistence", __package__).save_estimator(self, path)
 
     @classmethod
     def load(cls, path, device="auto"):
@@ -338,7 +341,7 @@ class NeuralEstimator(BaseEstimator):
         missing file a ``FileNotFoundError``) before large memory is allocated. Parameters
         stored as None come back as None.
         """
-        return load_estimator(cls, path, device)
+        return import_module(".persistence", __package__).load_estimator(cls, path, device)
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "module_")
