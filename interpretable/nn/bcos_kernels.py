@@ -46,7 +46,7 @@ _IMPLEMENTATION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "bcos_implementation", default=None)
 
 #: multiply-accumulates (rows · in · out) from which oneDNN's inner product beats the default
-#: CPU GEMM (MKL) on one thread: 1.1-2.9x above 2^23 on the development machine (AMD EPYC,
+#: CPU GEMM (MKL) on one thread: 1.0-2.9x above 2^23 on the development machine (AMD EPYC,
 #: AVX-512, MKL 2024.2, oneDNN 3.x), slower below 2^22 (its larger fixed cost)
 ONEDNN_MIN_MACS = 1 << 23
 
