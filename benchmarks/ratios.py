@@ -63,8 +63,10 @@ def run_record(**versions) -> dict:
     the one at the start; call :func:`finish_record` at the end)."""
     import torch
 
+    pythonpath = os.environ.get("PYTHONPATH")
     return {
-        "command": " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv]),
+        "command": " ".join(shlex.quote(a) for a in [
+            *([f"PYTHONPATH={pythonpath}"] if pythonpath else []), sys.executable, *sys.argv]),
         "git_commit": git_commit(),
         "machine": {"platform": platform.platform(), "cpu": cpu_model(),
                     "logical_cpus": os.cpu_count()},
