@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-gpu install dist bench bench-bcos-package check-bcos-zoo clean
+.PHONY: demo test test-gpu install dist bench bench-summary bench-bcos-package check-bcos-zoo clean
 
 $(BIN)/python:
 	@echo ">> creating $(VENV)"
@@ -43,9 +43,14 @@ test-gpu: install
 dist: install
 	$(BIN)/python -m build --outdir dist .
 
+# Every benchmark, then the summary table of every speed target (ratio, goal, met / missed).
 bench: install
 	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python -m benchmarks
+
+# The summary table from the JSON files already in benchmarks/results.
+bench-summary:
+	$(PYTHON) -m benchmarks --summary
 
 # Optional comparison with the `bcos` PyPI package (not part of `make test` / CI). `bcos` imports
 # torchvision, and no PyPI torchvision works beside the pinned CPU torch of $(VENV), so it gets
@@ -69,7 +74,7 @@ $(BCOS_VENV)/.installed: $(BCOS_BIN)/python setup.cfg pyproject.toml
 	@touch $@
 
 bench-bcos-package: $(BCOS_VENV)/.installed
-	$(BCOS_BIN)/python benchmarks/bench_bcos_package.py
+	PYTHONPATH=$(CURDIR) $(BCOS_BIN)/python benchmarks/bench_bcos_package.py
 
 # Our B-cos v2 ViTs (nn.bcos_v2) against `bcos`'s 8 released architectures (random weights).
 check-bcos-zoo: $(BCOS_VENV)/.installed

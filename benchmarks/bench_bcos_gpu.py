@@ -1,10 +1,13 @@
-"""Our B-cos ViT against the ``bcos`` package's on a GPU at ImageNet sizes (issue 13).
+"""Our B-cos ViTs against the ``bcos`` package's on a GPU at ImageNet sizes (issues 13, 25).
 
 ViT-Ti/16 (dim 192, 12 blocks, 3 heads) and ViT-S/16 (dim 384, 12 blocks, 6 heads), MLP ratio 4,
-224×224 RGB encoded to 6 channels, 1000 classes, randomly initialised, built as in
-``bench_bcos_package.py`` (same B-cos layers, b = 2, MaxOut 2, one 3×3 stem convolution of 32
-channels; theirs with their stride-2 stem, ours in the variants of ``bench_bcos_package.py``:
-default, ``stem_stride=2``, and ``stem_stride=2`` without attention prior). Per model:
+224×224 RGB encoded to 6 channels, 1000 classes, randomly initialised: our holistic ViT (same
+B-cos layers, b = 2, MaxOut 2, one 3×3 stem convolution of 32 channels) in three variants
+(default, ``stem_stride=2``, and ``stem_stride=2`` without attention prior) against their
+SimpleViT of the same dims with their stride-2 stem; and our v2 ViT-C Ti with the weights of
+their ``vitc_ti_patch1_14`` (``bench_bcos_package.py``'s pairs). Ours also with the reference
+B-cos implementation (``"auto"`` compiles MaxOut and the B-cos scale on CUDA, see
+:mod:`interpretable.nn.bcos_kernels`). Per model:
 
 * ``forward``: logits of a batch without autograd (float32);
 * ``explain``: W(x) of the predicted logits of the batch in one backward pass (float32);
@@ -28,10 +31,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from bench_bcos_package import (VARIANTS, build_theirs, completeness, forward, ours_batched,
-                                theirs_batched)
-from interpretable.nn.bcos import encode_image
+from bench_bcos_package import forward, ours_explain, their_vit, theirs_batched, v2_pair
+from interpretable.nn.bcos import bcos_implementation, encode_image
 from interpretable.nn.bcos_vit import BcosViT
+from interpretable.nn.bcos_zoo import PRETRAINED
 
 RESULTS = Path(__file__).parent / "results"
 N_CLASSES, MAX_OUT, IMAGE = 1000, 2, 224
@@ -41,6 +44,24 @@ MODELS = {
     "vit_s16": dict(patch_size=16, embed_dim=384, depth=12, num_heads=6, mlp_ratio=4.0,
                     stem_channels=(32,)),
 }
+#: our holistic ViT's variants: default, their stem's geometry, their whole architecture
+VARIANTS = {
+    "stride1": {"stem_stride": 1},
+    "stride2": {"stem_stride": 2},
+    "stride2_no_prior": {"stem_stride": 2, "attention_prior": "none"},
+}
+
+
+def completeness(model, x) -> float:
+    """Max |Σ contributions (+ positional term) - (explained logit - logit bias)| of ours."""
+    maps, explained, positional = ours_explain(model, x)
+    return (maps.sum((1, 2)) + positional - explained).abs().max().item()
+
+
+def reference(fn, *args):
+    """``fn(*args)`` with the reference B-cos implementation."""
+    with bcos_implementation("reference"):
+        return fn(*args)
 
 
 def synchronised(fn):
@@ -80,7 +101,15 @@ def run_model(size, batch, rounds):
     models = {f"ours_{name}": BcosViT(6, (IMAGE, IMAGE), N_CLASSES, **size, max_out=MAX_OUT,
                                       **variant).to(device)
               for name, variant in VARIANTS.items()}
-    models["theirs"] = build_theirs(IMAGE, size, n_classes=N_CLASSES).to(device)
+    models["theirs"] = their_vit(IMAGE, dim=size["embed_dim"], depth=size["depth"],
+                                 heads=size["num_heads"],
+                                 mlp_dim=int(size["embed_dim"] * size["mlp_ratio"]),
+                                 patch_size=size["patch_size"] // 2,
+                                 stem_channels=size["stem_channels"], max_out=MAX_OUT,
+                                 num_classes=N_CLASSES).to(device)
+    if size["embed_dim"] == 192:  # the v2 ViT-C Ti with their weights
+        ours_v2, theirs_v2 = v2_pair(IMAGE, PRETRAINED["vitc_ti_patch1_14"].architecture)
+        models.update(ours_v2=ours_v2.to(device), theirs_v2=theirs_v2.to(device))
     x = encode_image(torch.rand(batch, 3, IMAGE, IMAGE, device=device))
     y = torch.randint(0, N_CLASSES, (batch,), device=device)
 
@@ -88,12 +117,14 @@ def run_model(size, batch, rounds):
     for name, model in models.items():
         model.eval()
         fns[f"{name}_forward"] = synchronised(partial(forward, model, x))
-        explain = ours_batched if name.startswith("ours") else theirs_batched
+        explain = ours_explain if name.startswith("ours") else theirs_batched
         fns[f"{name}_explain"] = synchronised(partial(explain, model, x))
+        if name.startswith("ours"):
+            fns[f"{name}_reference_forward"] = synchronised(partial(reference, forward, model, x))
+            fns[f"{name}_reference_explain"] = synchronised(partial(reference, explain, model, x))
     seconds = median_seconds(fns, rounds)
-    checks = {name: completeness(*(ours_batched if name.startswith("ours") else theirs_batched)(
-        model, x), model.logit_bias if name.startswith("ours") else model[1].logit_bias)
-        for name, model in models.items()}
+    checks = {name: completeness(model, x) for name, model in models.items()
+              if name.startswith("ours")}
 
     train_fns = {}
     for name, model in models.items():
@@ -106,9 +137,15 @@ def run_model(size, batch, rounds):
     seconds.update(median_seconds(train_fns, rounds))
 
     ratios = {}
+    pairs = [(f"ours_{name}", "theirs") for name in VARIANTS]
+    pairs += [("ours_v2", "theirs_v2")] if "ours_v2" in models else []
     for task in ("forward", "explain", "train_fp32", "train_bf16"):
-        for name in VARIANTS:
-            ratios[f"{task}_{name}"] = seconds[f"theirs_{task}"] / seconds[f"ours_{name}_{task}"]
+        for ours, theirs in pairs:
+            ratios[f"{task}_{ours[5:]}"] = seconds[f"{theirs}_{task}"] / seconds[f"{ours}_{task}"]
+    for ours, _ in pairs:
+        for task in ("forward", "explain"):
+            ratios[f"{task}_{ours[5:]}_reference_over_auto"] = (
+                seconds[f"{ours}_reference_{task}"] / seconds[f"{ours}_{task}"])
     images_per_second = {name: batch / t for name, t in seconds.items() if "_train_" in name}
     return {"batch_size": batch, "model": size,
             "parameters": {name: sum(p.numel() for p in m.parameters())

@@ -1,215 +1,245 @@
-"""Our B-cos ViT side by side with the B-cos ViT of the ``bcos`` PyPI package (Böhle et al.).
+"""Our B-cos ViTs side by side with the ``bcos`` PyPI package (Böhle et al., 0.1.3) on CPU.
 
-Two settings, each on random RGB images encoded as ``[r, g, b, 1-r, 1-g, 1-b]`` (the encoding
-both packages use for colour), 10 classes, randomly initialised models in eval mode, 1 thread:
+Rows, each on random RGB images encoded ``[r, g, b, 1-r, 1-g, 1-b]``, models in eval mode,
+1 thread:
 
-* ``28x28``: batch 64, the model of ``python -m interpretable reproduce bcos-vit`` (patch 4,
-  embed_dim 64, depth 4, 4 heads, MLP ratio 2, stem (32,); 7×7 tokens);
-* ``64x64``: batch 32, the same with patch 8 and embed_dim 192 (8×8 tokens).
+* **v2, same weights**: ``bcos``'s B-cos v2 ViT (their ``SimpleViT`` as their ``vit_final``
+  configs build it: B = 2, no MaxOut, bias-free detachable LayerNorms, sin-cos positional
+  embedding, ``LogitLayer``) and ours (:class:`~interpretable.nn.bcos_v2.BcosSimpleViT`) holding
+  the same weights (:func:`~interpretable.nn.bcos_zoo.bcos_key_map`), 1000 classes. At 224×224
+  the released ViT-C Ti (``vitc_ti_patch1_14``: 4 stride-2 stem convolutions, 14×14 tokens) and
+  simple ViT Ti (``simple_vit_ti_patch16_224``), batch 8; at 28×28 (batch 64) and 64×64 (batch
+  32), whose side is no multiple of the released token stride 16, the ViT-C Ti dims (192, 11
+  blocks, 3 heads, MLP 768) with the stem cut to (24,) + patch 2 (7×7 tokens) and to
+  (24, 48, 96) + patch 1 (8×8 tokens).
+* **holistic, beside** (not the same computation): our holistic B-cos ViT
+  (:class:`~interpretable.nn.bcos_vit.BcosViT`: full-resolution stem, multiplicative attention
+  prior, MaxOut 2) against their ``SimpleViT`` of the same dims with MaxOut 2 and a stride-2
+  stem, 10 classes: 28×28 the ``reproduce bcos-vit`` size (patch 4, dim 64, depth 4), 64×64 the
+  same with patch 8 and dim 192, 224×224 the Ti dims with patch 16 and stem (32,).
 
-Theirs is ``bcos.models.vit.SimpleViT`` assembled as their ``vit_final`` ImageNet configs do
-(B-cos linear/conv layers, b=2, bias-free detachable LayerNorms, no activation, sin-cos
-positional embedding, ``LogitLayer`` bias) with the same dims; their conv stem has stride 2, so
-their patches are p/2 × p/2 on half-resolution features. Ours is timed in three variants
-(``VARIANTS``): our default (first 3×3 convolution at full resolution, ``stem_stride=1``, and
-the multiplicative attention prior), ``stem_stride=2`` (their stem's geometry), and
-``stem_stride=2`` without the attention prior (their architecture: their ViT has no prior).
-MaxOut 2 everywhere (our default; their ImageNet configs use 1).
+Timed callables: the forward pass without autograd (ours with the default implementation,
+``"auto"`` = fused on CPU, and with ``"reference"``, see :mod:`interpretable.nn.bcos_kernels`);
+our batched explanation, one forward and one backward pass in explanation mode for the whole
+batch (v2: :func:`~interpretable.nn.bcos_v2.contributions`, holistic:
+:func:`~interpretable.attribution.vision.inherent`); theirs batched the same way (one backward
+inside ``model.explanation_mode()``) and through ``model.explain``, the only explanation entry
+point of their package, which explains one image per call. Times are process-CPU medians over
+interleaved rounds (wall-clock medians beside them); ratios are theirs / ours (> 1: ours is
+faster). Targets: v2 forward >= 1.2 at every size, v2 explanation (theirs per image / ours
+batched) >= 1.2. Each size runs in a fresh process (the allocator's history would otherwise
+carry over). Also checks that the same-weight models agree and that our explanations are
+complete.
 
-Times: the forward pass of the batch without autograd, and the batched explanation, i.e. W(x)
-of the predicted logits in one backward pass (ours: :func:`interpretable.attribution.vision.
-inherent`; theirs: one backward pass inside ``model.explanation_mode()``); also theirs through
-``model.explain`` once per image, the only explanation entry point their package offers. The
-callables run in interleaved rounds (so load changes hit all alike); each time is the median
-over rounds of the wall-clock time and, since the machine may be shared, of the process CPU
-time too. Ratios are theirs / ours (> 1: ours is faster). Each setting runs in a fresh
-process: the timings of large tensors depend on the allocator's history (glibc returns freed
-memory to the OS and page faults are costly, in a VM especially), which would otherwise carry
-over from one setting to the next. Also checks completeness: contributions + logit bias vs
-the explained logit.
-
-Needs its own venv, built and run by ``make bench-bcos-package`` (``.venv-bcos``): ``bcos``
-imports torchvision at import time, no PyPI torchvision works beside the project's pinned CPU
-``torch==2.13.0``, and the only matching pair on hand (torch 2.14.1 + torchvision 0.29.1) is a
-multi-GB CUDA build, which must not become an extra of the package. Without ``bcos`` the script
-says so and exits 0, so ``python -m benchmarks`` still runs. Writes
+Needs the ``bcos`` venv (``make bench-bcos-package``: ``bcos`` imports torchvision, which needs a
+torch other than the project's pin); without ``bcos`` it says so and exits 0. ``--profile SIZE``
+prints torch.profiler tables of both v2 forwards instead. Writes
 ``benchmarks/results/bcos_package.json``.
 """
-
 import argparse
 import json
 import math
-import platform
-import statistics
 import subprocess
 import sys
-import time
 import warnings
 from functools import partial
-from pathlib import Path
 
 import torch
 from torch import nn
 
 from interpretable.attribution.vision import inherent
-from interpretable.nn.bcos import encode_image
+from interpretable.nn.bcos import bcos_implementation, encode_image
+from interpretable.nn.bcos_v2 import BcosSimpleViT, contributions
 from interpretable.nn.bcos_vit import BcosViT
+from interpretable.nn.bcos_zoo import PRETRAINED, bcos_key_map, build_model
 from interpretable.reproduce.bcos_vit import SIZE
+from ratios import RESULTS, finish_record, run_record, target, timed
 
-RESULTS = Path(__file__).parent / "results"
-N_CLASSES, ROUNDS, MAX_OUT = 10, 9, 2
+ROUNDS = 7
+TI = dict(dim=192, heads=3, depth=11, mlp_dim=768)
 SETTINGS = {
-    "28x28": {"image": 28, "batch": 64, "model": SIZE},
-    "64x64": {"image": 64, "batch": 32, "model": {**SIZE, "patch_size": 8, "embed_dim": 192}},
+    "28x28": {"image": 28, "batch": 64,
+              "v2": {"vitc_ti_stem24_patch2": dict(**TI, patch_size=2, stem_channels=(24,))},
+              "holistic": SIZE},
+    "64x64": {"image": 64, "batch": 32,
+              "v2": {"vitc_ti_stem24-48-96": dict(**TI, patch_size=1,
+                                                   stem_channels=(24, 48, 96))},
+              "holistic": {**SIZE, "patch_size": 8, "embed_dim": 192}},
+    "224x224": {"image": 224, "batch": 8,
+                "v2": {name: PRETRAINED[name].architecture
+                       for name in ("vitc_ti_patch1_14", "simple_vit_ti_patch16_224")},
+                "holistic": {"patch_size": 16, "embed_dim": 192, "depth": 12, "num_heads": 3,
+                             "mlp_ratio": 4.0, "stem_channels": (32,)}},
 }
-#: our models: the default (full-resolution stem, multiplicative attention prior), their stem
-#: geometry, and their whole architecture (stride-2 stem, no attention prior: theirs has none)
-VARIANTS = {
-    "stride1": {"stem_stride": 1},
-    "stride2": {"stem_stride": 2},
-    "stride2_no_prior": {"stem_stride": 2, "attention_prior": "none"},
-}
+TARGET = 1.2
 
 
-def build_theirs(image: int, size: dict, n_classes: int = N_CLASSES) -> nn.Module:
-    """``bcos`` SimpleViT with a conv stem and our dims: (B, 6, image, image) -> (B, n_classes)."""
+def their_vit(image: int, *, dim, depth, heads, mlp_dim, patch_size, stem_channels,
+              max_out=1, num_classes=1000) -> nn.Module:
+    """``bcos``'s B-cos SimpleViT as ``bcos.experiments.ImageNet.vit_final`` builds it."""
     from bcos.models.vit import SimpleViT
-    from bcos.modules import (
-        BcosConv2d,
-        BcosLinear,
-        BcosSequential,
-        DetachableGNLayerNorm2d,
-        LogitLayer,
-        norms,
-    )
+    from bcos.modules import (BcosConv2d, BcosLinear, BcosSequential, DetachableGNLayerNorm2d,
+                              LogitLayer, norms)
 
-    down = 2 ** len(size["stem_channels"])  # stride 2 in each stem conv that widens channels
-    with warnings.catch_warnings():  # warns that the LogitLayer below is needed
+    down = 2 ** len(stem_channels)  # their stem: stride 2 where a convolution widens
+    with warnings.catch_warnings():  # warns when not built by their model zoo
         warnings.simplefilter("ignore")
         vit = SimpleViT(
-            image_size=image // down, patch_size=size["patch_size"] // down,
-            num_classes=n_classes, dim=size["embed_dim"], depth=size["depth"],
-            heads=size["num_heads"], mlp_dim=int(size["embed_dim"] * size["mlp_ratio"]),
-            channels=6, conv_stem=list(size["stem_channels"]),
-            linear_layer=partial(BcosLinear, b=2, max_out=MAX_OUT),
-            conv2d_layer=partial(BcosConv2d, b=2, max_out=MAX_OUT),
+            image_size=image // down, patch_size=patch_size, num_classes=num_classes, dim=dim,
+            depth=depth, heads=heads, mlp_dim=mlp_dim, channels=6,
+            conv_stem=list(stem_channels) or None,
+            linear_layer=partial(BcosLinear, b=2, max_out=max_out),
+            conv2d_layer=partial(BcosConv2d, b=2, max_out=max_out),
             norm_layer=norms.NoBias(norms.DetachableLayerNorm),
             norm2d_layer=norms.NoBias(DetachableGNLayerNorm2d), act_layer=nn.Identity)
-    return BcosSequential(vit, LogitLayer(logit_bias=math.log(1 / (n_classes - 1))))
+    return BcosSequential(vit, LogitLayer(logit_bias=math.log(1 / (num_classes - 1))))
+
+
+def v2_pair(image: int, architecture: dict) -> tuple[BcosSimpleViT, nn.Module]:
+    """Ours and theirs with the same (random) weights."""
+    theirs = their_vit(image, **architecture).eval()
+    ours = build_model(dict(architecture, image_size=image)).eval()
+    state = theirs.state_dict()
+    ours.load_state_dict({k: state[v] for k, v in bcos_key_map(ours).items()})
+    return ours, theirs
+
+
+def holistic_pair(image: int, size: dict) -> tuple[BcosViT, nn.Module]:
+    ours = BcosViT(6, (image, image), 10, **size, max_out=2).eval()
+    theirs = their_vit(image, dim=size["embed_dim"], depth=size["depth"],
+                       heads=size["num_heads"], mlp_dim=int(size["embed_dim"] * size["mlp_ratio"]),
+                       patch_size=size["patch_size"] // 2, stem_channels=size["stem_channels"],
+                       max_out=2, num_classes=10).eval()
+    return ours, theirs
 
 
 @torch.no_grad()
-def forward(model, x):
-    """Logits without autograd: x (B, 6, H, W) -> (B, K)."""
-    return model(x)
+def forward(model, x, implementation=None):
+    if implementation is None:
+        return model(x)
+    with bcos_implementation(implementation):
+        return model(x)
 
 
-def ours_batched(model, x):
-    """:func:`inherent` for the predicted logits: x -> (contributions (B, H, W), logits (B,))."""
-    contributions, _, logits = inherent(model, x)
-    return contributions, logits.max(1).values
+def ours_explain(model, x, implementation=None):
+    """Batched explanation of the predicted classes: (contribution maps (B, H, W), explained
+    logits minus the logit bias (B,), what the maps and the positional term must sum to)."""
+    with bcos_implementation(implementation or "auto"):
+        if isinstance(model, BcosSimpleViT):
+            result = contributions(model, x)
+            explained = result.logits.gather(1, result.target[:, None])[:, 0]
+            return result.maps, explained - model.logit_bias, result.positional
+        maps, _, logits = inherent(model, x)
+        return maps, logits.max(1).values - model.logit_bias, torch.zeros(len(x))
 
 
 def theirs_batched(model, x):
-    """W(x) of the predicted logits in one backward pass in ``bcos``'s explanation mode.
-
-    x: (B, 6, H, W) -> (contributions (B, H, W), explained logits (B,)).
-    """
+    """One backward pass in ``bcos``'s explanation mode: contribution maps (B, H, W)."""
     x = x.detach().requires_grad_(True)
     with torch.enable_grad(), model.explanation_mode():
-        logits = model(x).max(1).values
-        weights, = torch.autograd.grad(logits.sum(), x)
-    return (weights * x).sum(1).detach(), logits.detach()
+        weights, = torch.autograd.grad(model(x).max(1).values.sum(), x)
+    return (weights * x).sum(1)
 
 
 def theirs_per_image(model, x):
-    """``model.explain`` once per image: x (B, 6, H, W) -> contributions (B, H, W)."""
+    """``model.explain`` once per image: contribution maps (B, H, W)."""
     return torch.cat([model.explain(img[None].clone().requires_grad_())["contribution_map"]
                       for img in x]).detach()
 
 
-def completeness(contributions, logits, bias):
-    """Max |Σ contributions + bias - logit| over the batch, and the mean |logit - bias|."""
-    return {"max_abs_error": (contributions.sum((1, 2)) + bias - logits).abs().max().item(),
-            "mean_abs_logit_minus_bias": (logits - bias).abs().mean().item()}
+def callables(ours, theirs, x) -> dict:
+    return {"ours_forward": partial(forward, ours, x),
+            "ours_reference_forward": partial(forward, ours, x, "reference"),
+            "theirs_forward": partial(forward, theirs, x),
+            "ours_explain": partial(ours_explain, ours, x),
+            "ours_reference_explain": partial(ours_explain, ours, x, "reference"),
+            "theirs_explain_batched": partial(theirs_batched, theirs, x),
+            "theirs_explain_per_image": partial(theirs_per_image, theirs, x)}
 
 
-def timed(fns, rounds):
-    """Median wall-clock and process-CPU seconds of each callable over interleaved rounds."""
-    for fn in fns.values():
-        fn()  # warm-up
-    wall = {name: [] for name in fns}
-    cpu = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            start_wall, start_cpu = time.perf_counter(), time.process_time()
-            fn()
-            cpu[name].append(time.process_time() - start_cpu)
-            wall[name].append(time.perf_counter() - start_wall)
-    return ({name: statistics.median(t) for name, t in wall.items()},
-            {name: statistics.median(t) for name, t in cpu.items()})
-
-
-def ratios(seconds):
-    """theirs / ours for the forward pass and the batched explanation, per variant of ours."""
-    out = {}
-    for task in ("forward", "explain_batched"):
-        for name in VARIANTS:
-            out[f"{task}_{name}"] = seconds[f"theirs_{task}"] / seconds[f"ours_{name}_{task}"]
-    out["theirs_per_image_over_ours_batched_stride1"] = (
-        seconds["theirs_explain_per_image"] / seconds["ours_stride1_explain_batched"])
-    return out
-
-
-def run_setting(image, batch, model):
-    torch.manual_seed(0)
-    ours = {name: BcosViT(6, (image, image), N_CLASSES, **model, max_out=MAX_OUT,
-                          **variant).eval() for name, variant in VARIANTS.items()}
-    theirs = build_theirs(image, model).eval()
-    x = encode_image(torch.rand(batch, 3, image, image))
-    for m in (*ours.values(), theirs):
-        assert forward(m, x).shape == (batch, N_CLASSES)
-
-    fns = {}
-    for name, m in ours.items():
-        fns[f"ours_{name}_forward"] = partial(forward, m, x)
-        fns[f"ours_{name}_explain_batched"] = partial(ours_batched, m, x)
-    fns["theirs_forward"] = partial(forward, theirs, x)
-    fns["theirs_explain_batched"] = partial(theirs_batched, theirs, x)
-    fns["theirs_explain_per_image"] = partial(theirs_per_image, theirs, x)
-    wall, cpu = timed(fns, ROUNDS)
-
-    bias = theirs[1].logit_bias
-    theirs_maps, theirs_logits = theirs_batched(theirs, x)
-    # the sin-cos positional embedding is an input-independent term: without it W(x)x is exact
-    no_pos = theirs[0].positional_embedding.register_forward_hook(
-        lambda module, args, pe: torch.zeros_like(pe))
-    no_pos_check = completeness(*theirs_batched(theirs, x), bias)
-    no_pos.remove()
-    checks = {f"ours_{name}": completeness(*ours_batched(m, x), m.logit_bias)
-              for name, m in ours.items()}
-    checks.update({
-        "theirs": completeness(theirs_maps, theirs_logits, bias),
-        "theirs_without_positional_embedding": no_pos_check,
-        "theirs_explain_vs_batched_max_abs_diff":
-            (theirs_per_image(theirs, x) - theirs_maps).abs().max().item(),
-    })
+def ratios(seconds: dict, batch: int) -> dict:
+    s = seconds
     return {
-        "batch_size": batch, "image": f"{image}x{image}", "model": model,
-        "parameters": {**{f"ours_{name}": sum(p.numel() for p in m.parameters())
-                          for name, m in ours.items()},
-                       "theirs": sum(p.numel() for p in theirs.parameters())},
-        "ratios_theirs_over_ours_wall": ratios(wall),
-        "ratios_theirs_over_ours_cpu": ratios(cpu),
-        "seconds_wall": wall, "seconds_cpu": cpu, "completeness": checks,
+        "forward": s["theirs_forward"] / s["ours_forward"],
+        "explain_theirs_per_image_over_ours_batched":
+            s["theirs_explain_per_image"] / s["ours_explain"],
+        "explain_batched_over_batched": s["theirs_explain_batched"] / s["ours_explain"],
+        "fused_speedup_forward": s["ours_reference_forward"] / s["ours_forward"],
+        "fused_speedup_explain": s["ours_reference_explain"] / s["ours_explain"],
+        "explain_images_per_second": {"ours_batched": batch / s["ours_explain"],
+                                      "theirs_per_image": batch / s["theirs_explain_per_image"]},
     }
 
 
+def checks(ours, theirs, x) -> dict:
+    """Completeness of our explanations (float32) and, for same-weight pairs, the logits."""
+    maps, explained, positional = ours_explain(ours, x)
+    out = {"ours_completeness_max_abs_error":
+           (maps.sum((1, 2)) + positional - explained).abs().max().item(),
+           "ours_mean_abs_explained_logit": explained.abs().mean().item()}
+    if isinstance(ours, BcosSimpleViT):
+        out["logits_max_abs_diff_vs_theirs"] = (forward(ours, x) - forward(theirs, x)).abs(
+        ).max().item()
+    return out
+
+
+def run_setting(name: str, rounds: int) -> dict:
+    setting = SETTINGS[name]
+    image, batch = setting["image"], setting["batch"]
+    torch.manual_seed(0)
+    pairs = {f"v2:{arch}": v2_pair(image, spec) for arch, spec in setting["v2"].items()}
+    pairs["holistic"] = holistic_pair(image, setting["holistic"])
+    x = encode_image(torch.rand(batch, 3, image, image))
+    fns = {f"{model}/{fn}": call for model, (ours, theirs) in pairs.items()
+           for fn, call in callables(ours, theirs, x).items()}
+    wall, cpu = timed(fns, rounds)
+    rows = {}
+    for model, (ours, theirs) in pairs.items():
+        def own(seconds, model=model):
+            return {k.split("/", 1)[1]: v for k, v in seconds.items() if k.startswith(model)}
+        rows[model] = {"ratios_cpu": ratios(own(cpu), batch),
+                       "ratios_wall": ratios(own(wall), batch),
+                       "seconds_cpu": own(cpu), "seconds_wall": own(wall),
+                       "parameters": sum(p.numel() for p in ours.parameters()),
+                       "checks": checks(ours, theirs, x)}
+    return {"image": f"{image}x{image}", "batch_size": batch, "models": rows}
+
+
+def profile(name: str) -> None:
+    from torch.profiler import profile as torch_profile
+
+    setting = SETTINGS[name]
+    x = encode_image(torch.rand(setting["batch"], 3, setting["image"], setting["image"]))
+    for arch, spec in setting["v2"].items():
+        for who, model in zip(("ours", "theirs"), v2_pair(setting["image"], spec)):
+            forward(model, x)
+            with torch_profile() as prof:
+                forward(model, x)
+            print(f"== {arch}: {who}\n" + prof.key_averages().table(
+                sort_by="self_cpu_time_total", row_limit=15))
+
+
+def summary_targets(results: dict) -> list:
+    rows = []
+    for size, result in results.items():
+        for model, row in result["models"].items():
+            if model.startswith("v2:"):
+                r = row["ratios_cpu"]
+                rows.append(target(f"B-cos {model[3:]} {size} forward vs bcos", r["forward"],
+                                   TARGET))
+                rows.append(target(f"B-cos {model[3:]} {size} explain vs bcos per image",
+                                   r["explain_theirs_per_image_over_ours_batched"], TARGET))
+    return rows
+
+
 def main():
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--setting", choices=list(SETTINGS),
-                        help="measure this setting only and print its JSON (internal)")
-    setting = parser.parse_args().setting
+                        help="measure this size only and print its JSON (internal)")
+    parser.add_argument("--sizes", nargs="*", choices=list(SETTINGS), default=list(SETTINGS))
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--profile", choices=list(SETTINGS))
+    args = parser.parse_args()
     try:
         import bcos
     except (ImportError, RuntimeError) as err:  # absent, or torchvision not matching torch
@@ -217,27 +247,29 @@ def main():
               "venv: run `make bench-bcos-package`.")
         return
     torch.set_num_threads(1)
-    if setting is not None:
-        print(json.dumps(run_setting(**SETTINGS[setting])))
+    if args.profile:
+        return profile(args.profile)
+    if args.setting:
+        print(json.dumps(run_setting(args.setting, args.rounds)))
         return
-    results = {name: json.loads(subprocess.run(
-        [sys.executable, __file__, "--setting", name], check=True, capture_output=True,
-        text=True).stdout) for name in SETTINGS}
-    result = {
-        "setting": {"input": "random RGB, encoded [x, 1-x] -> 6 channels",
-                    "n_classes": N_CLASSES, "max_out": MAX_OUT, "init": "random",
-                    "rounds": ROUNDS, "statistic": "median over interleaved rounds",
-                    "threads": 1, "device": "cpu"},
-        "versions": {"torch": torch.__version__, "bcos": bcos.__version__,
-                     "python": platform.python_version()},
-        "machine": platform.machine(),
-        "results": results,
-    }
+    record = run_record(bcos=getattr(bcos, "__version__", "0.1.3"))
+    results = {}
+    for size in args.sizes:
+        results[size] = json.loads(subprocess.run(
+            [sys.executable, __file__, "--setting", size, "--rounds", str(args.rounds)], check=True, capture_output=True,
+            text=True).stdout)
+        print(f"{size}: " + ", ".join(
+            f"{model} forward {row['ratios_cpu']['forward']:.2f}x explain "
+            f"{row['ratios_cpu']['explain_theirs_per_image_over_ours_batched']:.2f}x"
+            for model, row in results[size]["models"].items()), flush=True)
+    report = {**finish_record(record), "statistic": "median over interleaved rounds of "
+              "process-CPU seconds (wall beside); ratios theirs / ours", "rounds": args.rounds,
+              "results": results, "targets": summary_targets(results)}
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "bcos_package.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps({name: {"wall": r["ratios_theirs_over_ours_wall"],
-                             "cpu": r["ratios_theirs_over_ours_cpu"]}
-                      for name, r in result["results"].items()}, indent=2))
+    (RESULTS / "bcos_package.json").write_text(json.dumps(report, indent=2))
+    for row in report["targets"]:
+        print(f"{row['name']:<60} {row['value']:>6.2f} {row['goal']:>8} "
+              f"{'met' if row['met'] else 'MISSED'}")
 
 
 if __name__ == "__main__":

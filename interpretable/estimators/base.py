@@ -22,6 +22,7 @@ import contextvars
 import copy
 import sys
 from collections.abc import Iterator, Mapping
+from importlib import import_module
 from pathlib import Path
 
 import numpy as np
@@ -33,15 +34,21 @@ from sklearn.utils.validation import check_is_fitted
 from ..nn.tensors import resolve_device
 from ..validation import check_batch_size, check_random_state_seed
 from .batch import Batch
-from .explainers import describe_explainers, explainers_for, get_explainer
-from .persistence import load_estimator, save_estimator
 from .state import EstimatorState
-from .training import (TRAINING_CONSTRAINTS, TrainingDivergedError, TrainingNet,
-                       check_sample_weight, expand_parameter_docs, fit_transactionally,
-                       plain_print, train_module, warm_started)
+from .training import (TRAINING_CONSTRAINTS, TrainingDivergedError, check_sample_weight,
+                       expand_parameter_docs, fit_transactionally, plain_print, warm_started)
 
-# TrainingDivergedError and TrainingNet keep their public home of version 0.1 here.
-__all__ = ["Batch", "NeuralEstimator", "SHOW_PROGRESS", "TrainingDivergedError", "TrainingNet"]
+# TrainingDivergedError and TrainingNet keep their public home of version 0.1 here; skorch,
+# the explainers and persistence are imported when first used (importing an estimator is light)
+__all__ = ["Batch", "NeuralEstimator", "SHOW_PROGRESS", "TrainingDivergedError",  # noqa: F822
+           "TrainingNet"]
+
+
+def __getattr__(name):
+    if name == "TrainingNet":
+        return import_module(".nets", __package__).TrainingNet
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: whether the batching loop shows a progress bar (set per ``explain`` call and thread)
 SHOW_PROGRESS = contextvars.ContextVar("interpretable_explain_progress", default=False)
@@ -52,7 +59,8 @@ class _ExplainMethods:
     instance), its default first; the registry decides, so a new explainer shows up here."""
 
     def __get__(self, instance, owner) -> tuple[str, ...]:
-        return tuple(explainer.name for explainer in explainers_for(owner))
+        explainers = import_module(".explainers", __package__)
+        return tuple(explainer.name for explainer in explainers.explainers_for(owner))
 
 
 class NeuralEstimator(EstimatorState, BaseEstimator):
@@ -82,8 +90,8 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         cls.__doc__ = expand_parameter_docs(cls.__doc__)
 
     def __sklearn_tags__(self):
-        """Inputs are texts or symbol sequences (image estimators override this), never 2-d
-        numeric arrays; fits are deterministic given ``random_state``."""
+        """Texts or symbol sequences, never 2-d arrays (image estimators override this); fits
+        are deterministic given ``random_state``."""
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
         tags.input_tags.string = True
@@ -148,21 +156,18 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         return fit_transactionally(self, type(self)._fit, X, y, sample_weight)
 
     def _start_fit(self) -> int:
-        """Set ``device_`` (the accelerator's when there is one) and return the seed of this
-        fit."""
+        """Set ``device_`` (the accelerator's when there is one); return this fit's seed."""
         self.device_ = resolve_device(self.device) if self.accelerator is None \
             else self.accelerator.device
         return check_random_state_seed(self.random_state)
 
     def _log(self, message: str) -> None:
-        """Print ``message`` (e.g. the name of a training phase) when ``verbose``, on the main
-        process only."""
+        """Print ``message`` (a training phase's name) when ``verbose``, on the main process."""
         if self.verbose and (self.accelerator is None or self.accelerator.is_main_process):
             plain_print(f"{type(self).__name__}: {message}")
 
     def _continues(self) -> bool:
-        """Whether this fit continues the previous one (``warm_start`` on a fitted estimator:
-        ``fit`` kept its fitted attributes)."""
+        """Whether this fit continues the previous one (``warm_start`` on a fitted estimator)."""
         return self.warm_start and hasattr(self, "fitted_params_")
 
     def _warm_started(self, module_factory):
@@ -181,6 +186,7 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         ``max_epochs``, ``lr``, ``sample_weight``, ``validation``, net keywords) and set
         ``module_`` (in eval mode) and ``history_`` (appended to the previous fit's with
         ``warm_start``). Returns the skorch net (not stored)."""
+        from .nets import train_module
         net = train_module(self, module_factory, criterion, X, y, seed=seed, **phase)
         accelerator = self.accelerator
         module = net.module_ if accelerator is None else accelerator.unwrap_model(net.module_)
@@ -216,8 +222,8 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
 
         ``rows`` is a slice of ``inputs``, or with ``ordered=True`` (batches of similar
         lengths, see :meth:`_inference_order`) the indices ``(b,)`` of the batch's samples in
-        ``inputs``. ``batch_size`` None is the estimator's (checked again here: it may have
-        been changed by ``set_params`` after fit).
+        ``inputs``. ``batch_size`` None: the estimator's (checked again: ``set_params`` may
+        have changed it after fit).
         """
         self._check_fitted()
         step = check_batch_size(batch_size, default=self.batch_size)
@@ -228,7 +234,6 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         starts = range(0, n, step)
         if SHOW_PROGRESS.get() and len(starts) > 1 and sys.stderr.isatty():
             from tqdm.auto import tqdm
-
             starts = tqdm(starts, desc=f"{type(self).__name__}.explain", unit="batch",
                           leave=False)
         for start in starts:
@@ -244,8 +249,7 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
     def forward_batches(self, inputs: Mapping[str, torch.Tensor], *, batch_size=None,
                         grad: bool = False, ordered: bool = False, **options
                         ) -> Iterator[tuple[slice | torch.Tensor, dict, object]]:
-        """Yield ``(rows, batch, output)`` over mini-batches of ``inputs`` (see
-        :meth:`iter_batches`)."""
+        """Yield ``(rows, batch, output)`` over the mini-batches of :meth:`iter_batches`."""
         with torch.set_grad_enabled(grad):
             for rows, batch in self.iter_batches(inputs, batch_size, ordered=ordered):
                 yield rows, batch, self.forward_batch(batch, **options)
@@ -284,6 +288,7 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
 
         {methods}
         """
+        from .explainers import get_explainer
         self._check_fitted()
         explainer = get_explainer(self, method)
         explainer.check_options(options, public=True)
@@ -313,7 +318,7 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         be empty or hold a saved model.
         """
         self._check_fitted()
-        return save_estimator(self, path)
+        return import_module(".persistence", __package__).save_estimator(self, path)
 
     @classmethod
     def load(cls, path, device="auto"):
@@ -324,12 +329,13 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         missing file a ``FileNotFoundError``) before large memory is allocated. Parameters
         stored as None come back as None.
         """
-        return load_estimator(cls, path, device)
+        return import_module(".persistence", __package__).load_estimator(cls, path, device)
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "module_")
 
 
 NeuralEstimator.__doc__ = expand_parameter_docs(NeuralEstimator.__doc__)
-NeuralEstimator.explain.__doc__ = NeuralEstimator.explain.__doc__.replace(
-    "{methods}", describe_explainers().replace("\n", "\n" + " " * 8))
+NeuralEstimator.explain.__doc__ = NeuralEstimator.explain.__doc__.replace(  # ~60 ms of imports
+    "{methods}", import_module(".explainers", __package__).describe_explainers().replace(
+        "\n", "\n" + " " * 8))

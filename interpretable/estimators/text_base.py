@@ -12,14 +12,19 @@ from sklearn.base import clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ..nn.losses import OutputCrossEntropy
-from ..text import TextEncoder, WordPieceEncoder
 from ..validation import check_targets, check_text_inputs
 from .base import Batch
 from .classifier import NeuralClassifier
 
 __all__ = ["TextClassifierBase", "resolve_embeddings", "trim_padding", "trim_collate"]
 
-_TEXT_ENCODERS = {cls.__name__: cls for cls in (TextEncoder, WordPieceEncoder)}
+
+def _text_encoders() -> dict:
+    """The text encoder classes a saved model may name (the text package and its tokeniser
+    are imported when first used, not with the estimators)."""
+    from ..text import TextEncoder, WordPieceEncoder
+
+    return {cls.__name__: cls for cls in (TextEncoder, WordPieceEncoder)}
 
 
 def resolve_embeddings(embeddings):
@@ -86,7 +91,7 @@ class TextClassifierBase(NeuralClassifier):
         return OutputCrossEntropy()
 
     def _default_text_encoder(self):
-        return TextEncoder()
+        return _text_encoders()["TextEncoder"]()
 
     # ---------------------------------------------------------------- inputs
     def _split_inputs(self, X, *, fitting: bool):
@@ -180,7 +185,7 @@ class TextClassifierBase(NeuralClassifier):
 
     def _set_fitted_state(self, state: dict) -> None:
         encoder_state = dict(state["text_encoder"])
-        self.text_encoder_ = _TEXT_ENCODERS[encoder_state.pop("class")].from_state(encoder_state)
+        self.text_encoder_ = _text_encoders()[encoder_state.pop("class")].from_state(encoder_state)
         self.classes_ = np.asarray(state["classes"])
         self.pair_input_ = bool(state["pair_input"])
         self.embed_dim_ = int(state["embed_dim"])

@@ -2,6 +2,11 @@
 Transformers"): the B-cos linear and convolution layers, the ``[x, 1 - x]`` image encoding and
 the per-thread explanation mode shared by every B-cos network of the package.
 
+Each layer computes with the implementation chosen at construction (``implementation=``, default
+``"auto"``) or for the calls of one thread (:func:`~interpretable.nn.bcos_kernels.
+bcos_implementation`): the reference computation, or fused kernels that give the same outputs
+and explanations faster (see :mod:`interpretable.nn.bcos_kernels`).
+
 Every component is *dynamic linear*: its output is ``W(x) x`` for an input-dependent matrix
 ``W(x)``. Inside :func:`explanation_mode` the dynamic parts of ``W(x)`` (the ``|cos|^(B-1)``
 scales, MaxOut selections, attention matrices, LayerNorm on the query/key path) are treated as
@@ -21,10 +26,15 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
+from .bcos_kernels import (bcos_implementation, check_implementation, compiled, linear,
+                           resolve_implementation)
+
 __all__ = [
     "BcosLinear",
     "BcosConv2d",
+    "bcos_implementation",
     "explanation_mode",
+    "explaining",
     "dynamic_weight",
     "encode_image",
     "conv_layout",
@@ -48,6 +58,11 @@ def explanation_mode() -> Iterator[None]:
         yield
     finally:
         _EXPLAINING.reset(token)
+
+
+def explaining() -> bool:
+    """Whether this thread is inside :func:`explanation_mode`."""
+    return _EXPLAINING.get()
 
 
 def dynamic_weight() -> contextlib.AbstractContextManager:
@@ -95,6 +110,26 @@ def _maxout(lin: torch.Tensor, max_out: int, dim: int) -> torch.Tensor:
     return functools.reduce(torch.maximum, lin.chunk(max_out, dim))
 
 
+def _scale_winners(lin: torch.Tensor, inv_norm: torch.Tensor, b: float, max_out: int, dim: int,
+                   explaining: bool) -> torch.Tensor:
+    """MaxOut and the B-cos scale in one expression (the ``"compiled"`` epilogue: one kernel):
+    the winners ``a`` of ``lin`` (gradient to the first block on ties, as :class:`_MaxOut2`)
+    times ``|a · inv_norm|^(B-1)``, a constant when ``explaining``."""
+    blocks = lin.chunk(max_out, dim)
+    if max_out == 2:
+        selected = torch.where(blocks[0] >= blocks[1], *blocks)
+    else:
+        selected = functools.reduce(torch.maximum, blocks)
+    if b == 1:
+        return selected
+    factor = selected.abs() * inv_norm
+    if b != 2:
+        factor = factor.clamp_min(1e-12).pow(b - 1)
+    if explaining:
+        factor = factor.detach()
+    return selected * factor.to(selected.dtype)
+
+
 def conv_layout(x: torch.Tensor) -> torch.Tensor:
     """``x`` (B, C, H, W) in the faster memory layout for the convolutions of its device.
 
@@ -119,12 +154,16 @@ class _BcosBase(nn.Module):
     """Shared B-cos computation: ``out = γ · |cos(x, ŵ)|^(B-1) · ŵᵀx``, MaxOut over units.
 
     The weight's first dimension holds ``max_out`` contiguous blocks of ``out_features``
-    units; output j is the maximum over the blocks of their unit j.
+    units; output j is the maximum over the blocks of their unit j. ``implementation`` is one of
+    :data:`~interpretable.nn.bcos_kernels.IMPLEMENTATIONS`.
     """
 
+    implementation = "auto"  # the class default keeps modules pickled before it loadable
+
     def __init__(self, fan_in: int, out_features: int, b: float, max_out: int,
-                 scale: float | None):
+                 scale: float | None, implementation: str = "auto"):
         super().__init__()
+        self.implementation = check_implementation(implementation)
         if max_out < 1:
             raise ValueError(f"max_out must be >= 1, got {max_out}")
         if b < 1:
@@ -150,6 +189,21 @@ class _BcosBase(nn.Module):
         """``1/‖x‖`` of every input vector (patch), broadcastable to the outputs."""
         raise NotImplementedError
 
+    def _responses(self, x: torch.Tensor, weight: torch.Tensor, fused: bool) -> torch.Tensor:
+        """Responses ``weightᵀx`` of all units (units along :attr:`_unit_dim`)."""
+        raise NotImplementedError
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        implementation = resolve_implementation(self.implementation, x, _EXPLAINING.get())
+        lin = self._responses(x, self._scaled_unit_weight(), implementation != "reference")
+        if implementation != "compiled" or self.b == 1:
+            return self._bcos(x, lin)
+        with dynamic_weight():
+            inv_norm = self._inv_norm(x)
+        # the subclass's own compiled copy of _scale_winners (one kernel)
+        return self._scale_winners(lin, inv_norm, self.b, self.max_out, self._unit_dim,
+                                   _EXPLAINING.get())
+
     def _factor(self, x: torch.Tensor, selected: torch.Tensor):
         """Dynamic scale ``|a/‖x‖|^(B-1)`` of the MaxOut winners ``a``; a constant in
         explanation mode."""
@@ -161,11 +215,11 @@ class _BcosBase(nn.Module):
                 factor = factor.clamp_min(1e-12).pow(self.b - 1)
         return factor
 
-    def _bcos(self, x: torch.Tensor, lin: torch.Tensor, dim: int) -> torch.Tensor:
+    def _bcos(self, x: torch.Tensor, lin: torch.Tensor) -> torch.Tensor:
         """MaxOut, then the B-cos scale of the winners: responses ``a`` of all units to ``x``
-        (units along ``dim``) -> ``|a/‖x‖|^(B-1)·a``. The output increases with ``a``
-        (``‖x‖`` is shared), so MaxOut compares the raw responses."""
-        selected = _maxout(lin, self.max_out, dim)
+        -> ``|a/‖x‖|^(B-1)·a``. The output increases with ``a`` (``‖x‖`` is shared), so MaxOut
+        compares the raw responses."""
+        selected = _maxout(lin, self.max_out, self._unit_dim)
         if self.b == 1:
             return selected
         factor = self._factor(x, selected)
@@ -177,12 +231,16 @@ class BcosLinear(_BcosBase):
     """B-cos linear layer: (..., in_features) -> (..., out_features); no bias.
 
     ``b`` is the exponent B (B=1 gives a plain linear layer on unit-norm weights), ``max_out``
-    the number of units per output pooled by MaxOut, ``scale`` the factor f in γ = f/√in.
+    the number of units per output pooled by MaxOut, ``scale`` the factor f in γ = f/√in,
+    ``implementation`` how to compute (:mod:`~interpretable.nn.bcos_kernels`).
     """
 
+    _unit_dim = -1
+    _scale_winners = staticmethod(compiled(_scale_winners, "bcos_linear_scale_winners"))
+
     def __init__(self, in_features: int, out_features: int, b: float = 2.0, max_out: int = 2,
-                 scale: float | None = None):
-        super().__init__(in_features, out_features, b, max_out, scale)
+                 scale: float | None = None, implementation: str = "auto"):
+        super().__init__(in_features, out_features, b, max_out, scale, implementation)
         self.in_features = in_features
         self.weight = nn.Parameter(torch.empty(self.max_out * out_features, in_features))
         self.reset_parameters()
@@ -190,8 +248,16 @@ class BcosLinear(_BcosBase):
     def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
         return torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(1e-12).reciprocal()
 
+    def _responses(self, x: torch.Tensor, weight: torch.Tensor, fused: bool) -> torch.Tensor:
+        return linear(x, weight) if fused else F.linear(x, weight)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self._bcos(x, F.linear(x, self._scaled_unit_weight()), dim=-1)
+        if resolve_implementation(self.implementation, x, _EXPLAINING.get()) == "reference":
+            return super().forward(x)
+        # fused: on the rows of a 2-d view, the product is no view, so the in-place steps
+        # modify it without autograd copying views; one compiled variant for every rank
+        out = super().forward(x.reshape(-1, self.in_features))
+        return out.view(*x.shape[:-1], self.out_features)
 
     def forward_parts(self, x: torch.Tensor, parts: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """Map each additive part of ``x`` through the effective linear map ``W(x)``.
@@ -223,10 +289,14 @@ class BcosConv2d(_BcosBase):
     ``patch_norm_eps`` is added to its square (the ``bcos`` package's layers use 1e-6).
     """
 
+    _unit_dim = 1
+    _scale_winners = staticmethod(compiled(_scale_winners, "bcos_conv_scale_winners"))
+
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
                  padding: int = 0, b: float = 2.0, max_out: int = 2, scale: float | None = None,
-                 patch_norm_eps: float = 0.0):
-        super().__init__(in_channels * kernel_size ** 2, out_channels, b, max_out, scale)
+                 patch_norm_eps: float = 0.0, implementation: str = "auto"):
+        super().__init__(in_channels * kernel_size ** 2, out_channels, b, max_out, scale,
+                         implementation)
         self.in_channels = in_channels
         self.kernel_size = kernel_size
         self.stride = stride
@@ -243,9 +313,8 @@ class BcosConv2d(_BcosBase):
         sq_norm = F.conv2d(pixel_sq_norm, ones, stride=self.stride, padding=self.padding)
         return sq_norm.add_(self.patch_norm_eps).clamp_min(1e-24).rsqrt()
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        lin = F.conv2d(x, self._scaled_unit_weight(), stride=self.stride, padding=self.padding)
-        return self._bcos(x, lin, dim=1)
+    def _responses(self, x: torch.Tensor, weight: torch.Tensor, fused: bool) -> torch.Tensor:
+        return F.conv2d(x, weight, stride=self.stride, padding=self.padding)
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_features}, kernel_size={self.kernel_size}, "

@@ -13,7 +13,8 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from .bcos import BcosConv2d, BcosLinear, conv_layout, dynamic_weight
+from .bcos import BcosConv2d, BcosLinear, conv_layout, dynamic_weight, explaining
+from .bcos_kernels import linear, resolve_implementation
 
 __all__ = ["BcosAttention", "BcosMLP", "BcosBlock", "BcosStem", "BcosViT", "ATTENTION_PRIORS"]
 
@@ -83,9 +84,14 @@ class BcosAttention(nn.Module):
 
     def attention(self, x: torch.Tensor) -> torch.Tensor:
         """Attention matrices A: (B, N, D) -> (B, heads, N, N); a dynamic weight."""
-        bsz, n, _ = x.shape
+        bsz, n, dim = x.shape
         with dynamic_weight():
-            qk = self.qk(self.norm(x)).view(bsz, n, 2, self.num_heads, self.head_dim)
+            normed = self.norm(x)
+            if resolve_implementation(self.value.implementation, x, explaining()) == "reference":
+                qk = self.qk(normed)
+            else:  # the faster GEMM of the device (the value layer's implementation decides)
+                qk = linear(normed.reshape(-1, dim), self.qk.weight, self.qk.bias)
+            qk = qk.view(bsz, n, 2, self.num_heads, self.head_dim)
             q, k = qk.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, heads, N, head_dim)
             logits = (q / math.sqrt(self.head_dim)) @ k.transpose(-1, -2)
             if self.attention_prior == "additive":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 __all__ = ["MeanEmbeddingClassifier"]
 
@@ -28,17 +29,29 @@ class MeanEmbeddingClassifier(nn.Module):
         """``(B, T)`` ids -> ``(B, T, E)`` embeddings."""
         return self.embedding(tokens)
 
+    @staticmethod
+    def _token_weights(tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """``1/T`` at the real positions of each row, 0 on padding: (B, T)."""
+        real = torch.arange(tokens.shape[1], device=tokens.device)[None, :] < lengths[:, None]
+        return real / lengths.clamp(min=1)[:, None]
+
     def token_contributions(self, tokens: torch.Tensor, lengths: torch.Tensor,
                             embedded: torch.Tensor | None = None) -> torch.Tensor:
         """Per-token logit contributions ``(B, T, C)``, zero on padding; ``embedded (B, T, E)``
         replaces ``embed(tokens)``."""
         if embedded is None:
             embedded = self.embed(tokens)
-        mask = torch.arange(tokens.shape[1], device=tokens.device)[None, :] < lengths[:, None]
         per_token = embedded @ self.output.weight.T  # (B, T, C)
-        return per_token * (mask / lengths.clamp(min=1)[:, None]).unsqueeze(-1)
+        return per_token * self._token_weights(tokens, lengths).unsqueeze(-1)
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor,
                 embedded: torch.Tensor | None = None) -> torch.Tensor:
-        """tokens ``(B, T)`` int, lengths ``(B,)`` → logits ``(B, C)``."""
-        return self.token_contributions(tokens, lengths, embedded).sum(dim=1) + self.output.bias
+        """tokens ``(B, T)`` int, lengths ``(B,)`` → logits ``(B, C)``. From the ids, the mean
+        embedding comes from one ``embedding_bag`` (no (B, T, E) or (B, T, C) tensors)."""
+        if embedded is not None:
+            return self.token_contributions(tokens, lengths, embedded).sum(dim=1) \
+                + self.output.bias
+        weights = self._token_weights(tokens, lengths).to(self.embedding.weight.dtype)
+        mean = F.embedding_bag(tokens, self.embedding.weight, mode="sum",
+                               per_sample_weights=weights)
+        return self.output(mean)

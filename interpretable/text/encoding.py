@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..validation import check_texts
 from .output import TextOutputMixin
-from .tokenize import word_tokenize
+from .tokenize import sentence_tokens, word_tokenize
 
 __all__ = ["TextEncoder", "PAD", "UNK", "PAD_TOKEN", "UNK_TOKEN"]
 
@@ -22,6 +22,15 @@ PAD_TOKEN, UNK_TOKEN = "<pad>", "<unk>"
 # NLTKWordTokenizer splits off only a text's final period; split sentences first (a light
 # rule instead of punkt, whose data files are not available offline).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _text_tokens(text: str) -> list[str]:
+    """Word tokens of the sentences of ``text``."""
+    # printable (whitespace: spaces only) without ". ", "! " or "? ": one sentence, the split
+    # would find no boundary
+    if text.isprintable() and ". " not in text and "! " not in text and "? " not in text:
+        return sentence_tokens(text, True)
+    return [tok for sentence in _SENTENCE_END.split(text) for tok in word_tokenize(sentence)]
 
 
 class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
@@ -66,17 +75,17 @@ class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
 
     def tokenize(self, text: str) -> list[str]:
         """Tokens of one text as the model sees them (lower-cased, truncated to ``max_len``)."""
-        if self.lowercase:
-            text = text.lower()
-        tokens = [tok for sentence in _SENTENCE_END.split(text) for tok in word_tokenize(sentence)]
+        tokens = _text_tokens(text.lower() if self.lowercase else text)
         return tokens[: self.max_len] if self.max_len else tokens
 
     def tokenize_many(self, X) -> list[list[str]]:
         texts = check_texts(X)
-        tokenized = [self.tokenize(t) for t in texts]
-        for i, tokens in enumerate(tokenized):
-            if not tokens:
-                raise ValueError(f"X[{i}] has no tokens after tokenisation: {texts[i]!r:.60}.")
+        tokenized = list(map(_text_tokens, map(str.lower, texts) if self.lowercase else texts))
+        if self.max_len:
+            tokenized = [tokens[: self.max_len] for tokens in tokenized]
+        if not all(tokenized):
+            i = next(i for i, tokens in enumerate(tokenized) if not tokens)
+            raise ValueError(f"X[{i}] has no tokens after tokenisation: {texts[i]!r:.60}.")
         return tokenized
 
     def fit(self, X, y=None):

@@ -9,16 +9,23 @@ applies nltk's substitution rules in nltk's order with nltk's regular-expression
 * drops ``redos``'s per-call wall-clock timeout, a guard against catastrophic backtracking
   that these patterns do not need (each runs in time linear in the text);
 * collapses whitespace with ``str.split`` where that splits at the same characters, and tests
-  ASCII text for contractions without a case-insensitive regular expression.
+  ASCII text for contractions without a case-insensitive regular expression;
+* tokenises each whitespace-separated chunk of a sentence once per context and remembers it
+  (:func:`word_tokenize`): every rule but those anchored at the start or the end of the text
+  sees at most the one whitespace character on each side of a chunk, so a chunk with the same
+  neighbouring characters always gives the same tokens. The sentence's tail (from its last
+  chunk with a character other than closing quotes and brackets, the only ones nltk's
+  final-period rule reaches across) is tokenised whole, with the character before it.
 """
 
 from __future__ import annotations
 
 import re
+from itertools import chain
 
 import regex
 
-__all__ = ["word_tokenize"]
+__all__ = ["word_tokenize", "sentence_tokens"]
 
 
 def _rules(*rules):
@@ -110,11 +117,102 @@ def _has_contraction(text: str) -> bool:
     return _CONTRACTION_TRIGGER.search(text) is not None
 
 
-def word_tokenize(text: str) -> list[str]:
-    """Tokens of one sentence, exactly ``nltk.tokenize.NLTKWordTokenizer().tokenize(text)``."""
+def _treebank(text: str) -> list[str]:
+    """nltk's Treebank rules on one text: ``NLTKWordTokenizer().tokenize(text)``."""
     text = _apply(_ENDING_QUOTES, f" {_apply(_STARTING_QUOTES_AND_PUNCTUATION, text)} ")
     text = _apply(_CLITICS, _collapse_whitespace(text))
     if _has_contraction(text):
         for pattern in _CONTRACTIONS:
             text = pattern.sub(r" \1 \2 ", text)
     return text.split()
+
+
+class _Memo(dict):
+    """Text -> its tokens (a tuple), computed on first use by ``tokens_of``; at most ``size``
+    texts (then it starts afresh). A memo of a pure function: threads may share it."""
+
+    def __init__(self, tokens_of, size: int = 1 << 17):
+        super().__init__()
+        self.tokens_of, self.size = tokens_of, size
+
+    def __missing__(self, text: str) -> tuple[str, ...]:
+        if len(self) >= self.size:
+            self.clear()
+        tokens = self[text] = tuple(self.tokens_of(text))
+        return tokens
+
+
+# the characters nltk's final-period rule consumes after the period (besides whitespace)
+_CLOSING = "])}>\"'»”’"
+# a letter after a chunk and its right neighbour: no rule anchored at the end of the text can
+# match inside the chunk, and the letter comes back as the last token
+_SENTINEL = "x"
+_SPLIT = regex.compile(r"(\s+)")
+# an ASCII word, then optionally a clitic (_CLITICS) and a mark split off wherever the word
+# stands; a final period only at the end of the text
+_WORD = r"([A-Za-z0-9]+(?:-[A-Za-z0-9]+)*)('[sSmMdD]|'ll|'LL|'re|'RE|'ve|'VE|n't|N'T)?([,;:!?%s])?"
+_INNER_WORD, _FINAL_WORD = re.compile(_WORD % ""), re.compile(_WORD % ".")
+
+
+def _in_context(before: str, after: str, word: re.Pattern):
+    """Tokens of a chunk between ``before`` and ``after`` (then ``_SENTINEL`` unless the chunk
+    ends the text). A chunk ``word`` matches (an ASCII word, maybe a clitic, maybe a
+    punctuation mark) splits into those parts without the rules (no other rule matches them),
+    unless it holds a contraction."""
+
+    def tokens_of(chunk: str) -> list[str]:
+        parts = word.fullmatch(chunk) if chunk.isascii() else None
+        if parts and not _has_contraction(chunk):
+            return [part for part in parts.groups() if part]
+        tokens = _treebank(before + chunk + after)
+        return tokens[:-1] if after else tokens
+
+    return tokens_of
+
+
+_WHOLE = _Memo(_treebank)
+_CHUNK = _Memo(lambda text: _treebank(text + _SENTINEL)[:-1])
+# the usual contexts: the first chunk, followed by a space; a chunk between single spaces;
+# the last chunk, after a space
+_FIRST = _Memo(_in_context("", " " + _SENTINEL, _INNER_WORD))
+_SPACED = _Memo(_in_context(" ", " " + _SENTINEL, _INNER_WORD))
+_LAST = _Memo(_in_context(" ", "", _FINAL_WORD))
+
+
+def word_tokenize(text: str) -> list[str]:
+    """Tokens of one sentence, exactly ``nltk.tokenize.NLTKWordTokenizer().tokenize(text)``."""
+    return sentence_tokens(text, text.isprintable())
+
+
+def sentence_tokens(text: str, printable: bool) -> list[str]:
+    """:func:`word_tokenize`, told whether ``text.isprintable()``."""
+    # printable: no whitespace but the space (every other one is a separator or control
+    # character), so chunks between single spaces, the usual case, come from str.split
+    if printable and text and text[0] != " " != text[-1] and "  " not in text:
+        chunks, spaces = text.split(" "), None
+    else:
+        parts = _SPLIT.split(text)
+        chunks, spaces = parts[0::2], parts[1::2]
+    # chunk i sits between spaces[i - 1] and spaces[i]; the tail starts at chunk `last`
+    end = last = len(chunks) - 1
+    while last > 0 and not chunks[last].strip(_CLOSING):
+        last -= 1
+    if last == 0:
+        return list(_WHOLE[text])
+    if spaces is None:
+        tail = _LAST[chunks[end]] if last == end else _WHOLE[" " + " ".join(chunks[last:])]
+        return [*_FIRST[chunks[0]], *chain.from_iterable(map(_SPACED.__getitem__,
+                                                             chunks[1:last])), *tail]
+    # other whitespace: the usual contexts' memos where a chunk's neighbours are spaces
+    after = [space[0] for space in spaces]
+    before = [None, *(space[-1] for space in spaces)]
+    tokens = []
+    if chunks[0]:
+        tokens += _FIRST[chunks[0]] if after[0] == " " else _CHUNK[chunks[0] + after[0]]
+    for i in range(1, last):
+        tokens += _SPACED[chunks[i]] if before[i] == after[i] == " " else \
+            _CHUNK[before[i] + chunks[i] + after[i]]
+    if last == end and before[last] == " ":
+        return tokens + list(_LAST[chunks[last]])
+    return tokens + list(_WHOLE[before[last] + "".join(
+        chain.from_iterable(zip(chunks[last:], spaces[last:] + [""])))])
