@@ -60,8 +60,10 @@ class WordPieceEncoder(BaseEstimator):
         tok = self._tokenizer
         return [tok.cls_token, *tok.tokenize(text)[: self._limit - 2], tok.sep_token]
 
-    def tokenize_many(self, X) -> list[list[str]]:
-        return [self.tokenize(t) for t in check_texts(X)]
+    def tokenize_many(self, X, allow_blank: bool = False) -> list[list[str]]:
+        """Word pieces of every text of ``X``; a blank one (``allow_blank``) gets none."""
+        return [self.tokenize(t) if t.strip() else []
+                for t in check_texts(X, allow_blank=allow_blank)]
 
     def encode_tokens(self, tokenized) -> tuple[np.ndarray, np.ndarray]:
         """Token lists -> ids ``(n, T)`` int64 (padding id 0) and lengths ``(n,)``."""
