@@ -27,6 +27,16 @@ def unscaled_bcos_linear(in_features: int, out_features: int, b: float) -> BcosL
     return BcosLinear(in_features, out_features, b=b, max_out=1, scale=math.sqrt(in_features))
 
 
+def _fusable() -> bool:
+    """Whether the attention probabilities may be computed inside a fused kernel: always
+    without gradients, and with gradients unless they are dynamic weights held constant
+    (explanation mode)."""
+    if not torch.is_grad_enabled():
+        return True
+    with dynamic_weight():
+        return torch.is_grad_enabled()
+
+
 def gated_gelu(x: torch.Tensor) -> torch.Tensor:
     """GELU as ``x·Φ(x)`` with the gate ``Φ(x)`` (standard normal CDF) a dynamic weight."""
     with dynamic_weight():
@@ -83,11 +93,22 @@ class BcosSelfAttention(nn.Module):
             scores = query @ key.transpose(-1, -2) / math.sqrt(self.head_dim)
             return (scores + mask_bias).softmax(-1)
 
-    def forward(self, x: torch.Tensor, mask_bias: torch.Tensor):
-        probs = self.probabilities(x, mask_bias)
-        mixing = F.dropout(probs, self.attention_dropout, self.training)
-        context = (mixing @ self._split_heads(self.value(x))).transpose(1, 2).flatten(2)
-        out = F.dropout(self.output(context), self.dropout, self.training)
+    def forward(self, x: torch.Tensor, mask_bias: torch.Tensor, need_probs: bool = True):
+        """``need_probs=False`` returns None for the probabilities and, unless gradients must
+        treat them as constants (explanation mode), mixes with the fused
+        ``scaled_dot_product_attention`` (the same function, faster)."""
+        value = self._split_heads(self.value(x))
+        if need_probs or not _fusable():
+            probs = self.probabilities(x, mask_bias)
+            mixing = F.dropout(probs, self.attention_dropout, self.training)
+            context = mixing @ value
+        else:
+            probs = None
+            context = F.scaled_dot_product_attention(
+                self._split_heads(self.query(x)), self._split_heads(self.key(x)), value,
+                attn_mask=mask_bias, dropout_p=self.attention_dropout if self.training else 0.0)
+        out = F.dropout(self.output(context.transpose(1, 2).flatten(2)), self.dropout,
+                        self.training)
         return self.norm(x + out), probs
 
 
@@ -109,7 +130,8 @@ class BcosFeedForward(nn.Module):
 
 
 class BcosBertLayer(nn.Module):
-    """One encoder layer: (B, T, H), mask bias -> ((B, T, H), probabilities (B, h, T, T))."""
+    """One encoder layer: (B, T, H), mask bias -> ((B, T, H), probabilities (B, h, T, T) or
+    None with ``need_probs=False``)."""
 
     def __init__(self, hidden_size: int, num_heads: int, intermediate_size: int, b: float,
                  eps: float, dropout: float, attention_dropout: float):
@@ -118,6 +140,6 @@ class BcosBertLayer(nn.Module):
                                            attention_dropout)
         self.feed_forward = BcosFeedForward(hidden_size, intermediate_size, b, eps, dropout)
 
-    def forward(self, x: torch.Tensor, mask_bias: torch.Tensor):
-        x, probs = self.attention(x, mask_bias)
+    def forward(self, x: torch.Tensor, mask_bias: torch.Tensor, need_probs: bool = True):
+        x, probs = self.attention(x, mask_bias, need_probs)
         return self.feed_forward(x), probs
