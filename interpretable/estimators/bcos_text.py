@@ -37,8 +37,10 @@ from ..validation import check_targets
 from .base import Batch
 from .params import stores_params
 from .text_base import TextClassifierBase, trim_collate
+from .training import DivergenceGuard
 
-__all__ = ["BertTextClassifier", "BcosTextClassifier", "WarmupLinearSchedule", "BERT_FIELDS"]
+__all__ = ["BertTextClassifier", "BcosTextClassifier", "WarmupLinearSchedule", "WeightNormGuard",
+           "BERT_FIELDS", "check_bert_config"]
 
 #: the BERT config fields a fitted model keeps (``config_``): what rebuilds its structure
 BERT_FIELDS = {"vocab_size": int, "hidden_size": int, "num_hidden_layers": int,
@@ -103,6 +105,18 @@ class WarmupLinearSchedule(Callback):
     def _set(self, net):
         for group, base in zip(net.optimizer_.param_groups, self.base_lrs_):
             group["lr"] = base * self.factor(self.step_)
+
+
+class WeightNormGuard(DivergenceGuard):
+    """:class:`~.training.DivergenceGuard` for networks that normalise weights and activations
+    (B-cos rows, LayerNorm): such a network never produces a non-finite loss, but once a
+    weight's norm overflows its layer silently outputs zeros, so the norms are checked too."""
+
+    def _check_weights(self, net):
+        super()._check_weights(net)
+        if not all(torch.isfinite(torch.linalg.vector_norm(p.detach()))
+                   for p in net.module_.parameters()):
+            self._diverged(net, "the norm of a weight overflowed")
 
 
 class BertTextClassifier(TextClassifierBase):
@@ -229,7 +243,8 @@ class BertTextClassifier(TextClassifierBase):
         self._fit_net(module_factory, self._criterion(), self._encode_texts(texts, None).inputs,
                       torch.from_numpy(y_index.astype(np.int64)), seed=seed,
                       sample_weight=self._training_weights(y_index, sample_weight),
-                      callbacks=[("lr_schedule", WarmupLinearSchedule(self.warmup))],
+                      callbacks=[("lr_schedule", WarmupLinearSchedule(self.warmup)),
+                                 ("weight_norm_guard", WeightNormGuard())],
                       iterator_train__collate_fn=trim_collate,
                       iterator_valid__collate_fn=trim_collate)
 
@@ -251,11 +266,13 @@ class BertTextClassifier(TextClassifierBase):
 
     # ------------------------------------------------------------------ persistence
     def _get_fitted_state(self) -> dict:
-        return {**super()._get_fitted_state(), "config": self.config_}
+        state = {**super()._get_fitted_state(), "config": self.config_}
+        del state["embed_dim"]  # the config's hidden_size: stored once
+        return state
 
     def _set_fitted_state(self, state: dict) -> None:
-        super()._set_fitted_state(state)
         self.config_ = check_bert_config(state["config"])
+        super()._set_fitted_state({**state, "embed_dim": self.config_["hidden_size"]})
         self._check_vocabulary()
 
 
