@@ -295,6 +295,14 @@ class BcosTextClassifier(BertTextClassifier):
         (sparser, more readable explanations); ``b = 1`` removes the alignment pressure: the
         model is the converted network (biases removed, dense rows normalised), still
         dynamic linear, so its contributions stay exact.
+    gain : {"matched", "unit"}
+        The constant factor of every B-cos layer. ``"unit"``: none (γ = 1, the authors'
+        B-cos LM). ``"matched"``: γ = :func:`~interpretable.nn.bcos_bert_layers.alignment_gain`
+        of its fan-in and ``b``, so that each layer keeps, at conversion, the output scale
+        of the linear map it replaces: otherwise every B-cos layer shrinks its output by
+        ``|cos|^(B-1)`` (about 0.2 in MiniLM at B = 1.5), the converted encoder starts with
+        branches 20-40 times below the residual stream and logits near 0.004, and
+        fine-tuning is slow. γ is a constant: contributions stay exact; at ``b = 1`` it is 1.
     checkpoint, pooling, max_length, warmup :
         As in :class:`BertTextClassifier`.
     {class_weight}
@@ -308,11 +316,12 @@ class BcosTextClassifier(BertTextClassifier):
     _parameter_constraints = {
         **BertTextClassifier._parameter_constraints,
         "b": [Interval(Real, 1, None, closed="left"), list, tuple],
+        "gain": [StrOptions({"matched", "unit"})],
     }
     _module_class = BcosBertClassifier
 
     @stores_params
-    def __init__(self, b=1.5, *, checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
+    def __init__(self, b=1.5, *, gain="matched", checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
@@ -326,4 +335,4 @@ class BcosTextClassifier(BertTextClassifier):
 
     def _module_options(self) -> dict:
         b = list(self.b) if isinstance(self.b, (list, tuple)) else float(self.b)
-        return {**super()._module_options(), "b": b}
+        return {**super()._module_options(), "b": b, "matched": self.gain == "matched"}

@@ -17,14 +17,26 @@ from torch.nn import functional as F
 from .bcos import BcosLinear, dynamic_weight
 
 __all__ = ["BcosBertLayer", "BcosFeedForward", "BcosLayerNorm", "BcosSelfAttention",
-           "gated_gelu", "unscaled_bcos_linear"]
+           "alignment_gain", "gated_gelu", "unscaled_bcos_linear"]
 
 
-def unscaled_bcos_linear(in_features: int, out_features: int, b: float) -> BcosLinear:
-    """B-cos LM's linear layer ``|cos(x, ŵ)|^(B-1) ŵᵀx``: unit-norm rows, no MaxOut and
-    γ = 1 (the scale factor f = √in_features cancels :class:`BcosLinear`'s 1/√in_features).
-    B = 1 gives the plain linear map of the unit-norm rows."""
-    return BcosLinear(in_features, out_features, b=b, max_out=1, scale=math.sqrt(in_features))
+def alignment_gain(fan_in: int, b: float) -> float:
+    """``E|ŵᵀx| / E(|cos(x, ŵ)|^(B-1) |ŵᵀx|)`` for inputs of random direction (``cos ~
+    N(0, 1/fan_in)``): ``√2 · fan_in^((B-1)/2) / (2^(B/2) Γ((B+1)/2))``, 1 at B = 1 (4.1 for
+    384 inputs at B = 1.5, 15.6 at B = 2). A B-cos layer scaled by it has, at conversion, the
+    output magnitude of the plain linear map of its unit-norm rows."""
+    return math.sqrt(2) * fan_in ** ((b - 1) / 2) / (2 ** (b / 2) * math.gamma((b + 1) / 2))
+
+
+def unscaled_bcos_linear(in_features: int, out_features: int, b: float,
+                         matched: bool = False) -> BcosLinear:
+    """B-cos LM's linear layer ``γ |cos(x, ŵ)|^(B-1) ŵᵀx``: unit-norm rows, no MaxOut and
+    γ = 1 (the scale factor f = √in_features cancels :class:`BcosLinear`'s 1/√in_features),
+    or with ``matched`` γ = :func:`alignment_gain` (a constant: the layer stays dynamic
+    linear). B = 1 gives the plain linear map of the unit-norm rows."""
+    gain = alignment_gain(in_features, b) if matched else 1.0
+    return BcosLinear(in_features, out_features, b=b, max_out=1,
+                      scale=gain * math.sqrt(in_features))
 
 
 def _fusable() -> bool:
@@ -69,7 +81,7 @@ class BcosSelfAttention(nn.Module):
     ``forward(x (B, T, H), mask_bias (B, 1, 1, T)) -> (out (B, T, H), probs (B, h, T, T))``."""
 
     def __init__(self, hidden_size: int, num_heads: int, b: float, eps: float, dropout: float,
-                 attention_dropout: float):
+                 attention_dropout: float, matched: bool = False):
         super().__init__()
         self.num_heads = num_heads
         self.head_dim = hidden_size // num_heads
@@ -78,7 +90,7 @@ class BcosSelfAttention(nn.Module):
         self.query = nn.Linear(hidden_size, hidden_size, bias=False)
         self.key = nn.Linear(hidden_size, hidden_size, bias=False)
         self.value = nn.Linear(hidden_size, hidden_size, bias=False)
-        self.output = unscaled_bcos_linear(hidden_size, hidden_size, b)
+        self.output = unscaled_bcos_linear(hidden_size, hidden_size, b, matched)
         self.norm = BcosLayerNorm(hidden_size, eps)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
@@ -117,11 +129,11 @@ class BcosFeedForward(nn.Module):
     residual, :class:`BcosLayerNorm`. (B, T, H) -> (B, T, H)."""
 
     def __init__(self, hidden_size: int, intermediate_size: int, b: float, eps: float,
-                 dropout: float):
+                 dropout: float, matched: bool = False):
         super().__init__()
         self.dropout = dropout
-        self.intermediate = unscaled_bcos_linear(hidden_size, intermediate_size, b)
-        self.output = unscaled_bcos_linear(intermediate_size, hidden_size, b)
+        self.intermediate = unscaled_bcos_linear(hidden_size, intermediate_size, b, matched)
+        self.output = unscaled_bcos_linear(intermediate_size, hidden_size, b, matched)
         self.norm = BcosLayerNorm(hidden_size, eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -134,11 +146,12 @@ class BcosBertLayer(nn.Module):
     None with ``need_probs=False``)."""
 
     def __init__(self, hidden_size: int, num_heads: int, intermediate_size: int, b: float,
-                 eps: float, dropout: float, attention_dropout: float):
+                 eps: float, dropout: float, attention_dropout: float, matched: bool = False):
         super().__init__()
         self.attention = BcosSelfAttention(hidden_size, num_heads, b, eps, dropout,
-                                           attention_dropout)
-        self.feed_forward = BcosFeedForward(hidden_size, intermediate_size, b, eps, dropout)
+                                           attention_dropout, matched)
+        self.feed_forward = BcosFeedForward(hidden_size, intermediate_size, b, eps, dropout,
+                                            matched)
 
     def forward(self, x: torch.Tensor, mask_bias: torch.Tensor, need_probs: bool = True):
         x, probs = self.attention(x, mask_bias, need_probs)
