@@ -12,8 +12,8 @@ from sklearn.model_selection import GridSearchCV
 
 pytest.importorskip("transformers")
 
-from interpretable import BcosTextClassifier, BertTextClassifier  # noqa: E402
-from interpretable.estimators.bcos_text import WarmupLinearSchedule  # noqa: E402
+from interpretable import BcosTextClassifier, BertTextClassifier
+from interpretable.estimators.bcos_text import WarmupLinearSchedule
 
 TINY = {"vocab_size": 30522, "hidden_size": 16, "num_hidden_layers": 2,
         "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32,
@@ -194,7 +194,7 @@ def test_save_load_is_bit_identical_without_the_data_package(fitted, tmp_path, m
     path = clf.save(tmp_path / "model")
     config = json.loads((path / "config.json").read_text())
     assert config["fitted"]["config"]["hidden_size"] == 16
-    import interpretable.datasets as datasets
+    from interpretable import datasets
 
     def unavailable():
         raise ImportError("no data package")

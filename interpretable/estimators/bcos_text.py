@@ -26,12 +26,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from skorch.callbacks import Callback
 from sklearn.utils._param_validation import Interval, StrOptions
+from skorch.callbacks import Callback
 
 from ..nn.bcos_bert import BcosBertClassifier
 from ..nn.bert_classifier import BertClassifier
-from ..nn.losses import OneHotBCE
 from ..text import WordPieceEncoder
 from ..validation import check_targets
 from .base import Batch
@@ -39,8 +38,14 @@ from .params import stores_params
 from .text_base import TextClassifierBase, trim_collate
 from .training import DivergenceGuard
 
-__all__ = ["BertTextClassifier", "BcosTextClassifier", "WarmupLinearSchedule", "WeightNormGuard",
-           "BERT_FIELDS", "check_bert_config"]
+__all__ = [
+    "BERT_FIELDS",
+    "BcosTextClassifier",
+    "BertTextClassifier",
+    "WarmupLinearSchedule",
+    "WeightNormGuard",
+    "check_bert_config",
+]
 
 #: the BERT config fields a fitted model keeps (``config_``): what rebuilds its structure
 BERT_FIELDS = {"vocab_size": int, "hidden_size": int, "num_hidden_layers": int,

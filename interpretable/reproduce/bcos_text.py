@@ -19,18 +19,19 @@ Diversity-LSTM models, on the same held-out texts.
 Both MiniLMs train with the same schedule (AdamW, ``lr``, 10 % linear warm-up then linear
 decay, batch 32, at most 64 word pieces, ``epochs`` passes over the training split). The full
 run (``--b 1.5`` alone fits in about 40 minutes on 2 busy cores) writes
-``benchmarks/results/bcos_text.json``; ``--quick`` trains on 1,500 texts.
+``benchmarks/results/bcos_text.json``; ``--quick`` trains on 2,000 texts.
 """
 from __future__ import annotations
 
 import re
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 
 SETTINGS = {
-    "quick": dict(train=1500, test=500, epochs=1, b=(1.5,), eval=100, ig_steps=16, speed=128,
+    "quick": dict(train=2000, test=500, epochs=1, b=(1.5,), eval=100, ig_steps=16, speed=128,
                   lstm_train=2000, lstm_epochs=3),
     "full": dict(train=None, test=None, epochs=1, b=(1.25, 1.5, 2.0), eval=300, ig_steps=32,
                  speed=256, lstm_train=None, lstm_epochs=4),
@@ -52,6 +53,8 @@ def add_arguments(parser):
     parser.add_argument("--lr", type=float, default=BERT["lr"])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--view", default=None,
+                        help="write the word-level B-cos explanation of 3 test texts (HTML)")
 
 
 def results_suffix(options) -> str:
@@ -222,7 +225,7 @@ def table(results: dict) -> str:
 
 
 def run(quick: bool = False, b=None, dataset="rotten-tomatoes", epochs=None, train=None,
-        eval=None, lr=BERT["lr"], threads=1, seed=0) -> dict:
+        eval=None, lr=BERT["lr"], threads=1, seed=0, view=None) -> dict:
     import torch
     from sklearn.metrics import f1_score
 
@@ -254,6 +257,9 @@ def run(quick: bool = False, b=None, dataset="rotten-tomatoes", epochs=None, tra
     for name in [n for n in fitted if n.startswith("bcos")]:
         results["cost"][name] = cost(fitted["minilm"], fitted[name], X_speed)
     results["targets"] = targets(results)
+    if view is not None:
+        bcos = fitted[next(n for n in fitted if n.startswith("bcos"))]
+        Path(view).write_text(bcos.explain(X_test[:3], level="word").to_html(standalone=True))
     print(table(results))
     print({model: {k: v["met"] for k, v in checks.items()}
            for model, checks in results["targets"].items()})

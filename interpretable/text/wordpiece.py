@@ -187,7 +187,7 @@ class WordPieceEncoder(BaseEstimator):
                 "settings": self.settings_}
 
     @classmethod
-    def from_state(cls, state: dict) -> "WordPieceEncoder":
+    def from_state(cls, state: dict) -> WordPieceEncoder:
         """The fitted encoder of :meth:`get_state` (a state without vocabulary, from version
         0.1, reads the bundled MiniLM's tokeniser again)."""
         encoder = cls(**state["params"])

@@ -36,8 +36,14 @@ import torch
 from ...explanation import TokenExplanation
 from .base import Attributions, Explainer, register
 
-__all__ = ["WordPieceExplanation", "BertExplainer", "BcosTextContributions", "BertAttention",
-           "BertRollout", "LEVELS"]
+__all__ = [
+    "LEVELS",
+    "BcosTextContributions",
+    "BertAttention",
+    "BertExplainer",
+    "BertRollout",
+    "WordPieceExplanation",
+]
 
 LEVELS = ("piece", "word")
 
