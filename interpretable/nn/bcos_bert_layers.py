@@ -17,7 +17,7 @@ from torch.nn import functional as F
 from .bcos import BcosLinear, dynamic_weight
 
 __all__ = ["BcosBertLayer", "BcosFeedForward", "BcosLayerNorm", "BcosSelfAttention",
-           "alignment_gain", "gated_gelu", "unscaled_bcos_linear"]
+           "InferenceBcosLinear", "alignment_gain", "gated_gelu", "unscaled_bcos_linear"]
 
 
 def alignment_gain(fan_in: int, b: float) -> float:
@@ -28,6 +28,24 @@ def alignment_gain(fan_in: int, b: float) -> float:
     return math.sqrt(2) * fan_in ** ((b - 1) / 2) / (2 ** (b / 2) * math.gamma((b + 1) / 2))
 
 
+class InferenceBcosLinear(BcosLinear):
+    """:class:`BcosLinear` (one unit per output) whose forward pass without gradients is
+    computed in place: ``a · (|a| / ‖x‖)^(B-1)`` in four passes over the outputs and one
+    allocation (``sqrt`` at B = 1.5). With gradients (training, explanation mode) it is
+    :class:`BcosLinear`'s."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.is_grad_enabled() or self.b == 1:
+            return super().forward(x)
+        lin = F.linear(x, self._scaled_unit_weight())
+        factor = lin.abs().mul_(self._inv_norm(x))
+        if self.b == 1.5:
+            factor.sqrt_()
+        elif self.b != 2:
+            factor.pow_(self.b - 1)
+        return lin.mul_(factor)
+
+
 def unscaled_bcos_linear(in_features: int, out_features: int, b: float,
                          matched: bool = False) -> BcosLinear:
     """B-cos LM's linear layer ``γ |cos(x, ŵ)|^(B-1) ŵᵀx``: unit-norm rows, no MaxOut and
@@ -35,8 +53,8 @@ def unscaled_bcos_linear(in_features: int, out_features: int, b: float,
     or with ``matched`` γ = :func:`alignment_gain` (a constant: the layer stays dynamic
     linear). B = 1 gives the plain linear map of the unit-norm rows."""
     gain = alignment_gain(in_features, b) if matched else 1.0
-    return BcosLinear(in_features, out_features, b=b, max_out=1,
-                      scale=gain * math.sqrt(in_features))
+    return InferenceBcosLinear(in_features, out_features, b=b, max_out=1,
+                               scale=gain * math.sqrt(in_features))
 
 
 def _fusable() -> bool:
@@ -50,7 +68,10 @@ def _fusable() -> bool:
 
 
 def gated_gelu(x: torch.Tensor) -> torch.Tensor:
-    """GELU as ``x·Φ(x)`` with the gate ``Φ(x)`` (standard normal CDF) a dynamic weight."""
+    """GELU as ``x·Φ(x)`` with the gate ``Φ(x)`` (standard normal CDF) a dynamic weight
+    (without gradients: the fused ``F.gelu``, the same function)."""
+    if not torch.is_grad_enabled():
+        return F.gelu(x)
     with dynamic_weight():
         gate = torch.special.ndtr(x)
     return x * gate
@@ -58,7 +79,7 @@ def gated_gelu(x: torch.Tensor) -> torch.Tensor:
 
 class BcosLayerNorm(nn.Module):
     """Bias-free LayerNorm ``γ ⊙ (x - mean(x)) / σ(x)`` with ``1/σ(x)`` a dynamic weight:
-    (..., D) -> (..., D)."""
+    (..., D) -> (..., D) (without gradients: the fused ``F.layer_norm``, the same function)."""
 
     def __init__(self, dim: int, eps: float = 1e-12):
         super().__init__()
@@ -66,6 +87,8 @@ class BcosLayerNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not torch.is_grad_enabled():  # the same function, fused
+            return F.layer_norm(x, self.weight.shape, self.weight, None, self.eps)
         centred = x - x.mean(-1, keepdim=True)
         with dynamic_weight():
             inv_std = torch.rsqrt(centred.square().mean(-1, keepdim=True) + self.eps)
