@@ -238,3 +238,24 @@ def test_converted_minilm_fine_tunes_and_explains_exactly():
     assert clf.config_["num_hidden_layers"] == 6 and clf.text_encoder_.max_len == 16
     exp = clf.explain([TEXT], level="word", dtype="float64")
     assert exp.completeness_error[0] <= 1e-9 and exp.units[0][1] == "naïve"
+
+
+@pytest.mark.parametrize("cls", [BcosTextClassifier, BertTextClassifier])
+def test_attention_and_rollout_are_distributions_over_the_tokens(cls):
+    X, y = sentiment(n=32)
+    clf = tiny(cls, max_epochs=1).fit(X, y)
+    for method in ("attention", "rollout"):
+        exp = clf.explain(X[:4] + [TEXT], method=method)
+        assert exp.class_independent
+        np.testing.assert_allclose([v.sum() for v in exp.values], 1.0, rtol=1e-5)
+        words = clf.explain([TEXT], method=method, level="word")
+        assert words.bias is None and words.units[0][1] == "naïve"
+    if cls is BertTextClassifier:  # probabilities recomputed from the layer inputs = eager
+        bert = clf.module_.encoder.bert
+        batch = clf.encode([TEXT]).inputs
+        _, ours = clf.forward_with_attention(batch)
+        bert.set_attn_implementation("eager")
+        theirs = bert(inputs_embeds=clf.module_.embed(batch["tokens"]),
+                      output_attentions=True).attentions
+        for a, b in zip(ours, theirs):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
