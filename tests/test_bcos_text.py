@@ -162,7 +162,7 @@ def test_learns_a_tiny_task_with_class_and_sample_weights():
     X, y = sentiment(classes=("neg", "pos", "mixed"), n=120)
     X_test, y_test = sentiment(classes=("neg", "pos", "mixed"), n=60, seed=1)
     # from random weights: the gains matched to a pretrained encoder's scale do not apply
-    clf = tiny(gain="unit", lr=3e-2, max_epochs=6, class_weight="balanced")
+    clf = tiny(gain="unit", b_anneal=0.0, lr=3e-2, max_epochs=6, class_weight="balanced")
     clf.fit(X, y, sample_weight=np.ones(len(X)))
     assert clf.score(X_test, y_test) >= 0.9
     losses = [h["train_loss"] for h in clf.history_]
@@ -259,3 +259,24 @@ def test_attention_and_rollout_are_distributions_over_the_tokens(cls):
                       output_attentions=True).attentions
         for a, b in zip(ours, theirs):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_b_annealed_from_one_ends_at_b():
+    from interpretable.estimators.bcos_text import AnnealExponent
+    from interpretable.nn.bcos_bert_layers import BertBcosLinear, alignment_gain
+
+    X, y = sentiment(n=32)
+    clf = tiny(b=[1.25, 2.0], b_anneal=1.0, max_epochs=2).fit(X, y)
+    layers = [m for m in clf.module_.modules() if isinstance(m, BertBcosLinear)]
+    assert {m.b for m in layers} == {1.25, 2.0}
+    assert all(m.scale == pytest.approx(alignment_gain(m.in_features, m.b)) for m in layers)
+    schedule = AnnealExponent(share=0.5)
+    schedule.total_, schedule.step_ = 10, 2
+
+    class Net:
+        module_ = clf.module_
+
+    schedule._set(Net)  # 2 of the 5 annealing steps: B = 1 + 0.4 (B - 1)
+    assert sorted({round(m.b, 12) for m in layers}) == [1.1, 1.4]
+    clf.module_.anneal(1.0)
+    assert clf.explain(X[:3], dtype="float64").completeness_error.max() <= 1e-9

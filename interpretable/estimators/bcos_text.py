@@ -39,6 +39,7 @@ from .text_base import TextClassifierBase, trim_collate
 from .training import DivergenceGuard
 
 __all__ = [
+    "AnnealExponent",
     "BERT_FIELDS",
     "BcosTextClassifier",
     "BertTextClassifier",
@@ -110,6 +111,24 @@ class WarmupLinearSchedule(Callback):
     def _set(self, net):
         for group, base in zip(net.optimizer_.param_groups, self.base_lrs_):
             group["lr"] = base * self.factor(self.step_)
+
+
+class AnnealExponent(WarmupLinearSchedule):
+    """Raise the B-cos exponent of every layer linearly from 1 to its B over the first
+    ``share`` of the training steps (``module.anneal(progress)``); the trained module ends at
+    its B."""
+
+    def __init__(self, share: float = 0.5):
+        self.share = share
+
+    def on_train_begin(self, net, **kwargs):
+        self.step_, self.total_ = 0, None
+
+    def on_train_end(self, net, **kwargs):
+        net.module_.anneal(1.0)
+
+    def _set(self, net):
+        net.module_.anneal(self.step_ / max(1.0, self.share * self.total_))
 
 
 class WeightNormGuard(DivergenceGuard):
@@ -248,10 +267,13 @@ class BertTextClassifier(TextClassifierBase):
         self._fit_net(module_factory, self._criterion(), self._encode_texts(texts, None).inputs,
                       torch.from_numpy(y_index.astype(np.int64)), seed=seed,
                       sample_weight=self._training_weights(y_index, sample_weight),
-                      callbacks=[("lr_schedule", WarmupLinearSchedule(self.warmup)),
-                                 ("weight_norm_guard", WeightNormGuard())],
+                      callbacks=self._training_callbacks(),
                       iterator_train__collate_fn=trim_collate,
                       iterator_valid__collate_fn=trim_collate)
+
+    def _training_callbacks(self) -> list:
+        return [("lr_schedule", WarmupLinearSchedule(self.warmup)),
+                ("weight_norm_guard", WeightNormGuard())]
 
     def _check_vocabulary(self) -> None:
         pieces, vocab = len(self.text_encoder_.index_to_token_), self.config_["vocab_size"]
@@ -308,6 +330,11 @@ class BcosTextClassifier(BertTextClassifier):
         ``|cos|^(B-1)`` (about 0.2 in MiniLM at B = 1.5), the converted encoder starts with
         branches 20-40 times below the residual stream and logits near 0.004, and
         fine-tuning is slow. γ is a constant: contributions stay exact; at ``b = 1`` it is 1.
+    b_anneal : float in [0, 1]
+        Share of the training steps over which every layer's exponent rises linearly from 1
+        (the converted network, closest to the pretrained one) to ``b`` (with its matched
+        gain); 0: ``b`` from the start. The fitted model has exponent ``b``; a
+        ``warm_start`` continuation trains at ``b``.
     checkpoint, pooling, max_length, warmup :
         As in :class:`BertTextClassifier`.
     {class_weight}
@@ -322,16 +349,23 @@ class BcosTextClassifier(BertTextClassifier):
         **BertTextClassifier._parameter_constraints,
         "b": [Interval(Real, 1, None, closed="left"), list, tuple],
         "gain": [StrOptions({"matched", "unit"})],
+        "b_anneal": [Interval(Real, 0, 1, closed="both")],
     }
     _module_class = BcosBertClassifier
 
     @stores_params
-    def __init__(self, b=1.5, *, gain="matched", checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
+    def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
         """Store the parameters unchanged (see the class docstring)."""
+
+    def _training_callbacks(self) -> list:
+        callbacks = super()._training_callbacks()
+        if self.b_anneal and not self._continues():
+            callbacks.append(("anneal_b", AnnealExponent(self.b_anneal)))
+        return callbacks
 
     def _check_params(self) -> None:
         if isinstance(self.b, (list, tuple)) and not all(

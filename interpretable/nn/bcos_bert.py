@@ -37,7 +37,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .bcos import explanation_mode
-from .bcos_bert_layers import BcosBertLayer, BcosLayerNorm, unscaled_bcos_linear
+from .bcos_bert_layers import BcosBertLayer, BcosLayerNorm, BertBcosLinear, unscaled_bcos_linear
 
 __all__ = ["POOLINGS", "BcosBertClassifier", "PieceContributions"]
 
@@ -232,6 +232,14 @@ class BcosBertClassifier(nn.Module):
             raise FileNotFoundError(f"{path} is not a transformers model directory")
         bert = _transformers().BertModel.from_pretrained(str(path), local_files_only=True)
         return cls.from_bert(bert, None, n_classes, **options)
+
+    def anneal(self, progress: float) -> None:
+        """Move every B-cos layer's exponent to ``1 + progress · (B - 1)`` with its gain
+        (``progress`` in [0, 1]; 1 restores the model's exponents): B annealed from 1 while
+        fine-tuning starts the converted network close to the pretrained one."""
+        for module in self.modules():
+            if isinstance(module, BertBcosLinear):
+                module.anneal(progress)
 
     # -- steps -------------------------------------------------------------------------------
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -17,7 +17,7 @@ from torch.nn import functional as F
 from .bcos import BcosLinear, dynamic_weight
 
 __all__ = ["BcosBertLayer", "BcosFeedForward", "BcosLayerNorm", "BcosSelfAttention",
-           "InferenceBcosLinear", "alignment_gain", "gated_gelu", "unscaled_bcos_linear"]
+           "BertBcosLinear", "alignment_gain", "gated_gelu", "unscaled_bcos_linear"]
 
 
 def alignment_gain(fan_in: int, b: float) -> float:
@@ -28,11 +28,25 @@ def alignment_gain(fan_in: int, b: float) -> float:
     return math.sqrt(2) * fan_in ** ((b - 1) / 2) / (2 ** (b / 2) * math.gamma((b + 1) / 2))
 
 
-class InferenceBcosLinear(BcosLinear):
-    """:class:`BcosLinear` (one unit per output) whose forward pass without gradients is
-    computed in place: ``a · (|a| / ‖x‖)^(B-1)`` in four passes over the outputs and one
-    allocation (``sqrt`` at B = 1.5). With gradients (training, explanation mode) it is
+class BertBcosLinear(BcosLinear):
+    """The B-cos linear layer of a converted BERT (one unit per output): a constant gain
+    (``matched``: :func:`alignment_gain` of its exponent), an exponent that can be annealed
+    from 1 while training (:meth:`anneal`), and a forward pass without gradients computed in
+    place: ``a · (|a| / ‖x‖)^(B-1)`` in four passes over the outputs and one allocation
+    (``sqrt`` at B = 1.5). With gradients (training, explanation mode) the forward pass is
     :class:`BcosLinear`'s."""
+
+    def __init__(self, in_features: int, out_features: int, b: float, matched: bool = False):
+        gain = alignment_gain(in_features, b) if matched else 1.0
+        super().__init__(in_features, out_features, b=b, max_out=1,
+                         scale=gain * math.sqrt(in_features))  # γ = scale / √in_features
+        self.target_b, self.matched = float(b), bool(matched)
+
+    def anneal(self, progress: float) -> None:
+        """Set the exponent to ``1 + progress · (B - 1)`` (``progress`` in [0, 1]; 1: the
+        layer's own B) and the gain to match it."""
+        self.b = 1.0 + min(max(progress, 0.0), 1.0) * (self.target_b - 1.0)
+        self.scale = alignment_gain(self.in_features, self.b) if self.matched else 1.0
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.is_grad_enabled() or self.b == 1:
@@ -47,14 +61,12 @@ class InferenceBcosLinear(BcosLinear):
 
 
 def unscaled_bcos_linear(in_features: int, out_features: int, b: float,
-                         matched: bool = False) -> BcosLinear:
+                         matched: bool = False) -> BertBcosLinear:
     """B-cos LM's linear layer ``γ |cos(x, ŵ)|^(B-1) ŵᵀx``: unit-norm rows, no MaxOut and
     γ = 1 (the scale factor f = √in_features cancels :class:`BcosLinear`'s 1/√in_features),
     or with ``matched`` γ = :func:`alignment_gain` (a constant: the layer stays dynamic
     linear). B = 1 gives the plain linear map of the unit-norm rows."""
-    gain = alignment_gain(in_features, b) if matched else 1.0
-    return InferenceBcosLinear(in_features, out_features, b=b, max_out=1,
-                               scale=gain * math.sqrt(in_features))
+    return BertBcosLinear(in_features, out_features, b, matched)
 
 
 def _fusable() -> bool:
