@@ -280,3 +280,21 @@ def test_b_annealed_from_one_ends_at_b():
     assert sorted({round(m.b, 12) for m in layers}) == [1.1, 1.4]
     clf.module_.anneal(1.0)
     assert clf.explain(X[:3], dtype="float64").completeness_error.max() <= 1e-9
+
+
+def test_reproduction_runs_end_to_end_on_a_tiny_setting(monkeypatch, tmp_path):
+    from interpretable.reproduce import bcos_text as repro
+
+    monkeypatch.setitem(repro.SETTINGS, "quick", dict(
+        train=96, test=40, epochs=1, b=(1.5,), eval=12, ig_steps=4, speed=16, lstm_train=96,
+        lstm_epochs=1))
+    monkeypatch.setattr(repro, "BERT", {**repro.BERT, "checkpoint": TINY, "max_length": 24})
+    results = repro.run(quick=True, lr=1e-2, view=tmp_path / "view.html")
+    assert set(results["models"]) == {"tfidf_logreg", "minilm", "bcos_minilm_b1.5", "seat_rnn",
+                                      "diversity_lstm"}
+    assert set(results["faithfulness"]["minilm"]) == set(repro.POST_HOC)
+    checks = results["targets"]["bcos_minilm_b1.5"]
+    assert all(isinstance(c["met"], bool) for c in checks.values()) and len(checks) == 6
+    assert 'data-method="inherent"' in (tmp_path / "view.html").read_text()
+    json.dumps(results, default=float)
+    assert repro.results_suffix({"dataset": "convention", "b": [1.5]}) == "-convention-b1.5"

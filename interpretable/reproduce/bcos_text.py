@@ -37,7 +37,8 @@ SETTINGS = {
                  speed=256, lstm_train=None, lstm_epochs=4),
 }
 #: the issue's fine-tuning setting, the same for the conventional and the B-cos MiniLM
-BERT = dict(batch_size=32, max_length=64, warmup=0.1, lr=5e-5)
+#: (checkpoint None: the bundled MiniLM)
+BERT = dict(batch_size=32, max_length=64, warmup=0.1, lr=5e-5, checkpoint=None)
 #: post-hoc baselines on the conventional MiniLM
 POST_HOC = ("integrated_gradients", "input_x_gradient", "attention", "rollout")
 DATASETS = ("rotten-tomatoes", "convention")
@@ -98,9 +99,10 @@ def split(dataset: str, n_train, n_test, seed: int = 0):
     else:
         from ..datasets import load_rotten_tomatoes
 
-        rt = load_rotten_tomatoes()
+        rt = load_rotten_tomatoes()  # the split of the integer targets, then the names
         parts = train_test_split(rt.data, rt.target, test_size=0.2, stratify=rt.target,
                                  random_state=seed)
+        parts[2:] = rt.target_names[parts[2]], rt.target_names[parts[3]]
     X_train, X_test, y_train, y_test = parts
     return list(X_train[:n_train]), list(X_test[:n_test]), y_train[:n_train], y_test[:n_test]
 
