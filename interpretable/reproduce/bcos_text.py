@@ -60,10 +60,12 @@ def add_arguments(parser):
 
 
 def results_suffix(options) -> str:
-    """``"-convention"`` for the second dataset, ``"-b1.5"`` for a subset of exponents."""
+    """``"-convention"`` for the second dataset, ``"-b1.5"`` for a subset of exponents,
+    ``"-train4000"`` for a subset of the training texts."""
     suffix = "" if options.get("dataset", DATASETS[0]) == DATASETS[0] else "-convention"
-    b = options.get("b")
-    return suffix + ("" if b is None else "-b" + "-".join(f"{v:g}" for v in b))
+    b, train = options.get("b"), options.get("train")
+    suffix += "" if b is None else "-b" + "-".join(f"{v:g}" for v in b)
+    return suffix + ("" if train is None else f"-train{train}")
 
 
 # ---------------------------------------------------------------------------- data
