@@ -17,6 +17,7 @@ Adding a method is adding one registered object (see CONTRIBUTING.md)::
             ...
 """
 
+from . import bcos_text  # first: "inherent" is the default of the B-cos text models
 from . import image, sequence, text
 from .base import (Attributions, Explainer, describe_explainers, explainers_for, get_explainer,
                    register)
