@@ -84,7 +84,8 @@ def _check_text(text, index: int, what: str, allow_blank: bool = False) -> str:
         )
     if not isinstance(text, str):
         hint = ""
-        if text is None or (isinstance(text, float) and text != text):
+        if (text is None or (isinstance(text, float) and text != text)
+                or type(text).__name__ in ("NAType", "NaTType")):  # pandas' missing values
             hint = (" (a missing value: drop it, e.g. X.dropna(), or fill it, e.g. "
                     "X.fillna(''))")
         raise TypeError(f"{what}[{index}] must be a str, got {type(text).__name__}: "

@@ -177,7 +177,8 @@ class WordPieceEncoder(BaseEstimator):
     def encode_tokens(self, tokenized) -> tuple[np.ndarray, np.ndarray]:
         """Token lists -> ids ``(n, T)`` int64 (padding id 0) and lengths ``(n,)``."""
         lengths = np.array([len(t) for t in tokenized], dtype=np.int64)
-        ids = np.full((len(tokenized), int(lengths.max())), self._ids[self.settings_["pad_token"]],
+        ids = np.full((len(tokenized), max(int(lengths.max()), 1)),
+                      self._ids[self.settings_["pad_token"]],
                       np.int64)
         unknown = self._ids[self.settings_["unk_token"]]
         for i, tokens in enumerate(tokenized):

@@ -189,7 +189,8 @@ def test_messages_name_the_known_classes_and_the_fix_for_missing_texts():
 @pytest.mark.parametrize("case", [c for c in CASES if c.kind in ("text", "pairs")], ids=str)
 def test_blank_texts_are_predicted_from_no_evidence_and_explained_by_no_unit(case):
     """A blank text does not fail the batch: it is predicted from the padding token alone (for
-    the mean-embedding model exactly the prior, softmax of the bias) and explained by no unit;
+    the mean-embedding model exactly the prior, softmax of the bias; for the BERT family from
+    [CLS] [SEP]) and explained by no unit of its text;
     fit still refuses blank training texts."""
     X, y, X_test = case.data()
     est = case.make().fit(X, y)
@@ -199,7 +200,12 @@ def test_blank_texts_are_predicted_from_no_evidence_and_explained_by_no_unit(cas
     assert proba.shape == (3, len(est.classes_)) and np.isfinite(proba).all()
     np.testing.assert_allclose(proba[0], est.predict_proba(X_test[:1])[0], atol=1e-6)
     exp = est.explain(batch)
-    assert exp.units[0] and exp.units[2] == []
+    spans = getattr(exp, "spans", None)
+    if spans is not None:  # BERT family: only [CLS] / [SEP], which are in no text
+        assert exp.units[2] == ["[CLS]", "[SEP]"] and (spans[2] == -1).all()
+        assert (spans[0] >= 0).any()
+    else:
+        assert exp.units[0] and exp.units[2] == []
     if case.name == "EmbeddingBagClassifier":
         prior = torch.softmax(est.module_.output.bias.detach().double(), 0).numpy()
         np.testing.assert_allclose(proba[1], prior, atol=1e-6)

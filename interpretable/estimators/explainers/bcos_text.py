@@ -134,6 +134,7 @@ class BertExplainer(Explainer):
             units=units, values=values,
             target=classes[np.asarray(fields["target"], dtype=np.int64)],
             prediction=classes[logits.argmax(1).numpy()], method=self.name,
+            class_independent=self.class_independent,
             logit=None if "logit" not in fields else np.asarray(fields["logit"], np.float64),
             bias=None if bias is None else np.asarray(biases, dtype=np.float64),
             inputs=encoded.texts, proba=torch.softmax(logits, 1).numpy(), classes=classes,
