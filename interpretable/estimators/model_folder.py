@@ -23,8 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from safetensors import SafetensorError
-from safetensors.torch import save_file
+from safetensors.torch import save as serialize
 
 from ..files import exclusive, fsync, remove, reporting
 
@@ -105,15 +104,14 @@ def _replace_model(path: Path, config: str, state: dict) -> None:
 
 def _write_weights(state: dict, weights: Path) -> None:
     """The safetensors file of ``state``, flushed to the disk; a failed write raises an
-    ``OSError`` naming the file."""
-    try:
-        save_file(state, str(weights))
-    except SafetensorError as exc:  # the writer gives the OS error in its message only
-        code = re.search(r"os error (\d+)", str(exc))
-        if code is None:
-            raise OSError(f"cannot write {weights}: {exc}") from exc
-        raise OSError(int(code[1]), os.strerror(int(code[1])), str(weights)) from exc
-    fsync(weights)
+    ``OSError`` naming the file. Serialised in memory and written here, under the folder's
+    lock, so that no file but ``weights`` is ever created (safetensors' own ``save_file``
+    stages a ``.tmpXXXXXX`` file beside it, which a killed save would leave behind)."""
+    data = serialize(state)
+    with reporting(weights), open(weights, "xb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _published_weights(path: Path) -> str | None:
