@@ -39,7 +39,7 @@ import sys
 __all__ = ["SHOW_PROGRESS", "interactive", "progress_bar", "report"]
 
 #: whether the batching loop of the estimators draws a progress bar (set per ``explain`` call
-#: and thread from the estimator's ``verbose``)
+#: and thread from the estimator's ``verbose``; the bar is drawn only when :func:`interactive`)
 SHOW_PROGRESS = contextvars.ContextVar("interpretable_explain_progress", default=False)
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -101,6 +101,11 @@ def interactive() -> bool:
     return sys.stderr.isatty() or _in_jupyter()
 
 
+def _notebook_widgets() -> bool:
+    """Whether tqdm can draw its widget: a Jupyter kernel with ipywidgets installed."""
+    return _in_jupyter() and importlib.util.find_spec("ipywidgets") is not None
+
+
 def progress_bar(iterable=None, **options):
     """Make a progress bar that disappears when done.
 
@@ -123,7 +128,7 @@ def progress_bar(iterable=None, **options):
     >>> sum(progress_bar(range(3), desc="counting", disable=True))
     3
     """
-    if _in_jupyter() and importlib.util.find_spec("ipywidgets") is not None:
+    if _notebook_widgets():
         from tqdm.notebook import tqdm
     else:
         from tqdm.std import tqdm
