@@ -91,6 +91,15 @@ def test_the_epoch_table_is_logged_when_logging_takes_info(caplog, capsys):
     assert capsys.readouterr().out == ""
 
 
+def test_early_stopping_reports_through_logging_too(caplog, capsys):
+    caplog.set_level(logging.INFO, logger="interpretable")
+    clf, _ = _text_model(verbose=1, lr=1e-9, max_epochs=6, early_stopping=True,
+                         n_iter_no_change=1)
+    assert len(clf.history_) < 6  # stopped: no improvement beyond skorch's threshold
+    assert "Stopping since train_loss has not improved" in caplog.text
+    assert capsys.readouterr().out == ""
+
+
 def test_the_epoch_table_is_printed_without_logging_and_verbose_0_reports_nothing(
         caplog, capsys):
     _text_model(verbose=1)

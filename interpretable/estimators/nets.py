@@ -106,9 +106,10 @@ class BatchProgressBar(ProgressBar):
 def training_callbacks(*, verbose: int, validated: bool, classifier: bool,
                        early_stopping: bool, patience: int, callbacks) -> list:
     """The training controls of one phase as skorch callbacks, in order: a progress bar
-    (``verbose`` on a terminal or in Jupyter), validation accuracy (``validated`` classifiers), early
-    stopping on the validation loss (or the training loss without a validation set) restoring
-    the best epoch's weights, and copies of the user's ``callbacks``."""
+    (``verbose`` on a terminal or in Jupyter), validation accuracy (``validated``
+    classifiers), early stopping on the validation loss (or the training loss without a
+    validation set) restoring the best epoch's weights (its message reported when
+    ``verbose``), and copies of the user's ``callbacks``."""
     out = []
     if verbose and interactive():
         out.append(("progress_bar", BatchProgressBar()))
@@ -117,7 +118,7 @@ def training_callbacks(*, verbose: int, validated: bool, classifier: bool,
     if early_stopping:
         out.append(("early_stopping", EarlyStopping(
             monitor="valid_loss" if validated else "train_loss", patience=patience,
-            load_best=True)))
+            load_best=True, sink=functools.partial(report, logger) if verbose else noop)))
     return out + check_callbacks(callbacks)
 
 
