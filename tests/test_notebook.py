@@ -3,6 +3,7 @@ through logging or standard output, and progress bars are drawn only when intera
 
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -170,3 +171,19 @@ def test_the_quickstart_notebook_runs_in_a_fresh_kernel():
     streams = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs
                if o.output_type == "stream"]
     assert streams == []  # verbose=0: no epoch table, no progress bar, no warnings
+
+
+def test_the_notebooks_guide_runs_as_written(tmp_path):
+    page = (ROOT / "docs" / "guide" / "notebooks.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", page, re.MULTILINE | re.DOTALL)
+    assert len(blocks) == 1
+    script = tmp_path / "guide.py"
+    script.write_text(blocks[0], encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, check=False,
+                          env={"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
+                               "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "interpretable.estimators.nets:   epoch    train_loss" in done.stderr  # logged
+    assert "train_loss" not in done.stdout and "superb" in done.stdout
+    assert (tmp_path / "corpus.png").read_bytes().startswith(b"\x89PNG")
