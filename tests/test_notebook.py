@@ -153,14 +153,21 @@ def test_progress_bars_over_fit_explain_and_chunked_exports_when_interactive(mon
 
 
 # ---------------------------------------------------------------------------- the notebook
-def test_the_quickstart_notebook_runs_in_a_fresh_kernel():
-    notebook = nbformat.read(ROOT / "examples" / "quickstart.ipynb", as_version=4)
+def _execute(notebook, path: Path = ROOT):
+    """Run ``notebook`` in a fresh ipykernel kernel importing this checkout; any error in a
+    cell raises ``CellExecutionError``."""
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
                                                         os.environ.get("PYTHONPATH")])),
            "OMP_NUM_THREADS": "1"}
     client = nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(ROOT / "examples")}})
-    client.execute(env={**os.environ, **env})  # raises CellExecutionError on any error
+                                     resources={"metadata": {"path": str(path)}})
+    client.execute(env={**os.environ, **env})
+    return notebook
+
+
+def test_the_quickstart_notebook_runs_in_a_fresh_kernel():
+    notebook = _execute(nbformat.read(ROOT / "examples" / "quickstart.ipynb", as_version=4),
+                        ROOT / "examples")
     outputs = {tag: cell.outputs for cell in notebook.cells
                for tag in cell.get("metadata", {}).get("tags", [])}
     results = {tag: [o for o in cell if o.output_type == "execute_result"]
@@ -171,6 +178,26 @@ def test_the_quickstart_notebook_runs_in_a_fresh_kernel():
     streams = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs
                if o.output_type == "stream"]
     assert streams == []  # verbose=0: no epoch table, no progress bar, no warnings
+
+
+def test_figures_are_shown_once_under_the_inline_backend():
+    """With pyplot's inline backend active, a returned view is one image, and a view that is
+    not returned is not shown at the end of the cell (it is not registered with pyplot)."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    notebook = _execute(new_notebook(cells=[new_code_cell(
+        "%matplotlib inline\n"
+        "import matplotlib.pyplot as plt\n"
+        "from interpretable import EmbeddingBagClassifier\n"
+        "from interpretable.explanation import global_explanation\n"
+        "X, y = ['a great film', 'an awful plot'] * 4, ['pos', 'neg'] * 4\n"
+        "corpus = global_explanation(EmbeddingBagClassifier(max_epochs=1).fit(X, y), X)\n"
+        "corpus.plot(min_count=1)"), new_code_cell(
+        "kept = corpus.plot(min_count=1)\n"
+        "plt.plot([0, 1]);")]))
+    images = [[o.output_type for o in cell.outputs if "image/png" in o.get("data", {})]
+              for cell in notebook.cells]
+    assert images == [["execute_result"], ["display_data"]]  # the view; pyplot's own figure
 
 
 def test_the_notebooks_guide_runs_as_written(tmp_path):
