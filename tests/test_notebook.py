@@ -115,9 +115,10 @@ def test_the_epoch_table_is_printed_without_logging_and_verbose_0_reports_nothin
 
 # ---------------------------------------------------------------------------- progress
 def _force_jupyter(monkeypatch):
-    """``interactive()`` True as in a Jupyter kernel (without ipywidgets: tqdm's text bar
-    on standard error)."""
+    """``interactive()`` True as in a Jupyter kernel, with tqdm's text bar on standard error
+    (the bar drawn there when ipywidgets is not installed)."""
     monkeypatch.setattr(progress, "_in_jupyter", lambda: True)
+    monkeypatch.setattr(progress, "_notebook_widgets", lambda: False)
     assert progress.interactive()
 
 
