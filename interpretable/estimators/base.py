@@ -18,9 +18,8 @@ Explanation methods are not declared here: each explainer says which estimators 
 
 from __future__ import annotations
 
-import contextvars
 import copy
-import sys
+import logging
 from collections.abc import Iterator, Mapping
 from importlib import import_module
 from pathlib import Path
@@ -32,11 +31,12 @@ from sklearn.utils._param_validation import Interval, validate_parameter_constra
 from sklearn.utils.validation import check_is_fitted
 
 from ..nn.tensors import resolve_device
+from ..progress import SHOW_PROGRESS, interactive, progress_bar, report
 from ..validation import check_batch_size, check_random_state_seed
 from .batch import Batch
 from .state import EstimatorState
 from .training import (TRAINING_CONSTRAINTS, TrainingDivergedError, check_sample_weight,
-                       expand_parameter_docs, fit_transactionally, plain_print, warm_started)
+                       expand_parameter_docs, fit_transactionally, warm_started)
 
 # TrainingDivergedError and TrainingNet keep their public home of version 0.1 here; skorch,
 # the explainers and persistence are imported when first used (importing an estimator is light)
@@ -50,8 +50,7 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-#: whether the batching loop shows a progress bar (set per ``explain`` call and thread)
-SHOW_PROGRESS = contextvars.ContextVar("interpretable_explain_progress", default=False)
+logger = logging.getLogger(__name__)
 
 
 class _ExplainMethods:
@@ -162,9 +161,10 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         return check_random_state_seed(self.random_state)
 
     def _log(self, message: str) -> None:
-        """Print ``message`` (a training phase's name) when ``verbose``, on the main process."""
+        """Report ``message`` (a training phase's name) when ``verbose``, on the main process
+        (see :func:`interpretable.progress.report`)."""
         if self.verbose and (self.accelerator is None or self.accelerator.is_main_process):
-            plain_print(f"{type(self).__name__}: {message}")
+            report(logger, f"{type(self).__name__}: {message}")
 
     def _continues(self) -> bool:
         """Whether this fit continues the previous one (``warm_start`` on a fitted estimator)."""
@@ -232,10 +232,8 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
             inputs = {k: v[order] for k, v in inputs.items()}
         n = len(next(iter(inputs.values())))
         starts = range(0, n, step)
-        if SHOW_PROGRESS.get() and len(starts) > 1 and sys.stderr.isatty():
-            from tqdm.auto import tqdm
-            starts = tqdm(starts, desc=f"{type(self).__name__}.explain", unit="batch",
-                          leave=False)
+        if SHOW_PROGRESS.get() and len(starts) > 1 and interactive():
+            starts = progress_bar(starts, desc=f"{type(self).__name__}.explain", unit="batch")
         for start in starts:
             rows = slice(start, min(start + step, n))
             batch = self._trim_batch({k: v[rows].to(self.device_) for k, v in inputs.items()})

@@ -6,9 +6,10 @@ first fit (importing an estimator does not import skorch)."""
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
+import logging
 import math
-import sys
 from collections.abc import Mapping
 
 import torch
@@ -21,11 +22,13 @@ from skorch.utils import noop
 
 from ..nn.losses import logits_of
 from ..nn.tensors import make_generator
-from .training import (OPTIMIZERS, PRECISIONS, SAMPLE_WEIGHT, TrainingDivergedError,
-                       plain_print)
+from ..progress import interactive, progress_bar, report
+from .training import OPTIMIZERS, PRECISIONS, SAMPLE_WEIGHT, TrainingDivergedError
 
 __all__ = ["TrainingNet", "AcceleratedTrainingNet", "DivergenceGuard", "ValidAccuracy",
            "check_callbacks", "training_callbacks", "train_module"]
+
+logger = logging.getLogger(__name__)
 
 
 def check_callbacks(callbacks) -> list:
@@ -89,21 +92,33 @@ class ValidAccuracy(Callback):
             net.history.record("valid_acc", self.correct_ / self.count_)
 
 
+class BatchProgressBar(ProgressBar):
+    """skorch's bar over the batches of each epoch, drawn by
+    :func:`~interpretable.progress.progress_bar` (tqdm's widget in Jupyter, its text bar on a
+    terminal)."""
+
+    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
+        self.pbar_ = progress_bar(
+            total=self._get_batches_per_epoch(net, dataset_train, dataset_valid),
+            desc=f"epoch {len(net.history)}", unit="batch")
+
+
 def training_callbacks(*, verbose: int, validated: bool, classifier: bool,
                        early_stopping: bool, patience: int, callbacks) -> list:
     """The training controls of one phase as skorch callbacks, in order: a progress bar
-    (``verbose`` on a terminal), validation accuracy (``validated`` classifiers), early
-    stopping on the validation loss (or the training loss without a validation set) restoring
-    the best epoch's weights, and copies of the user's ``callbacks``."""
+    (``verbose`` on a terminal or in Jupyter), validation accuracy (``validated``
+    classifiers), early stopping on the validation loss (or the training loss without a
+    validation set) restoring the best epoch's weights (its message reported when
+    ``verbose``), and copies of the user's ``callbacks``."""
     out = []
-    if verbose and sys.stderr.isatty():
-        out.append(("progress_bar", ProgressBar()))
+    if verbose and interactive():
+        out.append(("progress_bar", BatchProgressBar()))
     if validated and classifier:
         out.append(("valid_acc", ValidAccuracy()))
     if early_stopping:
         out.append(("early_stopping", EarlyStopping(
             monitor="valid_loss" if validated else "train_loss", patience=patience,
-            load_best=True)))
+            load_best=True, sink=functools.partial(report, logger) if verbose else noop)))
     return out + check_callbacks(callbacks)
 
 
@@ -238,7 +253,7 @@ def train_module(estimator, module_factory, criterion, X, y, *, seed: int, callb
                 classifier=classifier and accelerator is None,
                 early_stopping=estimator.early_stopping, patience=estimator.n_iter_no_change,
                 callbacks=estimator.callbacks)],
-            callbacks__print_log__sink=plain_print if verbose else noop,
+            callbacks__print_log__sink=functools.partial(report, logger) if verbose else noop,
             verbose=estimator.verbose,
             **placement,
             **net_kwargs,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import re
-import sys
 import textwrap
 from collections.abc import Iterator
 from importlib import import_module
@@ -40,7 +39,6 @@ __all__ = [
     "PRECISIONS",
     "SAMPLE_WEIGHT",
     "TrainingDivergedError",
-    "plain_print",
     "check_sample_weight",
     "warm_started",
     "fit_transactionally",
@@ -79,8 +77,6 @@ TRAINING_CONSTRAINTS: dict = {
     "accelerator": [HasMethods(["prepare", "unwrap_model", "reduce"]), None],
 }
 
-_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
-
 #: numpydoc of the training parameters (``{training_parameters}`` in an estimator docstring)
 TRAINING_DOC = """\
 lr : float > 0
@@ -98,8 +94,10 @@ random_state : int, RandomState or None
     Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
     is left untouched.
 verbose : int
-    When > 0, print skorch's epoch table (plain text unless standard output is a terminal)
-    and, on a terminal, a progress bar over the batches of each epoch and of ``explain``.
+    When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
+    logging takes it, else printed: plain text unless standard output is a terminal) and,
+    on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
+    ``explain`` (see :mod:`interpretable.progress`).
 callbacks : list or None
     skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
     your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
@@ -155,13 +153,6 @@ def expand_parameter_docs(doc: str | None) -> str | None:
 class TrainingDivergedError(RuntimeError):
     """Raised when the training loss or the weights become NaN or infinite; the estimator keeps
     the state it had before ``fit`` (fit is transactional)."""
-
-
-# ---------------------------------------------------------------------------- callbacks
-def plain_print(text: str) -> None:
-    """``print`` that drops ANSI colour codes unless standard output is a terminal (skorch's
-    epoch table colours the best scores)."""
-    print(text if sys.stdout.isatty() else _ANSI_ESCAPE.sub("", text), flush=True)
 
 
 # the skorch side, imported on first use (at fit): name -> its module

@@ -36,7 +36,8 @@ absolute error ``|sum(values) + bias - logit|`` relative to the size of what is 
 the sum, so the error stays meaningful for logits near 0 (float32 gives ~1e-7, float64 ~1e-16).
 
 Views: ``to_html()`` (and ``_repr_html_`` in notebooks) for every container, ``plot()``
-(matplotlib ``Figure``) for images, sequences and the corpus view. One colour scale
+(a matplotlib ``Figure`` without pyplot, with ``_repr_png_``: an image in Jupyter) for
+images, sequences and the corpus view. One colour scale
 everywhere: red raises the explained logit, blue lowers it, white is 0; class-independent
 methods (attention) use one purple scale and are flagged.
 """

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from ..progress import interactive, progress_bar
 from ._base import with_sample_ids
 
 __all__ = ["iter_explanations", "citing_samples"]
@@ -50,10 +51,23 @@ def iter_explanations(estimator, X, chunk_size: int = 1000, **explain_kwargs) ->
     """Yield ``(offset, explanation)`` for consecutive chunks of ``X`` (list, array, pandas
     Series / DataFrame or any iterable, consumed lazily); only one chunk is in memory at a
     time. Sample ids are global: the pandas index of ``X``, else positions in ``X``; so are
-    the positions that errors cite (``X[2345]``, not its position in a chunk)."""
+    the positions that errors cite (``X[2345]``, not its position in a chunk).
+
+    With the estimator's ``verbose`` > 0 on a terminal or in Jupyter, a progress bar counts
+    the explained samples (see :mod:`interpretable.progress`)."""
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size}.")
-    for offset, chunk in _chunks(X, chunk_size):
-        with citing_samples(lambda i, offset=offset: f"X[{offset + i}]"):
-            explanation = estimator.explain(chunk, **explain_kwargs)
-        yield offset, with_sample_ids(explanation, chunk, offset)
+    bar = None
+    if getattr(estimator, "verbose", 0) and interactive():
+        bar = progress_bar(total=len(X) if hasattr(X, "__len__") else None,
+                           desc="explained", unit="sample")
+    try:
+        for offset, chunk in _chunks(X, chunk_size):
+            with citing_samples(lambda i, offset=offset: f"X[{offset + i}]"):
+                explanation = estimator.explain(chunk, **explain_kwargs)
+            if bar is not None:
+                bar.update(len(chunk))
+            yield offset, with_sample_ids(explanation, chunk, offset)
+    finally:
+        if bar is not None:
+            bar.close()

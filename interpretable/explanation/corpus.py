@@ -75,17 +75,18 @@ class GlobalExplanation:
 
     def plot(self, k: int = 10, min_count: int = 3):
         """Bar chart per target of :meth:`top` (a matplotlib ``Figure``, not registered with
-        pyplot): red bars raise the class's logit on average, blue bars lower it (one purple
-        for class-independent methods); ``n`` = occurrences. A ±∞ mean is drawn to the end
-        of the axis and labelled; tokens with a NaN mean are counted in the title."""
-        from matplotlib.figure import Figure
+        pyplot, shown as an image in Jupyter): red bars raise the class's logit on average,
+        blue bars lower it (one purple for class-independent methods); ``n`` = occurrences.
+        A ±∞ mean is drawn to the end of the axis and labelled; tokens with a NaN mean are
+        counted in the title."""
+        from ._figure import ViewFigure
 
         top = self.top(k, min_count)
         targets = sorted(top["target"].unique())
         ncols = max(1, min(len(targets), 3))
         nrows = max(1, -(-len(targets) // ncols))
         height = 0.25 * top.groupby("target").size().max() + 1 if len(top) else 2
-        fig = Figure(figsize=(4.2 * ncols, height * nrows), layout="constrained")
+        fig = ViewFigure(figsize=(4.2 * ncols, height * nrows), layout="constrained")
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
         for ax in axes[len(targets):]:
             ax.set_axis_off()

@@ -141,7 +141,8 @@ class ImageExplanation(ClassifierExplanation):
     def plot(self, kind: str = "overview", *, sample: int = 0, ncols: int = 4,
              percentile: float = 99.9):
         """A matplotlib ``Figure`` (not registered with pyplot: display it, save it or add
-        it to a notebook cell's output; it is never shown twice).
+        it to a notebook cell's output, where it shows as an image even in a fresh kernel;
+        it is never shown twice).
 
         kind : ``"overview"`` one row per sample: the input, the contribution map with a
             colour bar and, when ``W(x)`` is known, its colour view; ``"contributions"`` or
@@ -151,14 +152,14 @@ class ImageExplanation(ClassifierExplanation):
         Red raises the target's logit, blue lowers it (one purple scale for class-independent
         methods such as attention rollout).
         """
-        from matplotlib.figure import Figure
+        from ._figure import ViewFigure
 
         if kind not in PLOT_KINDS:
             raise ValueError(f"kind must be one of {list(PLOT_KINDS)}, got {kind!r}.")
         if kind == "weights" and self.weights is None:
             raise ValueError("this explanation carries no dynamic weights W(x).")
         if kind == "heads":
-            return self._plot_heads(Figure, sample, ncols, percentile)
+            return self._plot_heads(ViewFigure, sample, ncols, percentile)
         n = len(self)
         if kind == "overview":
             panels = [p for p, known in (("input", self.images is not None),
@@ -170,7 +171,7 @@ class ImageExplanation(ClassifierExplanation):
             cells = [(i, kind) for i in range(n)]
             ncols = max(1, min(ncols, n))
             nrows = -(-n // ncols)
-        fig = Figure(figsize=(2.6 * ncols, 2.5 * nrows), layout="constrained")
+        fig = ViewFigure(figsize=(2.6 * ncols, 2.5 * nrows), layout="constrained")
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
         for ax in axes:
             ax.set_axis_off()
@@ -214,14 +215,14 @@ class ImageExplanation(ClassifierExplanation):
             label += f" (p={probabilities[which == 'prediction'][i]:.2f})"
         return label
 
-    def _plot_heads(self, Figure, sample: int, ncols: int, percentile: float):
+    def _plot_heads(self, ViewFigure, sample: int, ncols: int, percentile: float):
         if self.components is None:
             raise ValueError("this explanation has no components; use explain(by='head').")
         maps, names = self.components[sample], self.component_names
         lim = _limit(maps, percentile)
         ncols = max(1, min(ncols, len(names)))
         nrows = -(-len(names) // ncols)
-        fig = Figure(figsize=(2.2 * ncols + 0.8, 2.3 * nrows), layout="constrained")
+        fig = ViewFigure(figsize=(2.2 * ncols + 0.8, 2.3 * nrows), layout="constrained")
         axes = fig.subplots(nrows, ncols, squeeze=False)
         for ax in axes.ravel():
             ax.set_axis_off()

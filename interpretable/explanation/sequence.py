@@ -280,11 +280,13 @@ class SequenceExplanation(Explanation):
 
     def plot(self, sample: int = 0, steps=None, *, max_labels: int = 80):
         """Step × unit heat map of one sample (a matplotlib ``Figure``, not registered with
-        pyplot): row = explained step (its target symbol on the left), column = unit, colour =
-        contribution (units not read yet are light grey, NaN contributions grey, ±∞ the ends
-        of the scale). Units are labelled when there are at most ``max_labels``."""
+        pyplot, shown as an image in Jupyter): row = explained step (its target symbol on the
+        left), column = unit, colour = contribution (units not read yet are light grey, NaN
+        contributions grey, ±∞ the ends of the scale). Units are labelled when there are at
+        most ``max_labels``."""
         from matplotlib.colors import ListedColormap
-        from matplotlib.figure import Figure
+
+        from ._figure import ViewFigure
 
         rows, step = self._select(sample, steps)
         units = self.units[sample]
@@ -295,7 +297,7 @@ class SequenceExplanation(Explanation):
         labels = [plot_text(visible(u), limit=24) for u in units] \
             if len(units) <= max_labels else []
         tall = 0.07 * max(map(len, labels), default=0)  # room for the rotated labels
-        fig = Figure(figsize=(min(2 + 0.22 * len(units), 16),
+        fig = ViewFigure(figsize=(min(2 + 0.22 * len(units), 16),
                               min(1.6 + tall + 0.22 * len(rows), 16)), layout="constrained")
         ax = fig.subplots()
         shown = np.ma.masked_array(np.clip(grid, -lim, lim), mask=unread | np.isnan(grid))

@@ -22,13 +22,17 @@ scratch, neither model learns textured digits within 8 epochs: accuracy .20 holi
 """
 from __future__ import annotations
 
+import logging
 import math
 import time
 
 import numpy as np
 
 from ..attribution.vision import METHODS
+from ..progress import report
 from .bcos_vit import LOGIT_BIAS, SIZE, ZOOM_OUT, split
+
+logger = logging.getLogger(__name__)
 
 SETTINGS = ("mnist_black", "textured")
 #: the B-cos v2 ViT of the size of SIZE, ViT-C design: a 3×3 B-cos stem to 32 channels
@@ -114,12 +118,12 @@ def run(quick: bool = False, epochs=None, n_grids=None, settings=None, models=No
             row = _scores(clf, X_test, y_test, cfg["n_grids"])
             row["fit_seconds"] = round(time.perf_counter() - start, 1)
             results["settings"].setdefault(setting, {})[name] = row
-            print(f"{setting:>11} {name:>8}: accuracy {row['accuracy']:.3f}, {row['grids']} "
-                  "grids, " + ", ".join(f"{m} {v['mean']:.3f}"
-                                        for m, v in row["localisation"].items())
-                  + f" ({time.perf_counter() - start:.0f} s)", flush=True)
+            scores = ", ".join(f"{m} {v['mean']:.3f}" for m, v in row["localisation"].items())
+            report(logger, f"{setting:>11} {name:>8}: accuracy {row['accuracy']:.3f}, "
+                           f"{row['grids']} grids, {scores} "
+                           f"({time.perf_counter() - start:.0f} s)")
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    print(_table(results), flush=True)
+    report(logger, _table(results))
     return results
 
 

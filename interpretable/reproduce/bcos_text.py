@@ -24,12 +24,17 @@ run (``--b 1.5`` alone fits in about 40 minutes on 2 busy cores) writes
 """
 from __future__ import annotations
 
+import logging
 import re
 import statistics
 import time
 from pathlib import Path
 
 import numpy as np
+
+from ..progress import report
+
+logger = logging.getLogger(__name__)
 
 SETTINGS = {
     "quick": dict(train=2000, test=500, epochs=1, b=(1.5,), eval=100, ig_steps=16, speed=128,
@@ -260,7 +265,7 @@ def run(quick: bool = False, b=None, dataset="rotten-tomatoes", epochs=None, tra
         if name != "tfidf_logreg":
             results["faithfulness"][name] = explanations(name, clf, X_eval, settings["ig_steps"])
         fitted[name] = clf
-        print(f"[{name}] {results['models'][name]}", flush=True)
+        report(logger, f"[{name}] {results['models'][name]}")
     X_speed = X_test[: settings["speed"]]
     for name in [n for n in fitted if n.startswith("bcos")]:
         results["cost"][name] = cost(fitted["minilm"], fitted[name], X_speed)
@@ -268,9 +273,9 @@ def run(quick: bool = False, b=None, dataset="rotten-tomatoes", epochs=None, tra
     if view is not None:
         bcos = fitted[next(n for n in fitted if n.startswith("bcos"))]
         Path(view).write_text(bcos.explain(X_test[:3], level="word").to_html(standalone=True))
-    print(table(results))
-    print({model: {k: v["met"] for k, v in checks.items()}
-           for model, checks in results["targets"].items()})
+    report(logger, table(results))
+    report(logger, str({model: {k: v["met"] for k, v in checks.items()}
+                        for model, checks in results["targets"].items()}))
     return results
 
 

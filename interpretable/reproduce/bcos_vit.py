@@ -11,6 +11,7 @@ sanity check (inherent vs integrated gradients).
 from __future__ import annotations
 
 import copy
+import logging
 import math
 import time
 
@@ -18,6 +19,9 @@ import numpy as np
 
 from ..attribution.vision import METHODS
 from ..datasets import load_mnist_5k
+from ..progress import report
+
+logger = logging.getLogger(__name__)
 
 PRIORS = ("multiplicative", "additive", "none")
 SIZE = dict(patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0, stem_channels=(32,))
@@ -169,12 +173,12 @@ def run(quick: bool = False, epochs=None, n_train=None, priors=None, n_grids=Non
         models[name] = clf
         results["accuracy"][name] = float(clf.score(X_test, y_test))
         results["fit_seconds"][name] = round(seconds, 1)
-        print(f"{name}: accuracy {results['accuracy'][name]:.4f} ({seconds:.0f} s)", flush=True)
+        report(logger, f"{name}: accuracy {results['accuracy'][name]:.4f} ({seconds:.0f} s)")
     if vit:
         baseline, seconds = _fit(ViTClassifier(**common), X_train, y_train)
         results["accuracy"]["vit"] = float(baseline.score(X_test, y_test))
         results["fit_seconds"]["vit"] = round(seconds, 1)
-        print(f"vit: accuracy {results['accuracy']['vit']:.4f} ({seconds:.0f} s)", flush=True)
+        report(logger, f"vit: accuracy {results['accuracy']['vit']:.4f} ({seconds:.0f} s)")
     if not metrics:
         return results
 
@@ -209,16 +213,17 @@ def run(quick: bool = False, epochs=None, n_train=None, priors=None, n_grids=Non
             rows[f"abc_{removal}"] = area
             rows[f"morf_auc_{removal}"] = _mean_se(curves["morf_auc"])
         results["perturbation"][method] = rows
-        print(f"{method:>22}: localisation {results['localisation'][method]['mean']:.3f}  "
-              f"ABC {rows['abc_encoding']:.4f} / image {rows['abc_image']:.4f}  "
-              f"({time.perf_counter() - start:.0f} s)", flush=True)
+        report(logger, f"{method:>22}: localisation "
+                       f"{results['localisation'][method]['mean']:.3f}  "
+                       f"ABC {rows['abc_encoding']:.4f} / image {rows['abc_image']:.4f}  "
+                       f"({time.perf_counter() - start:.0f} s)")
 
     sanity = np.arange(min(cfg["n_sanity"], len(X_test)))
     results["cascading_randomisation"] = cascading_randomisation(clf, X_test[sanity],
                                                                  y_test[sanity])
     results["checks"] = _checks(results, explained, vit)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
-    print(_table(results), flush=True)
+    report(logger, _table(results))
     return results
 
 

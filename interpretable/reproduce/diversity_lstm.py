@@ -16,9 +16,14 @@ is the epoch with the best validation accuracy (10 % of the training split held 
 """
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
+
+from ..progress import report
+
+logger = logging.getLogger(__name__)
 
 #: (row name, cell, conicity kind of the penalty)
 VARIANTS = (("vanilla", "vanilla", "absolute"), ("diversity", "diversity", "absolute"),
@@ -169,16 +174,17 @@ def run(quick: bool = False, epochs=None, analysis_samples=None, hidden_size=128
                                  best_valid_accuracy=float(max(valid_acc)),
                                  train_seconds=train_seconds,
                                  epoch_seconds=train_seconds / len(valid_acc))
-            print(f"[{task}] {name}: accuracy {results[name]['accuracy']:.3f} (epoch "
-                  f"{results[name]['best_epoch']}/{len(valid_acc)}), conicity "
-                  f"{results[name]['conicity']:.3f} ({train_seconds:.0f} s)", flush=True)
+            report(logger, f"[{task}] {name}: accuracy {results[name]['accuracy']:.3f} (epoch "
+                           f"{results[name]['best_epoch']}/{len(valid_acc)}), conicity "
+                           f"{results[name]['conicity']:.3f} ({train_seconds:.0f} s)")
         output[task] = {"n_train": len(X_train), "n_test": len(X_test), "results": results,
                         "checks": _checks(results)}
-        print(f"\n{task} (train {len(X_train)}, test {len(X_test)}, analyses on "
-              f"{min(cfg['analysis'], len(X_test))}):\n{_table(results)}")
+        report(logger, f"\n{task} (train {len(X_train)}, test {len(X_test)}, analyses on "
+                       f"{min(cfg['analysis'], len(X_test))}):\n{_table(results)}")
         for cell, checks in output[task]["checks"].items():
             missed = [k for k, ok in checks.items() if not ok]
-            print(f"  {cell}: " + ("all paper targets met" if not missed else "missed: " + ", ".join(missed)))
+            report(logger, f"  {cell}: " + ("all paper targets met" if not missed
+                                            else "missed: " + ", ".join(missed)))
     return output
 
 

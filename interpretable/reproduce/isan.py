@@ -16,6 +16,8 @@ Plus the completeness of the decomposition in float32 and float64.
 
 from __future__ import annotations
 
+import functools
+import logging
 import time
 from pathlib import Path
 
@@ -35,6 +37,9 @@ from ..metrics.isan_analysis import (
 )
 from ..nn.char_lstm import lstm_parameter_count
 from ..nn.isan import isan_parameter_count
+from ..progress import report
+
+logger = logging.getLogger(__name__)
 
 RESULTS_DIR = Path("benchmarks/results")
 
@@ -263,7 +268,7 @@ def run(quick: bool = False, train_chars=None, test_chars=None, epochs=None, bud
     # the worked example's page is named like the results file (isan_decomposition_quick.html)
     suffix = results_suffix({"train_chars": train_chars}) + ("-quick" if quick else "")
     html_name = f"isan_decomposition{suffix.replace('-', '_')}.html"
-    log = lambda s: print(s, flush=True)  # noqa: E731
+    log = functools.partial(report, logger)
     start = time.perf_counter()
     log(f"(a) Shakespeare language models ({'quick' if quick else 'full'} run)")
     lm, models, train = _language_models(cfg, seed, log)

@@ -26,9 +26,14 @@ last-layer hidden states; the estimator exposes no public hidden-state offset).
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
+
+from ..progress import report
+
+logger = logging.getLogger(__name__)
 
 METHODS = ("vanilla", "seat", "seat-authors", "attention-rp", "attention-at", "word-at")
 SEAT_VARIANTS = ("seat", "seat-authors")
@@ -297,23 +302,23 @@ def run(quick: bool = False, encoder=DEFAULT_ENCODERS, methods=METHODS, epochs=N
                 methods[method]["n_train"] = len(X_train[:n_fit])
             methods[method].update(evaluate(clf, vanilla, X_test, y_test, settings_enc,
                                             perturbers, seed))
-            print(f"[{enc} {method}] " + ", ".join(
-                f"{k}={v:.4g}" for k, v in methods[method].items() if isinstance(v, float)),
-                flush=True)
+            report(logger, f"[{enc} {method}] " + ", ".join(
+                f"{k}={v:.4g}" for k, v in methods[method].items() if isinstance(v, float)))
         entry = {"methods": methods,
                  "checks": {v: _checks(methods, v) for v in SEAT_VARIANTS if v in methods}}
         if settings["seeds"] and enc == "rnn":
             entry["seed_stability"] = _seed_stability(enc, settings_enc, X_train, y_train, X_test)
         results["encoders"][enc] = entry
-    print(tables(results))
+    report(logger, tables(results))
     for enc, entry in results["encoders"].items():
         for variant, checks in entry["checks"].items():
-            print(f"\nchecks ({enc}, {variant}):", {
+            report(logger, f"\nchecks ({enc}, {variant}): " + str({
                 name: (c["met"], *(f"{c[k]:.3g}" for k in ("ratio_vanilla_over_seat", "seat")
-                                   if k in c)) for name, c in checks.items()})
+                                   if k in c)) for name, c in checks.items()}))
         if "seed_stability" in entry:
-            print(f"seed stability ({enc}):", {m: (round(r["mean_jsd"], 5), round(r["mean_tvd"], 4))
-                                               for m, r in entry["seed_stability"].items()})
+            report(logger, f"seed stability ({enc}): " + str({
+                m: (round(r["mean_jsd"], 5), round(r["mean_tvd"], 4))
+                for m, r in entry["seed_stability"].items()}))
     return results
 
 
