@@ -16,6 +16,8 @@ _LAZY = {
     "AttentionTextClassifier": "interpretable.estimators.attention_text",
     "DiversityLSTMClassifier": "interpretable.estimators.diversity_lstm",
     "SEATClassifier": "interpretable.estimators.seat",
+    "BcosTextClassifier": "interpretable.estimators.bcos_text",
+    "BertTextClassifier": "interpretable.estimators.bcos_text",
     "ISANLanguageModel": "interpretable.estimators.language_model",
     "LSTMLanguageModel": "interpretable.estimators.language_model",
     "ISANSequenceTagger": "interpretable.estimators.tagger",

@@ -77,30 +77,32 @@ def _as_list(X, what: str) -> list:
     return X
 
 
-def _check_text(text, index: int, what: str) -> str:
+def _check_text(text, index: int, what: str, allow_blank: bool = False) -> str:
     if isinstance(text, bytes):
         raise TypeError(
             f"{what}[{index}] is bytes; decode it first (e.g. text.decode('utf-8'))."
         )
     if not isinstance(text, str):
         hint = ""
-        if text is None or (isinstance(text, float) and text != text):
+        if (text is None or (isinstance(text, float) and text != text)
+                or type(text).__name__ in ("NAType", "NaTType")):  # pandas' missing values
             hint = (" (a missing value: drop it, e.g. X.dropna(), or fill it, e.g. "
                     "X.fillna(''))")
         raise TypeError(f"{what}[{index}] must be a str, got {type(text).__name__}: "
                         f"{text!r:.60}{hint}.")
-    if not text.strip():
+    if not allow_blank and not text.strip():
         raise ValueError(f"{what}[{index}] is an empty or whitespace-only text.")
     return text
 
 
-def check_texts(X, what: str = "X") -> list[str]:
-    """Validate a list of non-empty strings; returns a new list (the input is not mutated)."""
+def check_texts(X, what: str = "X", allow_blank: bool = False) -> list[str]:
+    """Validate a list of strings, non-blank unless ``allow_blank``; returns a new list (the
+    input is not mutated)."""
     X = _as_list(X, what)
-    return [_check_text(t, i, what) for i, t in enumerate(X)]
+    return [_check_text(t, i, what, allow_blank) for i, t in enumerate(X)]
 
 
-def check_pairs(X, what: str = "X") -> tuple[list[str], list[str]]:
+def check_pairs(X, what: str = "X", allow_blank: bool = False) -> tuple[list[str], list[str]]:
     """Validate a list of ``(text, query)`` pairs; returns ``(texts, queries)``."""
     X = _as_list(X, what)
     texts, queries = [], []
@@ -110,20 +112,22 @@ def check_pairs(X, what: str = "X") -> tuple[list[str], list[str]]:
                 f"{what}[{i}] must be a (text, query) pair, got {type(pair).__name__}: "
                 f"{pair!r:.60}."
             )
-        texts.append(_check_text(pair[0], i, f"{what} text"))
-        queries.append(_check_text(pair[1], i, f"{what} query"))
+        texts.append(_check_text(pair[0], i, f"{what} text", allow_blank))
+        queries.append(_check_text(pair[1], i, f"{what} query", allow_blank))
     return texts, queries
 
 
-def check_text_inputs(X, what: str = "X") -> tuple[list[str], list[str] | None]:
+def check_text_inputs(X, what: str = "X", allow_blank: bool = False
+                      ) -> tuple[list[str], list[str] | None]:
     """Accept either plain texts or ``(text, query)`` pairs; returns ``(texts, queries or None)``.
 
-    The kind is decided by the first sample and must be the same for all samples.
+    The kind is decided by the first sample and must be the same for all samples; blank texts
+    are refused unless ``allow_blank`` (prediction: a blank text is predicted from no tokens).
     """
     X = _as_list(X, what)
     if isinstance(X[0], (tuple, list)):
-        return check_pairs(X, what)
-    return check_texts(X, what), None
+        return check_pairs(X, what, allow_blank)
+    return check_texts(X, what, allow_blank), None
 
 
 def check_images(X, *, channels: int | None = None, what: str = "X") -> np.ndarray:

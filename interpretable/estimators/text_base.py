@@ -95,7 +95,8 @@ class TextClassifierBase(NeuralClassifier):
 
     # ---------------------------------------------------------------- inputs
     def _split_inputs(self, X, *, fitting: bool):
-        texts, queries = check_text_inputs(X)
+        """Texts and queries (None for plain texts); blank texts only outside ``fit``."""
+        texts, queries = check_text_inputs(X, allow_blank=not fitting)
         is_pair = queries is not None
         if is_pair and not self._supports_pairs:
             raise ValueError(f"{type(self).__name__} does not take (text, query) pairs; "
@@ -106,17 +107,25 @@ class TextClassifierBase(NeuralClassifier):
         return texts, queries
 
     def _encode_texts(self, texts, queries) -> Batch:
-        encoder = self.text_encoder_
-        tokens = encoder.tokenize_many(texts)
-        ids, lengths = encoder.encode_tokens(tokens)
-        inputs = {"tokens": torch.from_numpy(ids), "lengths": torch.from_numpy(lengths)}
+        tokens, inputs = self._encoded(texts, "tokens", "lengths")
         query_tokens = None
         if queries is not None:
-            query_tokens = encoder.tokenize_many(queries)
-            q_ids, q_lengths = encoder.encode_tokens(query_tokens)
-            inputs.update(query=torch.from_numpy(q_ids), query_lengths=torch.from_numpy(q_lengths))
+            query_tokens, query_inputs = self._encoded(queries, "query", "query_lengths")
+            inputs.update(query_inputs)
         return Batch(inputs, units=tokens, queries=query_tokens,
                      texts=texts if queries is None else list(zip(texts, queries)))
+
+    def _encoded(self, texts, ids_key: str, lengths_key: str) -> tuple[list, dict]:
+        """Tokens of ``texts`` and their ids / lengths tensors. A blank text (allowed when
+        predicting) has no tokens; the module reads it as one padding token, so it is
+        predicted from no evidence and explained by no unit."""
+        encoder = self.text_encoder_
+        blank = any(not text.strip() for text in texts)
+        tokens = encoder.tokenize_many(texts, allow_blank=True) if blank \
+            else encoder.tokenize_many(texts)
+        ids, lengths = encoder.encode_tokens(tokens)
+        ids, lengths = torch.from_numpy(ids), torch.from_numpy(lengths)
+        return tokens, {ids_key: ids, lengths_key: lengths.clamp(min=1)}
 
     def encode(self, X) -> Batch:
         """Validate and encode texts (or pairs): ``Batch`` with ``inputs`` = ``tokens (n, T)``,

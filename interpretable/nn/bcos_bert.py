@@ -37,7 +37,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .bcos import explanation_mode
-from .bcos_bert_layers import BcosBertLayer, BcosLayerNorm, unscaled_bcos_linear
+from .bcos_bert_layers import BcosBertLayer, BcosLayerNorm, BertBcosLinear, unscaled_bcos_linear
 
 __all__ = ["POOLINGS", "BcosBertClassifier", "PieceContributions"]
 
@@ -118,6 +118,12 @@ class BcosBertClassifier(nn.Module):
             attention probabilities (BERT's ``hidden_dropout_prob`` and
             ``attention_probs_dropout_prob``).
         logit_bias: a fixed constant added to every logit (0 in B-cos LM).
+        matched: scale every B-cos layer by the constant
+            :func:`~interpretable.nn.bcos_bert_layers.alignment_gain` (False: γ = 1, the
+            authors'). B-cos layers shrink their outputs by ``|cos|^(B-1)`` (about 0.2 per
+            layer in MiniLM at B = 1.5), so a converted encoder starts with its branches
+            20-40 times below the residual stream and logits near 0.004; matched gains keep
+            the pretrained scale (see :class:`~interpretable.estimators.BcosTextClassifier`).
     """
 
     def __init__(self, vocab_size: int, n_classes: int, *, hidden_size: int = 384,
@@ -126,7 +132,7 @@ class BcosBertClassifier(nn.Module):
                  layer_norm_eps: float = 1e-12, pad_token_id: int | None = 0,
                  b: float | Sequence[float] = 2.0, head_b: float | None = None,
                  pooling: str = "cls", dropout: float = 0.1, attention_dropout: float = 0.1,
-                 logit_bias: float = 0.0):
+                 logit_bias: float = 0.0, matched: bool = False):
         super().__init__()
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size={hidden_size} must be divisible by "
@@ -148,9 +154,10 @@ class BcosBertClassifier(nn.Module):
         self.embedding_norm = BcosLayerNorm(hidden_size, layer_norm_eps)
         self.layers = nn.ModuleList(
             BcosBertLayer(hidden_size, num_heads, intermediate_size, layer_b_i, layer_norm_eps,
-                          self.dropout, float(attention_dropout)) for layer_b_i in layer_b)
-        self.pooler = unscaled_bcos_linear(hidden_size, hidden_size, head_b)
-        self.classifier = unscaled_bcos_linear(hidden_size, n_classes, head_b)
+                          self.dropout, float(attention_dropout), matched)
+            for layer_b_i in layer_b)
+        self.pooler = unscaled_bcos_linear(hidden_size, hidden_size, head_b, matched)
+        self.classifier = unscaled_bcos_linear(hidden_size, n_classes, head_b, matched)
 
     # -- construction ------------------------------------------------------------------------
     @staticmethod
@@ -226,6 +233,14 @@ class BcosBertClassifier(nn.Module):
         bert = _transformers().BertModel.from_pretrained(str(path), local_files_only=True)
         return cls.from_bert(bert, None, n_classes, **options)
 
+    def anneal(self, progress: float) -> None:
+        """Move every B-cos layer's exponent to ``1 + progress · (B - 1)`` with its gain
+        (``progress`` in [0, 1]; 1 restores the model's exponents): B annealed from 1 while
+        fine-tuning starts the converted network close to the pretrained one."""
+        for module in self.modules():
+            if isinstance(module, BertBcosLinear):
+                module.anneal(progress)
+
     # -- steps -------------------------------------------------------------------------------
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         """Word-piece embeddings, what explanations and gradient attributions attribute to:
@@ -273,16 +288,18 @@ class BcosBertClassifier(nn.Module):
             raise ValueError("every sample needs at least one real token")
         return mask
 
-    def encode(self, summed: torch.Tensor, mask: torch.Tensor):
+    def encode(self, summed: torch.Tensor, mask: torch.Tensor, need_probs: bool = True):
         """Summed embeddings (B, T, H), mask (B, T) -> (hidden states (B, T, H),
-        [attention probabilities (B, heads, T, T)] per layer)."""
+        [attention probabilities (B, heads, T, T)] per layer); ``need_probs=False``: no
+        probabilities (an empty list), fused attention where it computes the same."""
         x = F.dropout(self.embedding_norm(summed), self.dropout, self.training)
         mask_bias = torch.zeros(mask.shape, dtype=x.dtype, device=x.device)
         mask_bias = mask_bias.masked_fill_(~mask, torch.finfo(x.dtype).min)[:, None, None]
         attentions = []
         for layer in self.layers:
-            x, probs = layer(x, mask_bias)
-            attentions.append(probs)
+            x, probs = layer(x, mask_bias, need_probs)
+            if need_probs:
+                attentions.append(probs)
         return x, attentions
 
     def head(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -300,13 +317,13 @@ class BcosBertClassifier(nn.Module):
                                lengths: torch.Tensor | None = None, *,
                                attention_mask: torch.Tensor | None = None,
                                token_types: torch.Tensor | None = None,
-                               embedded: torch.Tensor | None = None):
+                               embedded: torch.Tensor | None = None, need_probs: bool = True):
         """As :meth:`forward` -> (logits (B, C), [attention probabilities (B, heads, T, T)]
         per layer), the latter for attention and rollout baselines."""
         mask = self.padding_mask(tokens, lengths, attention_mask)
         words = self.embed(tokens) if embedded is None else embedded
         summed = words + self.position_type_embeddings(tokens, token_types)
-        hidden, attentions = self.encode(summed, mask)
+        hidden, attentions = self.encode(summed, mask, need_probs)
         return self.head(hidden, mask), attentions
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor | None = None, *,
@@ -318,7 +335,8 @@ class BcosBertClassifier(nn.Module):
         ``embed(tokens)`` (gradient attributions, embedding perturbations). -> logits (B, C).
         """
         return self.forward_with_attention(tokens, lengths, attention_mask=attention_mask,
-                                           token_types=token_types, embedded=embedded)[0]
+                                           token_types=token_types, embedded=embedded,
+                                           need_probs=False)[0]
 
     # -- explanation -------------------------------------------------------------------------
     def contributions(self, tokens: torch.Tensor, lengths: torch.Tensor | None = None,
@@ -332,7 +350,7 @@ class BcosBertClassifier(nn.Module):
             words = self.embed(tokens).detach()
             position_type = self.position_type_embeddings(tokens, token_types).detach()
             summed = (words + position_type).requires_grad_()
-            logits = self.head(self.encode(summed, mask)[0], mask)
+            logits = self.head(self.encode(summed, mask, need_probs=False)[0], mask)
             target = self._check_target(target, logits)
             weight, = torch.autograd.grad(logits.gather(1, target[:, None]).sum(), summed)
         return PieceContributions(

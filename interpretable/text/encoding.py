@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections import Counter
 from itertools import chain, repeat
 
@@ -46,8 +47,9 @@ class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
         Keep only the most frequent tokens (ties broken alphabetically), not counting
         ``<pad>`` and ``<unk>``.
     max_len : int or None
-        Texts longer than this are truncated to their first ``max_len`` tokens (documented
-        truncation, applied by :meth:`tokenize` so explanations show exactly what the model saw).
+        Texts longer than this are truncated to their first ``max_len`` tokens, with a
+        ``UserWarning`` naming the longest (applied by :meth:`tokenize` so explanations show
+        exactly what the model saw; None keeps every token).
 
     ``set_output`` is accepted (``Pipeline.set_output``), but the ids stay an int64 array
     whatever the container: their width changes with every call (see :mod:`.output`).
@@ -59,7 +61,7 @@ class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
     index_to_token_ : list of str
     """
 
-    def __init__(self, lowercase=True, min_freq=1, max_vocab=None, max_len=None):
+    def __init__(self, lowercase=True, min_freq=1, max_vocab=None, max_len=2048):
         self.lowercase = lowercase
         self.min_freq = min_freq
         self.max_vocab = max_vocab
@@ -78,14 +80,26 @@ class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
         tokens = _text_tokens(text.lower() if self.lowercase else text)
         return tokens[: self.max_len] if self.max_len else tokens
 
-    def tokenize_many(self, X) -> list[list[str]]:
-        texts = check_texts(X)
+    def tokenize_many(self, X, allow_blank: bool = False) -> list[list[str]]:
+        """Tokens of every text of ``X`` (see :meth:`tokenize`); a text without tokens is a
+        ``ValueError``, except a blank one with ``allow_blank`` (it gets no tokens)."""
+        texts = check_texts(X, allow_blank=allow_blank)
         tokenized = list(map(_text_tokens, map(str.lower, texts) if self.lowercase else texts))
         if self.max_len:
+            too_long = [i for i, tokens in enumerate(tokenized) if len(tokens) > self.max_len]
+            if too_long:
+                longest = max(too_long, key=lambda i: len(tokenized[i]))
+                warnings.warn(
+                    f"{len(too_long)} text(s) longer than max_len={self.max_len} tokens were "
+                    f"truncated to their first {self.max_len} (the longest: X[{longest}], "
+                    f"{len(tokenized[longest])} tokens); TextEncoder(max_len=None) keeps every "
+                    "token.", UserWarning, stacklevel=2)
             tokenized = [tokens[: self.max_len] for tokens in tokenized]
-        if not all(tokenized):
-            i = next(i for i, tokens in enumerate(tokenized) if not tokens)
-            raise ValueError(f"X[{i}] has no tokens after tokenisation: {texts[i]!r:.60}.")
+        empty = [i for i, tokens in enumerate(tokenized)
+                 if not tokens and not (allow_blank and not texts[i].strip())]
+        if empty:
+            raise ValueError(f"X[{empty[0]}] has no tokens after tokenisation: "
+                             f"{texts[empty[0]]!r:.60}.")
         return tokenized
 
     def fit(self, X, y=None):

@@ -143,6 +143,20 @@ def _vit():
     return ViTClassifier(**{k: v for k, v in _TINY_VIT.items() if k != "stem_channels"})
 
 
+#: a randomly initialised two-layer BERT with the bundled MiniLM tokeniser
+_TINY_BERT = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 2,
+              "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 32,
+              "type_vocab_size": 2, "layer_norm_eps": 1e-12, "hidden_dropout_prob": 0.1,
+              "attention_probs_dropout_prob": 0.1}
+
+
+def _bcos_text():
+    from interpretable import BcosTextClassifier
+
+    return BcosTextClassifier(checkpoint=dict(_TINY_BERT), max_length=24, lr=1e-2, max_epochs=2,
+                              batch_size=16, random_state=0)
+
+
 CASES = [
     Case("EmbeddingBagClassifier", _embedding_bag, _sentiment, "text"),
     Case("DiversityLSTMClassifier-vanilla", _diversity("vanilla"), _sentiment, "text"),
@@ -152,6 +166,7 @@ CASES = [
     Case("AttentionTextClassifier-pairs", _attention_text_pairs, _babi, "pairs"),
     Case("SEATClassifier-seat", _seat("seat"), _sentiment, "text"),
     Case("SEATClassifier-word-at", _seat("word-at"), _sentiment, "text"),
+    Case("BcosTextClassifier", _bcos_text, _sentiment, "text"),
     Case("BcosViTClassifier", _bcos_vit, _digits, "image"),
     Case("BcosViTClassifier-v2", _bcos_v2, _digits, "image"),
     Case("ViTClassifier", _vit, _digits, "image", {"method": "input_x_gradient"}),

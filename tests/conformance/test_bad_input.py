@@ -6,6 +6,7 @@ handling instead of an error (e.g. unseen words map to the unknown token).
 """
 
 import numpy as np
+import torch
 import pytest
 from sklearn.base import clone
 
@@ -33,7 +34,6 @@ TEXT_ROWS = [
     ("fit", "2-d y", lambda e, X, y, kw: e.fit(X, np.c_[y, y]), ValueError, "one-dimensional"),
     # predict-time
     ("fitted", "empty list", lambda e, X, y, kw: e.predict([]), ValueError, "empty"),
-    ("fitted", "empty string", lambda e, X, y, kw: e.predict([""]), ValueError, "empty"),
     ("fitted", "non-str item", lambda e, X, y, kw: e.predict([None]), TypeError, "str"),
     ("fitted", "bytes item", lambda e, X, y, kw: e.explain([b"x"], **kw), TypeError, "bytes|decode"),
     ("fitted", "unseen labels in score", lambda e, X, y, kw: e.score(X[:2], ["zzz", "yyy"]), ValueError, "not seen"),
@@ -184,3 +184,44 @@ def test_messages_name_the_known_classes_and_the_fix_for_missing_texts():
     for missing in (None, float("nan")):
         with pytest.raises(TypeError, match=r"X\[1\].*dropna\(\).*fillna"):
             clf.predict(["good", missing])
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.kind in ("text", "pairs")], ids=str)
+def test_blank_texts_are_predicted_from_no_evidence_and_explained_by_no_unit(case):
+    """A blank text does not fail the batch: it is predicted from the padding token alone (for
+    the mean-embedding model exactly the prior, softmax of the bias; for the BERT family from
+    [CLS] [SEP]) and explained by no unit of its text;
+    fit still refuses blank training texts."""
+    X, y, X_test = case.data()
+    est = case.make().fit(X, y)
+    blank = ("", "  ") if case.kind == "text" else ((X_test[0][0], " "), ("", X_test[0][1]))
+    batch = [X_test[0], *blank]
+    proba = est.predict_proba(batch)
+    assert proba.shape == (3, len(est.classes_)) and np.isfinite(proba).all()
+    np.testing.assert_allclose(proba[0], est.predict_proba(X_test[:1])[0], atol=1e-6)
+    exp = est.explain(batch)
+    spans = getattr(exp, "spans", None)
+    if spans is not None:  # BERT family: only [CLS] / [SEP], which are in no text
+        assert exp.units[2] == ["[CLS]", "[SEP]"] and (spans[2] == -1).all()
+        assert (spans[0] >= 0).any()
+    else:
+        assert exp.units[0] and exp.units[2] == []
+    if case.name == "EmbeddingBagClassifier":
+        prior = torch.softmax(est.module_.output.bias.detach().double(), 0).numpy()
+        np.testing.assert_allclose(proba[1], prior, atol=1e-6)
+        assert exp.completeness_error.max() < 1e-5
+    with pytest.raises(ValueError, match="whitespace|empty"):
+        est.fit(list(X[:-1]) + [blank[1]], y)
+
+
+def test_long_texts_are_truncated_with_a_warning():
+    from interpretable import EmbeddingBagClassifier
+    from interpretable.text import TextEncoder
+
+    clf = EmbeddingBagClassifier(max_epochs=1, embed_dim=4, random_state=0,
+                                 text_encoder=TextEncoder(max_len=50))
+    clf.fit(["good film", "bad film"] * 4, ["pos", "neg"] * 4)
+    with pytest.warns(UserWarning, match=r"max_len=50 tokens.*X\[1\], 300 tokens"):
+        exp = clf.explain(["good", "good film " * 150])
+    assert len(exp.units[1]) == 50
+    assert TextEncoder().max_len == 2048  # the documented default

@@ -304,9 +304,15 @@ def test_degenerate_architectures_are_refused_at_fit(case):
                      for c in constraints)]
     if hasattr(est, "mlp_ratio"):
         sizes.append("mlp_ratio")
-    assert sizes, "no architecture size parameter found"
-    for name in sizes:
-        bad = clone(est).set_params(**{name: 0.01 if name == "mlp_ratio" else 0})
+    refused = [(name, {name: 0.01 if name == "mlp_ratio" else 0}) for name in sizes]
+    checkpoint = est.get_params().get("checkpoint")
+    if isinstance(checkpoint, dict):  # a BERT-family architecture comes in its config
+        refused += [(field, {"checkpoint": {**checkpoint, field: 0}}) for field in
+                    ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                     "intermediate_size")]
+    assert refused, "no architecture size parameter found"
+    for name, params in refused:
+        bad = clone(est).set_params(**params)
         with pytest.raises(ValueError, match=name):
             bad.fit(X, y) if y is not None else bad.fit(X)
 

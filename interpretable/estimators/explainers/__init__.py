@@ -17,6 +17,7 @@ Adding a method is adding one registered object (see CONTRIBUTING.md)::
             ...
 """
 
+from . import bcos_text  # first: "inherent" is the default of the B-cos text models
 from . import image, sequence, text
 from .base import (Attributions, Explainer, describe_explainers, explainers_for, get_explainer,
                    register)
@@ -24,5 +25,5 @@ from .image import ImageExplainer
 from .sequence import StepExplainer
 from .text import TokenExplainer
 
-__all__ = ["Attributions", "Explainer", "describe_explainers", "ImageExplainer", "StepExplainer", "TokenExplainer",
+__all__ = ["Attributions", "Explainer", "describe_explainers", "bcos_text", "ImageExplainer", "StepExplainer", "TokenExplainer",
            "explainers_for", "get_explainer", "register", "image", "sequence", "text"]

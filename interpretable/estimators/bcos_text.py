@@ -1,0 +1,377 @@
+"""Fine-tuned BERT-family text classifiers: the B-cos one (B-cos LM, Wang et al., TMLR 2025),
+whose word-piece contributions are exact, and the conventional one it is compared with.
+
+* :class:`BcosTextClassifier` converts a pretrained BERT-family encoder (the bundled
+  all-MiniLM-L6-v2 by default) into a B-cos network
+  (:class:`~interpretable.nn.bcos_bert.BcosBertClassifier`) and fine-tunes it; its default
+  explanation (``"inherent"``) is exact: per word piece or per word, plus the share of the
+  position and token-type embeddings (:mod:`.explainers.bcos_text`);
+* :class:`BertTextClassifier` fine-tunes the same encoder conventionally (pooling + linear
+  layer, same schedule); attention, rollout and the gradient methods explain it post hoc.
+
+Both tokenise with :class:`~interpretable.text.WordPieceEncoder` (offsets back to the
+original text) and train with BERT's schedule: AdamW, linear warm-up, linear decay to 0
+(:class:`WarmupLinearSchedule`). The fitted state holds the BERT config and the vocabulary,
+the weights file the whole encoder: a saved model loads without the data package or the
+checkpoint folder.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from numbers import Integral, Real
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.utils._param_validation import Interval, StrOptions
+from skorch.callbacks import Callback
+
+from ..nn.bcos_bert import BcosBertClassifier
+from ..nn.bert_classifier import BertClassifier
+from ..text import WordPieceEncoder
+from ..validation import check_targets
+from .base import Batch
+from .params import stores_params
+from .text_base import TextClassifierBase, trim_collate
+from .training import DivergenceGuard
+
+__all__ = [
+    "AnnealExponent",
+    "BERT_FIELDS",
+    "BcosTextClassifier",
+    "BertTextClassifier",
+    "WarmupLinearSchedule",
+    "WeightNormGuard",
+    "check_bert_config",
+]
+
+#: the BERT config fields a fitted model keeps (``config_``): what rebuilds its structure
+BERT_FIELDS = {"vocab_size": int, "hidden_size": int, "num_hidden_layers": int,
+               "num_attention_heads": int, "intermediate_size": int,
+               "max_position_embeddings": int, "type_vocab_size": int,
+               "layer_norm_eps": float, "pad_token_id": int, "hidden_dropout_prob": float,
+               "attention_probs_dropout_prob": float, "hidden_act": str,
+               "position_embedding_type": str}
+_OPTIONAL = {"pad_token_id": 0, "hidden_act": "gelu", "position_embedding_type": "absolute"}
+#: TextClassifierBase parameters these models do not take (the encoder brings them)
+_NOT_TAKEN = ("text_encoder", "embeddings", "embed_dim", "freeze_embeddings")
+
+
+def check_bert_config(config) -> dict:
+    """The fields of :data:`BERT_FIELDS` of a BERT config dict, type-checked (ValueError)."""
+    if not isinstance(config, dict):
+        raise ValueError(f"a BERT config must be a dict, got {type(config).__name__}.")
+    fields = {**_OPTIONAL, **{k: v for k, v in config.items() if k in BERT_FIELDS}}
+    missing = sorted(BERT_FIELDS.keys() - fields.keys())
+    if missing:
+        raise ValueError(f"the BERT config lacks {missing}.")
+    for name, kind in BERT_FIELDS.items():
+        value = fields[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float
+                                                     else kind):
+            raise ValueError(f"BERT config field {name!r} must be {kind.__name__}, got "
+                             f"{value!r}.")
+        if kind is int and value < (0 if name == "pad_token_id" else 1):
+            raise ValueError(f"BERT config field {name!r} must be positive, got {value}.")
+    return fields
+
+
+class WarmupLinearSchedule(Callback):
+    """BERT's learning-rate schedule as a skorch callback: the rate rises linearly from 0 over
+    the first ``warmup`` share of the training steps, then falls linearly to 0 at the last
+    step (the steps of ``max_epochs`` epochs of the training split); set after every batch."""
+
+    def __init__(self, warmup: float = 0.1):
+        self.warmup = warmup
+
+    def on_train_begin(self, net, **kwargs):
+        self.base_lrs_ = [group["lr"] for group in net.optimizer_.param_groups]
+        self.step_, self.total_ = 0, None
+
+    def on_epoch_begin(self, net, dataset_train=None, **kwargs):
+        if self.total_ is None:
+            self.total_ = math.ceil(len(dataset_train) / net.batch_size) * net.max_epochs
+            self._set(net)
+
+    def on_batch_end(self, net, training=False, **kwargs):
+        if training:
+            self.step_ += 1
+            self._set(net)
+
+    def factor(self, step: int) -> float:
+        """The learning rate of ``step`` (0-based) relative to the set one."""
+        rising = max(1, round(self.warmup * self.total_)) if self.warmup else 0
+        if step < rising:
+            return (step + 1) / rising
+        return max(0.0, (self.total_ - step) / max(1, self.total_ - rising))
+
+    def _set(self, net):
+        for group, base in zip(net.optimizer_.param_groups, self.base_lrs_):
+            group["lr"] = base * self.factor(self.step_)
+
+
+class AnnealExponent(WarmupLinearSchedule):
+    """Raise the B-cos exponent of every layer linearly from 1 to its B over the first
+    ``share`` of the training steps (``module.anneal(progress)``); the trained module ends at
+    its B."""
+
+    def __init__(self, share: float = 0.5):
+        self.share = share
+
+    def on_train_begin(self, net, **kwargs):
+        self.step_, self.total_ = 0, None
+
+    def on_train_end(self, net, **kwargs):
+        net.module_.anneal(1.0)
+
+    def _set(self, net):
+        net.module_.anneal(self.step_ / max(1.0, self.share * self.total_))
+
+
+class WeightNormGuard(DivergenceGuard):
+    """:class:`~.training.DivergenceGuard` for networks that normalise weights and activations
+    (B-cos rows, LayerNorm): such a network never produces a non-finite loss, but once a
+    weight's norm overflows its layer silently outputs zeros, so the norms are checked too."""
+
+    def _check_weights(self, net):
+        super()._check_weights(net)
+        if not all(torch.isfinite(torch.linalg.vector_norm(p.detach()))
+                   for p in net.module_.parameters()):
+            self._diverged(net, "the norm of a weight overflowed")
+
+
+class BertTextClassifier(TextClassifierBase):
+    """Conventionally fine-tuned BERT-family text classifier (the comparison model of
+    :class:`BcosTextClassifier`): a pretrained encoder, pooling, dropout, a linear layer.
+
+    Parameters
+    ----------
+    checkpoint : None, str, path or dict
+        None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of a
+        BERT-family model (``transformers`` layout: ``config.json``, weights and tokeniser;
+        never downloads). A dict: the fields of a BERT config, randomly initialised, with the
+        bundled tokeniser (``vocab_size`` must be its 30,522): tests, training from scratch.
+    pooling : {"mean", "cls"}
+        The sequence vector: the mean of the real tokens' final states (how
+        sentence-transformers trained MiniLM) or the ``[CLS]`` state.
+    max_length : int in [3, 512]
+        Word pieces per text, ``[CLS]`` and ``[SEP]`` included. Longer texts keep their first
+        ``max_length - 2`` pieces: fit, predict and explain warn, and explanations record the
+        pieces cut off (``truncated``).
+    warmup : float in [0, 1)
+        Share of the training steps over which the learning rate rises linearly from 0; it
+        then falls linearly to 0 (:class:`WarmupLinearSchedule`).
+    {class_weight}
+    {training_parameters}
+
+    Attributes
+    ----------
+    classes_, text_encoder_ (:class:`~interpretable.text.WordPieceEncoder`), module_,
+    history_, config_ (the BERT config fields of the encoder), embed_dim_ (its hidden size).
+    """
+
+    _parameter_constraints = {
+        **{k: v for k, v in TextClassifierBase._parameter_constraints.items()
+           if k not in _NOT_TAKEN},
+        "checkpoint": [str, os.PathLike, dict, None],
+        "pooling": [StrOptions({"mean", "cls"})],
+        "max_length": [Interval(Integral, 3, 512, closed="both")],
+        "warmup": [Interval(Real, 0, 1, closed="left")],
+    }
+    _module_class = BertClassifier
+
+    @stores_params
+    def __init__(self, *, checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
+                 lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
+                 device="auto", random_state=None, verbose=0, class_weight=None,
+                 callbacks=None, validation_fraction=None, early_stopping=False,
+                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
+        """Store the parameters unchanged (see the class docstring)."""
+
+    # ------------------------------------------------------------------ module
+    def _module_options(self) -> dict:
+        return {"pooling": self.pooling}
+
+    def _build_module(self) -> torch.nn.Module:
+        """The structure, from the fitted attributes alone (saved weights are loaded into
+        it)."""
+        return self._module_class.from_config(self.config_, len(self.classes_),
+                                              **self._module_options())
+
+    def _initial_module(self) -> torch.nn.Module:
+        """The module training starts from: the converted / pretrained checkpoint."""
+        if isinstance(self.checkpoint, dict):
+            return self._build_module()
+        return self._module_class.from_pretrained(self._checkpoint_folder(),
+                                                  len(self.classes_), **self._module_options())
+
+    def _checkpoint_folder(self) -> Path:
+        if self.checkpoint is not None:
+            return Path(self.checkpoint)
+        from ..datasets import load_minilm
+
+        return load_minilm()
+
+    def _checkpoint_config(self) -> dict:
+        if isinstance(self.checkpoint, dict):
+            return check_bert_config(self.checkpoint)
+        path = self._checkpoint_folder() / "config.json"
+        if not path.is_file():
+            raise ValueError(f"checkpoint {str(self._checkpoint_folder())!r} is not a local "
+                             "BERT model folder (no config.json).")
+        return check_bert_config(json.loads(path.read_text()))
+
+    # ------------------------------------------------------------------ inputs
+    def _encode_texts(self, texts, queries) -> Batch:
+        """Word pieces of ``texts`` (``max_length`` at most, with a warning)."""
+        aligned = [self.text_encoder_.align(text) for text in texts]
+        cut = [i for i, a in enumerate(aligned) if a.dropped]
+        if cut:
+            warnings.warn(f"{len(cut)} of {len(texts)} texts (e.g. #{cut[0]}) are longer than "
+                          f"max_length={self.max_length} word pieces: the model sees their "
+                          f"first {self.max_length - 2} pieces only.", UserWarning,
+                          stacklevel=3)
+        units = [a.pieces for a in aligned]
+        ids, lengths = self.text_encoder_.encode_tokens(units)
+        return Batch({"tokens": torch.from_numpy(ids), "lengths": torch.from_numpy(lengths)},
+                     units=units, texts=texts)
+
+    def word_pieces(self, X) -> list:
+        """How the model sees each text: :class:`~interpretable.text.wordpiece.WordPieces`
+        (pieces, their words, the words' characters, pieces cut off)."""
+        self._check_fitted()
+        texts, _ = self._split_inputs(X, fitting=False)
+        return [self.text_encoder_.align(text) for text in texts]
+
+    # ------------------------------------------------------------------ fit
+    def _fit(self, X, y, sample_weight=None):
+        """Read the checkpoint's tokeniser and config (kept with ``warm_start``) and
+        fine-tune."""
+        seed = self._start_fit()
+        texts, _ = self._split_inputs(X, fitting=not self._continues())
+        y_index = self._fit_labels(check_targets(y, n_samples=len(texts)))
+        if self._continues():
+            module_factory = self._warm_started(self._build_module)
+        else:
+            self.pair_input_ = False
+            self.config_ = self._checkpoint_config()
+            self.text_encoder_ = WordPieceEncoder(
+                max_len=self.max_length,
+                checkpoint=None if isinstance(self.checkpoint, dict) else self.checkpoint).fit()
+            self._check_vocabulary()
+            self.embed_dim_ = self.config_["hidden_size"]
+            module_factory = self._initial_module
+        self._fit_net(module_factory, self._criterion(), self._encode_texts(texts, None).inputs,
+                      torch.from_numpy(y_index.astype(np.int64)), seed=seed,
+                      sample_weight=self._training_weights(y_index, sample_weight),
+                      callbacks=self._training_callbacks(),
+                      iterator_train__collate_fn=trim_collate,
+                      iterator_valid__collate_fn=trim_collate)
+
+    def _training_callbacks(self) -> list:
+        return [("lr_schedule", WarmupLinearSchedule(self.warmup)),
+                ("weight_norm_guard", WeightNormGuard())]
+
+    def _check_vocabulary(self) -> None:
+        pieces, vocab = len(self.text_encoder_.index_to_token_), self.config_["vocab_size"]
+        if pieces != vocab:
+            raise ValueError(f"the BERT config has vocab_size={vocab} but the tokeniser "
+                             f"{pieces} word pieces.")
+        if self.max_length > self.config_["max_position_embeddings"]:
+            raise ValueError(f"max_length={self.max_length} exceeds the model's "
+                             f"{self.config_['max_position_embeddings']} positions.")
+
+    # ------------------------------------------------------------------ forward
+    def forward_with_attention(self, batch: dict, *, embedded=None):
+        """Logits ``(B, C)`` and the attention probabilities ``(B, heads, T, T)`` of every
+        layer for a batch of device tensors (attention and rollout explanations)."""
+        return self.module_.forward_with_attention(batch["tokens"], batch["lengths"],
+                                                   embedded=embedded)
+
+    # ------------------------------------------------------------------ persistence
+    def _get_fitted_state(self) -> dict:
+        state = {**super()._get_fitted_state(), "config": self.config_}
+        del state["embed_dim"]  # the config's hidden_size: stored once
+        return state
+
+    def _set_fitted_state(self, state: dict) -> None:
+        self.config_ = check_bert_config(state["config"])
+        super()._set_fitted_state({**state, "embed_dim": self.config_["hidden_size"]})
+        self._check_vocabulary()
+
+
+class BcosTextClassifier(BertTextClassifier):
+    """B-cos text classifier (B-cos LM): a pretrained BERT-family encoder converted into a
+    B-cos network and fine-tuned; its logits are exactly the sum of the contributions of
+    the word pieces, of the position / token-type embeddings and a fixed bias.
+
+    The conversion (:class:`~interpretable.nn.bcos_bert.BcosBertClassifier`): biases
+    removed; the dense layers, pooler and classifier B-cos layers (unit-norm rows, exponent
+    ``b``); GELU ``x·Φ(x)``, the attention probabilities and the LayerNorm scales dynamic
+    weights. ``explain()`` (``"inherent"``) is exact: per word piece or, ``level="word"``, per
+    word of the original text (see :mod:`interpretable.estimators.explainers.bcos_text`).
+
+    Parameters
+    ----------
+    b : float >= 1 or list of floats
+        The B-cos exponent, one for all encoder layers or one per layer; the pooler and
+        classifier take the last. Larger ``b`` presses weights to align with their inputs
+        (sparser, more readable explanations); ``b = 1`` removes the alignment pressure: the
+        model is the converted network (biases removed, dense rows normalised), still
+        dynamic linear, so its contributions stay exact.
+    gain : {"matched", "unit"}
+        The constant factor of every B-cos layer. ``"unit"``: none (γ = 1, the authors'
+        B-cos LM). ``"matched"``: γ = :func:`~interpretable.nn.bcos_bert_layers.alignment_gain`
+        of its fan-in and ``b``, so that each layer keeps, at conversion, the output scale
+        of the linear map it replaces: otherwise every B-cos layer shrinks its output by
+        ``|cos|^(B-1)`` (about 0.2 in MiniLM at B = 1.5), the converted encoder starts with
+        branches 20-40 times below the residual stream and logits near 0.004, and
+        fine-tuning is slow. γ is a constant: contributions stay exact; at ``b = 1`` it is 1.
+    b_anneal : float in [0, 1]
+        Share of the training steps over which every layer's exponent rises linearly from 1
+        (the converted network, closest to the pretrained one) to ``b`` (with its matched
+        gain); 0: ``b`` from the start. The fitted model has exponent ``b``; a
+        ``warm_start`` continuation trains at ``b``.
+    checkpoint, pooling, max_length, warmup :
+        As in :class:`BertTextClassifier`.
+    {class_weight}
+    {training_parameters}
+
+    Attributes
+    ----------
+    As :class:`BertTextClassifier`.
+    """
+
+    _parameter_constraints = {
+        **BertTextClassifier._parameter_constraints,
+        "b": [Interval(Real, 1, None, closed="left"), list, tuple],
+        "gain": [StrOptions({"matched", "unit"})],
+        "b_anneal": [Interval(Real, 0, 1, closed="both")],
+    }
+    _module_class = BcosBertClassifier
+
+    @stores_params
+    def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
+                 lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
+                 device="auto", random_state=None, verbose=0, class_weight=None,
+                 callbacks=None, validation_fraction=None, early_stopping=False,
+                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
+        """Store the parameters unchanged (see the class docstring)."""
+
+    def _training_callbacks(self) -> list:
+        callbacks = super()._training_callbacks()
+        if self.b_anneal and not self._continues():
+            callbacks.append(("anneal_b", AnnealExponent(self.b_anneal)))
+        return callbacks
+
+    def _check_params(self) -> None:
+        if isinstance(self.b, (list, tuple)) and not all(
+                isinstance(v, Real) and not isinstance(v, bool) and v >= 1 for v in self.b):
+            raise ValueError(f"b must be a number >= 1 or a list of them, got {self.b!r}.")
+
+    def _module_options(self) -> dict:
+        b = list(self.b) if isinstance(self.b, (list, tuple)) else float(self.b)
+        return {**super()._module_options(), "b": b, "matched": self.gain == "matched"}

@@ -1,0 +1,301 @@
+"""B-cos text classifier (issue 24) and its conventional counterpart: exact contributions per
+word piece and per word, the mapping back to the original text, the B -> 1 limit, truncation,
+persistence without the data package, the warm-up schedule, learning and bad inputs."""
+import json
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+pytest.importorskip("transformers")
+
+from interpretable import BcosTextClassifier, BertTextClassifier
+from interpretable.estimators.bcos_text import WarmupLinearSchedule
+
+TINY = {"vocab_size": 30522, "hidden_size": 16, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32,
+        "type_vocab_size": 2, "layer_norm_eps": 1e-12, "hidden_dropout_prob": 0.1,
+        "attention_probs_dropout_prob": 0.1}
+TEXT = "A naïve, wonderfully-made film 😀!! Not “bad” at all…"
+
+
+def sentiment(n=96, seed=0, classes=("neg", "pos")):
+    rng = np.random.RandomState(seed)
+    cues = {"neg": ["awful", "dull", "boring"], "pos": ["great", "superb", "moving"],
+            "mixed": ["uneven", "patchy", "odd"]}
+    filler = ["the", "movie", "was", "a", "plot", "and", "film", ","]
+    X, y = [], []
+    for i in range(n):
+        label = classes[i % len(classes)]
+        words = list(rng.choice(filler, size=rng.randint(2, 6)))
+        words.insert(rng.randint(len(words) + 1), rng.choice(cues[label]))
+        X.append(" ".join(words))
+        y.append(label)
+    return X, np.array(y)
+
+
+def tiny(cls=BcosTextClassifier, **params):
+    options = dict(checkpoint=TINY, max_length=24, lr=3e-3, max_epochs=4, batch_size=16,
+                   warmup=0.1, random_state=0, device="cpu")
+    return cls(**{**options, **params})
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y = sentiment()
+    return tiny().fit(X, y), X, y
+
+
+# ---------------------------------------------------------------------------- exactness
+@pytest.mark.parametrize("epochs", [None, 4], ids=["random", "fine-tuned"])
+@pytest.mark.parametrize("level", ["piece", "word"])
+def test_contributions_are_complete_in_float64(fitted, epochs, level):
+    clf, X, y = fitted
+    if epochs is None:  # a random model: the learning rate too small to move the weights
+        clf = tiny(lr=1e-12, max_epochs=1).fit(X, y)
+    texts = X[:5] + [TEXT]
+    for target in (None, "neg", "pos"):
+        exp = clf.explain(texts, target, level=level, dtype="float64")
+        assert exp.completeness_error.max() <= 1e-9
+        totals = [v.sum() + b for v, b in zip(exp.values, exp.bias)]
+        np.testing.assert_allclose(totals, exp.logit, rtol=0, atol=1e-12)
+    exp32 = clf.explain(texts, level=level)
+    assert exp32.completeness_error.max() <= 1e-4
+    np.testing.assert_allclose(exp32.logit, clf.explain(texts, dtype="float64").logit, rtol=1e-4,
+                               atol=1e-6)
+
+
+def test_the_logit_is_the_model_output_and_bias_holds_the_position_share(fitted):
+    clf, X, _ = fitted
+    exp = clf.explain(X[:6], dtype="float64")
+    margin = clf.decision_function(X[:6])
+    explained = np.array([clf.explain(X[:6], c, dtype="float64").logit for c in clf.classes_])
+    np.testing.assert_allclose(explained[1] - explained[0], margin, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(exp.bias, exp.position_type, rtol=0, atol=1e-12)  # logit bias 0
+    frame = exp.to_frame("samples")
+    assert {"position_type", "truncated", "completeness_error"} <= set(frame.columns)
+
+
+# ---------------------------------------------------------------------------- words and text
+def test_word_level_maps_to_the_original_text(fitted):
+    clf, _, _ = fitted
+    pieces = clf.explain([TEXT], dtype="float64")
+    words = clf.explain([TEXT], level="word", dtype="float64")
+    assert words.units[0] == ["A", "naïve", ",", "wonderfully", "-", "made", "film", "😀", "!",
+                              "!", "Not", "“", "bad", "”", "at", "all", "…"]
+    for unit, (start, end) in zip(words.units[0], words.offsets[0]):
+        assert TEXT[start:end] == unit
+    frame = words.to_frame()
+    assert frame.char_start.notna().all() and frame.token.tolist() == words.units[0]
+    # every word is the sum of its pieces; [CLS] and [SEP] join the bias
+    aligned = clf.word_pieces([TEXT])[0]
+    assert pieces.units[0][0] == "[CLS]" and "[UNK]" in pieces.units[0]
+    expected = np.bincount(aligned.words[1:-1], weights=pieces.values[0][1:-1])
+    np.testing.assert_allclose(words.values[0], expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(words.bias[0], pieces.bias[0] + pieces.values[0][[0, -1]].sum(),
+                               rtol=0, atol=1e-12)
+    assert words.completeness_error[0] <= 1e-9
+    # piece spans are the tokeniser's: "##ly" is "ly" of "wonderfully", [CLS] is nowhere
+    spans = dict(zip(pieces.units[0], pieces.offsets[0].tolist()))
+    assert spans["[CLS]"] == [-1, -1] and TEXT[slice(*spans["##ly"])] == "ly"
+    html = words.to_html()
+    assert "naïve" in html and "Truncated" not in html
+
+
+def test_over_long_texts_are_truncated_with_a_warning_and_the_explanation_says_so(fitted):
+    clf, _, _ = fitted
+    long = " ".join(["great"] * 40) + " but awful"
+    with pytest.warns(UserWarning, match="max_length=24 word pieces"):
+        exp = clf.explain([long, "great film"], level="word")
+    assert exp.truncated.tolist() == [42 - 22, 0]
+    assert len(exp.units[0]) == 22 and "awful" not in exp.units[0]
+    assert "Truncated" in exp.to_html()
+    with pytest.warns(UserWarning, match="1 of 1 texts"):
+        clf.predict([long])
+
+
+# Blank texts are predicted from no evidence (tests/conformance/test_bad_input.py).
+@pytest.mark.parametrize("bad, error, match", [
+    ([3], TypeError, "str"),
+    ("a text", TypeError, "list"), ([b"x"], TypeError, "bytes")])
+def test_bad_inputs_are_named(fitted, bad, error, match):
+    clf, _, _ = fitted
+    with pytest.raises(error, match=match):
+        clf.explain(bad)
+
+
+def test_bad_options_and_parameters_are_named(fitted):
+    clf, X, y = fitted
+    with pytest.raises(ValueError, match="level"):
+        clf.explain(X[:1], level="sentence")
+    with pytest.raises(TypeError, match="level"):
+        clf.explain(X[:1], method="integrated_gradients", level="word")
+    for params, match in ((dict(b=0.5), "'b' parameter"), (dict(b=[1.5, "x"]), "b must be"),
+                          (dict(max_length=2), "max_length"), (dict(warmup=1.0), "warmup"),
+                          (dict(checkpoint={**TINY, "hidden_size": "8"}), "hidden_size"),
+                          (dict(checkpoint={**TINY, "vocab_size": 99}), "vocab_size"),
+                          (dict(max_length=64), "positions")):
+        with pytest.raises(ValueError, match=match):
+            tiny(**params).fit(X, y)
+
+
+# ---------------------------------------------------------------------------- B -> 1
+def test_b_to_one_is_continuous_and_b_one_stays_exact(fitted):
+    """b = 1: no alignment pressure, still dynamic linear (exact); the model is continuous in b."""
+    clf, X, y = fitted
+    at_one = tiny(b=1.0).fit(X, y)
+    assert at_one.explain(X[:4], dtype="float64").completeness_error.max() <= 1e-9
+    state = at_one.module_.state_dict()
+    near = clone(at_one).set_params(b=1 + 1e-7)
+    near.__dict__.update({k: v for k, v in vars(at_one).items() if k.endswith("_")})
+    near.module_ = near._build_module()
+    near.module_.load_state_dict(state)
+    near.module_.eval()
+    np.testing.assert_allclose(near.predict_proba(X[:8]), at_one.predict_proba(X[:8]),
+                               rtol=1e-5, atol=1e-7)
+
+
+# ---------------------------------------------------------------------------- training
+def test_learns_a_tiny_task_with_class_and_sample_weights():
+    X, y = sentiment(classes=("neg", "pos", "mixed"), n=120)
+    X_test, y_test = sentiment(classes=("neg", "pos", "mixed"), n=60, seed=1)
+    # from random weights: the gains matched to a pretrained encoder's scale do not apply
+    clf = tiny(gain="unit", b_anneal=0.0, lr=3e-2, max_epochs=6, class_weight="balanced")
+    clf.fit(X, y, sample_weight=np.ones(len(X)))
+    assert clf.score(X_test, y_test) >= 0.9
+    losses = [h["train_loss"] for h in clf.history_]
+    assert losses[-1] < 0.5 * losses[0]
+    conventional = tiny(BertTextClassifier, lr=1e-2, max_epochs=6).fit(X, y)
+    assert conventional.score(X_test, y_test) >= 0.9
+
+
+def test_warm_up_then_linear_decay():
+    schedule = WarmupLinearSchedule(warmup=0.25)
+    schedule.total_ = 8
+    factors = [schedule.factor(step) for step in range(8)]
+    np.testing.assert_allclose(factors, [0.5, 1.0, 1.0, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6])
+    clf = tiny(max_epochs=2, validation_fraction=0.25, early_stopping=True)
+    X, y = sentiment(n=64)
+    clf.fit(X, y)
+    assert [h["epoch"] for h in clf.history_] == [1, 2] and "valid_acc" in clf.history_[-1]
+
+
+def test_grid_search_over_b():
+    X, y = sentiment(n=48)
+    search = GridSearchCV(tiny(max_epochs=1), {"b": [1.25, [1.0, 2.0]]}, cv=2).fit(X, y)
+    assert search.best_params_["b"] in (1.25, [1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------- persistence
+def test_save_load_is_bit_identical_without_the_data_package(fitted, tmp_path, monkeypatch):
+    clf, X, _ = fitted
+    path = clf.save(tmp_path / "model")
+    config = json.loads((path / "config.json").read_text())
+    assert config["fitted"]["config"]["hidden_size"] == 16
+    from interpretable import datasets
+
+    def unavailable():
+        raise ImportError("no data package")
+
+    monkeypatch.setattr(datasets, "load_minilm", unavailable)
+    loaded = BcosTextClassifier.load(path, device="cpu")
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+    ours, theirs = loaded.explain([TEXT], level="word"), clf.explain([TEXT], level="word")
+    assert ours.units == theirs.units
+    np.testing.assert_array_equal(np.concatenate(ours.values), np.concatenate(theirs.values))
+
+
+def test_a_local_checkpoint_folder_is_converted(tmp_path):
+    """A BERT folder (config, weights, tokeniser): the B-cos model starts from its weights."""
+    import transformers
+
+    from interpretable.datasets import load_minilm
+
+    torch.manual_seed(0)
+    bert = transformers.BertModel(transformers.BertConfig(**TINY))
+    bert.save_pretrained(tmp_path)
+    transformers.AutoTokenizer.from_pretrained(str(load_minilm()), local_files_only=True) \
+        .save_pretrained(tmp_path)
+    X, y = sentiment(n=32)
+    clf = tiny(checkpoint=str(tmp_path), lr=1e-12, max_epochs=1).fit(X, y)
+    np.testing.assert_allclose(clf.module_.layers[0].attention.query.weight.detach(),
+                               bert.encoder.layer[0].attention.self.query.weight.detach(),
+                               atol=1e-9)
+    assert clf.config_["hidden_size"] == 16
+    with pytest.raises(ValueError, match="config.json"):
+        tiny(checkpoint=str(tmp_path / "nowhere")).fit(X, y)
+
+
+# ---------------------------------------------------------------------------- the real MiniLM
+def test_converted_minilm_fine_tunes_and_explains_exactly():
+    X, y = sentiment(n=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # transformers' load report of the unused pooler
+        clf = BcosTextClassifier(max_length=16, batch_size=8, random_state=0,
+                                 device="cpu").fit(X, y)
+    assert clf.config_["num_hidden_layers"] == 6 and clf.text_encoder_.max_len == 16
+    exp = clf.explain([TEXT], level="word", dtype="float64")
+    assert exp.completeness_error[0] <= 1e-9 and exp.units[0][1] == "naïve"
+
+
+@pytest.mark.parametrize("cls", [BcosTextClassifier, BertTextClassifier])
+def test_attention_and_rollout_are_distributions_over_the_tokens(cls):
+    X, y = sentiment(n=32)
+    clf = tiny(cls, max_epochs=1).fit(X, y)
+    for method in ("attention", "rollout"):
+        exp = clf.explain(X[:4] + [TEXT], method=method)
+        assert exp.class_independent
+        np.testing.assert_allclose([v.sum() for v in exp.values], 1.0, rtol=1e-5)
+        words = clf.explain([TEXT], method=method, level="word")
+        assert words.bias is None and words.units[0][1] == "naïve"
+    if cls is BertTextClassifier:  # probabilities recomputed from the layer inputs = eager
+        bert = clf.module_.encoder.bert
+        batch = clf.encode([TEXT]).inputs
+        _, ours = clf.forward_with_attention(batch)
+        bert.set_attn_implementation("eager")
+        theirs = bert(inputs_embeds=clf.module_.embed(batch["tokens"]),
+                      output_attentions=True).attentions
+        for a, b in zip(ours, theirs):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_b_annealed_from_one_ends_at_b():
+    from interpretable.estimators.bcos_text import AnnealExponent
+    from interpretable.nn.bcos_bert_layers import BertBcosLinear, alignment_gain
+
+    X, y = sentiment(n=32)
+    clf = tiny(b=[1.25, 2.0], b_anneal=1.0, max_epochs=2).fit(X, y)
+    layers = [m for m in clf.module_.modules() if isinstance(m, BertBcosLinear)]
+    assert {m.b for m in layers} == {1.25, 2.0}
+    assert all(m.scale == pytest.approx(alignment_gain(m.in_features, m.b)) for m in layers)
+    schedule = AnnealExponent(share=0.5)
+    schedule.total_, schedule.step_ = 10, 2
+
+    class Net:
+        module_ = clf.module_
+
+    schedule._set(Net)  # 2 of the 5 annealing steps: B = 1 + 0.4 (B - 1)
+    assert sorted({round(m.b, 12) for m in layers}) == [1.1, 1.4]
+    clf.module_.anneal(1.0)
+    assert clf.explain(X[:3], dtype="float64").completeness_error.max() <= 1e-9
+
+
+def test_reproduction_runs_end_to_end_on_a_tiny_setting(monkeypatch, tmp_path):
+    from interpretable.reproduce import bcos_text as repro
+
+    monkeypatch.setitem(repro.SETTINGS, "quick", dict(
+        train=96, test=40, epochs=1, b=(1.5,), eval=12, ig_steps=4, speed=16, lstm_train=96,
+        lstm_epochs=1))
+    monkeypatch.setattr(repro, "BERT", {**repro.BERT, "checkpoint": TINY, "max_length": 24})
+    results = repro.run(quick=True, lr=1e-2, view=tmp_path / "view.html")
+    assert set(results["models"]) == {"tfidf_logreg", "minilm", "bcos_minilm_b1.5", "seat_rnn",
+                                      "diversity_lstm"}
+    assert set(results["faithfulness"]["minilm"]) == set(repro.POST_HOC)
+    checks = results["targets"]["bcos_minilm_b1.5"]
+    assert all(isinstance(c["met"], bool) for c in checks.values()) and len(checks) == 6
+    assert 'data-method="inherent"' in (tmp_path / "view.html").read_text()
+    json.dumps(results, default=float)
+    assert repro.results_suffix({"dataset": "convention", "b": [1.5]}) == "-convention-b1.5"
