@@ -35,6 +35,15 @@ def f3(x: float) -> str:
     return text[1:] if text.startswith("0.") else text.replace("-0.", "-.")
 
 
+def f2(x: float) -> str:
+    """.30 (two decimals, halves rounded up as written: the JSON holds float32 values such as
+    0.29499998688697815 for .295)."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    text = str(Decimal(f"{x:.6g}").quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+    return text[1:] if text.startswith("0.") else text
+
+
 def pm(score: dict) -> str:
     """mean ± standard error of a ``{"mean", "se"}`` record."""
     return f"{f3(score['mean'])} ± {f3(score['se'])}"
@@ -154,7 +163,7 @@ def seat():
          *(f"{f3(method(e, m)['comprehensiveness'])} / {f3(method(e, m)['sufficiency'])}"
            for e, m in cols), "≥ / ≤ vanilla"],
         ["top-4 overlap with vanilla",
-         *(f"{method(e, m)['top4_overlap_vanilla']:.2f}".lstrip("0") for e, m in cols),
+         *(f2(method(e, m)["top4_overlap_vanilla"]) for e, m in cols),
          "reported"],
     ]
     return ["seat.json"], header, rows
