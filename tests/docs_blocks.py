@@ -5,7 +5,8 @@
 Each file's blocks run in order in one namespace (a fresh ``__main__`` module), in their own
 process with the working directory ``WORKDIR/<file name>``. The processes are forked from this
 one after it has imported torch, scikit-learn, pandas, matplotlib and the package, so that the
-import (about 5 s here) is paid once; two files run at a time. A block whose first line starts
+import (about 5 s here) is paid once; three files run at a time (on 2 cores: the blocks also
+wait, on worker processes and files). A block whose first line starts
 with ``# not run by the docs tests:`` (followed by the reason: a download, a GPU) is skipped.
 RESULTS.json gets, per file: ``returncode``, ``seconds``, ``blocks_run``, ``not_run`` (the
 reasons) and ``output`` (the end of its stdout and stderr).
@@ -26,7 +27,7 @@ from pathlib import Path
 
 FENCE = re.compile(r"^( *)```python[ \t]*\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
 NOT_RUN = "# not run by the docs tests:"
-PARALLEL = 2
+PARALLEL = 3
 
 
 def python_blocks(text: str) -> list[tuple[int, str]]:
