@@ -1,4 +1,4 @@
-"""Sphinx configuration of the interpretable documentation (``make docs``; see docs/README.md).
+"""Sphinx configuration of the interpretable documentation (``make docs``; see CONTRIBUTING.md).
 
 * Pages are Markdown (MyST), so the guide keeps the README's Markdown and its ``python`` blocks
   are plain fenced blocks that ``tests/test_docs.py`` extracts and runs.
@@ -29,6 +29,8 @@ sys.path.insert(0, str(DOCS / "_ext"))
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import interpretable  # noqa: E402
+
+PACKAGE = Path(interpretable.__file__).resolve().parent  # also when docs/ is a copy
 
 project = "interpretable"
 author = "the interpretable developers"
@@ -120,7 +122,7 @@ class _DocstringWarnings(logging.Filter):
         self.translate.filter(record)
         location = str(getattr(record, "location", "") or "")
         if ("docstring of" in location or "<autosummary>" in location
-                or str(ROOT / "interpretable") in location):
+                or str(PACKAGE) in location):
             message = record.getMessage()
             _docstring_warnings.append(message if location in message
                                        else f"{location}: {message}")
