@@ -3,13 +3,13 @@
     python tests/docs_blocks.py RESULTS.json WORKDIR FILE.md ...
 
 Each file's blocks run in order in one namespace (a fresh ``__main__`` module), in their own
-process with the working directory ``WORKDIR/<file name>``. The processes are forked from this
+process with its own working directory in WORKDIR. The processes are forked from this
 one after it has imported torch, scikit-learn, pandas, matplotlib and the package, so that the
 import (about 5 s here) is paid once; three files run at a time (on 2 cores: the blocks also
 wait, on worker processes and files). A block whose first line starts
 with ``# not run by the docs tests:`` (followed by the reason: a download, a GPU) is skipped.
 RESULTS.json gets, per file: ``returncode``, ``seconds``, ``blocks_run``, ``not_run`` (the
-reasons) and ``output`` (the end of its stdout and stderr).
+reasons), ``output`` (the end of its stdout and stderr) and ``workdir``.
 """
 
 from __future__ import annotations
@@ -93,13 +93,13 @@ def _preload() -> None:
 
 def main(results_path: str, workdir: str, *files: str) -> None:
     _preload()
-    pending = [Path(f).resolve() for f in files]
+    pending = [(i, Path(f).resolve()) for i, f in enumerate(files)]
     running: dict[int, tuple[Path, Path, float]] = {}
     results = {}
     while pending or running:
         while pending and len(running) < PARALLEL:
-            path = pending.pop(0)
-            folder = Path(workdir) / path.name
+            i, path = pending.pop(0)
+            folder = Path(workdir).resolve() / f"{i:02d}-{path.stem}"
             folder.mkdir(parents=True, exist_ok=True)
             sys.stdout.flush()
             sys.stderr.flush()
@@ -116,7 +116,7 @@ def main(results_path: str, workdir: str, *files: str) -> None:
                               "seconds": round(time.perf_counter() - start, 2),
                               "blocks_run": report.get("blocks_run", 0),
                               "not_run": report.get("not_run", []),
-                              "output": output[-6000:]}
+                              "output": output[-6000:], "workdir": str(folder)}
     Path(results_path).write_text(json.dumps(results, indent=1), encoding="utf-8")
 
 

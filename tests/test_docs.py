@@ -58,7 +58,7 @@ def block_runs(tmp_path_factory):
     runs = json.loads((work / "results.json").read_text())
     print(f"docs blocks: {time.perf_counter() - start:.1f} s; "
           + ", ".join(f"{Path(f).name} {r['seconds']} s" for f, r in runs.items()))
-    return {Path(f).relative_to(ROOT).as_posix(): {**r, "workdir": work / Path(f).name}
+    return {Path(f).relative_to(ROOT).as_posix(): {**r, "workdir": Path(r["workdir"])}
             for f, r in runs.items()}
 
 
