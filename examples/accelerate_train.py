@@ -1,4 +1,8 @@
-"""Train an estimator on several processes with Hugging Face Accelerate, save it once.
+"""
+Train an estimator on several processes with Hugging Face Accelerate, save it once
+==================================================================================
+
+Start it with a distributed launcher (not run when the documentation is built)::
 
     # two CPU processes (gloo), as in the tests
     torchrun --nproc_per_node 2 examples/accelerate_train.py --cpu --out model
@@ -42,7 +46,7 @@ def make_estimator(model: str, **params):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.strip().split("\n")[0])
     parser.add_argument("--model", choices=["diversity-lstm", "bcos-vit"],
                         default="diversity-lstm")
     parser.add_argument("--samples", type=int, default=2000, help="training samples")

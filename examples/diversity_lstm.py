@@ -1,12 +1,16 @@
-"""Diversity LSTM attention on Rotten Tomatoes: fit, explain, and check faithfulness.
-
-    python examples/diversity_lstm.py            # under a minute on 2 CPU cores
+"""
+Diversity LSTM attention on Rotten Tomatoes: faithfulness analyses
+==================================================================
 
 1. fits a vanilla and a Diversity LSTM (GloVe-50 init) on 4,000 review snippets;
 2. shows the Diversity LSTM's attention explanation as a table and writes an HTML heat map;
 3. compares both models with the paper's analyses: conicity of hidden states, output change
    when the attention is permuted, and how quickly erasing the most attended states flips the
    decision.
+
+Not run when the documentation is built (about a minute on 2 CPU cores); run it with::
+
+    python examples/diversity_lstm.py
 """
 import numpy as np
 import pandas as pd

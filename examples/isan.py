@@ -1,14 +1,18 @@
-"""Input Switched Affine Network on Shakespeare: fit, generate, explain exactly, compose, change basis.
+"""
+ISAN on Shakespeare: generate, explain exactly, compose, change basis
+=====================================================================
 
-    python examples/isan.py            # 1-3 minutes on 2 CPU cores
-
-1. fits an ISAN (H=96) character language model on 300k characters of the training plays and reports
-   bits/char on the held-out plays;
-2. explains "the king is dead" exactly: word-level contributions to every next-character logit,
-   with the completeness check, and writes an HTML heat map;
+1. fits an ISAN (H=96) character language model on 300k characters of the training plays and
+   reports bits/char on the held-out plays;
+2. explains "the king is dead" exactly: word-level contributions to every next-character
+   logit, with the completeness check, and writes an HTML heat map;
 3. composes a word into one affine map and advances the state with a word cache;
 4. re-expresses the network in its readout basis (identical predictions) and runs the paper's
    n-gram analyses.
+
+Not run when the documentation is built (1-3 minutes on 2 CPU cores); run it with::
+
+    python examples/isan.py
 """
 import numpy as np
 import torch

@@ -1,6 +1,6 @@
-"""SEAT on Rotten Tomatoes: revise a vanilla attention model, explain, and score stability.
-
-    python examples/seat.py            # about 2 minutes on 2 CPU cores
+"""
+SEAT on Rotten Tomatoes: revise attention, explain, score stability
+===================================================================
 
 1. fits a vanilla RNN attention model (GloVe-50 init) on 4,000 review snippets, then SEAT on
    top of it (objective (6): prediction closeness, top-4 overlap, robustness to attention
@@ -8,6 +8,10 @@
 2. shows vanilla attention w next to the SEAT attention w~ and writes an HTML heat map;
 3. compares both with the faithfulness and stability metrics;
 4. picks SEAT's lambda_stability by grid search on F1, reporting sufficiency next to it.
+
+Not run when the documentation is built (about 2 minutes on 2 CPU cores); run it with::
+
+    python examples/seat.py
 """
 import numpy as np
 import pandas as pd

@@ -1,30 +1,146 @@
-"""The code blocks of CONTRIBUTING.md run as written (each file's blocks in one fresh process,
-so that the explainer they register does not leak into the other tests)."""
+"""The documentation works as written.
 
-import re
+* Every ```python block of README.md, CONTRIBUTING.md and docs/**/*.md runs: each file's blocks
+  in order in one fresh process, cwd a temporary folder (``tests/docs_blocks.py``). A block
+  whose first line is ``# not run by the docs tests: <reason>`` is skipped; there are few.
+* The README's quickstart draws ``docs/images/quickstart.png`` (regenerate it with
+  ``python docs/images/quickstart.py``), and the docs' quickstart page shows the same code.
+* ``make docs``'s build (``sphinx-build -W``) succeeds on a copy of docs/, runs the gallery
+  examples and writes a page for every exported name.
+"""
+
+import importlib
+import json
+import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+sys.path.insert(0, str(Path(__file__).parent))
+from docs_blocks import NOT_RUN, python_blocks  # noqa: E402
+
 ROOT = Path(__file__).parents[1]
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+DOCS = ROOT / "docs"
+BUILD_OUTPUTS = ("_build", "auto_examples", "generated", "sg_execution_times.rst")
+MARKDOWN = [ROOT / "README.md", ROOT / "CONTRIBUTING.md"] + sorted(
+    p for p in DOCS.rglob("*.md") if not set(p.relative_to(DOCS).parts) & set(BUILD_OUTPUTS))
+WITH_CODE = [p for p in MARKDOWN if python_blocks(p.read_text(encoding="utf-8"))]
+NOT_RUN_MAX = 4
+# Modules whose public names the API reference documents: ``__all__``, or for a package
+# without one the non-module names its __init__ imports.
+PUBLIC_MODULES = ["interpretable", "interpretable.explanation", "interpretable.metrics",
+                  "interpretable.attribution", "interpretable.estimators.explainers",
+                  "interpretable.datasets", "interpretable.text", "interpretable.pipeline",
+                  "interpretable.streaming", "interpretable.scale", "interpretable.tracking",
+                  "interpretable.reproduce"]
 
 
-def python_blocks(path: Path) -> list[str]:
-    return BLOCK.findall(path.read_text(encoding="utf-8"))
+def env(**extra):
+    return {"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/tmp"),
+            **extra}
 
 
-@pytest.mark.parametrize("name", ["CONTRIBUTING.md"])
-def test_code_blocks_run(name, tmp_path):
-    blocks = python_blocks(ROOT / name)
-    assert blocks, f"{name} has no python blocks"
-    for i, block in enumerate(blocks):
-        script = tmp_path / f"block{i}.py"
-        script.write_text(block, encoding="utf-8")
-        result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, text=True,
-                                capture_output=True, timeout=300,
-                                env={"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
-                                     "PATH": "/usr/bin:/bin"})
-        assert result.returncode == 0, f"{name} block {i} failed:\n{result.stderr[-3000:]}"
+@pytest.fixture(scope="module")
+def block_runs(tmp_path_factory):
+    """Runs the blocks of every file once; ``{file: report}``."""
+    work = tmp_path_factory.mktemp("docs-blocks")
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, str(ROOT / "tests" / "docs_blocks.py"),
+                             str(work / "results.json"), str(work), *map(str, WITH_CODE)],
+                            cwd=work, env=env(), text=True, capture_output=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = json.loads((work / "results.json").read_text())
+    print(f"docs blocks: {time.perf_counter() - start:.1f} s; "
+          + ", ".join(f"{Path(f).name} {r['seconds']} s" for f, r in runs.items()))
+    return {Path(f).relative_to(ROOT).as_posix(): {**r, "workdir": Path(r["workdir"])}
+            for f, r in runs.items()}
+
+
+@pytest.mark.parametrize("name", [p.relative_to(ROOT).as_posix() for p in WITH_CODE])
+def test_code_blocks_run(name, block_runs):
+    run = block_runs[name]
+    assert run["returncode"] == 0, f"{name}: a block failed:\n{run['output']}"
+    expected = sum(not code.startswith(NOT_RUN)
+                   for _, code in python_blocks((ROOT / name).read_text(encoding="utf-8")))
+    assert run["blocks_run"] == expected
+
+
+def test_few_blocks_are_not_run(block_runs):
+    not_run = [reason for run in block_runs.values() for reason in run["not_run"]]
+    assert all(reason.split(": ", 1)[1] for reason in not_run), f"give a reason: {not_run}"
+    assert len(not_run) <= NOT_RUN_MAX, not_run
+
+
+def test_blocks_are_found():
+    text = "a\n```python\nx = 1\n```\n- item\n\n  ```python\n  # not run by the docs tests: GPU\n  y\n  ```\n"
+    assert python_blocks(text) == [(2, "x = 1\n"), (7, "# not run by the docs tests: GPU\ny\n")]
+    assert ROOT / "docs" / "quickstart.md" in WITH_CODE
+
+
+def test_quickstart_picture(block_runs):
+    """The README's quickstart writes quickstart.png: the picture the README shows."""
+    from matplotlib.image import imread
+
+    readme = python_blocks((ROOT / "README.md").read_text(encoding="utf-8"))[0][1]
+    assert "savefig(\"quickstart.png\")" in readme and len(readme.strip().splitlines()) <= 10
+    assert readme in (DOCS / "quickstart.md").read_text(encoding="utf-8")
+    drawn = imread(block_runs["README.md"]["workdir"] / "quickstart.png")
+    shown = imread(DOCS / "images" / "quickstart.png")
+    assert drawn.shape == shown.shape, "regenerate it: python docs/images/quickstart.py"
+    # the same pixels up to the rounding of training on another CPU
+    assert np.abs(drawn - shown).mean() < 0.01, "regenerate it: python docs/images/quickstart.py"
+
+
+def public_names():
+    """``(module, name)`` for every documented name."""
+    names = []
+    for module_name in PUBLIC_MODULES:
+        module = importlib.import_module(module_name)
+        exported = getattr(module, "__all__", None)
+        if exported is None:
+            exported = [n for n, v in vars(module).items()
+                        if not n.startswith("_") and not isinstance(v, type(module))]
+        names += [(module_name, n) for n in exported]
+    return names
+
+
+def test_docs_build(tmp_path):
+    """sphinx-build -W on a copy of docs/ (so that nothing cached is reused): no warning, the
+    gallery's figures and a page for every exported name."""
+    source = tmp_path / "docs"
+    shutil.copytree(DOCS, source, ignore=shutil.ignore_patterns(*BUILD_OUTPUTS))
+    for path in ("examples", "benchmarks/results", "CONTRIBUTING.md"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).symlink_to(ROOT / path)
+    html = tmp_path / "html"
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b",
+                             "html", str(source), str(html)], cwd=tmp_path, env=env(),
+                            text=True, capture_output=True, timeout=600)
+    print(f"sphinx-build: {time.perf_counter() - start:.1f} s")
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert "WARNING" not in result.stderr and "ERROR" not in result.stderr, result.stderr
+
+    examples = sorted((ROOT / "examples").glob("plot_*.py"))
+    assert examples
+    for example in examples:
+        page = (html / "auto_examples" / f"{example.stem}.html").read_text(encoding="utf-8")
+        figures = sorted((html / "_images").glob(f"sphx_glr_{example.stem}_0*.png"))
+        assert figures, f"{example.name} drew no figure"
+        assert all(f.name in page for f in figures)
+
+    pages = {p.stem for p in (html / "generated").glob("*.html")}
+    objects = {}
+    for module, name in public_names():
+        objects.setdefault(id(getattr(importlib.import_module(module), name)), set()).add(
+            f"{module}.{name}")
+    missing = [sorted(names)[0] for names in objects.values() if not names & pages]
+    assert not missing, f"add to docs/api.rst: {missing}"
+    for page in ("install", "quickstart", "reproductions", "performance", "guide/models"):
+        assert (html / f"{page}.html").exists()
