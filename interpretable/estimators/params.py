@@ -7,6 +7,7 @@ import inspect
 
 __all__ = ["stores_params"]
 
+
 def stores_params(init):
     """Make an ``__init__`` store every argument unchanged under its own name.
 
