@@ -91,7 +91,9 @@ batch_size : int >= 1
     Mini-batch size for training and inference (``explain`` and the metrics take their own
     ``batch_size``).
 optimizer : {"adam", "adamw", "sgd", "rmsprop"}
+    The torch optimizer.
 weight_decay : float >= 0
+    L2 penalty (decoupled for ``"adamw"``), passed to the optimizer.
 device : "auto", "cpu", "cuda", "cuda:N" or torch.device
     ``"auto"`` uses CUDA when available.
 random_state : int, RandomState or None
@@ -101,7 +103,7 @@ verbose : int
     When > 0, print skorch's epoch table (plain text unless standard output is a terminal)
     and, on a terminal, a progress bar over the batches of each epoch and of ``explain``.
 callbacks : list or None
-    skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+    The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
     your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
     with deep copies: the callbacks passed here are never changed.
 validation_fraction : float in (0, 1) or None
