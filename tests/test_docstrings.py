@@ -49,28 +49,7 @@ CHECKS = frozenset({"GL08", "SS01", "SS02", "SS03", "PR01", "PR02", "PR04", "PR0
 PROPERTY_CHECKS = CHECKS - {"EX01", "RT01", "PR01"}
 
 #: objects not yet complete (issue 26): this list only shrinks
-PENDING = frozenset({
-    "interpretable.datasets.images.eval_crops",
-    "interpretable.datasets.images.eval_transform",
-    "interpretable.datasets.images.imagenet_class_names",
-    "interpretable.datasets.images.load_image_folder",
-    "interpretable.datasets.images.read_image",
-    "interpretable.datasets.images.read_images",
-    "interpretable.datasets.loaders.load_digits_images",
-    "interpretable.datasets.loaders.load_glove",
-    "interpretable.datasets.loaders.load_minilm",
-    "interpretable.datasets.loaders.load_mnist_5k",
-    "interpretable.datasets.loaders.load_rotten_tomatoes",
-    "interpretable.datasets.loaders.load_shakespeare",
-    "interpretable.datasets.loaders.shakespeare_plays",
-    "interpretable.datasets.packages.MissingDataError",
-    "interpretable.datasets.synthetic.make_babi_task1",
-    "interpretable.datasets.synthetic.make_colored_shapes",
-    "interpretable.datasets.synthetic.make_image_grid",
-    "interpretable.datasets.synthetic.make_parentheses",
-    "interpretable.datasets.textures.make_textured_digit_grids",
-    "interpretable.datasets.textures.make_textured_digits",
-})
+PENDING = frozenset()
 
 #: modules whose doctests are not run here: progress.py is a work in progress owned by another
 #: branch (its example's random losses are not yet deterministic); remove once it is merged
