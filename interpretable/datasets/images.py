@@ -272,7 +272,7 @@ def eval_crops(X, resize_size: int = 256, crop_size: int = 224, channels_last: b
 
 def load_image_folder(path: str | Path, extensions: Sequence[str] = IMAGE_EXTENSIONS
                       ) -> tuple[list[str], np.ndarray]:
-    """List an image-folder tree ``path/<class name>/**/<image>`` (torchvision's ImageFolder layout).
+    """List an image-folder tree ``path/<class name>/**/<image>`` (torchvision's layout).
 
     Nothing is decoded, so large folders are cheap; pass the paths to :func:`read_images`,
     :func:`eval_crops` or an estimator. Files with other extensions (case-insensitive) are
@@ -282,8 +282,9 @@ def load_image_folder(path: str | Path, extensions: Sequence[str] = IMAGE_EXTENS
     ----------
     path : str or Path
         The root folder.
-    extensions : sequence of str, default=(".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
-        The image files' extensions.
+    extensions : sequence of str, default=(".jpg", ".jpeg", ".png", ...)
+        The image files' extensions (by default also ``.ppm``, ``.bmp``, ``.pgm``, ``.tif``,
+        ``.tiff`` and ``.webp``).
 
     Returns
     -------

@@ -94,7 +94,7 @@ def _erasure(clf, X, method, explanation, fractions, keep_top: bool, batch_size)
 
 def comprehensiveness(clf, X, method=None, explanation=None,
                       fractions=ERASER_FRACTIONS, batch_size=None) -> AnalysisResult:
-    r"""ERASER comprehensiveness: the drop of the predicted class's probability without the top tokens.
+    r"""ERASER comprehensiveness: how much the top tokens' removal lowers the prediction.
 
     ``p(ŷ|x) − p(ŷ|x \ top-k)`` with the top-k fraction of tokens (by explanation score)
     removed, averaged over ``fractions`` (AOPC). Higher is more faithful. At least one token
@@ -194,7 +194,7 @@ def sufficiency(clf, X, method=None, explanation=None,
 def sensitivity(clf, X, method=None, explanation=None,
                 fractions=SENSITIVITY_FRACTIONS, max_radius=1.0, n_search=8, pgd_steps=5,
                 batch_size=None) -> AnalysisResult:
-    """Sensitivity of Yin et al. (2022): the smallest embedding perturbation that flips the prediction.
+    """Sensitivity (Yin et al., 2022): the smallest embedding perturbation flipping a prediction.
 
     Only the embeddings of the top-ranked tokens move. Lower is more faithful. For each
     fraction ``f`` the ``ceil(f·n)`` top tokens may move by ``‖δ_t‖₂ ≤ ε``; the smallest

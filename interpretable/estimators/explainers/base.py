@@ -333,7 +333,7 @@ class Explainer:
         >>> gradient.check_options({"n_steps": 8}, public=True)
         Traceback (most recent call last):
         ...
-        TypeError: explain(method='gradient') got unexpected option(s) ['n_steps']; it takes no options.
+        TypeError: explain(method='gradient') got unexpected option(s) ['n_steps']; it takes ...
         """
         accepted = self.options(public)
         unknown = sorted(set(options) - set(accepted))

@@ -80,7 +80,8 @@ class ImageExplainer(Explainer):
         >>> from interpretable.estimators.explainers import get_explainer
         >>> X = np.random.default_rng(0).random((4, 8, 8, 3), dtype=np.float32)
         >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
-        ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, [0, 1] * 2)
+        ...                         stem_channels=(4,), max_epochs=1, random_state=0)
+        >>> clf = clf.fit(X, [0, 1] * 2)
         >>> explainer = get_explainer(clf)
         >>> explainer.explain(clf, X[:1]).images.shape
         (1, 8, 8, 3)
@@ -121,7 +122,8 @@ class ImageExplainer(Explainer):
         >>> from interpretable.estimators.explainers import get_explainer
         >>> X = np.random.default_rng(0).random((4, 8, 8, 3), dtype=np.float32)
         >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
-        ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, [0, 1] * 2)
+        ...                         stem_channels=(4,), max_epochs=1, random_state=0)
+        >>> clf = clf.fit(X, [0, 1] * 2)
         >>> explainer = get_explainer(clf)
         >>> explainer.component_names(clf)
         []
