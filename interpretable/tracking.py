@@ -68,7 +68,7 @@ def log_model(estimator, name: str = "model", *, input_example=None, signature=N
     Returns
     -------
     mlflow.models.model.ModelInfo
-        mlflow's record; its ``model_uri`` loads the model.
+        The record of mlflow; its ``model_uri`` loads the model.
 
     See Also
     --------

@@ -391,9 +391,11 @@ class BertTextClassifier(TextClassifierBase):
 
 
 class BcosTextClassifier(BertTextClassifier):
-    """B-cos text classifier (B-cos LM): a pretrained BERT-family encoder converted into a
-    B-cos network and fine-tuned; its logits are exactly the sum of the contributions of
-    the word pieces, of the position / token-type embeddings and a fixed bias.
+    """B-cos text classifier (B-cos LM): exact word-piece contributions to every logit.
+
+    A pretrained BERT-family encoder converted into a B-cos network and fine-tuned; its
+    logits are exactly the sum of the contributions of the word pieces, of the position /
+    token-type embeddings and a fixed bias.
 
     The conversion (:class:`~interpretable.nn.bcos_bert.BcosBertClassifier`): biases
     removed; the dense layers, pooler and classifier B-cos layers (unit-norm rows, exponent

@@ -40,7 +40,7 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
     cell : {"vanilla", "diversity", "orthogonal"}
         Encoder variant (see module docstring).
     diversity_weight : float >= 0
-        λ of the conicity term; used when ``cell="diversity"`` (0.5 in the paper for most tasks,
+        The weight λ of the conicity term; used when ``cell="diversity"`` (0.5 in the paper for most tasks,
         0.1 for SNLI, 0.2 for CNN), ignored otherwise.
     conicity : {"absolute", "signed"}
         Cosine used by the conicity penalty: ``"absolute"`` averages ``|cos(h_t, mean(H))|``

@@ -257,12 +257,13 @@ def write_frame(frame: pd.DataFrame, path, *, escape_formulas: bool = True) -> P
 
 
 def read_frame(path) -> pd.DataFrame:
-    """Read an explanation table written as ``.csv`` or ``.parquet`` with the dtypes
-    ``to_frame()`` gives (labels included: int labels stay int). A CSV is read with the dtypes of
-    its ``<path>.schema.json`` (written by :func:`write_frame`); without one (a CSV written by
-    other tools), the token ``"null"`` still reads as a token, and ``sample``, ``target`` and
-    ``prediction`` take pandas' inferred dtypes (int64 when every value is an integer, so a
-    string label ``"1"`` needs the schema to stay a string).
+    """Read an explanation table written as ``.csv`` or ``.parquet``, with its dtypes.
+
+    The dtypes are those ``to_frame()`` gives (labels included: int labels stay int). A CSV is
+    read with the dtypes of its ``<path>.schema.json`` (written by :func:`write_frame`);
+    without one (a CSV written by other tools), the token ``"null"`` still reads as a token,
+    and ``sample``, ``target`` and ``prediction`` take pandas' inferred dtypes (int64 when
+    every value is an integer, so a string label ``"1"`` needs the schema to stay a string).
 
     Parameters
     ----------

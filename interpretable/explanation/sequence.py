@@ -312,9 +312,10 @@ class SequenceExplanation(Explanation):
     # ------------------------------------------------------------------ views
     def to_html(self, steps=None, *, scale="shared", max_steps: int = 40,
                 standalone: bool = False) -> str:
-        """One heat-map row per explained step: the units read so far coloured by their
-        contribution to the logit of that step's target (later units grey), so a short
-        text reads as a step × step heat map.
+        """Return an HTML view: one heat-map row per explained step.
+
+        Each row colours the units read so far by their contribution to the logit of that
+        step's target (later units grey), so a short text reads as a step × step heat map.
 
         Parameters
         ----------

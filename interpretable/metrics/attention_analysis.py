@@ -38,7 +38,7 @@ def conicity(H, mask=None, kind: str = "absolute") -> np.ndarray:
     Parameters
     ----------
     H : array-like or torch.Tensor of shape (n, T, d) or (T, d)
-        n sets of T vectors, or one set.
+        The n sets of T vectors, or one set.
     mask : array-like of shape (n, T) or (T,) or None, default=None
         True on real vectors (None: all).
     kind : {"absolute", "signed"}, default="absolute"

@@ -299,7 +299,7 @@ def _flips(clf, inputs, selected, pred, radius, steps, batch_size, view) -> torc
 
 
 def top_k_overlap(w, w_tilde, k: int = 4) -> np.ndarray:
-    """SEAT's top-k overlap ``V_k(w, w~) = |T_k(w) ∩ T_k(w~)| / k`` of two explanations.
+    """Compute SEAT's top-k overlap ``V_k(w, w~) = |T_k(w) ∩ T_k(w~)| / k`` of explanations.
 
     Parameters
     ----------
