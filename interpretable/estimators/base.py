@@ -36,7 +36,8 @@ from ..validation import check_batch_size, check_random_state_seed
 from .batch import Batch
 from .state import EstimatorState
 from .training import (TRAINING_CONSTRAINTS, TrainingDivergedError, check_sample_weight,
-                       expand_parameter_docs, fit_transactionally, plain_print, warm_started)
+                       expand_parameter_docs, fit_transactionally, plain_print, warm_started,
+                       with_defaults)
 
 # TrainingDivergedError and TrainingNet keep their public home of version 0.1 here; skorch,
 # the explainers and persistence are imported when first used (importing an estimator is light)
@@ -101,6 +102,8 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         super().__init_subclass__(**kwargs)
         NeuralEstimator._registry[cls.__name__] = cls
         cls.__doc__ = expand_parameter_docs(cls.__doc__)
+        if "__init__" in vars(cls):
+            cls.__doc__ = with_defaults(cls.__doc__, cls.__init__)
 
     def __sklearn_tags__(self):
         """Texts or symbol sequences, never 2-d arrays (image estimators override this); fits
