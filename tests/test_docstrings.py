@@ -36,6 +36,7 @@ MODULES = (
     "interpretable.attribution.vision",
     "interpretable.attribution.quantus_adapter",
     "interpretable.estimators.explainers",
+    "interpretable.estimators.seat_variants",
     "interpretable.datasets",
     "interpretable.streaming",
     "interpretable.tracking",
@@ -118,6 +119,8 @@ def public_objects() -> dict[str, object]:
                 attr = vars(owner)[attr_name]
                 if isinstance(attr, (staticmethod, classmethod)):
                     attr = attr.__func__
+                if getattr(attr, "__name__", "") == "<lambda>":
+                    continue  # a dataclass field's default, not a method
                 if inspect.isfunction(attr) or isinstance(attr, property):
                     found[f"{owner.__module__}.{owner.__qualname__}.{attr_name}"] = attr
     return found
