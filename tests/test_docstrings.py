@@ -37,6 +37,8 @@ MODULES = (
     "interpretable.attribution.quantus_adapter",
     "interpretable.estimators.explainers",
     "interpretable.estimators.seat_variants",
+    "interpretable.estimators.state",
+    "interpretable.reproduce",
     "interpretable.datasets",
     "interpretable.streaming",
     "interpretable.tracking",
@@ -75,6 +77,7 @@ REQUIRES = {
     "interpretable.text.pos": ("textblob_aptagger",),
     "interpretable.metrics.attention_analysis.pos_attention": ("textblob_aptagger",),
     "interpretable.tracking": ("mlflow",),
+    "interpretable.estimators.state.trusted_types": ("skops",),
     "interpretable.scale": ("dask", "distributed"),
 }
 
