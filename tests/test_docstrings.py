@@ -37,6 +37,7 @@ MODULES = (
     "interpretable.attribution.text",
     "interpretable.attribution.vision",
     "interpretable.attribution.quantus_adapter",
+    "interpretable.estimators.batch",
     "interpretable.estimators.explainers",
     "interpretable.estimators.seat_variants",
     "interpretable.estimators.state",

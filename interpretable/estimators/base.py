@@ -120,7 +120,28 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         raise NotImplementedError
 
     def encode(self, X) -> Batch:
-        """Validate ``X`` and encode it as a :class:`Batch` of module inputs (CPU tensors)."""
+        """Validate inputs and encode them as a :class:`Batch` of module inputs (CPU tensors).
+
+        Every estimator implements it (text, image and sequence estimators encode differently).
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Inputs as ``predict`` takes them.
+
+        Returns
+        -------
+        Batch
+            The encoded samples.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf.fit(X, ["pos", "pos", "neg", "neg"]).encode(["good film"]).inputs["tokens"].shape
+        torch.Size([1, 2])
+        """
         raise NotImplementedError
 
     def _build_module(self) -> torch.nn.Module:

@@ -45,9 +45,35 @@ def resize_size(crop_size: int) -> int:
 
 @dataclass(frozen=True)
 class ImageBatch(Batch):
-    """A :class:`~interpretable.estimators.base.Batch` of images with ``crop_boxes``
-    ``(n, 4)`` float64 (top, left, bottom, right): the part of each source image the model saw
-    (``image_size`` transform), in its pixel coordinates; None for images used as given."""
+    """A :class:`~interpretable.estimators.base.Batch` of images with their crop boxes.
+
+    Parameters
+    ----------
+    inputs : dict of str to torch.Tensor
+        ``{"x": model input (n, C', H, W)}``.
+    units : None, default=None
+        Unused for images.
+    queries : None, default=None
+        Unused for images.
+    images : ndarray of shape (n, H, W, C) or None, default=None
+        The images the model sees, float in [0, 1].
+    texts : None, default=None
+        Unused for images.
+    crop_boxes : ndarray of shape (n, 4) or None, default=None
+        Float64 (top, left, bottom, right): the part of each source image the model saw
+        (``image_size`` transform), in its pixel coordinates; None for images used as given.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import BcosViTClassifier
+    >>> X = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+    ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, [0, 1])
+    >>> batch = clf.encode(X)
+    >>> batch.inputs["x"].shape, batch.crop_boxes is None
+    (torch.Size([2, 6, 8, 8]), True)
+    """
 
     crop_boxes: np.ndarray | None = None
 
