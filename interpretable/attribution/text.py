@@ -74,7 +74,7 @@ def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tenso
     >>> import torch
     >>> from interpretable import EmbeddingBagClassifier
     >>> from interpretable.attribution.text import attribute_tokens
-    >>> clf = EmbeddingBagClassifier(embed_dim=4, max_epochs=1, random_state=0)
+    >>> clf = EmbeddingBagClassifier(embed_dim=4, max_epochs=1, device="cpu")
     >>> clf = clf.fit(["good film", "bad film"], [1, 0])
     >>> _, batch = next(clf.iter_batches(clf.encode(["good film"]).inputs))
     >>> result = attribute_tokens(lambda embedded: clf.forward_batch(batch, embedded=embedded),

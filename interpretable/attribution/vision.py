@@ -84,7 +84,7 @@ def inherent(model, x: torch.Tensor, target=None
     >>> from interpretable import BcosViTClassifier
     >>> X = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
     >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
-    ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, [0, 1])
+    ...                         stem_channels=(4,), max_epochs=1, device="cpu").fit(X, [0, 1])
     >>> x = clf.encode(X).inputs["x"]  # the encoded images (B, C, H, W)
     >>> from interpretable.attribution.vision import inherent
     >>> contributions, weights, logits = inherent(clf.module_, x)
@@ -134,7 +134,7 @@ def inherent_terms(model, x: torch.Tensor, target) -> tuple[torch.Tensor, list[s
     >>> from interpretable import BcosViTClassifier
     >>> X = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
     >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
-    ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, [0, 1])
+    ...                         stem_channels=(4,), max_epochs=1, device="cpu").fit(X, [0, 1])
     >>> x = clf.encode(X).inputs["x"]  # the encoded images (B, C, H, W)
     >>> from interpretable.attribution.vision import inherent_terms
     >>> maps, names = inherent_terms(clf.module_, x, torch.tensor([0, 1]))
@@ -183,7 +183,7 @@ def gradcam(model, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     >>> from interpretable import BcosViTClassifier
     >>> X = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
     >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
-    ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, [0, 1])
+    ...                         stem_channels=(4,), max_epochs=1, device="cpu").fit(X, [0, 1])
     >>> x = clf.encode(X).inputs["x"]  # the encoded images (B, C, H, W)
     >>> from interpretable.attribution.vision import gradcam
     >>> gradcam(clf.module_, x, torch.tensor([0, 1])).shape
@@ -251,7 +251,7 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
     >>> from interpretable import BcosViTClassifier
     >>> X = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
     >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
-    ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, [0, 1])
+    ...                         stem_channels=(4,), max_epochs=1, device="cpu").fit(X, [0, 1])
     >>> x = clf.encode(X).inputs["x"]  # the encoded images (B, C, H, W)
     >>> from interpretable.attribution.vision import attribute
     >>> target = torch.tensor([0, 1])

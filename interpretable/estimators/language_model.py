@@ -624,7 +624,7 @@ class LSTMLanguageModel(_LanguageModel):
         >>> lm = LSTMLanguageModel(hidden_size=8, embedding_dim=4, seq_len=8, max_epochs=1,
         ...                        random_state=0).fit(["abcabcabc abcabc", "cab cab cab"])
         >>> import torch
-        >>> lm.embed_symbols(torch.tensor([[1, 2]])).shape
+        >>> lm.embed_symbols(torch.tensor([[1, 2]], device=lm.device_)).shape
         torch.Size([1, 2, 4])
         """
         return self.module_.embedding(x).detach()
@@ -650,8 +650,8 @@ class LSTMLanguageModel(_LanguageModel):
         >>> lm = LSTMLanguageModel(hidden_size=8, embedding_dim=4, seq_len=8, max_epochs=1,
         ...                        random_state=0).fit(["abcabcabc abcabc", "cab cab cab"])
         >>> import torch
-        >>> embedded = lm.embed_symbols(torch.tensor([[1, 2, 3]]))
-        >>> lm.step_logits(embedded, torch.tensor([2])).shape
+        >>> embedded = lm.embed_symbols(torch.tensor([[1, 2, 3]], device=lm.device_))
+        >>> lm.step_logits(embedded, torch.tensor([2], device=lm.device_)).shape
         torch.Size([1, 5])
         """
         out, _ = self.module_.lstm(embedded)

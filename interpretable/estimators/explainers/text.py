@@ -80,7 +80,8 @@ class TokenExplainer(Explainer):
         >>> encoded = clf.encode(["good film"])
         >>> _, batch = next(clf.iter_batches(encoded.inputs))
         >>> part = explainer.attribute(clf, batch, None)
-        >>> fields = {name: list(value.detach().numpy()) for name, value in part.fields().items()}
+        >>> fields = {name: list(value.detach().cpu().numpy())
+        ...           for name, value in part.fields().items()}
         >>> explainer.assemble(clf, encoded, fields).units
         [['good', 'film']]
         """
