@@ -186,6 +186,10 @@ class AttentionClassifierBase(TextClassifierBase):
 class AttentionTextClassifier(AttentionClassifierBase):
     """Text classifier with an additive attention layer over a recurrent (or custom) encoder.
 
+    The vanilla attention model of Jain & Wallace (2019), the baseline of Mohankumar et al.
+    (2020) and Hu et al. (SEAT, 2023); explained by its attention weights (the default) and
+    post-hoc gradient methods.
+
     Parameters
     ----------
     encoder : {"rnn", "lstm", "bilstm", "orthogonal"} or nn.Module

@@ -391,7 +391,7 @@ class BertTextClassifier(TextClassifierBase):
 
 
 class BcosTextClassifier(BertTextClassifier):
-    """B-cos text classifier (B-cos LM): exact word-piece contributions to every logit.
+    """B-cos text classifier (B-cos LM, Wang et al., TMLR 2025): exact word-piece contributions.
 
     A pretrained BERT-family encoder converted into a B-cos network and fine-tuned; its
     logits are exactly the sum of the contributions of the word pieces, of the position /

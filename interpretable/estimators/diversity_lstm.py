@@ -35,6 +35,10 @@ CELLS = ("vanilla", "diversity", "orthogonal")
 class DiversityLSTMClassifier(AttentionClassifierBase):
     """LSTM attention text classifier with diverse (low-conicity) hidden states.
 
+    Mohankumar et al., "Towards Transparent and Explainable Attention Models" (ACL 2020): a
+    diversity-trained or orthogonal LSTM makes the attention weights faithful (see the
+    module docstring for the three ``cell`` variants).
+
     Parameters
     ----------
     cell : {"vanilla", "diversity", "orthogonal"}

@@ -358,7 +358,7 @@ class _LanguageModel(SequenceEstimator):
 
 
 class ISANLanguageModel(ISANBase, _LanguageModel):
-    """Input switched affine network character language model.
+    """Input switched affine network character language model (Foerster et al., ICML 2017).
 
     ``h_t = W_{x_t} h_{t-1} + b_{x_t}``, logits ``W_ro h_t + b_ro``, learned ``h_{-1}``; one
     ``(W_c, b_c)`` per character of the alphabet learned in ``fit``.

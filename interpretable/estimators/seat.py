@@ -63,6 +63,10 @@ def _unwrap(estimator):
 class SEATClassifier(AttentionTextClassifier):
     """Attention text classifier with stable and explainable attention (SEAT) or a baseline.
 
+    Hu et al., "SEAT: Stable and Explainable Attention" (AAAI 2023): a vanilla attention
+    model is trained (or taken), then its attention is made stable under perturbations while
+    staying close to the vanilla one (``variant``).
+
     Parameters
     ----------
     variant : str, a variant object or None

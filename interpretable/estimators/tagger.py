@@ -28,6 +28,9 @@ __all__ = ["ISANSequenceTagger"]
 class ISANSequenceTagger(ISANBase):
     """Input switched affine network tagger: one output vector per input position.
 
+    The ISAN of Foerster et al. (ICML 2017) as a sequence tagger (e.g. its parentheses
+    counting task, :func:`~interpretable.datasets.make_parentheses`).
+
     ``h_t = W_{x_t} h_{t-1} + b_{x_t}``, outputs ``W_ro h_t + b_ro`` (the concatenated groups'
     scores), learned ``h_{-1}``; one ``(W_c, b_c)`` per symbol of the alphabet learned in ``fit``.
     ``explain(X, target=None, dtype=None)`` gives the exact contribution of every symbol to one
