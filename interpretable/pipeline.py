@@ -29,16 +29,79 @@ def _original_samples(X):
 
 
 class ExplainablePipeline(Pipeline):
-    """``sklearn.pipeline.Pipeline`` with ``explain``.
+    """A scikit-learn ``Pipeline`` with ``explain``.
 
     ``explain(X, **kwargs)`` runs the fitted transform steps on ``X`` and calls the final
     estimator's ``explain`` on the result. The returned explanation keeps the caller's
     original inputs (``inputs``: the untransformed samples), so a report can show the text or
     image the user gave next to the units the model saw, and the caller's sample ids (the
     pandas index of ``X``).
+
+    Parameters
+    ----------
+    steps : list of (str, estimator) tuples
+        The transforms and, last, an estimator with ``explain``.
+    transform_input : list of str or None, default=None
+        As in :class:`sklearn.pipeline.Pipeline` (metadata routing).
+    memory : str, object with the joblib.Memory interface or None, default=None
+        Caches the fitted transformers.
+    verbose : bool, default=False
+        Print the time each step takes to fit.
+
+    See Also
+    --------
+    make_explainable_pipeline : Build one from the steps alone.
+
+    Examples
+    --------
+    >>> from sklearn.preprocessing import FunctionTransformer
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> lower = FunctionTransformer(lambda texts: [t.lower() for t in texts])
+    >>> X = ["Good movie", "Great film", "Bad movie", "Awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> from interpretable.pipeline import ExplainablePipeline
+    >>> pipe = ExplainablePipeline([
+    ...     ("lower", lower),
+    ...     ("clf", EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0))])
+    >>> explanation = pipe.fit(X, y).explain(["Good FILM"])
+    >>> explanation.units, explanation.inputs
+    ([['good', 'film']], ['Good FILM'])
     """
 
     def explain(self, X, **explain_kwargs):
+        """Transform ``X`` with the fitted steps and explain the result with the final step.
+
+        Parameters
+        ----------
+        X : sequence or pandas object of shape (n_samples,)
+            The samples, as the pipeline takes them.
+        **explain_kwargs
+            Passed to the final estimator's ``explain`` (e.g. ``method``, ``target``).
+
+        Returns
+        -------
+        explanation
+            The final step's explanation, whose ``inputs`` are the untransformed samples and
+            whose sample ids are the pandas index of ``X`` (else positions).
+
+        Raises
+        ------
+        TypeError
+            If the final step has no ``explain``.
+
+        Examples
+        --------
+        >>> from sklearn.preprocessing import FunctionTransformer
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> lower = FunctionTransformer(lambda texts: [t.lower() for t in texts])
+        >>> X = ["Good movie", "Great film", "Bad movie", "Awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> from interpretable.pipeline import make_explainable_pipeline
+        >>> pipe = make_explainable_pipeline(
+        ...     lower, EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0))
+        >>> pipe.fit(X, y).explain(["Bad film"], method="gradient").method
+        'gradient'
+        """
         check_is_fitted(self)
         final = self._final_estimator
         if not hasattr(final, "explain"):
@@ -63,7 +126,32 @@ class ExplainablePipeline(Pipeline):
 
 
 def make_explainable_pipeline(*steps, memory=None, verbose=False) -> ExplainablePipeline:
-    """Like :func:`sklearn.pipeline.make_pipeline`, returning an :class:`ExplainablePipeline`."""
+    """Build an :class:`ExplainablePipeline` from its steps, as ``make_pipeline`` does.
+
+    Parameters
+    ----------
+    *steps : estimators
+        The transforms and, last, an estimator with ``explain``; named after their classes.
+    memory : str, object with the joblib.Memory interface or None, default=None
+        Caches the fitted transformers.
+    verbose : bool, default=False
+        Print the time each step takes to fit.
+
+    Returns
+    -------
+    ExplainablePipeline
+        The pipeline.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable.pipeline import make_explainable_pipeline
+    >>> from sklearn.preprocessing import FunctionTransformer
+    >>> pipe = make_explainable_pipeline(FunctionTransformer(str.split),
+    ...                                  EmbeddingBagClassifier())
+    >>> [name for name, _ in pipe.steps]
+    ['functiontransformer', 'embeddingbagclassifier']
+    """
     from sklearn.pipeline import _name_estimators
 
     return ExplainablePipeline(_name_estimators(steps), memory=memory, verbose=verbose)

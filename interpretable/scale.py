@@ -33,9 +33,33 @@ _PART = re.compile(r"part-\d{5}\.parquet")
 
 
 def save_on_main_process(estimator, path) -> bool:
-    """Save a fitted ``estimator`` from the main process only and return whether this process
-    saved it. Under ``accelerate launch`` every process holds the same fitted model; the others
-    wait until the files are written. Without an ``accelerator`` it simply saves."""
+    """Save a fitted estimator from the main process only.
+
+    Under ``accelerate launch`` every process holds the same fitted model; the others wait
+    until the files are written. Without an ``accelerator`` it simply saves.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        The estimator (its ``accelerator`` says which process is the main one).
+    path : str or os.PathLike
+        The folder, as for :meth:`~interpretable.estimators.base.NeuralEstimator.save`.
+
+    Returns
+    -------
+    bool
+        Whether this process saved it.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> from interpretable.scale import save_on_main_process
+    >>> save_on_main_process(clf, "main_process_model")
+    True
+    """
     accelerator = estimator.accelerator
     if accelerator is None:
         estimator.save(path)
@@ -111,34 +135,68 @@ def explain_to_parquet(estimator, data, path, *, client=None, chunk_size: int = 
                        overwrite: bool = False, **explain_kwargs) -> list[Path]:
     """Explain a Dask collection on a Dask cluster, writing one Parquet file per partition.
 
-    Parameters
-    ----------
-    estimator : fitted estimator; sent to every worker once per call (``client.scatter(...,
-        broadcast=True, hash=False)``: concurrent calls do not share it), then used by every
-        task.
-    data : Dask DataFrame / Series (what ``explain`` takes: a text column, or text and query
-        columns), Bag of texts or pairs, or Array of images ``(n, H, W[, C])`` (chunks along
-        other axes than the samples are merged).
-    path : folder of the dataset, created if needed; files ``part-00000.parquet``, ... in
-        partition order (an empty partition writes none).
-    client : ``distributed.Client`` (None: the current default client).
-    chunk_size : samples explained at once within a partition (bounds a worker's memory).
-    overwrite : a folder that already holds an earlier export is refused (``FileExistsError``)
-        unless ``overwrite=True``, which replaces that dataset whole. A folder holding other
-        files is always refused.
-    **explain_kwargs : ``target``, ``method`` and options of ``explain``.
-
     The files hold the columns of ``explanation.to_frame()`` as
     :func:`~interpretable.streaming.explanations_to_frame` writes them, and ``sample`` is
     the DataFrame's index or the global position in a Bag or Array, so reading the folder
     (``pandas.read_parquet(path)``) gives the in-process table. A Bag is read twice: once to
-    count the samples of its partitions. Returns the written paths.
+    count the samples of its partitions.
 
     The dataset is written to a hidden folder beside ``path`` and renamed to ``path`` when
     complete, so readers never see a mix of two exports; an error (a bad sample, cited by its
     index or position, or a failed write: an ``OSError`` naming the file) leaves an earlier
     dataset as it was. The workers must see ``path``'s folder (one machine, or a shared file
     system).
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        Sent to every worker once per call (``client.scatter(..., broadcast=True,
+        hash=False)``: concurrent calls do not share it), then used by every task.
+    data : dask DataFrame, Series, Bag or Array
+        What ``explain`` takes: a DataFrame / Series of a text column (or text and query
+        columns), a Bag of texts or pairs, or an Array of images ``(n, H, W[, C])`` (chunks
+        along other axes than the samples are merged).
+    path : str or os.PathLike
+        Folder of the dataset, created if needed; files ``part-00000.parquet``, ... in
+        partition order (an empty partition writes none).
+    client : distributed.Client or None, default=None
+        The cluster (None: the current default client).
+    chunk_size : int, default=1000
+        Samples explained at once within a partition (bounds a worker's memory).
+    overwrite : bool, default=False
+        A folder that already holds an earlier export is refused (``FileExistsError``) unless
+        ``overwrite=True``, which replaces that dataset whole. A folder holding other files
+        is always refused.
+    **explain_kwargs
+        ``target``, ``method`` and options of ``explain``.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The written files.
+
+    Raises
+    ------
+    FileExistsError
+        If the folder holds other files, or an earlier export without ``overwrite``.
+    TypeError
+        If ``data`` is not a Dask collection.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> import dask.bag as db
+    >>> from distributed import Client
+    >>> from interpretable.scale import explain_to_parquet
+    >>> with Client(processes=False, n_workers=1, threads_per_worker=1,
+    ...             dashboard_address=":0") as client:
+    ...     files = explain_to_parquet(clf, db.from_sequence(X, npartitions=2), "explained",
+    ...                                client=client)
+    >>> [f.name for f in files]
+    ['part-00000.parquet', 'part-00001.parquet']
     """
     import dask
     from distributed import default_client

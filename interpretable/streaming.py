@@ -16,7 +16,7 @@ EMPTY = "X is empty: at least one sample is required."
 
 def explanations_to_frame(estimator, X, path=None, chunk_size: int = 1000, *,
                           escape_formulas: bool = True, **explain_kwargs):
-    """The tidy explanation table of all samples of ``X``, explained chunk by chunk.
+    """Build the tidy explanation table of all samples of ``X``, explained chunk by chunk.
 
     With ``path`` (``.parquet`` or ``.csv``) each chunk's rows are appended to the file as
     they are produced, so memory stays bounded by one chunk; returns the path (read it back
@@ -30,6 +30,45 @@ def explanations_to_frame(estimator, X, path=None, chunk_size: int = 1000, *,
     Without ``path`` the chunks are concatenated into one DataFrame (whose size grows with
     ``X``). ``sample`` holds the pandas index of ``X``, else global positions in ``X``, and
     errors cite the position of the sample in ``X``.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        Any estimator with ``explain``.
+    X : sequence, array, pandas Series / DataFrame or iterable
+        The samples.
+    path : str, os.PathLike or None, default=None
+        A ``.parquet`` or ``.csv`` file to write; None: return a DataFrame.
+    chunk_size : int, default=1000
+        Samples explained at a time.
+    escape_formulas : bool, default=True
+        CSV: escape the text cells that spreadsheets would run as formulas.
+    **explain_kwargs
+        Passed to ``explain`` (e.g. ``method``).
+
+    Returns
+    -------
+    pandas.DataFrame or pathlib.Path
+        The table, or ``path`` once written.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is empty.
+    OSError
+        If writing fails (the error names the path).
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> from interpretable.streaming import explanations_to_frame
+    >>> explanations_to_frame(clf, X, chunk_size=2)["sample"].unique().tolist()
+    [0, 1, 2, 3]
+    >>> explanations_to_frame(clf, X, "explanations.parquet", chunk_size=2)
+    PosixPath('explanations.parquet')
     """
     frames = (e.to_frame() for _, e in iter_explanations(estimator, X, chunk_size,
                                                          **explain_kwargs))

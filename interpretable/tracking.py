@@ -43,13 +43,52 @@ def _options(estimator, input_example, signature, pip_requirements) -> dict:
 
 def log_model(estimator, name: str = "model", *, input_example=None, signature=None,
               pip_requirements=None, **kwargs):
-    """Log the fitted ``estimator`` to the active mlflow run (one is started when there is
-    none) as the model ``name``; returns mlflow's ``ModelInfo`` (``model_uri`` loads it).
+    """Log a fitted estimator to the active mlflow run as a model.
 
-    input_example : samples as ``predict`` takes them (e.g. a list of texts or a one-column
-        DataFrame); the signature is inferred from it and ``estimator.predict`` unless
-        ``signature`` is given. Other keywords go to ``mlflow.pyfunc.log_model``
-        (``registered_model_name``, ``metadata``, ``extra_pip_requirements``, ...).
+    One run is started when there is none. The model folder is the package's safe save format
+    (JSON config and safetensors weights); :func:`load_model` and ``mlflow.pyfunc.load_model``
+    read it without unpickling anything.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        Any estimator of this package.
+    name : str, default="model"
+        The model's name in the run.
+    input_example : sequence, pandas.DataFrame or None, default=None
+        Samples as ``predict`` takes them (e.g. a list of texts or a one-column DataFrame); the
+        signature is inferred from it and ``estimator.predict`` unless ``signature`` is given.
+    signature : mlflow.models.ModelSignature or None, default=None
+        The model signature.
+    pip_requirements : list of str or None, default=None
+        The requirements (None: this package's).
+    **kwargs
+        Passed to ``mlflow.pyfunc.log_model (``registered_model_name``, ``metadata``, ...)``.
+
+    Returns
+    -------
+    mlflow.models.model.ModelInfo
+        The record of mlflow; its ``model_uri`` loads the model.
+
+    See Also
+    --------
+    load_model : Load the estimator back.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable import tracking
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> import os, pathlib, mlflow
+    >>> os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # a local file store (mlflow 3)
+    >>> mlflow.set_tracking_uri(pathlib.Path("mlruns").absolute().as_uri())
+    >>> with mlflow.start_run():
+    ...     info = tracking.log_model(clf, name="model", input_example=X[:2])
+    >>> tracking.load_model(info.model_uri).predict(["good film"]).shape
+    (1,)
+    >>> mlflow.set_tracking_uri(None); del os.environ["MLFLOW_ALLOW_FILE_STORE"]
     """
     import mlflow
 
@@ -62,8 +101,42 @@ def log_model(estimator, name: str = "model", *, input_example=None, signature=N
 
 def save_model(estimator, path, *, input_example=None, signature=None, pip_requirements=None,
                **kwargs) -> Path:
-    """Save the fitted ``estimator`` as an mlflow model in the new folder ``path`` (see
-    :func:`log_model`); returns ``path``."""
+    """Save a fitted estimator as an mlflow model in a new folder.
+
+    See :func:`log_model`.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        Any estimator of this package.
+    path : str or os.PathLike
+        The new folder.
+    input_example : sequence, pandas.DataFrame or None, default=None
+        Samples as ``predict`` takes them (e.g. a list of texts or a one-column DataFrame); the
+        signature is inferred from it and ``estimator.predict`` unless ``signature`` is given.
+    signature : mlflow.models.ModelSignature or None, default=None
+        The model signature.
+    pip_requirements : list of str or None, default=None
+        The requirements (None: this package's).
+    **kwargs
+        Passed to ``mlflow.pyfunc.save_model``.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable import tracking
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> path = tracking.save_model(clf, "mlflow_model")
+    >>> tracking.load_model(str(path)).classes_
+    array(['neg', 'pos'], dtype='<U3')
+    """
     import mlflow
 
     with tempfile.TemporaryDirectory() as folder:
@@ -75,8 +148,40 @@ def save_model(estimator, path, *, input_example=None, signature=None, pip_requi
 
 
 def load_model(model_uri: str, *, dst_path=None, device="auto"):
-    """The estimator of the mlflow model ``model_uri`` (``runs:/...``, ``models:/...`` or a
-    path) logged by :func:`log_model`, loaded with ``NeuralEstimator.load`` onto ``device``."""
+    """Load the estimator of an mlflow model logged by :func:`log_model`.
+
+    The estimator is loaded with ``NeuralEstimator.load``: no code from the model's files runs.
+
+    Parameters
+    ----------
+    model_uri : str
+        ``runs:/...``, ``models:/...`` or a path.
+    dst_path : str or None, default=None
+        Where mlflow downloads the artifacts (None: a temporary folder).
+    device : str or torch.device, default="auto"
+        Where the weights go.
+
+    Returns
+    -------
+    NeuralEstimator
+        The fitted estimator.
+
+    Raises
+    ------
+    ValueError
+        If the model was not logged by this flavour.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable import tracking
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> path = tracking.save_model(clf, "saved_with_mlflow")
+    >>> tracking.load_model(str(path), device="cpu").predict(["bad film"]).shape
+    (1,)
+    """
     from mlflow.artifacts import download_artifacts
     from mlflow.models import Model
 

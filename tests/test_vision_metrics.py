@@ -259,3 +259,15 @@ def test_pixel_perturbation_errors(tiny):
         pixel_perturbation(clf, X, y, method="lrp", n_samples=5)
     with pytest.raises(ValueError, match="baseline"):
         pixel_perturbation(clf, X, y, baseline="blur")
+
+
+def test_confident_grids_of_a_two_class_classifier_say_why_there_are_none():
+    """decision_function of two classes is scikit-learn's margin (n,): the sigmoid confidence
+    takes the per-class logits (it raised an AxisError); two classes make no 2x2 grid."""
+    rng = np.random.RandomState(0)
+    X = rng.rand(12, 8, 8, 3).astype(np.float32)
+    y = np.arange(12) % 2
+    clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2, stem_channels=(4,),
+                            max_epochs=1, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="allow 0 2x2 grids"):
+        confident_grids(clf, X, y, min_confidence=0.0)

@@ -26,8 +26,32 @@ __all__ = ["QuantusModel", "explain_func"]
 
 
 class QuantusModel(nn.Module):
-    """A fitted image estimator as a torch module: images (n, C, H, W) in [0, 1] -> logits
-    (n, n_classes). ``estimator.module_`` is registered as ``net``."""
+    """A fitted image estimator as a torch module, for Quantus.
+
+    Images (n, C, H, W) in [0, 1] → logits (n, n_classes). ``estimator.module_`` is registered
+    as ``net``.
+
+    Parameters
+    ----------
+    estimator : fitted image classifier
+        A :class:`~interpretable.BcosViTClassifier` or :class:`~interpretable.ViTClassifier`.
+
+    See Also
+    --------
+    explain_func : Quantus's ``explain_func`` for it.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from interpretable import BcosViTClassifier
+    >>> from interpretable.attribution.quantus_adapter import QuantusModel, explain_func
+    >>> X = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+    ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, [0, 1])
+    >>> model = QuantusModel(clf)
+    >>> model(torch.as_tensor(X).permute(0, 3, 1, 2)).shape
+    torch.Size([2, 2])
+    """
 
     def __init__(self, estimator):
         super().__init__()
@@ -39,6 +63,30 @@ class QuantusModel(nn.Module):
         self.training = False  # as the fitted module: Quantus refuses models in training mode
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Compute the logits of channel-first images.
+
+        Parameters
+        ----------
+        x : torch.Tensor of shape (n, C, H, W)
+            Images in [0, 1].
+
+        Returns
+        -------
+        torch.Tensor of shape (n, n_classes)
+            The logits.
+
+        Examples
+        --------
+        >>> import numpy as np, torch
+        >>> from interpretable import BcosViTClassifier
+        >>> from interpretable.attribution.quantus_adapter import QuantusModel, explain_func
+        >>> X = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
+        >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+        ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, [0, 1])
+        >>> model = QuantusModel(clf)
+        >>> model.forward(torch.zeros(1, 3, 8, 8)).shape
+        torch.Size([1, 2])
+        """
         images = torch.as_tensor(x).detach().permute(0, 2, 3, 1)
         return self.estimator.logits(self.estimator.encode(images).inputs)
 
@@ -46,15 +94,56 @@ class QuantusModel(nn.Module):
 def explain_func(model, inputs, targets, *, method: str | None = None, batch_size=None,
                  device=None, softmax: bool | None = None, channel_first: bool | None = None,
                  **options) -> np.ndarray:
-    """Quantus ``explain_func``: ``model`` a :class:`QuantusModel`, ``inputs`` images
-    (n, C, H, W) in [0, 1], ``targets`` class indices (n,) -> attributions (n, 1, H, W) float32
-    of the estimator's ``explain(..., method=method, **options)`` (None: its default method).
+    """Explain images for Quantus: its ``explain_func`` over a :class:`QuantusModel`.
 
-    The arguments Quantus adds are accepted: ``device`` (every metric passes the device it
-    was called with; the estimator explains on its own device), ``softmax`` and
-    ``channel_first`` (options of ``quantus.explain`` that ``explain_func_kwargs`` may carry):
-    explanations are of the logits of channel-first images, so ``softmax=True`` and
-    ``channel_first=False`` raise a ``ValueError``.
+    The attributions are the estimator's ``explain(..., method=method, **options)``. The
+    arguments Quantus adds are accepted: ``device`` (every metric passes the device it was called
+    with; the estimator explains on its own device), ``softmax`` and ``channel_first`` (options of
+    ``quantus.explain`` that ``explain_func_kwargs`` may carry): explanations are of the logits
+    of channel-first images.
+
+    Parameters
+    ----------
+    model : QuantusModel
+        The wrapped estimator.
+    inputs : ndarray of shape (n, C, H, W)
+        Images in [0, 1].
+    targets : ndarray of shape (n,)
+        Class indices.
+    method : str or None, default=None
+        The explanation method (None: the estimator's default).
+    batch_size : int or None, default=None
+        Mini-batch size (None: the estimator's).
+    device : object, default=None
+        Accepted and ignored.
+    softmax : bool or None, default=None
+        ``True`` raises (explanations are of the logits).
+    channel_first : bool or None, default=None
+        ``False`` raises (inputs are channel first).
+    **options
+        Options of the method.
+
+    Returns
+    -------
+    ndarray of shape (n, 1, H, W)
+        The attributions (float32).
+
+    Raises
+    ------
+    ValueError
+        If ``softmax=True`` or ``channel_first=False``.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from interpretable import BcosViTClassifier
+    >>> from interpretable.attribution.quantus_adapter import QuantusModel, explain_func
+    >>> X = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+    ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, [0, 1])
+    >>> model = QuantusModel(clf)
+    >>> explain_func(model, X.transpose(0, 3, 1, 2), np.array([0, 1])).shape
+    (2, 1, 8, 8)
     """
     if not isinstance(model, QuantusModel):
         raise TypeError(f"model must be a QuantusModel, got {type(model).__name__}.")

@@ -21,8 +21,22 @@ _IG_INTERNAL_BATCH = 4096
 
 
 class TokenAttributions(NamedTuple):
-    """``scores (B, T)``, zero where ``mask`` is False; ``baseline_logit (B,)``: the target
-    logit at the all-zero embedding (integrated gradients only, else None)."""
+    """Token attributions of a batch, as :func:`attribute_tokens` returns them.
+
+    Parameters
+    ----------
+    scores : torch.Tensor of shape (B, T)
+        The attributions, zero where ``mask`` is False.
+    baseline_logit : torch.Tensor of shape (B,) or None
+        The target logit at the all-zero embedding (integrated gradients only, else None).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from interpretable.attribution.text import TokenAttributions
+    >>> TokenAttributions(scores=torch.zeros(1, 3), baseline_logit=None).scores.shape
+    torch.Size([1, 3])
+    """
     scores: torch.Tensor
     baseline_logit: Optional[torch.Tensor]
 
@@ -31,15 +45,43 @@ def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tenso
                      target: torch.Tensor, method: str = "integrated_gradients", *,
                      mask: torch.Tensor, additional_forward_args: tuple = (),
                      n_steps: int = 50) -> TokenAttributions:
-    """Attribute each sample's ``target`` logit to its tokens.
+    """Attribute each sample's ``target`` logit to its tokens with a captum gradient method.
 
-    Args:
-        forward: ``forward(embedded (B, T, E), *additional_forward_args) -> logits (B, C)``.
-        embedded: ``(B, T, E)`` embeddings (detached).
-        target: ``(B,)`` class indices whose logit is explained.
-        method: one of :data:`GRADIENT_METHODS`.
-        mask: ``(B, T)`` bool, the real tokens.
-        n_steps: integration steps of integrated gradients.
+    Parameters
+    ----------
+    forward : callable
+        ``forward(embedded (B, T, E), *additional_forward_args) -> logits (B, C)``.
+    embedded : torch.Tensor of shape (B, T, E)
+        Embeddings (detached).
+    target : torch.Tensor of shape (B,)
+        Class indices whose logit is explained.
+    method : str, default="integrated_gradients"
+        One of :data:`GRADIENT_METHODS`.
+    mask : torch.Tensor of shape (B, T)
+        Bool, True on the real tokens.
+    additional_forward_args : tuple, default=()
+        Further arguments of ``forward``.
+    n_steps : int, default=50
+        Integration steps of integrated gradients.
+
+    Returns
+    -------
+    TokenAttributions
+        The scores (B, T) and, for integrated gradients, the baseline logit.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable.attribution.text import attribute_tokens
+    >>> clf = EmbeddingBagClassifier(embed_dim=4, max_epochs=1, device="cpu")
+    >>> clf = clf.fit(["good film", "bad film"], [1, 0])
+    >>> _, batch = next(clf.iter_batches(clf.encode(["good film"]).inputs))
+    >>> result = attribute_tokens(lambda embedded: clf.forward_batch(batch, embedded=embedded),
+    ...                           clf.embed(batch), torch.tensor([1]),
+    ...                           mask=torch.ones(1, 2, dtype=torch.bool), n_steps=8)
+    >>> result.scores.shape, result.baseline_logit.shape
+    (torch.Size([1, 2]), torch.Size([1]))
     """
     from captum.attr import InputXGradient, IntegratedGradients, Saliency
 

@@ -56,11 +56,41 @@ def _to_pixels(tokens: torch.Tensor, grid_size, image_size) -> torch.Tensor:
 
 def inherent(model, x: torch.Tensor, target=None
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One forward and one backward pass in explanation mode for the whole batch.
+    """Compute the exact B-cos contributions in one forward and one backward pass.
 
-    x: (B, C, H, W), target: (B,) or None (the predicted classes) -> (contributions (B, H, W),
-    W(x) rows (B, C, H, W), logits (B, K)); ``contributions.sum((1, 2)) + model.logit_bias``
-    equals the target logits.
+    ``contributions.sum((1, 2)) + model.logit_bias`` equals the target logits.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A fitted B-cos ViT (``estimator.module_``), in eval mode.
+    x : torch.Tensor of shape (B, C, H, W)
+        Encoded images.
+    target : torch.Tensor of shape (B,) or None, default=None
+        The explained classes (None: the predicted ones).
+
+    Returns
+    -------
+    contributions : torch.Tensor of shape (B, H, W)
+        The contribution maps.
+    weights : torch.Tensor of shape (B, C, H, W)
+        The rows ``W(x)`` of the explained logits.
+    logits : torch.Tensor of shape (B, K)
+        The logits.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from interpretable import BcosViTClassifier
+    >>> X = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+    ...                         stem_channels=(4,), max_epochs=1, device="cpu").fit(X, [0, 1])
+    >>> x = clf.encode(X).inputs["x"]  # the encoded images (B, C, H, W)
+    >>> from interpretable.attribution.vision import inherent
+    >>> contributions, weights, logits = inherent(clf.module_, x)
+    >>> explained = logits.max(1).values
+    >>> torch.allclose(contributions.sum((1, 2)) + clf.module_.logit_bias, explained, atol=1e-4)
+    True
     """
     if not hasattr(model, "term_logits"):
         raise ValueError("method='inherent' needs a B-cos model (dynamic linear); "
@@ -77,9 +107,40 @@ def inherent(model, x: torch.Tensor, target=None
 
 
 def inherent_terms(model, x: torch.Tensor, target) -> tuple[torch.Tensor, list[str]]:
-    """Exact contribution maps of every residual-stream term (token embedding, each
-    (layer, head), each MLP): x (B, C, H, W) -> ((B, T, H, W), T names); the T maps sum to the
-    inherent contribution map."""
+    """Compute the exact contribution maps of every residual-stream term of a B-cos ViT.
+
+    The terms are the token embedding, each (layer, head) and each MLP; their maps sum to the
+    inherent contribution map.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A fitted B-cos ViT (``estimator.module_``), in eval mode.
+    x : torch.Tensor of shape (B, C, H, W)
+        Encoded images.
+    target : torch.Tensor of shape (B,)
+        The explained classes.
+
+    Returns
+    -------
+    maps : torch.Tensor of shape (B, T, H, W)
+        One map per term.
+    names : list of str
+        The T terms' names.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from interpretable import BcosViTClassifier
+    >>> X = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+    ...                         stem_channels=(4,), max_epochs=1, device="cpu").fit(X, [0, 1])
+    >>> x = clf.encode(X).inputs["x"]  # the encoded images (B, C, H, W)
+    >>> from interpretable.attribution.vision import inherent_terms
+    >>> maps, names = inherent_terms(clf.module_, x, torch.tensor([0, 1]))
+    >>> maps.shape, names
+    (torch.Size([2, 4, 8, 8]), ['tokens', 'layer0.head0', 'layer0.head1', 'layer0.mlp'])
+    """
     target = _check(model, x, target)
     x = x.detach().requires_grad_(True)
     with explanation_mode(), torch.enable_grad():
@@ -96,10 +157,38 @@ def inherent_terms(model, x: torch.Tensor, target) -> tuple[torch.Tensor, list[s
 
 
 def gradcam(model, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """GradCAM (Selvaraju et al., 2017) on the final token map ``A`` (B, D, h, w): channel
-    weights = spatial mean of ``∂y_target/∂A``, map = ReLU(Σ_c weight_c · A_c) (B, h, w).
+    """Compute GradCAM (Selvaraju et al., 2017) on the final token map of a vision transformer.
 
-    The map is computed once without autograd; only the head is differentiated."""
+    With ``A`` (B, D, h, w) the final token map: channel weights = spatial mean of
+    ``∂y_target/∂A``, map = ReLU(Σ_c weight_c · A_c). The map is computed once without
+    autograd; only the head is differentiated.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A fitted vision transformer (``estimator.module_``), in eval mode.
+    x : torch.Tensor of shape (B, C, H, W)
+        Encoded images (``estimator.encode(X).inputs["x"]``).
+    target : torch.Tensor of shape (B,)
+        The explained classes.
+
+    Returns
+    -------
+    torch.Tensor of shape (B, h, w)
+        The maps, one value per token.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from interpretable import BcosViTClassifier
+    >>> X = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+    ...                         stem_channels=(4,), max_epochs=1, device="cpu").fit(X, [0, 1])
+    >>> x = clf.encode(X).inputs["x"]  # the encoded images (B, C, H, W)
+    >>> from interpretable.attribution.vision import gradcam
+    >>> gradcam(clf.module_, x, torch.tensor([0, 1])).shape
+    torch.Size([2, 2, 2])
+    """
     with torch.no_grad():
         token_map, _ = model.forward_features(x)
     token_map.requires_grad_(True)
@@ -132,8 +221,43 @@ def _rollout(attentions) -> torch.Tensor:
 def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_steps: int = 32,
               internal_batch_size: int | None = None,
               baseline: torch.Tensor | None = None) -> torch.Tensor:
-    """Pixel attributions (B, H, W) of ``model``'s ``target`` logits for inputs x (B, C, H, W);
-    ``baseline`` (integrated gradients only): (1 or B, C, H, W), None = zeros."""
+    """Compute pixel attributions of the ``target`` logits with one of :data:`METHODS`.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A fitted vision transformer (``estimator.module_``), in eval mode.
+    x : torch.Tensor of shape (B, C, H, W)
+        Encoded images (``estimator.encode(X).inputs["x"]``).
+    target : torch.Tensor of shape (B,)
+        The explained classes.
+    method : str, default="inherent"
+        One of :data:`METHODS`.
+    n_steps : int, default=32
+        Integration steps of integrated gradients.
+    internal_batch_size : int or None, default=None
+        Integration steps evaluated at a time (None: all).
+    baseline : torch.Tensor of shape (1 or B, C, H, W) or None, default=None
+        The integrated-gradients baseline (None: zeros).
+
+    Returns
+    -------
+    torch.Tensor of shape (B, H, W)
+        The attributions.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from interpretable import BcosViTClassifier
+    >>> X = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+    ...                         stem_channels=(4,), max_epochs=1, device="cpu").fit(X, [0, 1])
+    >>> x = clf.encode(X).inputs["x"]  # the encoded images (B, C, H, W)
+    >>> from interpretable.attribution.vision import attribute
+    >>> target = torch.tensor([0, 1])
+    >>> attribute(clf.module_, x, target, method="integrated_gradients", n_steps=4).shape
+    torch.Size([2, 8, 8])
+    """
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not supported; choose one of {list(METHODS)}.")
     target = _check(model, x, target)

@@ -34,23 +34,53 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".t
 
 @functools.lru_cache(maxsize=1)
 def imagenet_class_names() -> tuple[str, ...]:
-    """The 1,000 ImageNet-1k class names in class-index order.
+    """Return the 1,000 ImageNet-1k class names in class-index order.
 
     ``imagenet_classes.txt`` was written once from torchvision 0.29.1's
-    ``torchvision.models._meta._IMAGENET_CATEGORIES`` (the names torchvision's weights use;
-    the two duplicated WordNet names are told apart as "crane bird" / "crane" and "maillot" /
+    ``torchvision.models._meta._IMAGENET_CATEGORIES`` (the names torchvision's weights use; the
+    two duplicated WordNet names are told apart as "crane bird" / "crane" and "maillot" /
     "maillot tank suit"), so no torchvision is needed at run time.
+
+    Returns
+    -------
+    tuple of str
+        The names.
+
+    Examples
+    --------
+    >>> from interpretable.datasets import imagenet_class_names
+    >>> imagenet_class_names()[:3]
+    ('tench', 'goldfish', 'great white shark')
     """
     path = Path(__file__).with_name("imagenet_classes.txt")
     return tuple(path.read_text(encoding="utf-8").splitlines())
 
 
 def read_image(image, what: str = "image") -> np.ndarray:
-    """One image as float32 (H, W, 3) in [0, 1].
+    """Read one image as float32 ``(H, W, 3)`` in [0, 1].
 
-    ``image``: a file path (str or Path; decoded by PIL and converted to RGB), a PIL image, or
-    an array (H, W), (H, W, 1) or (H, W, 3), uint8 in [0, 255] or float in [0, 1] (a torch
-    tensor is read as such an array). Grey images are repeated over the three channels.
+    Grey images are repeated over the three channels.
+
+    Parameters
+    ----------
+    image : str, Path, PIL image or array-like
+        A file path (decoded by PIL and converted to RGB), a PIL image, or an array (H, W),
+        (H, W, 1) or (H, W, 3), uint8 in [0, 255] or float in [0, 1] (a torch tensor is read as
+        such an array).
+    what : str, default="image"
+        Names the image in errors.
+
+    Returns
+    -------
+    ndarray of shape (H, W, 3)
+        The image.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable.datasets import read_image
+    >>> read_image(np.full((2, 3), 255, np.uint8)).shape
+    (2, 3, 3)
     """
     if isinstance(image, (str, Path)):
         try:
@@ -98,10 +128,25 @@ def _image_items(X) -> list:
 
 
 def read_images(X) -> list[np.ndarray]:
-    """Images as a list of float32 (H_i, W_i, 3) arrays in [0, 1].
+    """Read images as a list of float32 ``(H_i, W_i, 3)`` arrays in [0, 1].
 
-    ``X``: an array (n, H, W[, C]) (uint8 or float in [0, 1]), or a list (or pandas Series)
-    of images of any sizes in any form :func:`read_image` accepts (paths, PIL images, arrays).
+    Parameters
+    ----------
+    X : array-like of shape (n, H, W[, C]) or sequence of images
+        An array (uint8 or float in [0, 1]), or a list (or pandas Series) of images of any sizes
+        in any form :func:`read_image` accepts (paths, PIL images, arrays).
+
+    Returns
+    -------
+    list of ndarray of shape (H_i, W_i, 3)
+        The images.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable.datasets import read_images
+    >>> [image.shape for image in read_images([np.zeros((4, 5)), np.zeros((2, 3, 3))])]
+    [(4, 5, 3), (2, 3, 3)]
     """
     return [read_image(image, f"X[{i}]") for i, image in enumerate(_image_items(X))]
 
@@ -136,11 +181,35 @@ class CropBox(NamedTuple):
 
 def eval_transform(image, resize_size: int = 256, crop_size: int = 224, what: str = "image"
                    ) -> tuple[torch.Tensor, CropBox]:
-    """The ImageNet evaluation transform: resize the shorter side to ``resize_size`` (bilinear,
-    antialiased), then centre-crop ``crop_size`` (torchvision's rounding).
+    """Apply the ImageNet evaluation transform: resize the shorter side, then centre-crop.
 
-    image: anything :func:`read_image` accepts (``what`` names it in errors) -> (float32
-    (3, crop_size, crop_size) in [0, 1], its :class:`CropBox` in the source image).
+    The resize is bilinear and antialiased; the crop follows torchvision's rounding.
+
+    Parameters
+    ----------
+    image : str, Path, PIL image or array-like
+        Anything :func:`read_image` accepts.
+    resize_size : int, default=256
+        The shorter side after resizing.
+    crop_size : int, default=224
+        The side of the centre crop.
+    what : str, default="image"
+        Names the image in errors.
+
+    Returns
+    -------
+    crop : torch.Tensor of shape (3, crop_size, crop_size)
+        Float32 in [0, 1].
+    box : CropBox
+        The crop's box in the source image.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable.datasets import eval_transform
+    >>> crop, box = eval_transform(np.zeros((64, 64, 3), np.uint8), resize_size=32, crop_size=28)
+    >>> crop.shape, box
+    (torch.Size([3, 28, 28]), CropBox(top=4.0, left=4.0, bottom=60.0, right=60.0))
     """
     if not 0 < crop_size <= resize_size:
         raise ValueError(f"need 0 < crop_size <= resize_size, got crop_size={crop_size}, "
@@ -160,9 +229,37 @@ def eval_transform(image, resize_size: int = 256, crop_size: int = 224, what: st
 
 def eval_crops(X, resize_size: int = 256, crop_size: int = 224, channels_last: bool = False
                ) -> tuple[torch.Tensor, list[CropBox]]:
-    """:func:`eval_transform` of every image of ``X`` (see :func:`read_images`), read one at a
-    time (memory: the crops and one decoded image): (float32 (n, 3, crop_size, crop_size) in
-    [0, 1], or (n, crop_size, crop_size, 3) with ``channels_last``; n crop boxes)."""
+    """Apply :func:`eval_transform` to every image, reading one at a time.
+
+    Memory holds the crops and one decoded image.
+
+    Parameters
+    ----------
+    X : array-like or sequence of images
+        Anything :func:`read_images` accepts (paths, PIL images, arrays of any sizes).
+    resize_size : int, default=256
+        The shorter side after resizing.
+    crop_size : int, default=224
+        The side of the centre crop.
+    channels_last : bool, default=False
+        Return ``(n, crop_size, crop_size, 3)`` instead of channels first.
+
+    Returns
+    -------
+    crops : torch.Tensor of shape (n, 3, crop_size, crop_size)
+        Float32 in [0, 1] (channels last with ``channels_last``).
+    boxes : list of CropBox
+        Each crop's box in its source image.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable.datasets import eval_crops
+    >>> images = [np.zeros((300, 400, 3), np.uint8), np.ones((64, 64), np.float32)]
+    >>> crops, boxes = eval_crops(images, resize_size=32, crop_size=28)
+    >>> crops.shape, boxes[1]
+    (torch.Size([2, 3, 28, 28]), CropBox(top=4.0, left=4.0, bottom=60.0, right=60.0))
+    """
     items = _image_items(X)
     shape = (crop_size, crop_size, 3) if channels_last else (3, crop_size, crop_size)
     crops, boxes = torch.empty((len(items), *shape)), []
@@ -175,12 +272,46 @@ def eval_crops(X, resize_size: int = 256, crop_size: int = 224, channels_last: b
 
 def load_image_folder(path: str | Path, extensions: Sequence[str] = IMAGE_EXTENSIONS
                       ) -> tuple[list[str], np.ndarray]:
-    """List an image-folder tree ``path/<class name>/**/<image>`` (torchvision's ImageFolder
-    layout): (image paths, sorted by class then path; their class names (n,) str).
+    """List an image-folder tree ``path/<class name>/**/<image>`` (torchvision's layout).
 
     Nothing is decoded, so large folders are cheap; pass the paths to :func:`read_images`,
     :func:`eval_crops` or an estimator. Files with other extensions (case-insensitive) are
-    skipped; a class folder without images is a ValueError, as in torchvision.
+    skipped.
+
+    Parameters
+    ----------
+    path : str or Path
+        The root folder.
+    extensions : sequence of str, default=(".jpg", ".jpeg", ".png", ...)
+        The image files' extensions (by default also ``.ppm``, ``.bmp``, ``.pgm``, ``.tif``,
+        ``.tiff`` and ``.webp``).
+
+    Returns
+    -------
+    paths : list of str
+        The image paths, sorted by class then path.
+    labels : ndarray of shape (n,)
+        Their class names (str).
+
+    Raises
+    ------
+    NotADirectoryError
+        If ``path`` is not a folder.
+    ValueError
+        If it has no class folders, or a class folder holds no images (as in torchvision).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pathlib import Path
+    >>> from PIL import Image
+    >>> from interpretable.datasets import load_image_folder
+    >>> for name in ("cat", "dog"):
+    ...     Path("pets", name).mkdir(parents=True, exist_ok=True)
+    ...     Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(f"pets/{name}/1.png")
+    >>> paths, labels = load_image_folder("pets")
+    >>> labels
+    array(['cat', 'dog'], dtype='<U3')
     """
     root = Path(path)
     if not root.is_dir():

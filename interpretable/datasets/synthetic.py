@@ -13,15 +13,41 @@ NOISE_SYMBOL = "."
 
 def make_parentheses(n_sequences=1000, length=100, n_types=2, max_count=5, noise=0.3,
                      random_state=None):
-    """Multiple-parentheses counting task of the ISAN paper.
+    """Generate the multiple-parentheses counting task of the ISAN paper.
 
     Each sequence is a string over ``n_types`` bracket pairs ``()[]{}<>`` and the noise symbol
     ``"."`` (probability ``noise`` per step). Brackets are drawn so that every nesting count
     stays within ``[0, max_count]``. The target at step ``t`` is the vector of nesting counts
-    *before* reading symbol ``t`` (a one-step delay, so the model must remember), shape
-    ``(n_sequences, length, n_types)``, int64 in ``[0, max_count]``.
+    *before* reading symbol ``t`` (a one-step delay, so the model must remember).
 
-    Returns ``(X, Y)``: a list of str and the count array.
+    Parameters
+    ----------
+    n_sequences : int, default=1000
+        Sequences.
+    length : int, default=100
+        Their length.
+    n_types : int, default=2
+        Bracket types (at most 4).
+    max_count : int, default=5
+        The largest nesting count.
+    noise : float, default=0.3
+        Probability of the noise symbol at each step.
+    random_state : int, RandomState or None, default=None
+        Seeds the sequences.
+
+    Returns
+    -------
+    X : list of str
+        The sequences.
+    Y : ndarray of shape (n_sequences, length, n_types)
+        The counts, int64 in ``[0, max_count]``.
+
+    Examples
+    --------
+    >>> from interpretable.datasets import make_parentheses
+    >>> X, Y = make_parentheses(n_sequences=2, length=6, random_state=0)
+    >>> X, Y.shape
+    (['[][]([', '([...('], (2, 6, 2))
     """
     if not 1 <= n_types <= len(PARENTHESES) // 2:
         raise ValueError(f"n_types must be between 1 and {len(PARENTHESES) // 2}, got {n_types}.")
@@ -49,9 +75,32 @@ def make_parentheses(n_sequences=1000, length=100, n_types=2, max_count=5, noise
 def make_image_grid(images, labels, grid=2, n_grids=100, random_state=None):
     """Tile ``grid × grid`` images of pairwise distinct classes into one image per grid.
 
-    images : ``(n, H, W)`` or ``(n, H, W, C)``; labels : ``(n,)``.
-    Returns a Bunch with ``data`` ``(n_grids, grid*H, grid*W[, C])``, ``cell_labels``
-    ``(n_grids, grid*grid)`` (row-major cells) and ``cell_index`` (source image of each cell).
+    Parameters
+    ----------
+    images : ndarray of shape (n, H, W) or (n, H, W, C)
+        The images.
+    labels : ndarray of shape (n,)
+        Their classes.
+    grid : int, default=2
+        Cells per side.
+    n_grids : int, default=100
+        Grid images.
+    random_state : int, RandomState or None, default=None
+        Seeds the choice of the cells.
+
+    Returns
+    -------
+    Bunch
+        ``data`` ``(n_grids, grid*H, grid*W[, C])``, ``cell_labels`` ``(n_grids, grid*grid)``
+        (row-major cells), ``cell_index`` (source image of each cell) and ``grid``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable.datasets import make_image_grid
+    >>> grids = make_image_grid(np.zeros((6, 4, 4)), np.arange(6), n_grids=2, random_state=0)
+    >>> grids.data.shape, grids.cell_labels.shape
+    ((2, 8, 8), (2, 4))
     """
     images, labels = np.asarray(images), np.asarray(labels)
     if len(images) != len(labels):
@@ -82,11 +131,37 @@ _SHAPES = ("square", "circle", "triangle", "cross")
 
 def make_colored_shapes(n_samples=500, size=32, n_shapes=2, n_colors=2, noise=0.05,
                         random_state=None):
-    """RGB images of one coloured shape on a grey background; the class depends on both
-    shape and colour: ``target = shape * n_colors + color``.
+    """Generate RGB images of one coloured shape on a grey background.
 
-    Returns a Bunch with ``data`` float32 ``(n, size, size, 3)`` in [0, 1], ``target``,
-    ``mask`` (bool ``(n, size, size)``, the object's pixels), ``shape`` and ``color`` indices.
+    The class depends on both shape and colour: ``target = shape * n_colors + color``.
+
+    Parameters
+    ----------
+    n_samples : int, default=500
+        Images.
+    size : int, default=32
+        Their side.
+    n_shapes : int, default=2
+        Shapes.
+    n_colors : int, default=2
+        Colours.
+    noise : float, default=0.05
+        Pixel noise.
+    random_state : int, RandomState or None, default=None
+        Seeds the images.
+
+    Returns
+    -------
+    Bunch
+        ``data`` float32 ``(n, size, size, 3)`` in [0, 1], ``target``, ``mask`` (bool
+        ``(n, size, size)``, the object's pixels), ``shape`` and ``color`` indices.
+
+    Examples
+    --------
+    >>> from interpretable.datasets import make_colored_shapes
+    >>> shapes = make_colored_shapes(n_samples=4, size=16, random_state=0)
+    >>> shapes.data.shape, shapes.mask.shape
+    ((4, 16, 16, 3), (4, 16, 16))
     """
     if not (1 <= n_shapes <= len(_SHAPES) and 1 <= n_colors <= len(_COLORS)):
         raise ValueError(f"n_shapes must be in 1..{len(_SHAPES)} and n_colors in 1..{len(_COLORS)}.")
@@ -124,10 +199,29 @@ _VERBS = ("moved to", "went to", "journeyed to", "travelled to", "went back to")
 
 
 def make_babi_task1(n_samples=1000, n_sentences=(2, 6), random_state=None):
-    """Stories, questions and answers in the style of bAbI task 1 (single supporting fact).
+    """Generate stories, questions and answers in the style of bAbI task 1 (single supporting fact).
 
-    Returns a Bunch with ``data``: list of ``(story, question)`` pairs of str, ``target``:
-    answer places (str), ``support``: index of the supporting sentence in the story.
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Stories.
+    n_sentences : tuple of int, default=(2, 6)
+        The range of sentences per story.
+    random_state : int, RandomState or None, default=None
+        Seeds the stories.
+
+    Returns
+    -------
+    Bunch
+        ``data``: list of ``(story, question)`` pairs of str; ``target``: answer places (str);
+        ``support``: index of the supporting sentence in the story.
+
+    Examples
+    --------
+    >>> from interpretable.datasets import make_babi_task1
+    >>> babi = make_babi_task1(n_samples=2, random_state=0)
+    >>> babi.data[0][1], babi.target[0]
+    ('Where is Mary?', 'kitchen')
     """
     lo, hi = n_sentences
     if lo < 1 or hi < lo:

@@ -59,15 +59,38 @@ def _blend(image: np.ndarray, colour, alpha: np.ndarray) -> np.ndarray:
 
 def make_textured_digits(n_samples: int = 500, size: int = 32, digit_size: int | None = None,
                          glyphs: tuple | None = None, random_state=None) -> Bunch:
-    """Digits pasted at random positions onto natural-texture crops.
+    """Generate digits pasted at random positions onto natural-texture crops.
 
-    ``glyphs``: (images (m, h, w) in [0, 1], labels (m,)), the digit shapes used as alpha
-    masks (e.g. :func:`~interpretable.datasets.load_mnist_5k`'s); default scikit-learn's
-    8×8 digits. Each is resized to ``digit_size`` (default 3/4 of ``size``) and drawn in a
-    random colour, dark on bright texture and bright on dark texture (each channel in
-    [0.1, 0.35] or [0.65, 0.9]: never black), with an outline in the opposite shade.
-    Returns a Bunch with ``data`` float32 (n, size, size, 3) in [0, 1], ``target`` (n,),
-    ``mask`` bool (n, size, size) (the digit's pixels, alpha > 0.5).
+    Each glyph is resized to ``digit_size`` and drawn in a random colour, dark on bright
+    texture and bright on dark texture (each channel in [0.1, 0.35] or [0.65, 0.9]: never
+    black), with an outline in the opposite shade.
+
+    Parameters
+    ----------
+    n_samples : int, default=500
+        Images.
+    size : int, default=32
+        Their side.
+    digit_size : int or None, default=None
+        The digits' side (None: 3/4 of ``size``).
+    glyphs : tuple of (ndarray, ndarray) or None, default=None
+        (images (m, h, w) in [0, 1], labels (m,)): the digit shapes used as alpha masks (e.g.
+        :func:`~interpretable.datasets.load_mnist_5k`'s); None: scikit-learn's 8×8 digits.
+    random_state : int, RandomState or None, default=None
+        Seeds the images.
+
+    Returns
+    -------
+    Bunch
+        ``data`` float32 (n, size, size, 3) in [0, 1], ``target`` (n,), ``mask`` bool
+        (n, size, size) (the digit's pixels, alpha > 0.5).
+
+    Examples
+    --------
+    >>> from interpretable.datasets import make_textured_digits
+    >>> digits = make_textured_digits(n_samples=3, size=16, random_state=0)
+    >>> digits.data.shape, digits.target.shape
+    ((3, 16, 16, 3), (3,))
     """
     if not isinstance(size, (int, np.integer)) or size < 8:
         raise ValueError(f"size must be an integer >= 8, got {size!r}")
@@ -110,12 +133,39 @@ def make_textured_digits(n_samples: int = 500, size: int = 32, digit_size: int |
 def make_textured_digit_grids(n_grids: int = 100, grid: int = 2, size: int = 32,
                               digit_size: int | None = None, glyphs: tuple | None = None,
                               random_state=None) -> Bunch:
-    """``grid × grid`` grids of textured digits (:func:`make_textured_digits`), one distinct
-    class per cell (cells drawn as in :func:`~interpretable.datasets.make_image_grid`).
+    """Generate ``grid × grid`` grids of textured digits, one distinct class per cell.
 
-    Returns a Bunch with ``data`` float32 (n_grids, grid·size, grid·size, 3), ``cell_labels``
-    (n_grids, grid²) (row-major cells), ``mask`` bool (n_grids, grid·size, grid·size) (digit
-    pixels of all cells) and ``grid``.
+    The digits are those of :func:`make_textured_digits`; cells are drawn as in
+    :func:`~interpretable.datasets.make_image_grid`.
+
+    Parameters
+    ----------
+    n_grids : int, default=100
+        Grid images.
+    grid : int, default=2
+        Cells per side.
+    size : int, default=32
+        The side of a cell.
+    digit_size : int or None, default=None
+        The digits' side (None: 3/4 of ``size``).
+    glyphs : tuple of (ndarray, ndarray) or None, default=None
+        The digit shapes, as in :func:`make_textured_digits`.
+    random_state : int, RandomState or None, default=None
+        Seeds the images.
+
+    Returns
+    -------
+    Bunch
+        ``data`` float32 (n_grids, grid·size, grid·size, 3), ``cell_labels`` (n_grids, grid²)
+        (row-major cells), ``mask`` bool (n_grids, grid·size, grid·size) (digit pixels of all
+        cells) and ``grid``.
+
+    Examples
+    --------
+    >>> from interpretable.datasets import make_textured_digit_grids
+    >>> grids = make_textured_digit_grids(n_grids=2, size=16, random_state=0)
+    >>> grids.data.shape, grids.cell_labels.shape
+    ((2, 32, 32, 3), (2, 4))
     """
     rng = check_random_state(random_state)
     cells = grid * grid

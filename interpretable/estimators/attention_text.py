@@ -54,8 +54,20 @@ class AttentionClassifierBase(TextClassifierBase):
 
     # ------------------------------------------------------------------ module
     def architecture(self) -> dict:
-        """What shapes the module: the sizes named in :data:`ARCHITECTURE` and the
-        ``encoder`` (a recurrent kind or an ``nn.Module``), which subclasses add."""
+        """Return what shapes the module.
+
+        Returns
+        -------
+        dict
+            The sizes named in :data:`ARCHITECTURE` and the ``encoder`` (a recurrent kind or
+            an ``nn.Module``), which subclasses add.
+
+        Examples
+        --------
+        >>> from interpretable import AttentionTextClassifier
+        >>> AttentionTextClassifier(hidden_size=8).architecture()["hidden_size"]
+        8
+        """
         return {name: getattr(self, name) for name in ARCHITECTURE}
 
     def _build_module(self, embeddings=None) -> AttentionTextModule:
@@ -75,15 +87,63 @@ class AttentionClassifierBase(TextClassifierBase):
         return None
 
     def forward_batch(self, batch: dict, *, embedded=None, attention=None, view: str = "model"):
-        """:class:`~interpretable.nn.attention.AttentionOutput` of a batch; ``embedded
-        (B, T, E)`` replaces the embeddings, ``attention (B, T)`` the attention weights;
-        ``view`` picks the model variant (see ``views``)."""
+        """Run the module on a batch, optionally with replaced embeddings or attention.
+
+        Parameters
+        ----------
+        batch : dict of str to torch.Tensor
+            One batch from :meth:`iter_batches`.
+        embedded : torch.Tensor of shape (B, T, E) or None, default=None
+            Embeddings that replace the token embeddings.
+        attention : torch.Tensor of shape (B, T) or None, default=None
+            Attention weights that replace the model's.
+        view : str, default="model"
+            The model variant (one of ``views``).
+
+        Returns
+        -------
+        AttentionOutput
+            :class:`~interpretable.nn.attention.AttentionOutput`: logits, attention, hidden
+            states, mask.
+
+        Examples
+        --------
+        >>> from interpretable import AttentionTextClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+        ...                               random_state=0).fit(X, y)
+        >>> _, batch = next(clf.iter_batches(clf.encode(["good film"]).inputs))
+        >>> clf.forward_batch(batch).attention.shape
+        torch.Size([1, 2])
+        """
         self._check_view(view)
         return self.module_(**batch, attention=attention, embedded=embedded,
                             attention_layer=self._attention_layer(view))
 
     def attention(self, X) -> list:
-        """Attention weights over each text's tokens: list of n arrays ``(T_i,)``."""
+        """Return the attention weights over each text's tokens.
+
+        Parameters
+        ----------
+        X : sequence of str or of (str, str) pairs, of shape (n_samples,)
+            Texts, or (text, query) pairs for a model fitted on pairs.
+
+        Returns
+        -------
+        list of ndarray of shape (T_i,)
+            One array of weights (summing to 1) per text.
+
+        Examples
+        --------
+        >>> from interpretable import AttentionTextClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+        ...                               random_state=0).fit(X, y)
+        >>> [w.shape for w in clf.attention(["good film", "bad"])]
+        [(2,), (1,)]
+        """
         inputs = self.encode(X).inputs
         weights = [None] * len(inputs["lengths"])
         for rows, batch, out in self.forward_batches(inputs, ordered=True):
@@ -93,9 +153,31 @@ class AttentionClassifierBase(TextClassifierBase):
         return weights
 
     def hidden_conicity(self, X, kind: str = "absolute") -> np.ndarray:
-        """Conicity of each sample's hidden states ``(n,)`` (Mohankumar et al., sec. 3.1):
-        mean ``|cos|`` to their mean (``kind="absolute"``, the authors' code) or mean signed
-        ``cos`` (``"signed"``)."""
+        """Return the conicity of each sample's hidden states (Mohankumar et al., sec. 3.1).
+
+        Parameters
+        ----------
+        X : sequence of str or of (str, str) pairs, of shape (n_samples,)
+            Texts, or (text, query) pairs for a model fitted on pairs.
+        kind : {"absolute", "signed"}, default="absolute"
+            Mean ``|cos|`` of the states to their mean (the authors' code) or mean signed
+            ``cos``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The conicities.
+
+        Examples
+        --------
+        >>> from interpretable import AttentionTextClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+        ...                               random_state=0).fit(X, y)
+        >>> clf.hidden_conicity(["good film", "bad"]).shape
+        (2,)
+        """
         absolute = check_conicity_kind(kind)
         return torch.cat([conicity(out.hidden, out.mask, absolute=absolute).float().cpu()
                           for _, _, out in self.forward_batches(self.encode(X).inputs)]).numpy()
@@ -103,6 +185,10 @@ class AttentionClassifierBase(TextClassifierBase):
 
 class AttentionTextClassifier(AttentionClassifierBase):
     """Text classifier with an additive attention layer over a recurrent (or custom) encoder.
+
+    The vanilla attention model of Jain & Wallace (2019), the baseline of Mohankumar et al.
+    (2020) and Hu et al. (SEAT, 2023); explained by its attention weights (the default) and
+    post-hoc gradient methods.
 
     Parameters
     ----------
@@ -118,6 +204,7 @@ class AttentionTextClassifier(AttentionClassifierBase):
     attention_size : int or None
         Size of the attention layer (default: encoder output size).
     freeze_embeddings : bool
+        Keep the initial word vectors fixed during training.
     dropout : float in [0, 1)
         Dropout on encoder input and context vector.
     text_encoder : TextEncoder or None
@@ -127,11 +214,34 @@ class AttentionTextClassifier(AttentionClassifierBase):
 
     Attributes
     ----------
-    classes_ : ndarray of labels
-    text_encoder_ : fitted text encoder (shared by texts and queries)
-    pair_input_ : bool, whether the model was fitted on (text, query) pairs
-    module_ : :class:`~interpretable.nn.attention.AttentionTextModule`
-    history_ : list of per-epoch dicts
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    text_encoder_ : TextEncoder
+        The fitted text encoder (shared by texts and queries).
+    pair_input_ : bool
+        Whether the model was fitted on (text, query) pairs.
+    module_ : AttentionTextModule
+        The fitted network (:class:`~interpretable.nn.attention.AttentionTextModule`).
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    DiversityLSTMClassifier : Low-conicity hidden states for faithful attention.
+    SEATClassifier : Stable and explainable attention.
+
+    Examples
+    --------
+    >>> from interpretable import AttentionTextClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> clf.predict(["good film"]).shape
+    (1,)
+    >>> explanation = clf.explain(["good film"])  # the attention weights
+    >>> explanation.method, explanation.units
+    ('attention', [['good', 'film']])
     """
 
     _parameter_constraints = {
@@ -149,4 +259,17 @@ class AttentionTextClassifier(AttentionClassifierBase):
         """Store the parameters unchanged (see the class docstring)."""
 
     def architecture(self) -> dict:
+        """Return what shapes the module, the ``encoder`` included.
+
+        Returns
+        -------
+        dict
+            The sizes named in :data:`ARCHITECTURE` and ``encoder``.
+
+        Examples
+        --------
+        >>> from interpretable import AttentionTextClassifier
+        >>> AttentionTextClassifier(encoder="bilstm").architecture()["encoder"]
+        'bilstm'
+        """
         return {**super().architecture(), "encoder": self.encoder}

@@ -36,7 +36,7 @@ from ..validation import check_batch_size, check_random_state_seed
 from .batch import Batch
 from .state import EstimatorState
 from .training import (TRAINING_CONSTRAINTS, TrainingDivergedError, check_sample_weight,
-                       expand_parameter_docs, fit_transactionally, warm_started)
+                       expand_parameter_docs, fit_transactionally, warm_started, with_defaults)
 
 # TrainingDivergedError and TrainingNet keep their public home of version 0.1 here; skorch,
 # the explainers and persistence are imported when first used (importing an estimator is light)
@@ -65,14 +65,27 @@ class _ExplainMethods:
 class NeuralEstimator(EstimatorState, BaseEstimator):
     """Base class of the neural estimators.
 
+    Every estimator takes the training parameters below, declared in its own ``__init__`` and
+    documented in its docstring from :data:`~interpretable.estimators.training.TRAINING_DOC`
+    (the token ``{training_parameters}`` there expands to them).
+
     Parameters
     ----------
-
-    Every estimator takes the training parameters, declared in its own ``__init__`` and
-    documented in its docstring from :data:`~interpretable.estimators.training.TRAINING_DOC`
-    (the token ``{training_parameters}`` there expands to it):
-
     {training_parameters}
+
+    See Also
+    --------
+    interpretable.estimators.classifier.NeuralClassifier : The classifiers' base class.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+    >>> from interpretable.estimators.base import NeuralEstimator
+    >>> isinstance(clf, NeuralEstimator)
+    True
     """
 
     _parameter_constraints: dict = dict(TRAINING_CONSTRAINTS)
@@ -87,6 +100,8 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         super().__init_subclass__(**kwargs)
         NeuralEstimator._registry[cls.__name__] = cls
         cls.__doc__ = expand_parameter_docs(cls.__doc__)
+        if "__init__" in vars(cls):
+            cls.__doc__ = with_defaults(cls.__doc__, cls.__init__)
 
     def __sklearn_tags__(self):
         """Texts or symbol sequences, never 2-d arrays (image estimators override this); fits
@@ -103,7 +118,28 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         raise NotImplementedError
 
     def encode(self, X) -> Batch:
-        """Validate ``X`` and encode it as a :class:`Batch` of module inputs (CPU tensors)."""
+        """Validate inputs and encode them as a :class:`Batch` of module inputs (CPU tensors).
+
+        Every estimator implements it (text, image and sequence estimators encode differently).
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Inputs as ``predict`` takes them.
+
+        Returns
+        -------
+        Batch
+            The encoded samples.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf.fit(X, ["pos", "pos", "neg", "neg"]).encode(["good film"]).inputs["tokens"].shape
+        torch.Size([1, 2])
+        """
         raise NotImplementedError
 
     def _build_module(self) -> torch.nn.Module:
@@ -141,15 +177,43 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
 
     # ------------------------------------------------------------------ training
     def fit(self, X, y=None, sample_weight=None):
-        """Fit on ``X`` (and ``y``); returns ``self``.
-
-        ``sample_weight`` (n,) weights each sample's loss (non-negative; a weight of 2 counts a
-        sample twice); the classifiers support it, as they do ``class_weight``.
+        """Fit the model on ``X`` (and ``y``).
 
         Transactional: the estimator is trained as a fresh copy and its fitted attributes
         replace the old ones only when training succeeded, so a rejected, interrupted
         (Ctrl-C) or crashed refit leaves the previous model fully usable. With ``warm_start``
         the copy starts from the fitted state (never changed in place).
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Training inputs: texts, symbol sequences or images, as the estimator takes them.
+        y : array-like of shape (n_samples,) or None, default=None
+            Targets (class labels; for the sequence models, per-position labels or None).
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Weight of each sample's loss (non-negative; a weight of 2 counts a sample twice);
+            the classifiers support it, as they do ``class_weight``.
+
+        Returns
+        -------
+        self : NeuralEstimator
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If a parameter or the data is invalid.
+        TrainingDivergedError
+            If the loss or the weights become NaN or infinite (the previous state is kept).
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.classes_
+        array(['neg', 'pos'], dtype='<U3')
         """
         self._validate_params()
         return fit_transactionally(self, type(self)._fit, X, y, sample_weight)
@@ -217,13 +281,35 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
 
     def iter_batches(self, inputs: Mapping[str, torch.Tensor], batch_size=None, *,
                      ordered: bool = False) -> Iterator[tuple[slice | torch.Tensor, dict]]:
-        """The one batching loop: yield ``(rows, batch)``, ``batch`` the rows ``rows`` of
-        ``inputs`` (tensors, sample axis first) on ``device_``, trimmed.
+        """Yield the mini-batches of encoded inputs on ``device_``: the one batching loop.
 
-        ``rows`` is a slice of ``inputs``, or with ``ordered=True`` (batches of similar
-        lengths, see :meth:`_inference_order`) the indices ``(b,)`` of the batch's samples in
-        ``inputs``. ``batch_size`` None: the estimator's (checked again: ``set_params`` may
-        have changed it after fit).
+        Parameters
+        ----------
+        inputs : mapping of str to torch.Tensor
+            Encoded inputs (``encode(X).inputs``), sample axis first.
+        batch_size : int or None, default=None
+            Samples per batch; None: the estimator's ``batch_size`` (checked again:
+            ``set_params`` may have changed it after fit).
+        ordered : bool, default=False
+            Batch samples of similar lengths together (texts and sequences: longest first).
+
+        Yields
+        ------
+        rows : slice or torch.Tensor
+            The batch's rows of ``inputs``: a slice, or with ``ordered=True`` their indices
+            ``(b,)``.
+        batch : dict of str to torch.Tensor
+            Those rows on ``device_``, trimmed of padding.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> inputs = clf.encode(["good film", "bad", "great movie"]).inputs
+        >>> [rows for rows, batch in clf.iter_batches(inputs, batch_size=2)]
+        [slice(0, 2, None), slice(2, 3, None)]
         """
         self._check_fitted()
         step = check_batch_size(batch_size, default=self.batch_size)
@@ -240,22 +326,101 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
             yield (rows if order is None else order[rows]), batch
 
     def forward_batch(self, batch: dict, **options):
-        """The module's output for one batch of device tensors (no gradient mode is set; the
-        fitted module is never changed)."""
+        """Run the fitted module on one batch of device tensors.
+
+        No gradient mode is set; the fitted module is never changed.
+
+        Parameters
+        ----------
+        batch : dict of str to torch.Tensor
+            One batch from :meth:`iter_batches`.
+        **options
+            Keyword arguments of the module's ``forward``.
+
+        Returns
+        -------
+        object
+            The module's output (for the classifiers, the logits ``(b, n_classes)`` or a tuple
+            starting with them).
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> inputs = clf.encode(["good film"]).inputs
+        >>> _, batch = next(clf.iter_batches(inputs))
+        >>> clf.forward_batch(batch).shape
+        torch.Size([1, 2])
+        """
         return self.module_(**batch, **options)
 
     def forward_batches(self, inputs: Mapping[str, torch.Tensor], *, batch_size=None,
                         grad: bool = False, ordered: bool = False, **options
                         ) -> Iterator[tuple[slice | torch.Tensor, dict, object]]:
-        """Yield ``(rows, batch, output)`` over the mini-batches of :meth:`iter_batches`."""
+        """Run the fitted module over the mini-batches of :meth:`iter_batches`.
+
+        Parameters
+        ----------
+        inputs : mapping of str to torch.Tensor
+            Encoded inputs (``encode(X).inputs``), sample axis first.
+        batch_size : int or None, default=None
+            Samples per batch; None: the estimator's ``batch_size``.
+        grad : bool, default=False
+            Whether autograd records the forward passes.
+        ordered : bool, default=False
+            Batch samples of similar lengths together (see :meth:`iter_batches`).
+        **options
+            Keyword arguments of the module's ``forward``.
+
+        Yields
+        ------
+        rows : slice or torch.Tensor
+            The batch's rows of ``inputs``.
+        batch : dict of str to torch.Tensor
+            Those rows on ``device_``.
+        output : object
+            :meth:`forward_batch`'s output for them.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> inputs = clf.encode(["good film", "bad"]).inputs
+        >>> [tuple(out.shape) for _, _, out in clf.forward_batches(inputs)]
+        [(2, 2)]
+        """
         with torch.set_grad_enabled(grad):
             for rows, batch in self.iter_batches(inputs, batch_size, ordered=ordered):
                 yield rows, batch, self.forward_batch(batch, **options)
 
     def astype(self, dtype) -> "NeuralEstimator":
-        """A copy of this fitted estimator whose module computes in ``dtype`` (e.g.
-        ``"float64"``: explanations exact to ~1e-12 instead of float32 rounding); this one is
-        unchanged. The copy shares everything but the module."""
+        """Return a copy of this fitted estimator whose module computes in ``dtype``.
+
+        This estimator is unchanged; the copy shares everything but the module.
+
+        Parameters
+        ----------
+        dtype : str or torch.dtype
+            E.g. ``"float64"``: explanations exact to ~1e-12 instead of float32 rounding.
+
+        Returns
+        -------
+        NeuralEstimator
+            The copy.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> next(clf.astype("float64").module_.parameters()).dtype
+        torch.float64
+        """
         self._check_fitted()
         new = copy.copy(self)
         new.module_ = copy.deepcopy(self.module_).to(getattr(torch, str(dtype)))
@@ -267,24 +432,49 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
 
         Parameters
         ----------
-        X : inputs as for ``predict``.
-        target : None (the predicted class / symbol), one label for all samples, or one per
-            sample.
-        method : one of :attr:`explain_methods` (None: the first, the estimator's default), or
-            an explainer object (:mod:`interpretable.estimators.explainers`).
-        batch_size : mini-batch size (None: the estimator's ``batch_size``).
-        **options : options of ``method`` (e.g. ``n_steps`` of integrated gradients); an
-            option the method does not take raises a ``TypeError`` naming it.
+        X : sequence of shape (n_samples,)
+            Inputs as for ``predict``.
+        target : label, array-like of shape (n_samples,) or None, default=None
+            None: the predicted class (symbol); one label for all samples, or one per sample.
+        method : str, Explainer or None, default=None
+            One of :attr:`explain_methods` (None: the first, the estimator's default), or an
+            explainer object (:mod:`interpretable.estimators.explainers`). The methods and
+            their options are listed in the Notes.
+        batch_size : int or None, default=None
+            Mini-batch size (None: the estimator's ``batch_size``).
+        **options
+            Options of ``method`` (e.g. ``n_steps`` of integrated gradients).
 
         Returns
         -------
-        An explanation from :mod:`interpretable.explanation`.
+        TokenExplanation, ImageExplanation or SequenceExplanation
+            The explanation (:mod:`interpretable.explanation`) of the ``n_samples`` inputs.
+
+        Raises
+        ------
+        TypeError
+            If ``method`` does not take one of the ``options`` (the error names it).
+        ValueError
+            If ``method`` does not apply to the estimator, or ``target`` holds a label not
+            seen in fit.
 
         Notes
         -----
         The methods, the estimators they explain and their options:
 
         {methods}
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> explanation = clf.explain(["good film"])
+        >>> explanation.units
+        [['good', 'film']]
+        >>> clf.explain(["good film"], method="integrated_gradients", n_steps=8).method
+        'integrated_gradients'
         """
         from .explainers import get_explainer
         self._check_fitted()
@@ -298,8 +488,9 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
-        """Save to the folder ``path`` (``config.json`` and the safetensors weights file it
-        names, no pickle); returns ``path``.
+        """Save the fitted estimator to a folder (JSON config and safetensors weights).
+
+        The folder holds ``config.json`` and the safetensors weights file it names, no pickle.
 
         Stores the parameters the model was fitted with (``fitted_params_``; a ``set_params``
         after ``fit`` does not leak into the file) and its fitted state. A parameter JSON cannot
@@ -314,6 +505,38 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         model, never a mix, and a failed or killed save leaves the previous one. A failure to
         write (e.g. a full disk) is an ``OSError`` naming the file. An existing ``path`` must
         be empty or hold a saved model.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The folder (created if needed).
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        TypeError
+            If a parameter or the fitted state cannot be stored as JSON.
+        OSError
+            If writing fails (the error names the file).
+
+        See Also
+        --------
+        load : Load a saved estimator.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> path = clf.save("model_folder")
+        >>> loaded = EmbeddingBagClassifier.load(path)
+        >>> bool((loaded.predict_proba(X) == clf.predict_proba(X)).all())
+        True
         """
         self._check_fitted()
         return import_module(".persistence", __package__).save_estimator(self, path)
@@ -326,6 +549,40 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         edited or inconsistent raises a ``ValueError`` naming the wrong field or tensor (a
         missing file a ``FileNotFoundError``) before large memory is allocated. Parameters
         stored as None come back as None.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            A folder written by :meth:`save`.
+        device : str or torch.device, default="auto"
+            Where the weights go (``"auto"``: CUDA when available, else the CPU).
+
+        Returns
+        -------
+        NeuralEstimator
+            The fitted estimator, of the class that was saved.
+
+        Raises
+        ------
+        ValueError
+            If a file is corrupt, edited or inconsistent (the error names the field).
+        FileNotFoundError
+            If a file is missing.
+
+        See Also
+        --------
+        save : Save a fitted estimator.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.save("saved_model")
+        PosixPath('saved_model')
+        >>> EmbeddingBagClassifier.load("saved_model", device="cpu").classes_
+        array(['neg', 'pos'], dtype='<U3')
         """
         return import_module(".persistence", __package__).load_estimator(cls, path, device)
 

@@ -23,11 +23,40 @@ class EmbeddingBagClassifier(TextClassifierBase):
     embed_dim : int
         Embedding size when ``embeddings`` is None.
     freeze_embeddings : bool
+        Keep the initial word vectors fixed during training.
     text_encoder : TextEncoder or None
         Tokenisation and vocabulary (cloned and fitted in ``fit``; None: ``TextEncoder()``).
         Grid-searchable as ``text_encoder__min_freq`` etc.
     {class_weight}
     {training_parameters}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    text_encoder_ : TextEncoder
+        The fitted tokeniser and vocabulary.
+    module_ : MeanEmbeddingClassifier
+        The fitted network.
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    AttentionTextClassifier : Attention over a recurrent encoder.
+    BcosTextClassifier : B-cos BERT-family classifier, exact contributions.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+    >>> clf.predict(["good film"]).shape
+    (1,)
+    >>> explanation = clf.explain(["good film"])
+    >>> explanation.units, bool(explanation.completeness_error.max() < 1e-5)
+    ([['good', 'film']], True)
     """
 
     @stores_params

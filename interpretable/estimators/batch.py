@@ -14,13 +14,31 @@ __all__ = ["Batch"]
 class Batch:
     """Encoded samples, the public way from user inputs to model inputs.
 
-    inputs : dict of CPU tensors with the sample axis first, the module's keyword arguments
-        (text: ``tokens (n, T)``, ``lengths (n,)`` [, ``query``, ``query_lengths``]; images:
-        ``x (n, C', H, W)``; symbol sequences: ``x (n, T)``, ``lengths (n,)``);
-    units : per-sample lists of the units the model sees (tokens, symbols), or None;
-    queries : per-sample query tokens of (text, query) pairs, or None;
-    images : validated ``(n, H, W, C)`` float images in [0, 1], or None;
-    texts : the validated original texts (or ``(text, query)`` pairs), or None.
+    What every estimator's ``encode(X)`` returns; ``len`` is the number of samples.
+
+    Parameters
+    ----------
+    inputs : dict of str to torch.Tensor
+        CPU tensors with the sample axis first, the module's keyword arguments (text:
+        ``tokens (n, T)``, ``lengths (n,)`` [, ``query``, ``query_lengths``]; images:
+        ``x (n, C', H, W)``; symbol sequences: ``x (n, T)``, ``lengths (n,)``).
+    units : list of list or None, default=None
+        Per sample, the units the model sees (tokens, symbols).
+    queries : list of list of str or None, default=None
+        Per sample, the query tokens of (text, query) pairs.
+    images : ndarray of shape (n, H, W, C) or None, default=None
+        The validated float images in [0, 1].
+    texts : list or None, default=None
+        The validated original texts (or ``(text, query)`` pairs).
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> batch = clf.fit(X, ["pos", "pos", "neg", "neg"]).encode(["good film", "bad"])
+    >>> len(batch), sorted(batch.inputs), batch.units
+    (2, ['lengths', 'tokens'], [['good', 'film'], ['bad']])
     """
 
     inputs: dict

@@ -144,8 +144,10 @@ class WeightNormGuard(DivergenceGuard):
 
 
 class BertTextClassifier(TextClassifierBase):
-    """Conventionally fine-tuned BERT-family text classifier (the comparison model of
-    :class:`BcosTextClassifier`): a pretrained encoder, pooling, dropout, a linear layer.
+    """Conventionally fine-tuned BERT-family text classifier.
+
+    The comparison model of :class:`BcosTextClassifier`: a pretrained encoder, pooling,
+    dropout, a linear layer. Explained by attention, attention rollout and gradient methods.
 
     Parameters
     ----------
@@ -169,8 +171,38 @@ class BertTextClassifier(TextClassifierBase):
 
     Attributes
     ----------
-    classes_, text_encoder_ (:class:`~interpretable.text.WordPieceEncoder`), module_,
-    history_, config_ (the BERT config fields of the encoder), embed_dim_ (its hidden size).
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    text_encoder_ : WordPieceEncoder
+        The checkpoint's tokeniser (:class:`~interpretable.text.WordPieceEncoder`).
+    module_ : torch.nn.Module
+        The fitted network.
+    history_ : list of dict
+        Per-epoch training record.
+    config_ : dict
+        The BERT config fields of the encoder.
+    embed_dim_ : int
+        Its hidden size.
+
+    See Also
+    --------
+    BcosTextClassifier : The B-cos version, exact contributions.
+
+    Examples
+    --------
+    A randomly initialised tiny encoder (``checkpoint=None`` fine-tunes the bundled MiniLM):
+
+    >>> from interpretable import BertTextClassifier
+    >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
+    ...           "num_attention_heads": 2, "intermediate_size": 16,
+    ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+    ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
+    ...                          random_state=0).fit(X, y)
+    >>> clf.explain(["good film"]).units  # attention over the word pieces
+    [['[CLS]', 'good', 'film', '[SEP]']]
     """
 
     _parameter_constraints = {
@@ -240,8 +272,33 @@ class BertTextClassifier(TextClassifierBase):
                      units=units, texts=texts)
 
     def word_pieces(self, X) -> list:
-        """How the model sees each text: :class:`~interpretable.text.wordpiece.WordPieces`
-        (pieces, their words, the words' characters, pieces cut off)."""
+        """Return how the model sees each text: its word pieces, aligned with its words.
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            Texts.
+
+        Returns
+        -------
+        list of WordPieces
+            One :class:`~interpretable.text.wordpiece.WordPieces` per text: pieces, their
+            words, the words' characters, pieces cut off.
+
+        Examples
+        --------
+        >>> from interpretable import BertTextClassifier
+        >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
+        ...           "num_attention_heads": 2, "intermediate_size": 16,
+        ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+        ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
+        ...                          random_state=0).fit(X, y)
+        >>> clf.word_pieces(["good film"])[0].pieces
+        ['[CLS]', 'good', 'film', '[SEP]']
+        """
         self._check_fitted()
         texts, _ = self._split_inputs(X, fitting=False)
         return [self.text_encoder_.align(text) for text in texts]
@@ -286,8 +343,38 @@ class BertTextClassifier(TextClassifierBase):
 
     # ------------------------------------------------------------------ forward
     def forward_with_attention(self, batch: dict, *, embedded=None):
-        """Logits ``(B, C)`` and the attention probabilities ``(B, heads, T, T)`` of every
-        layer for a batch of device tensors (attention and rollout explanations)."""
+        """Run the module, returning the logits and the attention of every layer.
+
+        Parameters
+        ----------
+        batch : dict of str to torch.Tensor
+            One batch from :meth:`iter_batches`.
+        embedded : torch.Tensor of shape (B, T, E) or None, default=None
+            Embeddings that replace the word-piece embeddings.
+
+        Returns
+        -------
+        logits : torch.Tensor of shape (B, n_classes)
+            The logits.
+        attention : list of torch.Tensor of shape (B, heads, T, T)
+            The attention probabilities of every layer.
+
+        Examples
+        --------
+        >>> from interpretable import BertTextClassifier
+        >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
+        ...           "num_attention_heads": 2, "intermediate_size": 16,
+        ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+        ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
+        ...                          random_state=0).fit(X, y)
+        >>> _, batch = next(clf.iter_batches(clf.encode(["good film"]).inputs))
+        >>> logits, attention = clf.forward_with_attention(batch)
+        >>> logits.shape, len(attention), attention[0].shape
+        (torch.Size([1, 2]), 1, torch.Size([1, 2, 4, 4]))
+        """
         return self.module_.forward_with_attention(batch["tokens"], batch["lengths"],
                                                    embedded=embedded)
 
@@ -304,9 +391,11 @@ class BertTextClassifier(TextClassifierBase):
 
 
 class BcosTextClassifier(BertTextClassifier):
-    """B-cos text classifier (B-cos LM): a pretrained BERT-family encoder converted into a
-    B-cos network and fine-tuned; its logits are exactly the sum of the contributions of
-    the word pieces, of the position / token-type embeddings and a fixed bias.
+    """B-cos text classifier (B-cos LM, Wang et al., TMLR 2025): exact word-piece contributions.
+
+    A pretrained BERT-family encoder converted into a B-cos network and fine-tuned; its
+    logits are exactly the sum of the contributions of the word pieces, of the position /
+    token-type embeddings and a fixed bias.
 
     The conversion (:class:`~interpretable.nn.bcos_bert.BcosBertClassifier`): biases
     removed; the dense layers, pooler and classifier B-cos layers (unit-norm rows, exponent
@@ -335,14 +424,55 @@ class BcosTextClassifier(BertTextClassifier):
         (the converted network, closest to the pretrained one) to ``b`` (with its matched
         gain); 0: ``b`` from the start. The fitted model has exponent ``b``; a
         ``warm_start`` continuation trains at ``b``.
-    checkpoint, pooling, max_length, warmup :
-        As in :class:`BertTextClassifier`.
+    checkpoint : None, str, path or dict, default=None
+        None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of a
+        BERT-family model (``transformers`` layout; never downloads). A dict: the fields of
+        a BERT config, randomly initialised, with the bundled tokeniser.
+    pooling : {"mean", "cls"}, default="mean"
+        The sequence vector: the mean of the real tokens' final states or the ``[CLS]``
+        state.
+    max_length : int in [3, 512], default=64
+        Word pieces per text, ``[CLS]`` and ``[SEP]`` included (longer texts are cut, with a
+        warning).
+    warmup : float in [0, 1), default=0.1
+        Share of the training steps over which the learning rate rises linearly from 0; it
+        then falls linearly to 0.
     {class_weight}
     {training_parameters}
 
     Attributes
     ----------
-    As :class:`BertTextClassifier`.
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    text_encoder_ : WordPieceEncoder
+        The checkpoint's tokeniser.
+    module_ : BcosBertClassifier
+        The fitted network (:class:`~interpretable.nn.bcos_bert.BcosBertClassifier`).
+    history_ : list of dict
+        Per-epoch training record.
+    config_ : dict
+        The BERT config fields of the encoder.
+    embed_dim_ : int
+        Its hidden size.
+
+    See Also
+    --------
+    BertTextClassifier : The conventional model.
+
+    Examples
+    --------
+    >>> from interpretable import BcosTextClassifier
+    >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
+    ...           "num_attention_heads": 2, "intermediate_size": 16,
+    ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+    ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = BcosTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
+    ...                          random_state=0).fit(X, y)
+    >>> explanation = clf.explain(["good film"], level="word")  # exact word contributions
+    >>> explanation.units
+    [['good', 'film']]
     """
 
     _parameter_constraints = {

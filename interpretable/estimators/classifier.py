@@ -33,6 +33,31 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
     ----------
     {class_weight}
     {training_parameters}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels seen in ``fit``.
+    module_ : torch.nn.Module
+        The fitted network (in eval mode).
+    history_ : list of dict
+        Per-epoch training record (losses, durations; validation scores with
+        ``validation_fraction``).
+    device_ : torch.device
+        The device the module runs on.
+
+    See Also
+    --------
+    interpretable.estimators.base.NeuralEstimator : The base of every estimator.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+    >>> clf.predict(["good film"])
+    array(['pos'], dtype='<U3')
     """
 
     _parameter_constraints = {
@@ -65,8 +90,31 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
 
     def logits(self, inputs: Mapping[str, torch.Tensor], *, batch_size=None, **options
                ) -> torch.Tensor:
-        """Logits ``(n, n_classes)`` (float32, CPU) of encoded ``inputs`` (``Batch.inputs``);
-        ``options`` go to :meth:`forward_batch`. Batches run in the inference order."""
+        """Compute the logits of encoded inputs (batches run in the inference order).
+
+        Parameters
+        ----------
+        inputs : mapping of str to torch.Tensor
+            Encoded inputs (``encode(X).inputs``).
+        batch_size : int or None, default=None
+            Samples per batch; None: the estimator's ``batch_size``.
+        **options
+            Keyword arguments of :meth:`forward_batch`.
+
+        Returns
+        -------
+        torch.Tensor of shape (n_samples, n_classes)
+            The logits (float32, CPU).
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.logits(clf.encode(["good film", "bad"]).inputs).shape
+        torch.Size([2, 2])
+        """
         logits = None
         for rows, _, out in self.forward_batches(inputs, batch_size=batch_size, ordered=True,
                                                  **options):
@@ -77,23 +125,114 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         return logits
 
     def decision_function(self, X) -> np.ndarray:
-        """scikit-learn's convention: the logits ``(n, n_classes)``, or for two classes the
-        margin of the positive class ``classes_[1]``, ``logit_1 - logit_0``, shape ``(n,)``."""
+        """Compute the decision function (the logits, or the margin for two classes).
+
+        scikit-learn's convention: for two classes, the margin of the positive class
+        ``classes_[1]``, ``logit_1 - logit_0``.
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Inputs as the estimator takes them (texts or images).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            The margins (two classes) or the logits.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.decision_function(["good film", "bad"]).shape
+        (2,)
+        """
         logits = self.logits(self.encode(X).inputs).numpy()
         return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
 
     def predict_proba(self, X) -> np.ndarray:
-        """Softmax of the logits, ``(n, n_classes)`` float64."""
+        """Predict class probabilities (the softmax of the logits).
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Inputs as the estimator takes them (texts or images).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Probabilities (float64) of the classes ``classes_``.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.predict_proba(["good film"]).sum(axis=1)
+        array([1.])
+        """
         logits = self.logits(self.encode(X).inputs).double()
         return torch.softmax(logits, dim=1).numpy()
 
     def predict(self, X) -> np.ndarray:
-        """The class of the largest logit, ``(n,)``, as labels of ``classes_``."""
+        """Predict the class of each sample (the largest logit).
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Inputs as the estimator takes them (texts or images).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.predict(["good film", "great movie"])
+        array(['pos', 'pos'], dtype='<U3')
+        """
         logits = self.logits(self.encode(X).inputs)  # raises NotFittedError first
         return self.classes_[logits.numpy().argmax(axis=1)]
 
     def score(self, X, y, sample_weight=None) -> float:
-        """Accuracy; labels not seen in ``fit`` raise a ``ValueError``."""
+        """Return the accuracy on ``X`` and ``y``.
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Inputs as the estimator takes them (texts or images).
+        y : array-like of shape (n_samples,)
+            True labels.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Sample weights.
+
+        Returns
+        -------
+        float
+            The (weighted) share of correct predictions.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` holds labels not seen in ``fit``.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> 0.0 <= clf.score(X, y) <= 1.0
+        True
+        """
         self._check_fitted()
         y = np.asarray(y)
         unseen = np.setdiff1d(np.unique(y), self.classes_)
@@ -103,9 +242,36 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         return super().score(X, y, sample_weight=sample_weight)
 
     def target_indices(self, target, logits) -> np.ndarray:
-        """Indices into ``classes_`` of the logits to explain, ``(n,)``: the predicted classes
-        for ``target=None`` (from ``logits (n, C)``), else one label for all samples or one
-        label per sample."""
+        """Return the indices into ``classes_`` of the logits to explain.
+
+        Parameters
+        ----------
+        target : label, array-like of shape (n_samples,) or None
+            None: the predicted classes; else one label for all samples or one per sample.
+        logits : array-like of shape (n_samples, n_classes)
+            The samples' logits (only their number is read unless ``target`` is None).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Class indices.
+
+        Raises
+        ------
+        ValueError
+            If ``target`` has the wrong length or holds a label not seen in fit.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.target_indices("pos", [[0.0, 1.0], [2.0, 0.0]])
+        array([1, 1])
+        >>> clf.target_indices(None, [[0.0, 1.0], [2.0, 0.0]])
+        array([1, 0])
+        """
         n = len(logits)
         if target is None:
             return np.asarray(logits).argmax(axis=1)
@@ -121,6 +287,28 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         return np.searchsorted(self.classes_, labels)
 
     def explained_targets(self, batch, target) -> np.ndarray | None:
-        """The explained class indices ``(n,)`` of an encoded ``batch``, or None (each sample's
-        predicted class, which explainers take from the logits they compute)."""
+        """Return the explained class indices of an encoded batch.
+
+        Parameters
+        ----------
+        batch : Batch
+            Encoded samples (:meth:`encode`).
+        target : label, array-like of shape (n_samples,) or None
+            As in :meth:`explain`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or None
+            Class indices, or None for each sample's predicted class (explainers take it from
+            the logits they compute).
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.explained_targets(clf.encode(["good film"]), "neg")
+        array([0])
+        """
         return None if target is None else self.target_indices(target, np.empty((len(batch), 0)))

@@ -35,26 +35,67 @@ CELLS = ("vanilla", "diversity", "orthogonal")
 class DiversityLSTMClassifier(AttentionClassifierBase):
     """LSTM attention text classifier with diverse (low-conicity) hidden states.
 
+    Mohankumar et al., "Towards Transparent and Explainable Attention Models" (ACL 2020): a
+    diversity-trained or orthogonal LSTM makes the attention weights faithful (see the
+    module docstring for the three ``cell`` variants).
+
     Parameters
     ----------
     cell : {"vanilla", "diversity", "orthogonal"}
         Encoder variant (see module docstring).
     diversity_weight : float >= 0
-        λ of the conicity term; used when ``cell="diversity"`` (0.5 in the paper for most tasks,
+        The weight λ of the conicity term; used when ``cell="diversity"`` (0.5 in the paper for most tasks,
         0.1 for SNLI, 0.2 for CNN), ignored otherwise.
     conicity : {"absolute", "signed"}
         Cosine used by the conicity penalty: ``"absolute"`` averages ``|cos(h_t, mean(H))|``
         (the authors' code, default), ``"signed"`` the signed cosine of the paper's text (its
         penalty is lowest for anti-aligned states, so the trained conicity can turn negative).
-    embeddings, embed_dim, hidden_size, attention_size, freeze_embeddings, dropout, text_encoder :
-        As in :class:`~interpretable.estimators.attention_text.AttentionTextClassifier`.
+    embeddings : "glove-50", gensim KeyedVectors or None, default=None
+        Initial word vectors (None: learned from scratch with ``embed_dim``).
+    embed_dim : int, default=50
+        Embedding size when ``embeddings`` is None.
+    hidden_size : int, default=128
+        Encoder hidden size (per direction for "bilstm").
+    attention_size : int or None, default=None
+        Size of the attention layer (None: the encoder output size).
+    freeze_embeddings : bool, default=False
+        Keep the initial word vectors fixed during training.
+    dropout : float in [0, 1), default=0.0
+        Dropout on encoder input and context vector.
+    text_encoder : TextEncoder or None, default=None
+        Tokenisation and vocabulary (cloned and fitted; None: ``TextEncoder()``).
     {class_weight}
     {training_parameters}
 
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    text_encoder_ : TextEncoder
+        The fitted text encoder (shared by texts and queries).
+    pair_input_ : bool
+        Whether the model was fitted on (text, query) pairs.
+    module_ : AttentionTextModule
+        The fitted network (:class:`~interpretable.nn.attention.AttentionTextModule`).
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    AttentionTextClassifier : The attention classifier with other encoders.
+    interpretable.metrics.attention_analysis : Faithfulness analyses of attention.
+
     Examples
     --------
-    >>> clf = DiversityLSTMClassifier(cell="diversity", embeddings="glove-50")  # doctest: +SKIP
-    >>> clf.fit(texts, labels).explain(texts[:3]).to_frame()                    # doctest: +SKIP
+    >>> from interpretable import DiversityLSTMClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = DiversityLSTMClassifier(cell="diversity", embed_dim=8, hidden_size=8,
+    ...                               max_epochs=2, random_state=0).fit(X, y)
+    >>> clf.hidden_conicity(["good film"]).shape
+    (1,)
+    >>> clf.explain(["good film"], method="detached_gradient").units
+    [['good', 'film']]
     """
 
     _parameter_constraints = {
@@ -75,7 +116,19 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
         """Store the parameters unchanged (see the class docstring)."""
 
     def architecture(self) -> dict:
-        """As the base's, with the encoder of ``cell``: the orthogonal LSTM or ``nn.LSTM``."""
+        """Return what shapes the module, with the encoder of ``cell``.
+
+        Returns
+        -------
+        dict
+            The sizes and ``encoder``: ``"orthogonal"`` or ``"lstm"``.
+
+        Examples
+        --------
+        >>> from interpretable import DiversityLSTMClassifier
+        >>> DiversityLSTMClassifier(cell="orthogonal").architecture()["encoder"]
+        'orthogonal'
+        """
         return {**super().architecture(),
                 "encoder": "orthogonal" if self.cell == "orthogonal" else "lstm"}
 

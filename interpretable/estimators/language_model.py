@@ -43,8 +43,11 @@ def split_words(text: str) -> list[str]:
 
 
 class _LanguageModel(SequenceEstimator):
-    """Next-character prediction, bits per character and generation, shared by the ISAN and
-    LSTM language models. Subclasses add ``_run`` / ``_cat_states`` for :meth:`generate`."""
+    """Next-character prediction, bits per character and generation of the language models.
+
+    Shared by the ISAN and LSTM language models. Subclasses add ``_run`` / ``_cat_states`` for
+    :meth:`generate`.
+    """
 
     _parameter_constraints = {**SequenceEstimator._parameter_constraints,
                               "seq_len": [Interval(Integral, 2, None, closed="left")]}
@@ -76,7 +79,26 @@ class _LanguageModel(SequenceEstimator):
 
     # ---------------------------------------------------------------- prediction
     def predict_proba(self, X) -> np.ndarray:
-        """Next-character distribution after each text, (n, len(classes_)) float64."""
+        """Predict the distribution of the next character after each text.
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            The texts.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Probabilities (float64) of the characters ``classes_``.
+
+        Examples
+        --------
+        >>> from interpretable import ISANLanguageModel
+        >>> lm = ISANLanguageModel(hidden_size=8, seq_len=8, max_epochs=1, random_state=0)
+        >>> lm = lm.fit(["abcabcabc abcabc", "cab cab cab"])
+        >>> lm.predict_proba(["ab", "ca"]).sum(axis=1)
+        array([1., 1.])
+        """
         inputs = self.encode(X).inputs
         proba = torch.empty(len(inputs["lengths"]), len(self.classes_), dtype=torch.float64)
         for rows, batch in self.iter_batches(inputs, ordered=True):
@@ -91,16 +113,53 @@ class _LanguageModel(SequenceEstimator):
         return torch.log_softmax(last.double(), -1)
 
     def predict(self, X) -> np.ndarray:
-        """Most likely next character after each text, (n,)."""
+        """Predict the most likely next character after each text.
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            The texts.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Characters from ``classes_``.
+
+        Examples
+        --------
+        >>> from interpretable import ISANLanguageModel
+        >>> lm = ISANLanguageModel(hidden_size=8, seq_len=8, max_epochs=1, random_state=0)
+        >>> lm = lm.fit(["abcabcabc abcabc", "cab cab cab"])
+        >>> lm.predict(["ab", "ca"]).shape
+        (2,)
+        """
         best = self.predict_proba(X).argmax(1)  # raises NotFittedError first
         return self.classes_[best]
 
     def bits_per_char(self, X) -> float:
-        """Mean cross entropy in bits of each next character of the texts ``X``.
+        """Return the mean cross entropy in bits of each next character of the texts.
 
         Evaluation windows of ``seq_len`` overlap by half so every scored character has at least
         ``seq_len // 2`` characters of context (see :func:`.sequence.next_symbol_windows`).
         Characters outside the alphabet are scored as the unknown symbol.
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            The texts.
+
+        Returns
+        -------
+        float
+            Bits per character.
+
+        Examples
+        --------
+        >>> from interpretable import ISANLanguageModel
+        >>> lm = ISANLanguageModel(hidden_size=8, seq_len=8, max_epochs=1, random_state=0)
+        >>> lm = lm.fit(["abcabcabc abcabc", "cab cab cab"])
+        >>> bool(lm.bits_per_char(["abcabc"]) > 0)
+        True
         """
         self._check_fitted()
         docs = check_documents(X)
@@ -117,7 +176,28 @@ class _LanguageModel(SequenceEstimator):
         return total / count / math.log(2)
 
     def score(self, X, y=None) -> float:
-        """``-bits_per_char(X)`` (higher is better)."""
+        """Return ``-bits_per_char(X)`` (higher is better).
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            The texts.
+        y : None
+            Ignored (the targets are the texts' own next characters).
+
+        Returns
+        -------
+        float
+            Minus the bits per character.
+
+        Examples
+        --------
+        >>> from interpretable import ISANLanguageModel
+        >>> lm = ISANLanguageModel(hidden_size=8, seq_len=8, max_epochs=1, random_state=0)
+        >>> lm = lm.fit(["abcabcabc abcabc", "cab cab cab"])
+        >>> lm.score(["abcabc"]) == -lm.bits_per_char(["abcabc"])
+        True
+        """
         return -self.bits_per_char(X)
 
     def _run(self, x: torch.Tensor, state=None):
@@ -129,10 +209,33 @@ class _LanguageModel(SequenceEstimator):
         raise NotImplementedError
 
     def generate(self, prime, n_chars: int = 200, temperature: float = 1.0, random_state=None):
-        """Sample ``n_chars`` characters after ``prime`` (str, or list of str for a batch).
+        """Sample characters after a prime text.
 
-        ``temperature`` divides the logits (``→ 0``: greedy). The unknown symbol is never
-        sampled. ``random_state`` makes the sample reproducible.
+        The unknown symbol is never sampled.
+
+        Parameters
+        ----------
+        prime : str or list of str
+            The text to continue, or a list of them (a batch).
+        n_chars : int, default=200
+            Characters to sample.
+        temperature : float, default=1.0
+            Divides the logits (``→ 0``: greedy).
+        random_state : int, RandomState or None, default=None
+            Makes the sample reproducible.
+
+        Returns
+        -------
+        str or list of str
+            The sampled continuation(s), without the prime.
+
+        Examples
+        --------
+        >>> from interpretable import ISANLanguageModel
+        >>> lm = ISANLanguageModel(hidden_size=8, seq_len=8, max_epochs=1, random_state=0)
+        >>> lm = lm.fit(["abcabcabc abcabc", "cab cab cab"])
+        >>> len(lm.generate("ab", n_chars=5, random_state=0))
+        5
         """
         self._check_fitted()
         single = isinstance(prime, str)
@@ -174,16 +277,77 @@ class _LanguageModel(SequenceEstimator):
 
     # ---------------------------------------------------------------- explanation
     def split_units(self, sequence, level: str) -> list:
-        """Characters, or for ``level="word"`` words with their leading whitespace."""
+        """Split a text into characters, or words with their leading whitespace.
+
+        Parameters
+        ----------
+        sequence : str
+            One text.
+        level : {"char", "word"}
+            The units.
+
+        Returns
+        -------
+        list of str
+            The units; they concatenate to ``sequence``.
+
+        Examples
+        --------
+        >>> from interpretable import ISANLanguageModel
+        >>> lm = ISANLanguageModel(hidden_size=8, seq_len=8, max_epochs=1, random_state=0)
+        >>> lm = lm.fit(["abcabcabc abcabc", "cab cab cab"])
+        >>> lm.split_units("ab cab", "word")
+        ['ab', ' cab']
+        """
         return split_words(sequence) if level == "word" else list(sequence)
 
     def output_names(self) -> np.ndarray:
+        """Return the names of the outputs: the characters.
+
+        Returns
+        -------
+        ndarray of shape (n_classes,)
+            ``classes_``.
+
+        Examples
+        --------
+        >>> from interpretable import ISANLanguageModel
+        >>> lm = ISANLanguageModel(hidden_size=8, seq_len=8, max_epochs=1, random_state=0)
+        >>> lm = lm.fit(["abcabcabc abcabc", "cab cab cab"])
+        >>> lm.output_names().tolist()
+        ['<unk>', ' ', 'a', 'b', 'c']
+        """
         return self.classes_
 
     def explained_outputs(self, ids: torch.Tensor, target, predicted: torch.Tensor
                           ) -> torch.Tensor:
-        """target: None (the predicted next character), "actual" (the actual next character;
-        the last step, which has none, falls back to the prediction) or one character."""
+        """Return the output ids to explain at each step of one text.
+
+        Parameters
+        ----------
+        ids : torch.Tensor of shape (T,)
+            The text's character ids.
+        target : None, "actual" or str
+            None: the predicted next character; "actual": the actual next character (the last
+            step, which has none, falls back to the prediction); or one character.
+        predicted : torch.Tensor of shape (T,)
+            The predicted output ids.
+
+        Returns
+        -------
+        torch.Tensor of shape (T,)
+            Output ids.
+
+        Examples
+        --------
+        >>> from interpretable import ISANLanguageModel
+        >>> lm = ISANLanguageModel(hidden_size=8, seq_len=8, max_epochs=1, random_state=0)
+        >>> lm = lm.fit(["abcabcabc abcabc", "cab cab cab"])
+        >>> import torch
+        >>> ids = torch.as_tensor(lm.encode_symbols("abc"))
+        >>> lm.explained_outputs(ids, "actual", torch.zeros(3, dtype=torch.long))
+        tensor([3, 4, 0])
+        """
         if target is None:
             return predicted
         if isinstance(target, str) and target == "actual":
@@ -194,7 +358,7 @@ class _LanguageModel(SequenceEstimator):
 
 
 class ISANLanguageModel(ISANBase, _LanguageModel):
-    """Input switched affine network character language model.
+    """Input switched affine network character language model (Foerster et al., ICML 2017).
 
     ``h_t = W_{x_t} h_{t-1} + b_{x_t}``, logits ``W_ro h_t + b_ro``, learned ``h_{-1}``; one
     ``(W_c, b_c)`` per character of the alphabet learned in ``fit``.
@@ -204,11 +368,49 @@ class ISANLanguageModel(ISANBase, _LanguageModel):
 
     Parameters
     ----------
-    seq_len : int >= 2
+    hidden_size : int, default=128
+        State size H.
+    seq_len : int >= 2, default=100
         Training window length (backpropagation through time); evaluation windows overlap by
         half of it.
-    hidden_size, min_count, dtype, clip_grad, init_gain, lr, max_epochs, batch_size, ...
-        See :class:`~interpretable.estimators.sequence.ISANBase`.
+    min_count : int, default=2
+        Symbols seen fewer times in ``fit`` share the unknown symbol.
+    dtype : {"float32", "float64"}, default="float32"
+        Parameter precision (``"float64"`` makes the decomposition exact to ~1e-12).
+    clip_grad : float or None, default=1.0
+        Gradient-norm clipping threshold.
+    init_gain : float, default=1.0
+        The maps ``W_c`` start at ``init_gain · I`` (plus small noise).
+    {training_parameters}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The outputs: the unknown symbol and the alphabet learned in ``fit``.
+    symbols_ : list
+        Id → symbol; ``symbols_[0]`` is the unknown symbol.
+    vocabulary_ : dict
+        Symbol → id.
+    module_ : torch.nn.Module
+        The fitted network.
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    LSTMLanguageModel : The LSTM baseline.
+    interpretable.metrics.isan_analysis : Analyses of the fitted ISAN.
+
+    Examples
+    --------
+    >>> from interpretable import ISANLanguageModel
+    >>> lm = ISANLanguageModel(hidden_size=8, seq_len=8, max_epochs=1, random_state=0)
+    >>> lm = lm.fit(["abcabcabc abcabc", "cab cab cab"])
+    >>> lm.predict(["ab"]).shape
+    (1,)
+    >>> explanation = lm.explain(["abc"], target="actual")
+    >>> explanation.units
+    [['a', 'b', 'c']]
     """
 
     _parameter_constraints = {**ISANBase._parameter_constraints,
@@ -236,9 +438,31 @@ class ISANLanguageModel(ISANBase, _LanguageModel):
         return torch.cat(states)
 
     def word_cache(self, X, n_words: int = 1000) -> dict:
-        """Precomputed maps of the ``n_words`` most frequent words of ``X`` (with their leading
-        whitespace, see :func:`split_words`): ``{word: (A, b)}`` torch tensors on the device,
-        computed in one batched pass. Pass it to :meth:`transition`."""
+        """Precompute the affine maps of the most frequent words of ``X``.
+
+        Words keep their leading whitespace (see :func:`split_words`); the maps are computed
+        in one batched pass. Pass the result to :meth:`transition`.
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            The texts.
+        n_words : int, default=1000
+            How many of the most frequent words.
+
+        Returns
+        -------
+        dict
+            ``{word: (A, b)}``, torch tensors ``(H, H)`` and ``(H,)`` on the device.
+
+        Examples
+        --------
+        >>> from interpretable import ISANLanguageModel
+        >>> lm = ISANLanguageModel(hidden_size=8, seq_len=8, max_epochs=1, random_state=0)
+        >>> lm = lm.fit(["abcabcabc abcabc", "cab cab cab"])
+        >>> sorted(lm.word_cache(["abc cab cab"], n_words=2))
+        [' cab', 'abc']
+        """
         self._check_fitted()
         docs = check_documents(X)
         counts = Counter(w for d in docs for w in split_words(d) if len(w) > 1)
@@ -250,9 +474,34 @@ class ISANLanguageModel(ISANBase, _LanguageModel):
         return {w: (A[i], b[i]) for i, w in enumerate(words)}
 
     def transition(self, text: str, state=None, cache: dict | None = None) -> np.ndarray:
-        """The hidden state after reading ``text`` from ``state`` (default: the learned
-        ``h_{-1}``), (H,). Words found in ``cache`` (see :meth:`word_cache`) advance the state
-        in one affine step; other pieces are read symbol by symbol."""
+        """Return the hidden state after reading ``text``.
+
+        Words found in ``cache`` (see :meth:`word_cache`) advance the state in one affine
+        step; other pieces are read symbol by symbol.
+
+        Parameters
+        ----------
+        text : str
+            The text to read.
+        state : array-like of shape (H,) or None, default=None
+            The state to start from (None: the learned ``h_{-1}``).
+        cache : dict or None, default=None
+            Word maps from :meth:`word_cache`.
+
+        Returns
+        -------
+        ndarray of shape (H,)
+            The state.
+
+        Examples
+        --------
+        >>> from interpretable import ISANLanguageModel
+        >>> lm = ISANLanguageModel(hidden_size=8, seq_len=8, max_epochs=1, random_state=0)
+        >>> lm = lm.fit(["abcabcabc abcabc", "cab cab cab"])
+        >>> h = lm.transition("abc cab", cache=lm.word_cache(["abc cab"]))
+        >>> h.shape
+        (8,)
+        """
         self._check_fitted()
         (text,) = check_documents([text], "text")
         m = self.module_
@@ -276,15 +525,57 @@ class ISANLanguageModel(ISANBase, _LanguageModel):
 
 
 class LSTMLanguageModel(_LanguageModel):
-    """``nn.LSTM`` character language model: the baseline of the ISAN paper, trained by the
-    same loop. Parameters as :class:`ISANLanguageModel` (without ``init_gain``), plus
-    ``embedding_dim`` (character embedding size) and ``num_layers`` (stacked LSTM layers).
+    """LSTM character language model: the baseline of the ISAN paper, trained by the same loop.
 
     ``explain(X, target=None, method="input_x_gradient", level="char")`` attributes the
     explained logit at every step to the embedding of every earlier character (captum;
     ``"integrated_gradients"`` takes ``n_steps`` and carries ``logit`` / ``bias`` so that
     ``completeness_error`` reports its convergence; ``"gradient"`` is the gradient norm).
     ``target`` as for :class:`ISANLanguageModel`.
+
+    Parameters
+    ----------
+    hidden_size : int, default=128
+        State size H.
+    embedding_dim : int, default=32
+        Character embedding size.
+    num_layers : int, default=1
+        Stacked LSTM layers.
+    seq_len : int >= 2, default=100
+        Training window length (backpropagation through time); evaluation windows overlap by
+        half of it.
+    min_count : int, default=2
+        Symbols seen fewer times in ``fit`` share the unknown symbol.
+    dtype : {"float32", "float64"}, default="float32"
+        Parameter precision.
+    clip_grad : float or None, default=1.0
+        Gradient-norm clipping threshold.
+    {training_parameters}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The outputs: the unknown symbol and the alphabet learned in ``fit``.
+    symbols_ : list
+        Id → symbol; ``symbols_[0]`` is the unknown symbol.
+    vocabulary_ : dict
+        Symbol → id.
+    module_ : torch.nn.Module
+        The fitted network.
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    ISANLanguageModel : The input switched affine network.
+
+    Examples
+    --------
+    >>> from interpretable import LSTMLanguageModel
+    >>> lm = LSTMLanguageModel(hidden_size=8, embedding_dim=4, seq_len=8, max_epochs=1,
+    ...                        random_state=0).fit(["abcabcabc abcabc", "cab cab cab"])
+    >>> lm.explain(["abc"]).method
+    'input_x_gradient'
     """
 
     _parameter_constraints = {**_LanguageModel._parameter_constraints,
@@ -315,10 +606,53 @@ class LSTMLanguageModel(_LanguageModel):
 
     # ---------------------------------------------------------------- explanation
     def embed_symbols(self, x: torch.Tensor) -> torch.Tensor:
-        """Character embeddings ``(N, L, E)`` (detached) of ids ``x (N, L)`` on the device."""
+        """Return the character embeddings of ids (detached).
+
+        Parameters
+        ----------
+        x : torch.Tensor of shape (N, L)
+            Character ids on the device.
+
+        Returns
+        -------
+        torch.Tensor of shape (N, L, E)
+            The embeddings.
+
+        Examples
+        --------
+        >>> from interpretable import LSTMLanguageModel
+        >>> lm = LSTMLanguageModel(hidden_size=8, embedding_dim=4, seq_len=8, max_epochs=1,
+        ...                        random_state=0).fit(["abcabcabc abcabc", "cab cab cab"])
+        >>> import torch
+        >>> lm.embed_symbols(torch.tensor([[1, 2]], device=lm.device_)).shape
+        torch.Size([1, 2, 4])
+        """
         return self.module_.embedding(x).detach()
 
     def step_logits(self, embedded: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
-        """Logits (N, O) at position ``step`` (N,) of each row of ``embedded`` (N, L, E)."""
+        """Return the logits at one position of each row of embedded sequences.
+
+        Parameters
+        ----------
+        embedded : torch.Tensor of shape (N, L, E)
+            Character embeddings (:meth:`embed_symbols`).
+        step : torch.Tensor of shape (N,)
+            The position of each row.
+
+        Returns
+        -------
+        torch.Tensor of shape (N, O)
+            The logits.
+
+        Examples
+        --------
+        >>> from interpretable import LSTMLanguageModel
+        >>> lm = LSTMLanguageModel(hidden_size=8, embedding_dim=4, seq_len=8, max_epochs=1,
+        ...                        random_state=0).fit(["abcabcabc abcabc", "cab cab cab"])
+        >>> import torch
+        >>> embedded = lm.embed_symbols(torch.tensor([[1, 2, 3]], device=lm.device_))
+        >>> lm.step_logits(embedded, torch.tensor([2], device=lm.device_)).shape
+        torch.Size([1, 5])
+        """
         out, _ = self.module_.lstm(embedded)
         return self.module_.readout(out[torch.arange(len(step), device=step.device), step])

@@ -63,6 +63,10 @@ def _unwrap(estimator):
 class SEATClassifier(AttentionTextClassifier):
     """Attention text classifier with stable and explainable attention (SEAT) or a baseline.
 
+    Hu et al., "SEAT: Stable and Explainable Attention" (AAAI 2023): a vanilla attention
+    model is trained (or taken), then its attention is made stable under perturbations while
+    staying close to the vanilla one (``variant``).
+
     Parameters
     ----------
     variant : str, a variant object or None
@@ -82,29 +86,67 @@ class SEATClassifier(AttentionTextClassifier):
         ``"minilm"``: the bundled MiniLM-L6 (``bert`` extra, word-piece tokens, fine-tuned;
         ``embeddings`` must be None); a :class:`~interpretable.nn.bert_encoder.BertEncoder`
         instance (e.g. randomly initialised) works the same way with the MiniLM tokeniser.
-    embeddings, embed_dim, hidden_size, attention_size, freeze_embeddings, dropout,
-    text_encoder :
-        As in :class:`~interpretable.estimators.attention_text.AttentionTextClassifier` (the
-        vanilla model). With a BERT encoder ``text_encoder`` defaults to
-        :class:`~interpretable.text.WordPieceEncoder`.
+    embeddings : "glove-50", gensim KeyedVectors or None, default=None
+        Initial word vectors of the vanilla model (None: learned with ``embed_dim``).
+    embed_dim : int, default=50
+        Embedding size when ``embeddings`` is None.
+    hidden_size : int, default=128
+        Encoder hidden size (per direction for "bilstm").
+    attention_size : int or None, default=None
+        Size of the attention layer (None: the encoder output size).
+    freeze_embeddings : bool, default=False
+        Keep the initial word vectors fixed during training.
+    dropout : float in [0, 1), default=0.0
+        Dropout on encoder input and context vector.
+    text_encoder : TextEncoder, WordPieceEncoder or None, default=None
+        Tokenisation and vocabulary (None: ``TextEncoder()``, or with a BERT encoder
+        :class:`~interpretable.text.WordPieceEncoder`).
     {class_weight}
     {training_parameters}
 
+    Attributes
+    ----------
+    variant_ : SEATVariant
+        The variant object the model was trained with.
+    module_ : AttentionTextModule
+        Network whose ``attention`` produces ``w~`` (SEAT), holding ``vanilla_attention``
+        (``w``) for objective (6): a sibling layer chosen per call
+        (``explain(method="vanilla")``, ``forward_batch(view="vanilla")``).
+    vanilla_history_ : list of dict
+        Per-epoch history of the vanilla training (two-phase variants; ``history_`` is the
+        second phase).
+    fit_diagnostics_ : dict
+        Two-phase variants: on the training data, mean top-k overlap ``V_k(w, w~)``, mean
+        TVD between the vanilla and the SEAT predictions and their agreement rate.
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    text_encoder_ : TextEncoder
+        The fitted text encoder.
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    AttentionTextClassifier : The vanilla attention classifier.
+    interpretable.estimators.seat_variants : The training variants and baselines.
+
+    Notes
+    -----
     The training parameters, ``validation_fraction``, ``sample_weight`` and ``class_weight``
     apply to the vanilla model's training and the baselines', not to the SEAT phase, which is
     unweighted and needs gradients at every step.
 
-    Attributes
-    ----------
-    variant_ : the variant object the model was trained with.
-    module_ : AttentionTextModule whose ``attention`` produces ``w~`` (SEAT), holding
-        ``vanilla_attention`` (``w``) for objective (6): a sibling layer chosen per call
-        (``explain(method="vanilla")``, ``forward_batch(view="vanilla")``).
-    vanilla_history_ : per-epoch history of the vanilla training (two-phase variants;
-        ``history_`` is the second phase).
-    fit_diagnostics_ : dict (two-phase variants): on the training data, mean top-k overlap
-        ``V_k(w, w~)``, mean TVD between the vanilla and the SEAT predictions and their
-        agreement rate.
+    Examples
+    --------
+    >>> from interpretable import SEATClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = SEATClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                      random_state=0).fit(X, y)
+    >>> sorted(clf.fit_diagnostics_) # doctest: +ELLIPSIS
+    [...]
+    >>> clf.explain(["good film"]).units
+    [['good', 'film']]
     """
 
     _parameter_constraints = {
@@ -143,7 +185,19 @@ class SEATClassifier(AttentionTextClassifier):
 
     # ------------------------------------------------------------------ module
     def architecture(self) -> dict:
-        """As the base's; when fitted from ``base_estimator``, the base's architecture."""
+        """Return what shapes the module (when fitted from ``base_estimator``, the base's).
+
+        Returns
+        -------
+        dict
+            The sizes and ``encoder``.
+
+        Examples
+        --------
+        >>> from interpretable import SEATClassifier
+        >>> SEATClassifier(hidden_size=8).architecture()["hidden_size"]
+        8
+        """
         arch = getattr(self, "architecture_", None)
         return arch if arch is not None else super().architecture()
 

@@ -36,11 +36,35 @@ __all__ = ["TrainingPhase", "SEATVariant", "Vanilla", "SEAT", "AuthorsSEAT", "At
 
 @dataclass
 class TrainingPhase:
-    """One training phase: ``module_factory()`` trained on ``X`` (dict of CPU tensors) and
-    ``y`` with ``criterion``; ``options`` are the phase's keywords of
-    :func:`~interpretable.estimators.training.train_module` (``lr``, ``max_epochs``,
-    ``callbacks``, ``validation``, net keywords); ``finish`` turns the trained module into the
-    fitted one; ``reference`` is the vanilla module the phase started from (diagnostics)."""
+    """One training phase of a SEAT variant, trained by the estimator.
+
+    Parameters
+    ----------
+    module_factory : callable
+        Builds the module to train.
+    criterion : torch.nn.Module
+        The loss.
+    X : dict of str to torch.Tensor
+        The encoded inputs (CPU tensors).
+    y : torch.Tensor
+        The targets.
+    options : dict, default={}
+        The phase's keywords of :func:`~interpretable.estimators.training.train_module` (``lr``,
+        ``max_epochs``, ``callbacks``, ``validation``, net keywords).
+    finish : callable, default=identity
+        Turns the trained module into the fitted one.
+    reference : torch.nn.Module or None, default=None
+        The vanilla module the phase started from (diagnostics).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from interpretable.estimators.seat_variants import TrainingPhase
+    >>> phase = TrainingPhase(module_factory=torch.nn.Identity, criterion=torch.nn.MSELoss(),
+    ...                       X={}, y=torch.zeros(1))
+    >>> phase.options, phase.finish(phase.criterion) is phase.criterion
+    ({}, True)
+    """
 
     module_factory: Callable[[], torch.nn.Module]
     criterion: torch.nn.Module
@@ -52,26 +76,101 @@ class TrainingPhase:
 
 
 class RecordTerms(Callback):
-    """Adds the epoch means of the criterion's ``last_terms`` to the history."""
+    """A skorch callback adding the epoch means of the criterion's ``last_terms`` to the history.
+
+    See Also
+    --------
+    SEAT : Records its ``topk`` and ``stability`` terms with it.
+
+    Examples
+    --------
+    >>> from interpretable import SEATClassifier
+    >>> from interpretable.estimators.seat_variants import SEAT
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = SEATClassifier(variant=SEAT(epochs=1), embed_dim=8, hidden_size=8, max_epochs=1,
+    ...                      random_state=0).fit(X, ["pos", "pos", "neg", "neg"])
+    >>> [name for name in clf.history_[-1] if name in ("topk", "stability")]
+    ['topk', 'stability']
+    """
 
     def on_epoch_begin(self, net, **kwargs):
+        """Start the epoch's sums.
+
+        Parameters
+        ----------
+        net : skorch.NeuralNet
+            The net being trained.
+        **kwargs
+            Further arguments of skorch's callback.
+
+        Examples
+        --------
+        >>> from interpretable.estimators.seat_variants import RecordTerms
+        >>> callable(RecordTerms().on_epoch_begin)
+        True
+        """
         self._sums, self._count = {}, 0
 
     def on_batch_end(self, net, training=False, **kwargs):
+        """Add a training batch's terms.
+
+        Parameters
+        ----------
+        net : skorch.NeuralNet
+            The net being trained.
+        training : bool, default=False
+            Whether the batch was a training batch.
+        **kwargs
+            Further arguments of skorch's callback.
+
+        Examples
+        --------
+        >>> from interpretable.estimators.seat_variants import RecordTerms
+        >>> callable(RecordTerms().on_batch_end)
+        True
+        """
         if training:
             for name, value in net.criterion_.last_terms.items():
                 self._sums[name] = self._sums.get(name, 0.0) + value
             self._count += 1
 
     def on_epoch_end(self, net, **kwargs):
+        """Record the epoch means in the history.
+
+        Parameters
+        ----------
+        net : skorch.NeuralNet
+            The net being trained.
+        **kwargs
+            Further arguments of skorch's callback.
+
+        Examples
+        --------
+        >>> from interpretable.estimators.seat_variants import RecordTerms
+        >>> callable(RecordTerms().on_epoch_end)
+        True
+        """
         for name, total in self._sums.items():
             net.history.record(name, total / max(self._count, 1))
 
 
 class SEATVariant(BaseEstimator):
-    """A SEAT training procedure. Subclasses set ``name`` and may change the first phase
-    (:meth:`first_phase`, the attention model's training) and add a second one
-    (:meth:`second_phase`)."""
+    """A SEAT training procedure: the base of the variants.
+
+    Subclasses set ``name`` and may change the first phase (:meth:`first_phase`, the attention
+    model's training) and add a second one (:meth:`second_phase`). Variants are values: equal
+    when of one class with equal parameters.
+
+    See Also
+    --------
+    interpretable.SEATClassifier : Trains a variant.
+
+    Examples
+    --------
+    >>> from interpretable.estimators.seat_variants import SEAT, SEATVariant
+    >>> isinstance(SEAT(), SEATVariant), SEAT(k=2) == SEAT(k=2)
+    (True, True)
+    """
 
     name: ClassVar[str]
     #: whether the fitted module keeps the vanilla attention ``w`` beside ``w~``
@@ -90,23 +189,105 @@ class SEATVariant(BaseEstimator):
     __hash__ = None
 
     def check(self, estimator) -> None:
-        """Validate the parameters (and their relations to the estimator's)."""
+        """Validate the parameters (and their relations to the estimator's).
+
+        Parameters
+        ----------
+        estimator : SEATClassifier
+            The estimator that trains the variant.
+
+        Raises
+        ------
+        ValueError
+            If a parameter is invalid.
+
+        Examples
+        --------
+        >>> from interpretable import SEATClassifier
+        >>> from interpretable.estimators.seat_variants import SEAT
+        >>> SEAT(k=0).check(SEATClassifier())
+        Traceback (most recent call last):
+        ...
+        sklearn.utils._param_validation.InvalidParameterError: The 'k' parameter of SEAT must be ...
+        """
         self._validate_params()
 
     def first_phase(self, phase: TrainingPhase, seed: int) -> TrainingPhase:
-        """The attention model's training phase, as this variant trains it."""
+        """Return the attention model's training phase, as this variant trains it.
+
+        Parameters
+        ----------
+        phase : TrainingPhase
+            The vanilla training phase.
+        seed : int
+            The fit's seed.
+
+        Returns
+        -------
+        TrainingPhase
+            The phase (unchanged here).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from interpretable.estimators.seat_variants import TrainingPhase
+        >>> phase = TrainingPhase(module_factory=torch.nn.Identity, criterion=torch.nn.MSELoss(),
+        ...                       X={}, y=torch.zeros(1))
+        >>> from interpretable.estimators.seat_variants import Vanilla
+        >>> Vanilla().first_phase(phase, seed=0) is phase
+        True
+        """
         return phase
 
     def second_phase(self, module: torch.nn.Module, inputs: dict, y: torch.Tensor, seed: int,
                      defaults: dict) -> TrainingPhase | None:
-        """A phase after the attention model was trained (``module``, fitted on the encoded
-        ``inputs`` and class indices ``y``), or None. ``defaults`` holds the estimator's
-        ``lr``, ``max_epochs`` and the training collate function."""
+        """Return a phase after the attention model was trained, or None.
+
+        Parameters
+        ----------
+        module : torch.nn.Module
+            The trained attention model.
+        inputs : dict of str to torch.Tensor
+            The encoded training inputs.
+        y : torch.Tensor
+            The class indices.
+        seed : int
+            The fit's seed.
+        defaults : dict
+            The estimator's ``lr``, ``max_epochs`` and the training ``collate_fn``.
+
+        Returns
+        -------
+        TrainingPhase or None
+            The phase (None here: no second phase).
+
+        Examples
+        --------
+        >>> from interpretable.estimators.seat_variants import Vanilla
+        >>> Vanilla().second_phase(None, {}, None, 0, {}) is None
+        True
+        """
         return None
 
 
 class Vanilla(SEATVariant):
-    """The vanilla attention model: cross-entropy only."""
+    """The vanilla attention model: cross-entropy only.
+
+    See Also
+    --------
+    SEAT : Stable attention on top of it.
+
+    Examples
+    --------
+    >>> from interpretable import SEATClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> from interpretable.estimators.seat_variants import Vanilla
+    >>> clf = SEATClassifier(variant=Vanilla(), embed_dim=8, hidden_size=8, max_epochs=1,
+    ...                      random_state=0).fit(X, y)
+    >>> clf.variant_
+    Vanilla()
+    """
 
     name = "vanilla"
     _parameter_constraints: dict = {}
@@ -125,6 +306,34 @@ class _Robust(SEATVariant):
         """Store the parameters unchanged (see the class docstring)."""
 
     def first_phase(self, phase: TrainingPhase, seed: int) -> TrainingPhase:
+        """Return the attention model's training phase with the perturbed loss added.
+
+        The loss needs labels and gradients, so the phase trains on all of the data (no validation
+        split).
+
+        Parameters
+        ----------
+        phase : TrainingPhase
+            The vanilla training phase.
+        seed : int
+            The fit's seed.
+
+        Returns
+        -------
+        TrainingPhase
+            The robust phase.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from interpretable.estimators.seat_variants import TrainingPhase
+        >>> phase = TrainingPhase(module_factory=torch.nn.Identity, criterion=torch.nn.MSELoss(),
+        ...                       X={}, y=torch.zeros(1))
+        >>> from interpretable.estimators.seat_variants import AttentionRP
+        >>> robust = AttentionRP().first_phase(phase, seed=0)
+        >>> robust.options, sorted(robust.X)
+        ({'validation': False}, ['labels'])
+        """
         factory = phase.module_factory
         return TrainingPhase(
             lambda: RobustTrainer(factory(), self.name, self.epsilon, seed), RobustCriterion(),
@@ -133,19 +342,88 @@ class _Robust(SEATVariant):
 
 
 class AttentionRP(_Robust):
-    """Random perturbation of the attention weights (Kitada & Iyatomi, 2021)."""
+    """Random perturbation of the attention weights (Kitada & Iyatomi, 2021).
+
+    A baseline adding the cross-entropy of a perturbed forward pass to the clean one.
+
+    Parameters
+    ----------
+    epsilon : float > 0, default=0.1
+        The ℓ2 size of the perturbation, per sample.
+
+    See Also
+    --------
+    SEAT : Stable and explainable attention.
+
+    Examples
+    --------
+    >>> from interpretable import SEATClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> from interpretable.estimators.seat_variants import AttentionRP
+    >>> clf = SEATClassifier(variant=AttentionRP(epsilon=0.5), embed_dim=8, hidden_size=8,
+    ...                      max_epochs=1, random_state=0).fit(X, y)
+    >>> clf.variant_
+    AttentionRP(epsilon=0.5)
+    """
 
     name = "attention-rp"
 
 
 class AttentionAT(_Robust):
-    """Adversarial perturbation of the attention weights (Kitada & Iyatomi, 2021)."""
+    """Adversarial perturbation of the attention weights (Kitada & Iyatomi, 2021).
+
+    A baseline adding the cross-entropy of a perturbed forward pass to the clean one.
+
+    Parameters
+    ----------
+    epsilon : float > 0, default=0.1
+        The ℓ2 size of the perturbation, per sample.
+
+    See Also
+    --------
+    SEAT : Stable and explainable attention.
+
+    Examples
+    --------
+    >>> from interpretable import SEATClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> from interpretable.estimators.seat_variants import AttentionAT
+    >>> clf = SEATClassifier(variant=AttentionAT(epsilon=0.5), embed_dim=8, hidden_size=8,
+    ...                      max_epochs=1, random_state=0).fit(X, y)
+    >>> clf.variant_
+    AttentionAT(epsilon=0.5)
+    """
 
     name = "attention-at"
 
 
 class WordAT(_Robust):
-    """Adversarial perturbation of the word embeddings (Miyato et al., 2016)."""
+    """Adversarial perturbation of the word embeddings (Miyato et al., 2016).
+
+    A baseline adding the cross-entropy of a perturbed forward pass to the clean one.
+
+    Parameters
+    ----------
+    epsilon : float > 0, default=1.0
+        The ℓ2 size of the perturbation, per sample.
+
+    See Also
+    --------
+    SEAT : Stable and explainable attention.
+
+    Examples
+    --------
+    >>> from interpretable import SEATClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> from interpretable.estimators.seat_variants import WordAT
+    >>> clf = SEATClassifier(variant=WordAT(epsilon=0.5), embed_dim=8, hidden_size=8,
+    ...                      max_epochs=1, random_state=0).fit(X, y)
+    >>> clf.variant_
+    WordAT(epsilon=0.5)
+    """
 
     name = "word-at"
 
@@ -168,8 +446,10 @@ _PGD = {
 
 
 class SEAT(SEATVariant):
-    """SEAT with the paper's objective (6) / Algorithm 1: the vanilla model is trained first,
-    then a copy of its attention layer (``w~_0 = w``) is trained by::
+    """SEAT with the paper's objective (6) / Algorithm 1 (Hu et al., AAAI 2023).
+
+    The vanilla model is trained first, then a copy of its attention layer (``w~_0 = w``) is
+    trained by::
 
         D1(y(x, w~), y(x, w)) + lambda_topk * L_topk(w, w~)
             + lambda_stability * max_{||delta|| <= pgd_radius} D2(y(x, w~), y(x, w~ + delta))
@@ -179,22 +459,46 @@ class SEAT(SEATVariant):
 
     Parameters
     ----------
-    k : int
+    k : int, default=4
         Top-k of the overlap constraint ``L_topk``.
-    lambda_topk, lambda_stability : float
-        The paper's λ2 (weight of ``L_topk``) and λ1 (weight of the stability term).
-    pgd_radius, pgd_steps, pgd_step_size, pgd_norm : float, int, float or None, {"l2", "linf"}
-        PGD of the inner maximisation: radius ``R`` of the attention perturbation ball,
-        iterations, step (default ``2.5 R / steps``) and norm.
-    divergence : {"bce", "kl"}
+    lambda_topk : float, default=1.0
+        The paper's λ2, the weight of ``L_topk``.
+    lambda_stability : float, default=1.0
+        The paper's λ1, the weight of the stability term.
+    pgd_radius : float, default=0.05
+        Radius ``R`` of the attention perturbation ball of the inner maximisation (PGD).
+    pgd_steps : int, default=5
+        PGD iterations.
+    pgd_step_size : float or None, default=None
+        PGD step (None: ``2.5 R / steps``).
+    pgd_norm : {"l2", "linf"}, default="l2"
+        The norm of the ball.
+    divergence : {"bce", "kl"}, default="bce"
         D1 and D2: cross-entropy with soft targets (the paper's BCE) or KL (same gradient).
-    epochs, lr : int / float or None
-        Epochs and learning rate of the SEAT phase (default: the estimator's ``max_epochs``
-        and ``lr``).
+    epochs : int or None, default=None
+        Epochs of the SEAT phase (None: the estimator's ``max_epochs``).
+    lr : float or None, default=None
+        Learning rate of the SEAT phase (None: the estimator's ``lr``).
 
-    Note: an attention perturbation ``δ`` moves the logits by ``Σ_t δ_t θ h_t`` whatever
-    ``w~`` is, so (6) acts only through more decided predictions, not on the sensitivity to
-    *embeddings*.
+    See Also
+    --------
+    AuthorsSEAT : The loss of the authors' code.
+
+    Notes
+    -----
+    An attention perturbation ``δ`` moves the logits by ``Σ_t δ_t θ h_t`` whatever ``w~`` is,
+    so (6) acts only through more decided predictions, not on the sensitivity to *embeddings*.
+
+    Examples
+    --------
+    >>> from interpretable import SEATClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> from interpretable.estimators.seat_variants import SEAT
+    >>> clf = SEATClassifier(variant=SEAT(k=2, epochs=1), embed_dim=8, hidden_size=8,
+    ...                      max_epochs=1, random_state=0).fit(X, y)
+    >>> sorted(clf.fit_diagnostics_)
+    ['agreement', 'prediction_tvd', 'top_k_overlap']
     """
 
     name = "seat"
@@ -215,6 +519,39 @@ class SEAT(SEATVariant):
                 "iterator_train__collate_fn": defaults["collate_fn"]}
 
     def second_phase(self, module, inputs, y, seed, defaults) -> TrainingPhase:
+        """Return the SEAT phase: a copy of the attention trained by objective (6).
+
+        Parameters
+        ----------
+        module : torch.nn.Module
+            The trained vanilla attention model.
+        inputs : dict of str to torch.Tensor
+            The encoded training inputs.
+        y : torch.Tensor
+            The class indices.
+        seed : int
+            The fit's seed.
+        defaults : dict
+            The estimator's ``lr``, ``max_epochs`` and the training ``collate_fn``.
+
+        Returns
+        -------
+        TrainingPhase
+            The phase.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from interpretable import AttentionTextClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=1,
+        ...                               random_state=0).fit(X, ["pos", "pos", "neg", "neg"])
+        >>> inputs, labels = clf.encode(X).inputs, torch.tensor([1, 1, 0, 0])
+        >>> defaults = {"lr": 1e-3, "max_epochs": 1, "collate_fn": None}
+        >>> from interpretable.estimators.seat_variants import SEAT
+        >>> SEAT(epochs=2).second_phase(clf.module_, inputs, labels, 0, defaults).options["max_epochs"]
+        2
+        """
         vanilla = copy.deepcopy(module).requires_grad_(False)
         trainable = {name: p.requires_grad for name, p in module.named_parameters()}
         module.requires_grad_(False)
@@ -235,15 +572,51 @@ class SEAT(SEATVariant):
 
 
 class AuthorsSEAT(SEAT):
-    """SEAT as the authors' code trains it (kaustpradalab/SEAT): the *whole* model, from the
-    vanilla weights, by ``CE(f(x), y) + lambda_stability·CE(f(x+δ*), y) +
-    lambda_topk·topk-L1(att(x+δ*), att(x))``, ``δ*`` the PGD attack (``pgd_*``, step default
-    ``2 R / steps``; ``pgd_clamp`` clamps the attacked embeddings, their code: ``(0, 1)``) on
-    the word embeddings. Embedding and encoder train at ``lr``, attention and decoder with Adam
-    at 1e-3 (amsgrad, as theirs); the estimator's ``optimizer`` must be Adam or AdamW.
+    """SEAT as the authors' code trains it (kaustpradalab/SEAT): the whole model.
 
-    The defaults are the authors' setting: ``k=7, lambda_topk=1000, lambda_stability=1,
-    pgd_norm="linf", pgd_radius=0.01, pgd_steps=10, lr=0.01``.
+    From the vanilla weights, by ``CE(f(x), y) + lambda_stability·CE(f(x+δ*), y) +
+    lambda_topk·topk-L1(att(x+δ*), att(x))``, ``δ*`` the PGD attack on the word embeddings.
+    Embedding and encoder train at ``lr``, attention and decoder with Adam at 1e-3 (amsgrad, as
+    theirs); the estimator's ``optimizer`` must be Adam or AdamW. The defaults are the authors'
+    setting.
+
+    Parameters
+    ----------
+    k : int, default=7
+        Top-k of the overlap term.
+    lambda_topk : float, default=1000.0
+        Weight of the top-k term.
+    lambda_stability : float, default=1.0
+        Weight of the attacked cross-entropy.
+    pgd_radius : float, default=0.01
+        Radius of the attack.
+    pgd_steps : int, default=10
+        Attack steps.
+    pgd_step_size : float or None, default=None
+        Attack step (None: ``2 R / steps``).
+    pgd_norm : {"l2", "linf"}, default="linf"
+        The norm of the attack's ball.
+    pgd_clamp : tuple of float or None, default=None
+        Clamps the attacked embeddings (their code: ``(0, 1)``).
+    epochs : int or None, default=None
+        Epochs of the second phase (None: the estimator's ``max_epochs``).
+    lr : float or None, default=0.01
+        Learning rate of embedding and encoder in the second phase.
+
+    See Also
+    --------
+    SEAT : The paper's objective.
+
+    Examples
+    --------
+    >>> from interpretable import SEATClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> from interpretable.estimators.seat_variants import AuthorsSEAT
+    >>> clf = SEATClassifier(variant=AuthorsSEAT(k=2, pgd_steps=1, epochs=1), embed_dim=8,
+    ...                      hidden_size=8, max_epochs=1, random_state=0).fit(X, y)
+    >>> clf.variant_.name
+    'authors'
     """
 
     name = "authors"
@@ -257,6 +630,27 @@ class AuthorsSEAT(SEAT):
         """Store the parameters unchanged (see the class docstring)."""
 
     def check(self, estimator) -> None:
+        """Validate the parameters and that the estimator trains with Adam or AdamW.
+
+        Parameters
+        ----------
+        estimator : SEATClassifier
+            The estimator that trains the variant.
+
+        Raises
+        ------
+        ValueError
+            If a parameter is invalid or the estimator's ``optimizer`` is neither.
+
+        Examples
+        --------
+        >>> from interpretable import SEATClassifier
+        >>> from interpretable.estimators.seat_variants import AuthorsSEAT
+        >>> AuthorsSEAT().check(SEATClassifier(optimizer="sgd"))
+        Traceback (most recent call last):
+        ...
+        ValueError: variant AuthorsSEAT trains with Adam (amsgrad) as the authors' code; ...
+        """
         super().check(estimator)
         check_clamp(self.pgd_clamp, "pgd_clamp")
         if estimator.optimizer not in ("adam", "adamw"):
@@ -265,6 +659,39 @@ class AuthorsSEAT(SEAT):
                              f"{estimator.optimizer!r}.")
 
     def second_phase(self, module, inputs, y, seed, defaults) -> TrainingPhase:
+        """Return the authors' phase: the whole model trained against the PGD attack.
+
+        Parameters
+        ----------
+        module : torch.nn.Module
+            The trained vanilla attention model.
+        inputs : dict of str to torch.Tensor
+            The encoded training inputs.
+        y : torch.Tensor
+            The class indices.
+        seed : int
+            The fit's seed.
+        defaults : dict
+            The estimator's ``lr``, ``max_epochs`` and the training ``collate_fn``.
+
+        Returns
+        -------
+        TrainingPhase
+            The phase.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from interpretable import AttentionTextClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=1,
+        ...                               random_state=0).fit(X, ["pos", "pos", "neg", "neg"])
+        >>> inputs, labels = clf.encode(X).inputs, torch.tensor([1, 1, 0, 0])
+        >>> defaults = {"lr": 1e-3, "max_epochs": 1, "collate_fn": None}
+        >>> from interpretable.estimators.seat_variants import AuthorsSEAT
+        >>> AuthorsSEAT().second_phase(clf.module_, inputs, labels, 0, defaults).options["lr"]
+        0.01
+        """
         attack = dict(radius=self.pgd_radius, steps=self.pgd_steps,
                       step_size=self.pgd_step_size, norm=self.pgd_norm, clamp=self.pgd_clamp)
         vanilla = copy.deepcopy(module).requires_grad_(False).eval()

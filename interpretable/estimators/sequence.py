@@ -91,8 +91,28 @@ class SequenceEstimator(NeuralEstimator):
         Gradient-norm clipping threshold.
     {training_parameters}
 
-    Fitted attributes: ``symbols_`` (id → symbol, ``symbols_[0]`` is :data:`UNKNOWN`),
-    ``vocabulary_`` (symbol → id), ``n_symbols_``, ``n_outputs_``, ``module_``, ``history_``.
+    Attributes
+    ----------
+    symbols_ : list
+        Id → symbol; ``symbols_[0]`` is the unknown symbol.
+    vocabulary_ : dict
+        Symbol → id.
+    n_symbols_ : int
+        Size of the alphabet, unknown symbol included.
+    n_outputs_ : int
+        Number of outputs per step.
+    module_ : torch.nn.Module
+        The fitted network.
+    history_ : list of dict
+        Per-epoch training record.
+
+    Examples
+    --------
+    >>> from interpretable import ISANSequenceTagger
+    >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+    >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+    >>> tagger.symbols_
+    ['<unk>', 'a', 'b', 'c']
     """
 
     _parameter_constraints = {
@@ -127,16 +147,54 @@ class SequenceEstimator(NeuralEstimator):
         self.n_symbols_ = len(self.symbols_)
 
     def encode_symbols(self, sequence) -> np.ndarray:
-        """Ids (len,) int64 of one sequence; symbols outside the alphabet map to 0
-        (:data:`UNKNOWN`)."""
+        """Return the ids of the symbols of one sequence.
+
+        Parameters
+        ----------
+        sequence : str or list
+            One sequence.
+
+        Returns
+        -------
+        ndarray of shape (len(sequence),)
+            Ids (int64); symbols outside the alphabet map to 0 (:data:`UNKNOWN`).
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> tagger.encode_symbols("abz")
+        array([1, 2, 0])
+        """
         check_is_fitted(self, "vocabulary_")
         vocab = self.vocabulary_
         return np.fromiter((vocab.get(c, 0) for c in sequence), dtype=np.int64,
                            count=len(sequence))
 
     def encode(self, X) -> Batch:
-        """Validated sequences as a :class:`Batch`: ``inputs`` = ids ``x (n, T)`` right-padded
-        with 0 and ``lengths (n,)``; ``units`` = the sequences."""
+        """Validate sequences and encode them as module inputs.
+
+        Parameters
+        ----------
+        X : sequence of str or of symbol lists, of shape (n_samples,)
+            The sequences.
+
+        Returns
+        -------
+        Batch
+            ``inputs``: ids ``x (n, T)`` right-padded with 0 and ``lengths (n,)``; ``units``:
+            the sequences.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> tagger.encode(["ab", "c"]).inputs["x"]
+        tensor([[1, 2],
+                [3, 0]])
+        """
         self._check_fitted()
         seqs = self._check_inputs(X)
         x, lengths = pad_sequences([self.encode_symbols(s) for s in seqs], 0)
@@ -167,7 +225,29 @@ class SequenceEstimator(NeuralEstimator):
         return {k: v if v.dim() == 1 else v[:, :longest] for k, v in batch.items()}
 
     def forward_batch(self, batch: dict, **options):
-        """Outputs (b, L, O) of a batch ``{"x": ids (b, L), ...}`` (device tensors)."""
+        """Run the module on a batch of device tensors.
+
+        Parameters
+        ----------
+        batch : dict of str to torch.Tensor
+            ``{"x": ids (b, L), ...}``, from :meth:`iter_batches`.
+        **options
+            Keyword arguments of the module's ``forward``.
+
+        Returns
+        -------
+        torch.Tensor of shape (b, L, O)
+            The outputs at every position.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> _, batch = next(tagger.iter_batches(tagger.encode(["ab"]).inputs))
+        >>> tagger.forward_batch(batch).shape
+        torch.Size([1, 2, 3])
+        """
         return self.module_(batch["x"], **options)
 
     def _inference_order(self, inputs) -> torch.Tensor | None:
@@ -187,8 +267,34 @@ class SequenceEstimator(NeuralEstimator):
 
     # ---------------------------------------------------------------- explanation
     def explained_targets(self, batch: Batch, target) -> list:
-        """One target per sequence of an encoded ``batch``: ``target`` as a list of one per
-        sequence, or repeated; :meth:`explained_outputs` resolves each into steps."""
+        """Return one explained target per sequence of an encoded batch.
+
+        Parameters
+        ----------
+        batch : Batch
+            Encoded sequences (:meth:`encode`).
+        target : object or list
+            One target for all sequences, or a list of one per sequence;
+            :meth:`explained_outputs` resolves each into steps.
+
+        Returns
+        -------
+        list
+            The targets, one per sequence.
+
+        Raises
+        ------
+        ValueError
+            If a list ``target`` does not have one entry per sequence.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> tagger.explained_targets(tagger.encode(["ab", "c"]), 1)
+        [1, 1]
+        """
         n = len(batch)
         targets = target if isinstance(target, list) else [target] * n
         if len(targets) != n:
@@ -206,8 +312,28 @@ class SequenceEstimator(NeuralEstimator):
         raise NotImplementedError
 
     def split_units(self, sequence, level: str) -> list:
-        """The units of ``sequence`` at ``level`` (one of :attr:`levels`); each covers
-        consecutive symbols."""
+        """Split a sequence into the units of explanations at ``level``.
+
+        Parameters
+        ----------
+        sequence : str or list
+            One sequence.
+        level : str
+            One of :attr:`levels` (``"char"``: every symbol).
+
+        Returns
+        -------
+        list
+            The units; each covers consecutive symbols.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> tagger.split_units("abc", "char")
+        ['a', 'b', 'c']
+        """
         return list(sequence)
 
     # ---------------------------------------------------------------- persistence
@@ -224,10 +350,24 @@ class ISANBase(SequenceEstimator):
     outputs ``W_ro h_t + b_ro``, learned ``h_{-1}``; one ``(W_c, b_c)`` per symbol of the
     alphabet; the exact ``"inherent"`` explanation.
 
-    Parameters: those of :class:`SequenceEstimator` (``dtype="float64"`` makes the
-    decomposition exact to ~1e-12), plus ``init_gain`` : float, ``W_c`` start at
+    Its parameters are those of :class:`SequenceEstimator` (``dtype="float64"`` makes the
+    decomposition exact to ~1e-12), plus ``init_gain``: the maps ``W_c`` start at
     ``init_gain · I`` (plus small noise). Explained exactly by
     :class:`~interpretable.estimators.explainers.sequence.ISANContributions`.
+
+    See Also
+    --------
+    interpretable.ISANLanguageModel : The character language model.
+    interpretable.ISANSequenceTagger : The tagger.
+
+    Examples
+    --------
+    >>> from interpretable import ISANSequenceTagger
+    >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+    >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+    >>> A, b = tagger.compose("ab")  # the affine map of reading "ab"
+    >>> A.shape, b.shape
+    ((8, 8), (8,))
     """
 
     _parameter_constraints = {**SequenceEstimator._parameter_constraints,
@@ -246,7 +386,34 @@ class ISANBase(SequenceEstimator):
 
     # ---------------------------------------------------------------- composition and basis
     def compose(self, substring):
-        """The affine map ``h → A h + b`` of a whole substring: (A (H, H), b (H,)) arrays."""
+        """Return the affine map ``h → A h + b`` of reading a whole substring.
+
+        Parameters
+        ----------
+        substring : str or list
+            A non-empty sequence of symbols.
+
+        Returns
+        -------
+        A : ndarray of shape (H, H)
+            The linear part.
+        b : ndarray of shape (H,)
+            The offset.
+
+        Raises
+        ------
+        ValueError
+            If ``substring`` is empty or not a sequence.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> A, b = tagger.compose("abc")
+        >>> A.shape, b.shape
+        ((8, 8), (8,))
+        """
         self._check_fitted()
         if not isinstance(substring, (str, list, tuple)) or len(substring) == 0:
             raise ValueError(
@@ -256,11 +423,25 @@ class ISANBase(SequenceEstimator):
         return A[0].cpu().numpy(), b[0].cpu().numpy()
 
     def readout_basis(self) -> Bunch:
-        """Orthonormal basis splitting the state into the readout subspace (span of the rows
-        of ``W_ro``) and its orthogonal complement (the computational subspace).
+        """Return an orthonormal basis splitting the state into readout and computation.
 
-        Returns a Bunch: ``Q`` (H, H), ``rank``, ``readout`` = ``Q[:, :rank]``,
-        ``computational`` = ``Q[:, rank:]``.
+        The readout subspace is the span of the rows of ``W_ro``; the computational subspace
+        its orthogonal complement.
+
+        Returns
+        -------
+        Bunch
+            ``Q`` (H, H), ``rank``, ``readout`` = ``Q[:, :rank]``, ``computational`` =
+            ``Q[:, rank:]``.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> basis = tagger.readout_basis()
+        >>> basis.Q.shape, basis.rank
+        ((8, 8), 3)
         """
         self._check_fitted()
         Q, rank = self.module_.readout_basis()
@@ -268,8 +449,34 @@ class ISANBase(SequenceEstimator):
         return Bunch(Q=Q, rank=rank, readout=Q[:, :rank], computational=Q[:, rank:])
 
     def to_basis(self, Q) -> "ISANBase":
-        """A copy of this fitted model with state ``h' = Q⁻¹ h`` (Q (H, H) invertible): all
-        predictions are identical; parameters are re-expressed in the new basis."""
+        """Return a copy of this fitted model in another basis of its state, ``h' = Q⁻¹ h``.
+
+        All predictions are identical; the parameters are re-expressed in the new basis.
+
+        Parameters
+        ----------
+        Q : array-like of shape (H, H)
+            An invertible matrix.
+
+        Returns
+        -------
+        ISANBase
+            The copy.
+
+        Raises
+        ------
+        ValueError
+            If ``Q`` has the wrong shape, is not finite or is singular.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> rotated = tagger.to_basis(tagger.readout_basis().Q)
+        >>> rotated.predict(["ab"])[0].tolist() == tagger.predict(["ab"])[0].tolist()
+        True
+        """
         self._check_fitted()
         Q = np.asarray(Q, dtype=np.float64)
         H = self.module_.hidden_size

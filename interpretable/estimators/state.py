@@ -43,8 +43,20 @@ _REBUILT = {"module_", "device_", "fitted_params_"}
 
 
 class EstimatorState:
-    """Mixin: pickling and skops through :func:`estimator_state`; ``copy.copy`` and
-    ``copy.deepcopy`` copy the attributes as they are (the module included)."""
+    """Mixin: pickling and skops through :func:`estimator_state`.
+
+    ``copy.copy`` and ``copy.deepcopy`` copy the attributes as they are (the module included).
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> import pickle
+    >>> pickle.loads(pickle.dumps(clf)).predict(["good film"]).shape
+    (1,)
+    """
 
     def __getstate__(self) -> dict:
         return estimator_state(self)
@@ -70,8 +82,30 @@ def _is_fitted_attribute(name) -> bool:
 
 
 def estimator_state(estimator) -> dict:
-    """The plain-data state of ``estimator`` (see the module docstring); reads, never changes
-    it."""
+    """Return the plain-data state of an estimator (see the module docstring).
+
+    It reads the estimator, never changes it.
+
+    Parameters
+    ----------
+    estimator : NeuralEstimator
+        The estimator, fitted or not.
+
+    Returns
+    -------
+    dict
+        Its parameters and, when fitted, its fitted state and weights.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> from interpretable.estimators.state import estimator_state
+    >>> sorted(estimator_state(clf))
+    ['attributes', 'estimator', 'fitted', 'fitted_params', 'interpretable_state', 'params', 'weights']
+    """
     state = {"interpretable_state": STATE_VERSION, "estimator": type(estimator).__name__,
              "params": estimator.get_params(deep=False)}
     if not hasattr(estimator, "module_"):
@@ -91,8 +125,32 @@ def estimator_state(estimator) -> dict:
 
 
 def set_estimator_state(estimator, state) -> None:
-    """Make ``estimator`` (a new, empty instance) the one ``state`` describes; a state that is
-    not one raises a ``ValueError`` naming what is wrong."""
+    """Make a new, empty estimator the one a state describes.
+
+    Parameters
+    ----------
+    estimator : NeuralEstimator
+        A new instance (``cls.__new__(cls)``).
+    state : dict
+        A state from :func:`estimator_state`.
+
+    Raises
+    ------
+    ValueError
+        If ``state`` is not a state of the estimator's class (the error names what is wrong).
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> from interpretable.estimators.state import estimator_state, set_estimator_state
+    >>> copy = EmbeddingBagClassifier.__new__(EmbeddingBagClassifier)
+    >>> set_estimator_state(copy, estimator_state(clf))
+    >>> copy.predict(["good film"]).tolist() == clf.predict(["good film"]).tolist()
+    True
+    """
     cls = type(estimator)
     if not isinstance(state, dict) or state.get("interpretable_state") != STATE_VERSION:
         raise ValueError(f"not the state of a {cls.__name__} of this version of interpretable "
@@ -166,9 +224,28 @@ def _subclasses(cls):
 
 
 def trusted_types() -> list[str]:
-    """The names of the package's classes that an estimator's skops file may hold: the
-    estimators and the scikit-learn-style objects their parameters take (text encoders, SEAT
-    variants). Pass them as ``skops.io.load(path, trusted=trusted_types())``."""
+    """Return the names of the package's classes that an estimator's skops file may hold.
+
+    These are the estimators and the scikit-learn-style objects their parameters take (text
+    encoders, SEAT variants). Pass them as ``skops.io.load(path, trusted=trusted_types())``.
+
+    Returns
+    -------
+    list of str
+        Qualified class names, sorted.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> import skops.io
+    >>> from interpretable.estimators.state import trusted_types
+    >>> skops.io.dump(clf, "model.skops")
+    >>> skops.io.load("model.skops", trusted=trusted_types()).classes_
+    array(['neg', 'pos'], dtype='<U3')
+    """
     import interpretable
 
     for name in interpretable.__all__:  # import every estimator module

@@ -28,6 +28,9 @@ __all__ = ["ISANSequenceTagger"]
 class ISANSequenceTagger(ISANBase):
     """Input switched affine network tagger: one output vector per input position.
 
+    The ISAN of Foerster et al. (ICML 2017) as a sequence tagger (e.g. its parentheses
+    counting task, :func:`~interpretable.datasets.make_parentheses`).
+
     ``h_t = W_{x_t} h_{t-1} + b_{x_t}``, outputs ``W_ro h_t + b_ro`` (the concatenated groups'
     scores), learned ``h_{-1}``; one ``(W_c, b_c)`` per symbol of the alphabet learned in ``fit``.
     ``explain(X, target=None, dtype=None)`` gives the exact contribution of every symbol to one
@@ -37,16 +40,49 @@ class ISANSequenceTagger(ISANBase):
 
     Parameters
     ----------
-    loss : {"cross_entropy", "squared"}
+    hidden_size : int, default=128
+        State size H.
+    loss : {"cross_entropy", "squared"}, default="cross_entropy"
         ``"squared"``: regress the one-hot code of each group (``predict_proba`` then returns
         the raw outputs).
-    hidden_size, min_count, dtype, clip_grad, init_gain, lr, max_epochs, batch_size, ...
-        See :class:`~interpretable.estimators.sequence.ISANBase`.
+    min_count : int, default=2
+        Symbols seen fewer times in ``fit`` share the unknown symbol.
+    dtype : {"float32", "float64"}, default="float32"
+        Parameter precision (``"float64"`` makes the decomposition exact to ~1e-12).
+    clip_grad : float or None, default=1.0
+        Gradient-norm clipping threshold.
+    init_gain : float, default=1.0
+        The maps ``W_c`` start at ``init_gain · I`` (plus small noise).
+    {training_parameters}
 
     Attributes
     ----------
-    target_classes_ : list of G arrays, the labels of each target group.
-    classes_ : ``target_classes_[0]`` for one group, else ``target_classes_``.
+    target_classes_ : list of ndarray
+        The labels of each of the G target groups.
+    classes_ : ndarray or list of ndarray
+        ``target_classes_[0]`` for one group, else ``target_classes_``.
+    symbols_ : list
+        Id → symbol; ``symbols_[0]`` is the unknown symbol.
+    n_outputs_ : int
+        Outputs per step (the sum of the groups' sizes).
+    module_ : ISAN
+        The fitted network.
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    ISANLanguageModel : The ISAN character language model.
+
+    Examples
+    --------
+    >>> from interpretable import ISANSequenceTagger
+    >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+    >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+    >>> tagger.predict(["ab"])[0].shape
+    (2,)
+    >>> tagger.explain(["ab"], target=0).units
+    [['a', 'b']]
     """
 
     _parameter_constraints = {**ISANBase._parameter_constraints,
@@ -115,12 +151,50 @@ class ISANSequenceTagger(ISANBase):
         return out
 
     def predict_proba(self, X) -> list[np.ndarray]:
-        """Per sequence, the group-wise probabilities (len, sum of group sizes) (``loss=
-        "squared"``: the raw regression outputs)."""
+        """Predict the group-wise probabilities at every position of each sequence.
+
+        Parameters
+        ----------
+        X : sequence of str or of symbol lists, of shape (n_samples,)
+            The sequences.
+
+        Returns
+        -------
+        list of ndarray of shape (len_i, n_outputs_)
+            Per sequence, the probabilities of every group's labels (``loss="squared"``: the
+            raw regression outputs).
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> tagger.predict_proba(["ab"])[0].sum(axis=1)
+        array([1., 1.])
+        """
         return [torch.cat(groups, -1).numpy() for groups in self._group_outputs(X)]
 
     def predict(self, X) -> list[np.ndarray]:
-        """Per sequence, the labels (len,) (one group) or (len, G)."""
+        """Predict the labels at every position of each sequence.
+
+        Parameters
+        ----------
+        X : sequence of str or of symbol lists, of shape (n_samples,)
+            The sequences.
+
+        Returns
+        -------
+        list of ndarray of shape (len_i,) or (len_i, G)
+            Per sequence, the labels (one group) or the labels of each group.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> [p.shape for p in tagger.predict(["ab", "cab"])]
+        [(2,), (3,)]
+        """
         preds = []
         for groups in self._group_outputs(X):
             p = np.stack([c[g.argmax(-1).numpy()] for c, g in zip(self.target_classes_, groups)],
@@ -129,7 +203,33 @@ class ISANSequenceTagger(ISANBase):
         return preds
 
     def score(self, X, y=None) -> float:
-        """Share of positions whose every target group is predicted correctly."""
+        """Return the share of positions whose every target group is predicted correctly.
+
+        Parameters
+        ----------
+        X : sequence of str or of symbol lists, of shape (n_samples,)
+            The sequences.
+        y : sequence of array-like
+            Per sequence, the labels ``(len_i,)`` or ``(len_i, G)``.
+
+        Returns
+        -------
+        float
+            The accuracy over all positions.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is missing.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> 0.0 <= tagger.score(["abc"], [[0, 1, 2]]) <= 1.0
+        True
+        """
         self._check_fitted()
         seqs = check_sequences(X)
         if y is None:
@@ -140,11 +240,55 @@ class ISANSequenceTagger(ISANBase):
 
     # ---------------------------------------------------------------- explanation
     def output_names(self) -> np.ndarray:
+        """Return the names of the outputs: their indices.
+
+        Returns
+        -------
+        ndarray of shape (n_outputs_,)
+            ``0 .. n_outputs_ - 1``.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> tagger.output_names()
+        array([0, 1, 2])
+        """
         return np.arange(self.n_outputs_)
 
     def explained_outputs(self, ids: torch.Tensor, target, predicted: torch.Tensor
                           ) -> torch.Tensor:
-        """target: None (the largest output at each step) or an output index."""
+        """Return the output ids to explain at each step of one sequence.
+
+        Parameters
+        ----------
+        ids : torch.Tensor of shape (T,)
+            The sequence's symbol ids.
+        target : int or None
+            None: the largest output at each step; or an output index.
+        predicted : torch.Tensor of shape (T,)
+            The largest outputs.
+
+        Returns
+        -------
+        torch.Tensor of shape (T,)
+            Output ids.
+
+        Raises
+        ------
+        ValueError
+            If ``target`` is not None or an output index.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> import torch
+        >>> tagger.explained_outputs(torch.tensor([1, 2]), 2, torch.tensor([0, 1]))
+        tensor([2, 2])
+        """
         if target is None:
             return predicted
         if (isinstance(target, (bool, np.bool_)) or not isinstance(target, Integral)

@@ -128,8 +128,29 @@ class TextClassifierBase(NeuralClassifier):
         return tokens, {ids_key: ids, lengths_key: lengths.clamp(min=1)}
 
     def encode(self, X) -> Batch:
-        """Validate and encode texts (or pairs): ``Batch`` with ``inputs`` = ``tokens (n, T)``,
-        ``lengths (n,)`` [, ``query``, ``query_lengths``] and ``units`` = the tokens."""
+        """Validate and encode texts (or pairs) as module inputs.
+
+        Parameters
+        ----------
+        X : sequence of str or of (str, str) pairs, of shape (n_samples,)
+            Texts, or (text, query) pairs for a model fitted on pairs.
+
+        Returns
+        -------
+        Batch
+            ``inputs``: ``tokens (n, T)``, ``lengths (n,)`` [, ``query``, ``query_lengths``];
+            ``units``: the tokens of each text.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> batch = clf.encode(["good film", "bad"])
+        >>> batch.inputs["tokens"].shape, batch.units
+        (torch.Size([2, 2]), [['good', 'film'], ['bad']])
+        """
         self._check_fitted()
         return self._encode_texts(*self._split_inputs(X, fitting=False))
 
@@ -169,7 +190,28 @@ class TextClassifierBase(NeuralClassifier):
 
     # ---------------------------------------------------------------- forward
     def embed(self, batch: dict) -> torch.Tensor:
-        """Token embeddings ``(B, T, E)`` of a batch of device tensors."""
+        """Return the token embeddings of a batch of device tensors.
+
+        Parameters
+        ----------
+        batch : dict of str to torch.Tensor
+            One batch from :meth:`iter_batches` (``tokens (B, T)``, ...).
+
+        Returns
+        -------
+        torch.Tensor of shape (B, T, E)
+            The embeddings.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> _, batch = next(clf.iter_batches(clf.encode(["good film"]).inputs))
+        >>> clf.embed(batch).shape
+        torch.Size([1, 2, 8])
+        """
         return self.module_.embed(batch["tokens"])
 
     def _check_view(self, view: str) -> None:
@@ -178,7 +220,37 @@ class TextClassifierBase(NeuralClassifier):
                              f"choose one of {list(self.views)}.")
 
     def forward_batch(self, batch: dict, *, embedded=None, view: str = "model"):
-        """Module output for a batch; ``embedded (B, T, E)`` replaces the token embeddings."""
+        """Run the module on a batch, optionally on replaced embeddings.
+
+        Parameters
+        ----------
+        batch : dict of str to torch.Tensor
+            One batch from :meth:`iter_batches`.
+        embedded : torch.Tensor of shape (B, T, E) or None, default=None
+            Embeddings that replace the token embeddings (gradient methods).
+        view : str, default="model"
+            The model variant (one of ``views``).
+
+        Returns
+        -------
+        object
+            The module output (logits ``(B, n_classes)`` or a tuple starting with them).
+
+        Raises
+        ------
+        ValueError
+            If ``view`` is not one of ``views``.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> _, batch = next(clf.iter_batches(clf.encode(["good film"]).inputs))
+        >>> clf.forward_batch(batch, embedded=clf.embed(batch) * 0).shape
+        torch.Size([1, 2])
+        """
         self._check_view(view)
         return self.module_(**batch, embedded=embedded)
 

@@ -23,6 +23,7 @@ from the estimator's training parameters and trains it:
 from __future__ import annotations
 
 import copy
+import inspect
 import re
 import textwrap
 from collections.abc import Iterator
@@ -45,6 +46,7 @@ __all__ = [
     "TRAINING_DOC",
     "CLASS_WEIGHT_DOC",
     "expand_parameter_docs",
+    "with_defaults",
 ]
 
 OPTIMIZERS = {
@@ -87,7 +89,9 @@ batch_size : int >= 1
     Mini-batch size for training and inference (``explain`` and the metrics take their own
     ``batch_size``).
 optimizer : {"adam", "adamw", "sgd", "rmsprop"}
+    The torch optimizer.
 weight_decay : float >= 0
+    L2 penalty (decoupled for ``"adamw"``), passed to the optimizer.
 device : "auto", "cpu", "cuda", "cuda:N" or torch.device
     ``"auto"`` uses CUDA when available.
 random_state : int, RandomState or None
@@ -99,7 +103,7 @@ verbose : int
     on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
     ``explain`` (see :mod:`interpretable.progress`).
 callbacks : list or None
-    skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+    The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
     your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
     with deep copies: the callbacks passed here are never changed.
 validation_fraction : float in (0, 1) or None
@@ -148,6 +152,67 @@ def expand_parameter_docs(doc: str | None) -> str | None:
                      lambda m, text=text: textwrap.indent(text.rstrip(), m.group(1)),
                      doc, flags=re.MULTILINE)
     return doc
+
+
+def _default_text(value) -> str:
+    """A default as scikit-learn's docstrings write it (``"auto"``, ``None``, ``(32,)``)."""
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def with_defaults(doc: str | None, init) -> str | None:
+    r"""Append ``, default=<value>`` to each Parameters entry that names no default.
+
+    The defaults are read from the signature of ``init``, so shared entries
+    (:data:`TRAINING_DOC`) show each estimator's own.
+
+    Parameters
+    ----------
+    doc : str or None
+        A numpydoc docstring.
+    init : callable
+        The ``__init__`` whose parameters the entries document.
+
+    Returns
+    -------
+    str or None
+        The docstring.
+
+    Examples
+    --------
+    >>> from interpretable.estimators.training import with_defaults
+    >>> def init(self, lr=0.01, device="auto"):
+    ...     pass
+    >>> print(with_defaults("Model.\n\nParameters\n----------\nlr : float\n    Rate.\n"
+    ...                     "device : str, default=\"cpu\"\n", init))
+    Model.
+    <BLANKLINE>
+    Parameters
+    ----------
+    lr : float, default=0.01
+        Rate.
+    device : str, default="cpu"
+    <BLANKLINE>
+    """
+    if doc is None:
+        return None
+    parameters = inspect.signature(init).parameters
+    lines = doc.split("\n")
+    indent = None  # the Parameters section's indentation while inside it
+    for i, line in enumerate(lines):
+        underlined = i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"}
+        if underlined and line.strip():
+            indent = line[:len(line) - len(line.lstrip())] if line.strip() == "Parameters" \
+                else None
+            continue
+        match = re.fullmatch(r"(\s*)(\w+) : (.+?)\s*", line)
+        if indent is None or match is None or match.group(1) != indent:
+            continue
+        parameter = parameters.get(match.group(2))
+        if parameter is not None and parameter.default is not inspect.Parameter.empty \
+                and "default=" not in match.group(3):
+            lines[i] = f"{indent}{match.group(2)} : {match.group(3)}, " \
+                       f"default={_default_text(parameter.default)}"
+    return "\n".join(lines)
 
 
 class TrainingDivergedError(RuntimeError):

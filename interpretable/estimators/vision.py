@@ -43,19 +43,25 @@ def _same(a, b) -> bool:
 
 
 class BcosViTClassifier(VisionTransformerClassifier):
-    """B-cos Vision Transformers: the holistically explainable ViT of Böhle, Fritz & Schiele
-    (the default), or the B-cos v2 ViTs of the ``bcos`` package, from scratch or fine-tuned
-    from their ImageNet weights (``pretrained``; :meth:`from_pretrained` gives the ImageNet
-    classifier itself).
+    """B-cos Vision Transformer classifier, holistically explainable (exact contribution maps).
 
+    The holistically explainable ViT of Böhle, Fritz & Schiele (the default), or the B-cos
+    v2 ViTs of the ``bcos`` package, from scratch or fine-tuned from their ImageNet weights
+    (``pretrained``; :meth:`from_pretrained` gives the ImageNet classifier itself).
     Every component is dynamic linear, so each logit is exactly ``W(x)·x + bias``.
 
     Parameters
     ----------
     patch_size : int
         (holistic) Kernel size and stride of the last stem convolution (one token per patch).
-    embed_dim, depth, num_heads, mlp_ratio : (holistic) transformer size (MLP hidden =
-        mlp_ratio·embed_dim).
+    embed_dim : int
+        (holistic) Token dimension.
+    depth : int
+        (holistic) Number of transformer blocks.
+    num_heads : int
+        (holistic) Attention heads per block.
+    mlp_ratio : float
+        (holistic) MLP hidden size as a multiple of ``embed_dim``.
     stem_channels : tuple of int
         (holistic) Channels of the 3×3 B-cos convolutions of the CNN tokeniser before the patch
         layer.
@@ -129,6 +135,28 @@ class BcosViTClassifier(VisionTransformerClassifier):
     {class_weight}
     {training_parameters}
 
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    module_ : torch.nn.Module
+        The fitted network (:class:`~interpretable.nn.bcos_vit.BcosViT` or a v2 ViT).
+    image_shape_ : tuple of int
+        ``(H, W)`` of the images the model sees.
+    n_channels_ : int
+        Channels of the input images.
+    crop_size_ : int or None
+        The crop side with an ``image_size``, else None.
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    ViTClassifier : The conventional ViT baseline.
+    interpretable.metrics.grid_pointing_game : Localisation of the explanations.
+
+    Notes
+    -----
     From ``pretrained`` weights the new classifier learns at 5 × ``lr`` (1e-2 by default), the
     other trained layers at ``lr``. Training uses binary cross-entropy on sigmoid outputs,
     computed stably from the logits (finite for any finite logit), against one-hot targets for the holistic ViT (the paper) and, as the ``bcos``
@@ -142,6 +170,22 @@ class BcosViTClassifier(VisionTransformerClassifier):
     The default explanation is exact: the contribution maps ``W(x)ᵀ_k ⊙ x``
     (:class:`~interpretable.estimators.explainers.image.BcosContributions`); for v2 models
     ``bias`` holds the logit bias plus the contribution of the positional embedding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import BcosViTClassifier
+    >>> X = np.random.default_rng(0).random((8, 8, 8, 3), dtype=np.float32)
+    >>> y = [0, 1] * 4
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+    ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, y)
+    >>> clf.predict(X[:2]).shape
+    (2,)
+    >>> explanation = clf.explain(X[:2])
+    >>> explanation.values.shape  # (n, H, W): the contribution of every pixel
+    (2, 8, 8)
+    >>> bool(abs(explanation.completeness_error).max() < 1e-3)  # exact: sums to the logit
+    True
     """
 
     _parameter_constraints = {
@@ -178,21 +222,53 @@ class BcosViTClassifier(VisionTransformerClassifier):
     @classmethod
     def from_pretrained(cls, name_or_path, *, architecture=None, classes=None,
                         download: bool = False, **params) -> "BcosViTClassifier":
-        """A fitted classifier holding a released ImageNet model (or a ``.pth`` checkpoint):
+        """Build a fitted classifier from a released ImageNet model or a ``.pth`` checkpoint.
+
         ``predict`` gives ImageNet class names, ``explain`` exact contribution maps of the
         crops the model sees (``image_size="auto"``: its 224-px evaluation transform).
 
-        name_or_path : a name of :data:`~interpretable.nn.bcos_zoo.PRETRAINED`, read from the
-            torch hub cache (``download=True`` downloads it there once, SHA-256 checked;
-            nothing is downloaded otherwise), or a ``.pth`` file in the ``bcos`` key layout
-            (``architecture`` says which network unless its file name is a released one).
-        classes : the labels of the checkpoint's classifier rows, in row order (None: the
-            1,000 ImageNet class names of
+        Parameters
+        ----------
+        name_or_path : str or os.PathLike
+            A name of :data:`~interpretable.nn.bcos_zoo.PRETRAINED`, read from the torch hub
+            cache, or a ``.pth`` file in the ``bcos`` key layout (``architecture`` says which
+            network unless its file name is a released one).
+        architecture : None, str or dict, default=None
+            The network, as the ``architecture`` parameter.
+        classes : sequence or None, default=None
+            The labels of the checkpoint's classifier rows, in row order (None: the 1,000
+            ImageNet class names of
             :func:`~interpretable.datasets.images.imagenet_class_names`). ``classes_`` holds
             them sorted (scikit-learn's convention; the rows follow).
-        **params : further parameters (e.g. ``finetune="head"``, ``max_epochs``, ``device``).
-            The estimator's ``pretrained`` is ``name_or_path``, so a later ``fit`` (or a
+        download : bool, default=False
+            Download a released model into the torch hub cache once (SHA-256 checked);
+            nothing is downloaded otherwise.
+        **params
+            Further parameters (e.g. ``finetune="head"``, ``max_epochs``, ``device``). The
+            estimator's ``pretrained`` is ``name_or_path``, so a later ``fit`` (or a
             ``clone``'s) fine-tunes from these weights for the labels it is given.
+
+        Returns
+        -------
+        BcosViTClassifier
+            The fitted classifier.
+
+        Examples
+        --------
+        A checkpoint of a tiny v2 ViT (a released name such as
+        ``"vitc_ti_patch1_14"`` works the same way once downloaded):
+
+        >>> import numpy as np, torch
+        >>> from interpretable import BcosViTClassifier
+        >>> from interpretable.nn.bcos_zoo import to_bcos_state_dict
+        >>> arch = dict(dim=8, depth=1, heads=2, mlp_dim=16, patch_size=8)
+        >>> X = np.random.default_rng(0).random((4, 16, 16, 3), dtype=np.float32)
+        >>> tiny = BcosViTClassifier(architecture=arch, max_epochs=1, random_state=0)
+        >>> torch.save(to_bcos_state_dict(tiny.fit(X, [0, 1, 0, 1]).module_), "tiny.pth")
+        >>> clf = BcosViTClassifier.from_pretrained("tiny.pth", architecture=arch,
+        ...                                         classes=["cat", "dog"], image_size=16)
+        >>> clf.classes_
+        array(['cat', 'dog'], dtype='<U3')
         """
         estimator = cls(architecture=architecture, pretrained=name_or_path, **params)
         estimator._validate_params()
@@ -351,11 +427,65 @@ class BcosViTClassifier(VisionTransformerClassifier):
 
 
 class ViTClassifier(VisionTransformerClassifier):
-    """Conventional Vision Transformer of the same size (CNN stem, learned positional
-    embedding, GELU, LayerNorm, cross-entropy): the accuracy baseline for
-    :class:`BcosViTClassifier`. Explained post hoc only (``explain_methods``). Parameters as
-    in :class:`BcosViTClassifier` (``zoom_out`` and ``image_size`` included, "auto" being
-    None); ``dropout`` in the blocks."""
+    """Conventional Vision Transformer classifier, the accuracy baseline of the B-cos ViT.
+
+    CNN stem, learned positional embedding, GELU, LayerNorm, cross-entropy, of the size of
+    :class:`BcosViTClassifier`. Explained post hoc only (``explain_methods``: attention
+    rollout, gradients).
+
+    Parameters
+    ----------
+    patch_size : int, default=4
+        Kernel size and stride of the last stem convolution (one token per patch).
+    embed_dim : int, default=64
+        Token dimension.
+    depth : int, default=4
+        Number of transformer blocks.
+    num_heads : int, default=4
+        Attention heads per block.
+    mlp_ratio : float, default=2.0
+        MLP hidden size as a multiple of ``embed_dim``.
+    stem_channels : tuple of int, default=(32,)
+        Channels of the 3×3 convolutions of the CNN tokeniser before the patch layer.
+    dropout : float in [0, 1), default=0.0
+        Dropout in the blocks.
+    image_size : "auto", None or int, default="auto"
+        The inputs, as in :class:`BcosViTClassifier` ("auto" is None here).
+    zoom_out : (low, high) or None, default=None
+        Random zoom-out augmentation, as in :class:`BcosViTClassifier`.
+    zoom_out_probability : float, default=0.5
+        Share of the training images zoomed out at each epoch (with ``zoom_out``).
+    lr_decay_at : float or None, default=0.6
+        The learning rate is divided by 10 after this fraction of ``max_epochs``; None keeps
+        it constant.
+    {class_weight}
+    {training_parameters}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    module_ : ViT
+        The fitted network (:class:`~interpretable.nn.vit.ViT`).
+    image_shape_ : tuple of int
+        ``(H, W)`` of the images the model sees.
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    BcosViTClassifier : The inherently explainable counterpart.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import ViTClassifier
+    >>> X = np.random.default_rng(0).random((8, 8, 8, 3), dtype=np.float32)
+    >>> clf = ViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2, stem_channels=(4,),
+    ...                     max_epochs=1, random_state=0).fit(X, [0, 1] * 4)
+    >>> clf.explain(X[:2]).method  # attention rollout
+    'rollout'
+    """
 
     _parameter_constraints = {
         **VisionTransformerClassifier._parameter_constraints,

@@ -45,9 +45,35 @@ def resize_size(crop_size: int) -> int:
 
 @dataclass(frozen=True)
 class ImageBatch(Batch):
-    """A :class:`~interpretable.estimators.base.Batch` of images with ``crop_boxes``
-    ``(n, 4)`` float64 (top, left, bottom, right): the part of each source image the model saw
-    (``image_size`` transform), in its pixel coordinates; None for images used as given."""
+    """A :class:`~interpretable.estimators.base.Batch` of images with their crop boxes.
+
+    Parameters
+    ----------
+    inputs : dict of str to torch.Tensor
+        ``{"x": model input (n, C', H, W)}``.
+    units : None, default=None
+        Unused for images.
+    queries : None, default=None
+        Unused for images.
+    images : ndarray of shape (n, H, W, C) or None, default=None
+        The images the model sees, float in [0, 1].
+    texts : None, default=None
+        Unused for images.
+    crop_boxes : ndarray of shape (n, 4) or None, default=None
+        Float64 (top, left, bottom, right): the part of each source image the model saw
+        (``image_size`` transform), in its pixel coordinates; None for images used as given.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import BcosViTClassifier
+    >>> X = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+    ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, [0, 1])
+    >>> batch = clf.encode(X)
+    >>> batch.inputs["x"].shape, batch.crop_boxes is None
+    (torch.Size([2, 6, 8, 8]), True)
+    """
 
     crop_boxes: np.ndarray | None = None
 
@@ -240,9 +266,36 @@ class VisionTransformerClassifier(NeuralClassifier):
 
     # ------------------------------------------------------------------ inference
     def encode(self, X) -> ImageBatch:
-        """Validate images against the fitted input rules (``image_size``): ``ImageBatch``
-        with ``inputs`` = ``{"x": model input (n, C', H, W)}``, ``images`` = float32
-        ``(n, H, W, C)`` (the crops the model sees) and ``crop_boxes``."""
+        """Validate images against the fitted input rules (``image_size``) and encode them.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, H, W[, C]) or sequence of images
+            Images as in ``fit`` (with an ``image_size``: arrays of any size, PIL images or
+            file paths).
+
+        Returns
+        -------
+        ImageBatch
+            ``inputs``: ``{"x": model input (n, C', H, W)}``; ``images``: float32
+            ``(n, H, W, C)``, the crops the model sees; ``crop_boxes``.
+
+        Raises
+        ------
+        ValueError
+            If the images' size differs from the fitted one.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import BcosViTClassifier
+        >>> X = np.random.default_rng(0).random((8, 8, 8, 3), dtype=np.float32)
+        >>> y = [0, 1] * 4
+        >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+        ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, y)
+        >>> clf.encode(X[:2]).images.shape
+        (2, 8, 8, 3)
+        """
         self._check_fitted()
         images, boxes = self._read(X, self.crop_size_, channels=self.n_channels_)
         if tuple(images.shape[1:3]) != tuple(self.image_shape_):
@@ -251,10 +304,39 @@ class VisionTransformerClassifier(NeuralClassifier):
         return ImageBatch({"x": self._encode(images)}, images=images, crop_boxes=boxes)
 
     def iter_batches(self, inputs, batch_size=None, *, ordered: bool = False):
-        """As :meth:`NeuralEstimator.iter_batches`; with ``batch_size=None`` the batches hold
-        at most ``batch_size`` images and fewer when the activations of an explanation of the
-        batch would exceed :data:`INFERENCE_MEMORY` bytes (CPU) or half the free memory of the
-        GPU (large images and models)."""
+        """Yield the mini-batches of encoded images, bounded in memory.
+
+        With ``batch_size=None`` the batches hold at most the estimator's ``batch_size``
+        images, fewer when the activations of an explanation of the batch would exceed
+        :data:`INFERENCE_MEMORY` bytes (CPU) or half the free memory of the GPU.
+
+        Parameters
+        ----------
+        inputs : mapping of str to torch.Tensor
+            Encoded images (``encode(X).inputs``).
+        batch_size : int or None, default=None
+            Images per batch (None: bounded as above).
+        ordered : bool, default=False
+            Unused for images (same sizes); kept for the common signature.
+
+        Yields
+        ------
+        rows : slice
+            The batch's rows of ``inputs``.
+        batch : dict of str to torch.Tensor
+            Those rows on ``device_``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import BcosViTClassifier
+        >>> X = np.random.default_rng(0).random((8, 8, 8, 3), dtype=np.float32)
+        >>> y = [0, 1] * 4
+        >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+        ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, y)
+        >>> [rows for rows, _ in clf.iter_batches(clf.encode(X).inputs, batch_size=5)]
+        [slice(0, 5, None), slice(5, 8, None)]
+        """
         self._check_fitted()
         if batch_size is None:
             batch_size = min(check_batch_size(None, default=self.batch_size),

@@ -41,13 +41,36 @@ class Explanation:
         return dataclasses.replace(self, **changes)
 
     def ids(self) -> np.ndarray:
-        """The sample ids: ``sample_ids`` (e.g. the caller's pandas index), else 0..n-1."""
+        """Return the sample ids: ``sample_ids`` (e.g. the caller's pandas index), else 0..n-1.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The ids.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import TokenExplanation
+        >>> explanation = TokenExplanation(
+        ...     units=[["good", "film"], ["bad"]], values=[np.array([0.5, 0.25]), np.array([-1.0])],
+        ...     target=np.array(["pos", "neg"]), prediction=np.array(["pos", "neg"]),
+        ...     method="inherent", logit=np.array([1.0, -0.5]), bias=np.array([0.25, 0.5]),
+        ...     inputs=["Good film!", "bad"])
+        >>> explanation.ids()
+        array([0, 1])
+        >>> explanation[1:].ids()  # a sub-explanation keeps its samples' ids
+        array([1])
+        """
         return np.arange(len(self)) if self.sample_ids is None else np.asarray(self.sample_ids)
 
     @property
     def completeness_error(self) -> np.ndarray | None:
-        """Per-sample relative error of ``sum(values) + bias`` against ``logit``
-        (None when the explanation has no logit, e.g. post-hoc methods)."""
+        """Per-sample relative error of ``sum(values) + bias`` against ``logit``.
+
+        None when the explanation has no logit (e.g. post-hoc methods); about 0 for exact
+        (inherent) explanations.
+        """
         if self.logit is None:
             return None
         totals, magnitudes = self._totals()
@@ -62,7 +85,24 @@ class ClassifierExplanation(Explanation):
     per-sample table."""
 
     def probabilities(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """``(p(target), p(prediction))`` per sample from ``proba`` and ``classes``, or None."""
+        """Return the probabilities of the target and of the predicted class of each sample.
+
+        Returns
+        -------
+        tuple of two ndarray of shape (n_samples,), or None
+            ``(p(target), p(prediction))`` from ``proba`` and ``classes``; None without them.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import TokenExplanation
+        >>> explanation = TokenExplanation(
+        ...     units=[["good"]], values=[np.array([0.5])], target=np.array(["neg"]),
+        ...     prediction=np.array(["pos"]), method="inherent",
+        ...     proba=np.array([[0.25, 0.75]]), classes=np.array(["neg", "pos"]))
+        >>> explanation.probabilities()
+        (array([0.25]), array([0.75]))
+        """
         if self.proba is None or self.classes is None:
             return None
         column = {c: j for j, c in enumerate(np.asarray(self.classes).tolist())}
@@ -92,8 +132,41 @@ def check_kind(kind: str) -> None:
 
 
 def with_sample_ids(explanation, X, offset: int = 0):
-    """``explanation`` with the sample ids of ``X``: the index of a pandas Series / DataFrame,
-    else the positions ``offset, offset + 1, ...`` (e.g. of a chunk within a corpus)."""
+    """Return ``explanation`` with the sample ids of ``X``.
+
+    Parameters
+    ----------
+    explanation : TokenExplanation, ImageExplanation or SequenceExplanation
+        The explanation of the samples ``X``.
+    X : sequence or pandas object of shape (n_samples,)
+        The explained samples.
+    offset : int, default=0
+        The first id when ``X`` has no index (e.g. a chunk's start within a corpus).
+
+    Returns
+    -------
+    explanation
+        A copy whose ``sample_ids`` are the index of a pandas Series / DataFrame ``X``, else
+        the positions ``offset, offset + 1, ...``.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` and the explanation have different lengths.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import TokenExplanation
+    >>> explanation = TokenExplanation(
+    ...     units=[["good", "film"], ["bad"]], values=[np.array([0.5, 0.25]), np.array([-1.0])],
+    ...     target=np.array(["pos", "neg"]), prediction=np.array(["pos", "neg"]),
+    ...     method="inherent", logit=np.array([1.0, -0.5]), bias=np.array([0.25, 0.5]),
+    ...     inputs=["Good film!", "bad"])
+    >>> from interpretable.explanation import with_sample_ids
+    >>> with_sample_ids(explanation, ["a", "b"], offset=10).ids()
+    array([10, 11])
+    """
     index = getattr(X, "index", None)
     ids = index.to_numpy() if isinstance(index, pd.Index) \
         else np.arange(offset, offset + len(explanation))
@@ -119,8 +192,42 @@ def _same(a, b) -> bool:
 
 
 def concat_explanations(explanations):
-    """Concatenate explanations of the same type and method. Sample ids are kept when every
-    part has them; otherwise samples are renumbered 0..n-1 in order."""
+    """Concatenate explanations of the same type and method.
+
+    Sample ids are kept when every part has them; otherwise samples are renumbered 0..n-1 in
+    order.
+
+    Parameters
+    ----------
+    explanations : iterable of explanations
+        Explanations of one type, method and classes.
+
+    Returns
+    -------
+    explanation
+        One explanation of all their samples, in order.
+
+    Raises
+    ------
+    ValueError
+        If ``explanations`` is empty or they differ in method (or another shared field).
+    TypeError
+        If they are of different types.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import TokenExplanation
+    >>> explanation = TokenExplanation(
+    ...     units=[["good", "film"], ["bad"]], values=[np.array([0.5, 0.25]), np.array([-1.0])],
+    ...     target=np.array(["pos", "neg"]), prediction=np.array(["pos", "neg"]),
+    ...     method="inherent", logit=np.array([1.0, -0.5]), bias=np.array([0.25, 0.5]),
+    ...     inputs=["Good film!", "bad"])
+    >>> from interpretable import concat_explanations
+    >>> both = concat_explanations([explanation[:1], explanation[1:]])
+    >>> len(both), both.units
+    (2, [['good', 'film'], ['bad']])
+    """
     explanations = list(explanations)
     if not explanations:
         raise ValueError("concat_explanations needs at least one explanation.")

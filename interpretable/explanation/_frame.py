@@ -163,9 +163,38 @@ class _ParquetTable:
 
 @contextmanager
 def table_writer(path, *, escape_formulas: bool = True):
-    """Yield ``write(frame)``, which appends rows to the table file ``path`` (``.csv`` or
-    ``.parquet``). The file appears complete when the block ends; on any error an earlier file
-    at ``path`` stays as it was (see :func:`write_frame`)."""
+    """Write a table file in parts: a context manager yielding an append function.
+
+    The file appears complete when the block ends; on any error an earlier file at ``path``
+    stays as it was (see :func:`write_frame`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.csv`` or ``.parquet`` file.
+    escape_formulas : bool, default=True
+        CSV: text cells that spreadsheets would run as formulas start with ``'``.
+
+    Yields
+    ------
+    callable
+        ``write(frame)``, which appends the rows of a DataFrame to the file.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import TokenExplanation
+    >>> from interpretable.explanation import read_frame, write_frame
+    >>> frame = TokenExplanation(
+    ...     units=[["=1+1", "film"]], values=[np.array([1.0, 0.5])], target=np.array([1]),
+    ...     prediction=np.array([1]), method="inherent").to_frame()
+    >>> from interpretable.explanation import table_writer
+    >>> with table_writer("two_parts.parquet") as write:
+    ...     write(frame)
+    ...     write(frame)
+    >>> len(read_frame("two_parts.parquet"))
+    4
+    """
     path = check_table_path(path)
     csv = path.suffix == ".csv"
     with replacing(path, companions=[schema_file(path)] if csv else []) as staged:
@@ -179,14 +208,48 @@ def table_writer(path, *, escape_formulas: bool = True):
 
 
 def write_frame(frame: pd.DataFrame, path, *, escape_formulas: bool = True) -> Path:
-    """Write an explanation table to ``path`` (``.csv`` or ``.parquet``) so that
-    :func:`read_frame` gives it back with the same dtypes; returns ``path``.
+    """Write an explanation table so that :func:`read_frame` gives it back with its dtypes.
 
     The file is replaced whole (written beside it, then renamed): readers and a failed write
     never see half a table, and a failure raises an ``OSError`` naming the path. A CSV gets
     its dtypes in ``<path>.schema.json`` (so ids such as ``"007"`` stay strings) and, with
     ``escape_formulas`` (default), text cells that spreadsheets would run as formulas (see
     :func:`escape_formula_cells`) start with ``'``; :func:`read_frame` removes it again.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        An explanation table (``to_frame()``).
+    path : str or os.PathLike
+        A ``.csv`` or ``.parquet`` file.
+    escape_formulas : bool, default=True
+        CSV: escape the text cells that spreadsheets would run as formulas.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    OSError
+        If writing fails (the error names the path).
+    ValueError
+        If the suffix is neither ``.csv`` nor ``.parquet``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import TokenExplanation
+    >>> from interpretable.explanation import read_frame, write_frame
+    >>> frame = TokenExplanation(
+    ...     units=[["=1+1", "film"]], values=[np.array([1.0, 0.5])], target=np.array([1]),
+    ...     prediction=np.array([1]), method="inherent").to_frame()
+    >>> path = write_frame(frame, "explanation.csv")
+    >>> open(path).read().splitlines()[1].split(",")[:3]
+    ['0', '0', "'=1+1"]
+    >>> read_frame(path)["token"].tolist()
+    ['=1+1', 'film']
     """
     with table_writer(path, escape_formulas=escape_formulas) as write:
         write(frame)
@@ -194,12 +257,40 @@ def write_frame(frame: pd.DataFrame, path, *, escape_formulas: bool = True) -> P
 
 
 def read_frame(path) -> pd.DataFrame:
-    """Read an explanation table written as ``.csv`` or ``.parquet`` with the dtypes
-    ``to_frame()`` gives (labels included: int labels stay int). A CSV is read with the dtypes of
-    its ``<path>.schema.json`` (written by :func:`write_frame`); without one (a CSV written by
-    other tools), the token ``"null"`` still reads as a token, and ``sample``, ``target`` and
-    ``prediction`` take pandas' inferred dtypes (int64 when every value is an integer, so a
-    string label ``"1"`` needs the schema to stay a string)."""
+    """Read an explanation table written as ``.csv`` or ``.parquet``, with its dtypes.
+
+    The dtypes are those ``to_frame()`` gives (labels included: int labels stay int). A CSV is
+    read with the dtypes of its ``<path>.schema.json`` (written by :func:`write_frame`);
+    without one (a CSV written by other tools), the token ``"null"`` still reads as a token,
+    and ``sample``, ``target`` and ``prediction`` take pandas' inferred dtypes (int64 when
+    every value is an integer, so a string label ``"1"`` needs the schema to stay a string).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.csv`` or ``.parquet`` file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table.
+
+    Raises
+    ------
+    ValueError
+        If the suffix is neither ``.csv`` nor ``.parquet``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import TokenExplanation
+    >>> from interpretable.explanation import read_frame, write_frame
+    >>> frame = TokenExplanation(
+    ...     units=[["=1+1", "film"]], values=[np.array([1.0, 0.5])], target=np.array([1]),
+    ...     prediction=np.array([1]), method="inherent").to_frame()
+    >>> read_frame(write_frame(frame, "explanation.parquet")).dtypes["target"]
+    dtype('int64')
+    """
     path = check_table_path(path)
     if path.suffix == ".parquet":
         return pd.read_parquet(path)

@@ -16,9 +16,31 @@ _SAMPLE = re.compile(r"\bX\[(\d+)\]")
 
 @contextmanager
 def citing_samples(where: Callable[[int], str]):
-    """Re-raise a ``ValueError`` / ``TypeError`` of the block (``explain`` on a part of the
-    caller's input) that cites samples as ``X[i]`` with each cited as ``where(i)`` instead,
-    e.g. ``X[offset + i]``, the position in the caller's input."""
+    """Make errors of a block that works on a part of the input cite the whole input.
+
+    A context manager: a ``ValueError`` / ``TypeError`` of the block (``explain`` on a part
+    of the caller's input) that cites samples as ``X[i]`` is re-raised with each cited as
+    ``where(i)`` instead, e.g. ``X[offset + i]``, the position in the caller's input.
+
+    Parameters
+    ----------
+    where : callable
+        Maps a position in the part to its citation.
+
+    Yields
+    ------
+    None
+        Nothing; the block runs inside.
+
+    Examples
+    --------
+    >>> from interpretable.explanation import citing_samples
+    >>> with citing_samples(lambda i: f"X[{100 + i}]"):
+    ...     raise ValueError("X[2] is empty.")
+    Traceback (most recent call last):
+    ...
+    ValueError: X[102] is empty.
+    """
     try:
         yield
     except (ValueError, TypeError) as error:
@@ -48,13 +70,49 @@ def _chunks(X, chunk_size: int):
 
 
 def iter_explanations(estimator, X, chunk_size: int = 1000, **explain_kwargs) -> Iterator:
-    """Yield ``(offset, explanation)`` for consecutive chunks of ``X`` (list, array, pandas
-    Series / DataFrame or any iterable, consumed lazily); only one chunk is in memory at a
-    time. Sample ids are global: the pandas index of ``X``, else positions in ``X``; so are
-    the positions that errors cite (``X[2345]``, not its position in a chunk).
+    """Explain ``X`` chunk by chunk, so that only one chunk is in memory at a time.
 
+    Sample ids are global: the pandas index of ``X``, else positions in ``X``; so are the
+    positions that errors cite (``X[2345]``, not its position in a chunk).
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        Any estimator with ``explain``.
+    X : sequence, array, pandas Series / DataFrame or iterable
+        The samples (an iterable is consumed lazily).
+    chunk_size : int, default=1000
+        Samples explained at a time.
+    **explain_kwargs
+        Passed to ``explain`` (e.g. ``method``).
+
+    Yields
+    ------
+    offset : int
+        The position of the chunk's first sample in ``X``.
+    explanation : TokenExplanation, ImageExplanation or SequenceExplanation
+        The chunk's explanation.
+
+    Raises
+    ------
+    ValueError
+        If ``chunk_size`` is not positive.
+
+    Notes
+    -----
     With the estimator's ``verbose`` > 0 on a terminal or in Jupyter, a progress bar counts
-    the explained samples (see :mod:`interpretable.progress`)."""
+    the explained samples (see :mod:`interpretable.progress`).
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> from interpretable.explanation import iter_explanations
+    >>> [(offset, e.ids().tolist()) for offset, e in iter_explanations(clf, X, chunk_size=3)]
+    [(0, [0, 1, 2]), (3, [3])]
+    """
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size}.")
     bar = None

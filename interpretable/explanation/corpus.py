@@ -29,13 +29,46 @@ TABLE_COLUMNS = ["target", "token", "count", "mean_attribution", "mean_abs_attri
 
 @dataclass
 class GlobalExplanation:
-    """Every token's attribution averaged over a corpus, per explained class (the analogue
-    of InterpretML's ``explain_global`` for token attributions).
+    """Every token's attribution averaged over a corpus, per explained class.
 
-    table : one row per (target, token): ``count`` (occurrences), ``mean_attribution``,
-    ``mean_abs_attribution``; sorted by target, then mean attribution (largest first).
-    method : the explanation method; n_samples : how many samples were aggregated;
-    class_independent : whether the method gives the same values for every target.
+    The analogue of InterpretML's ``explain_global`` for token attributions; built by
+    :func:`global_explanation`.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per (target, token): ``count`` (occurrences), ``mean_attribution``,
+        ``mean_abs_attribution``; sorted by target, then mean attribution (largest first).
+    method : str
+        The explanation method.
+    n_samples : int
+        How many samples were aggregated.
+    class_independent : bool, default=False
+        Whether the method gives the same values for every target.
+
+    See Also
+    --------
+    global_explanation : Build one from explanations or an estimator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import TokenExplanation
+    >>> from interpretable.explanation import global_explanation
+    >>> explanation = TokenExplanation(
+    ...     units=[["good", "film"], ["bad", "film"]],
+    ...     values=[np.array([1.0, 0.5]), np.array([-1.0, 0.0])],
+    ...     target=np.array(["pos", "neg"]), prediction=np.array(["pos", "neg"]),
+    ...     method="inherent")
+    >>> corpus = global_explanation(explanation)
+    >>> corpus.n_samples
+    2
+    >>> corpus.table[["target", "token", "count", "mean_attribution"]]
+      target token  count  mean_attribution
+    0    neg  film      1               0.0
+    1    neg   bad      1              -1.0
+    2    pos  good      1               1.0
+    3    pos  film      1               0.5
     """
 
     table: pd.DataFrame
@@ -44,11 +77,61 @@ class GlobalExplanation:
     class_independent: bool = False
 
     def to_frame(self) -> pd.DataFrame:
+        """Return the table (a copy).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per (target, token), as ``table``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import TokenExplanation
+        >>> from interpretable.explanation import global_explanation
+        >>> explanation = TokenExplanation(
+        ...     units=[["good", "film"], ["bad", "film"]],
+        ...     values=[np.array([1.0, 0.5]), np.array([-1.0, 0.0])],
+        ...     target=np.array(["pos", "neg"]), prediction=np.array(["pos", "neg"]),
+        ...     method="inherent")
+        >>> corpus = global_explanation(explanation)
+        >>> corpus.to_frame().columns.tolist()
+        ['target', 'token', 'count', 'mean_attribution', 'mean_abs_attribution']
+        """
         return self.table.copy()
 
     def top(self, k: int = 10, min_count: int = 3) -> pd.DataFrame:
-        """Per target, the ``k`` tokens seen at least ``min_count`` times with the largest
-        mean attribution and, for signed methods, the ``k`` with the most negative one."""
+        """Return the tokens with the largest and the most negative mean attribution.
+
+        Parameters
+        ----------
+        k : int, default=10
+            Tokens per target and sign.
+        min_count : int, default=3
+            Only tokens seen at least this many times.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Per target, the ``k`` tokens with the largest positive mean attribution and, for
+            signed methods, the ``k`` with the most negative one.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import TokenExplanation
+        >>> from interpretable.explanation import global_explanation
+        >>> explanation = TokenExplanation(
+        ...     units=[["good", "film"], ["bad", "film"]],
+        ...     values=[np.array([1.0, 0.5]), np.array([-1.0, 0.0])],
+        ...     target=np.array(["pos", "neg"]), prediction=np.array(["pos", "neg"]),
+        ...     method="inherent")
+        >>> corpus = global_explanation(explanation)
+        >>> corpus.top(k=1, min_count=1)[["target", "token"]]
+          target token
+        0    neg   bad
+        1    pos  good
+        """
         table = self.table[self.table["count"] >= min_count]
         parts = []
         for _, group in table.groupby("target", sort=True):
@@ -74,11 +157,40 @@ class GlobalExplanation:
              else []) + (["±∞ bars end at the axis limit"] if infinite else []))
 
     def plot(self, k: int = 10, min_count: int = 3):
-        """Bar chart per target of :meth:`top` (a matplotlib ``Figure``, not registered with
-        pyplot, shown as an image in Jupyter): red bars raise the class's logit on average,
-        blue bars lower it (one purple for class-independent methods); ``n`` = occurrences.
-        A ±∞ mean is drawn to the end of the axis and labelled; tokens with a NaN mean are
-        counted in the title."""
+        """Draw a bar chart per target of :meth:`top` as a matplotlib figure.
+
+        Red bars raise the class's logit on average, blue bars lower it (one purple for
+        class-independent methods); ``n`` = occurrences. A ±∞ mean is drawn to the end of
+        the axis and labelled; tokens with a NaN mean are counted in the title. The figure
+        is not registered with pyplot; in Jupyter it shows as an image, also in a fresh
+        kernel.
+
+        Parameters
+        ----------
+        k : int, default=10
+            Tokens per target and sign.
+        min_count : int, default=3
+            Only tokens seen at least this many times.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import TokenExplanation
+        >>> from interpretable.explanation import global_explanation
+        >>> explanation = TokenExplanation(
+        ...     units=[["good", "film"], ["bad", "film"]],
+        ...     values=[np.array([1.0, 0.5]), np.array([-1.0, 0.0])],
+        ...     target=np.array(["pos", "neg"]), prediction=np.array(["pos", "neg"]),
+        ...     method="inherent")
+        >>> corpus = global_explanation(explanation)
+        >>> len(corpus.plot(min_count=1).axes)
+        2
+        """
         from ._figure import ViewFigure
 
         top = self.top(k, min_count)
@@ -112,8 +224,36 @@ class GlobalExplanation:
         return fig
 
     def to_html(self, k: int = 10, min_count: int = 3, *, standalone: bool = False) -> str:
-        """The bar chart (embedded PNG) and the table of :meth:`top`, with the method and
-        the colour semantics."""
+        """Return the bar chart (embedded PNG) and the table of :meth:`top` as HTML.
+
+        Parameters
+        ----------
+        k : int, default=10
+            Tokens per target and sign.
+        min_count : int, default=3
+            Only tokens seen at least this many times.
+        standalone : bool, default=False
+            A full HTML page instead of a fragment.
+
+        Returns
+        -------
+        str
+            The HTML, with the method and the colour semantics.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import TokenExplanation
+        >>> from interpretable.explanation import global_explanation
+        >>> explanation = TokenExplanation(
+        ...     units=[["good", "film"], ["bad", "film"]],
+        ...     values=[np.array([1.0, 0.5]), np.array([-1.0, 0.0])],
+        ...     target=np.array(["pos", "neg"]), prediction=np.array(["pos", "neg"]),
+        ...     method="inherent")
+        >>> corpus = global_explanation(explanation)
+        >>> "good" in corpus.to_html(min_count=1)
+        True
+        """
         key = [(SEQUENTIAL, "mean weight")] if self.class_independent else \
             [(POSITIVE, "raises the logit on average"), (NEGATIVE, "lowers it on average")]
         top = self.top(k, min_count)
@@ -132,9 +272,40 @@ def global_explanation(source, X=None, *, chunk_size: int = 1000,
                        **explain_kwargs) -> GlobalExplanation:
     """Aggregate token attributions over a corpus into a :class:`GlobalExplanation`.
 
-    source : a :class:`TokenExplanation`, an iterable of them (same method), or a fitted text
-        estimator, which then explains ``X`` chunk by chunk (``chunk_size``, memory bounded
-        by one chunk; ``explain_kwargs`` go to ``explain``).
+    Parameters
+    ----------
+    source : TokenExplanation, iterable of TokenExplanation or estimator
+        Explanations (of one method), or a fitted text estimator, which then explains ``X``
+        chunk by chunk (memory bounded by one chunk).
+    X : sequence of str or None, default=None
+        The texts, with an estimator ``source``.
+    chunk_size : int, default=1000
+        Texts explained at a time.
+    **explain_kwargs
+        Passed to ``explain`` (e.g. ``method``).
+
+    Returns
+    -------
+    GlobalExplanation
+        The per-class mean attribution of every token.
+
+    Raises
+    ------
+    ValueError
+        If there is nothing to aggregate, ``X`` is missing, or the methods differ.
+    TypeError
+        If ``source`` holds other explanations than token explanations.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable.explanation import global_explanation
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> corpus = global_explanation(clf, X, chunk_size=2)
+    >>> corpus.n_samples, corpus.method
+    (4, 'inherent')
     """
     if hasattr(source, "explain"):
         if X is None:

@@ -28,10 +28,36 @@ PLOT_KINDS = ("overview", "contributions", "weights", "heads")
 def weights_to_rgba(weights: np.ndarray, contributions: np.ndarray, percentile: float = 99.9):
     """Colour view of the dynamic weights ``W(x)`` of a ``[x, 1-x]`` encoded input (B-cos).
 
-    ``weights (H, W, 2C)``: channels ``[x_1..x_C, 1-x_1..1-x_C]`` (C = 3 for colour, 1 for
-    greyscale). A pixel's colour is ``|w_x| / (|w_x| + |w_{1-x}|)`` per channel: the input
-    colour the weights align with (a grey level for greyscale); its opacity follows the
-    positive contribution, clipped at ``percentile``. Returns ``(H, W, 4)`` RGBA in [0, 1].
+    A pixel's colour is ``|w_x| / (|w_x| + |w_{1-x}|)`` per channel: the input colour the
+    weights align with (a grey level for greyscale); its opacity follows the positive
+    contribution.
+
+    Parameters
+    ----------
+    weights : array-like of shape (H, W, 2C)
+        Channels ``[x_1..x_C, 1-x_1..1-x_C]`` (C = 3 for colour, 1 for greyscale).
+    contributions : array-like of shape (H, W)
+        The contribution map.
+    percentile : float, default=99.9
+        Opacity saturates at this percentile of the positive contributions.
+
+    Returns
+    -------
+    ndarray of shape (H, W, 4)
+        RGBA in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If ``weights`` is not of a ``[x, 1-x]`` encoded greyscale or colour image.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable.explanation.image import weights_to_rgba
+    >>> rgba = weights_to_rgba(np.ones((2, 2, 6)), np.array([[0.0, 1.0], [2.0, -1.0]]))
+    >>> rgba.shape, rgba[0, 0, :3].tolist()
+    ((2, 2, 4), [0.5, 0.5, 0.5])
     """
     w = np.abs(np.asarray(weights, dtype=np.float64))
     if w.ndim != 3 or w.shape[-1] not in (2, 6):
@@ -65,18 +91,66 @@ def _colour_bar(fig, image, ax) -> None:
 
 @dataclass
 class ImageExplanation(ClassifierExplanation):
-    """Per-pixel contributions for image classifiers.
+    """Per-pixel contributions of image classifiers, as returned by ``explain``.
 
-    values : ``(n, H, W)`` contributions summed over input channels;
-    target, prediction : ``(n,)``; images : ``(n, H, W, C)`` inputs in [0, 1] or None;
-    weights : ``(n, H, W, K)`` dynamic linear weights ``W(x)`` over the K encoded input
-    channels (B-cos: ``[x, 1-x]``) or None; logit, bias : ``(n,)`` or None;
-    components : ``(n, M, H, W)`` contribution maps of M model components (e.g. attention
-    heads) that sum to ``values``, with ``component_names`` (M names), or None;
-    proba : ``(n, C)`` predicted class probabilities over ``classes`` ``(C,)``, or None;
-    sample_ids : ``(n,)`` the caller's ids, or None for 0..n-1;
-    crop_boxes : ``(n, 4)`` (top, left, bottom, right) of each image in its source image
-    (source pixels) when ``images`` are crops the model saw, or None.
+    Indexing (``explanation[i]``, slices, index arrays) gives a sub-explanation; ``len`` is
+    the number of samples.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n, H, W)
+        Contributions, summed over input channels.
+    target : ndarray of shape (n,)
+        The explained class labels.
+    prediction : ndarray of shape (n,)
+        The predicted class labels.
+    method : str
+        The explanation method.
+    images : ndarray of shape (n, H, W, C) or None, default=None
+        The inputs, in [0, 1].
+    weights : ndarray of shape (n, H, W, K) or None, default=None
+        Dynamic linear weights ``W(x)`` over the K encoded input channels (B-cos:
+        ``[x, 1-x]``).
+    logit : ndarray of shape (n,) or None, default=None
+        The explained logits.
+    bias : ndarray of shape (n,) or None, default=None
+        The part of the logit no pixel carries.
+    components : ndarray of shape (n, M, H, W) or None, default=None
+        Contribution maps of M model components (e.g. attention heads) that sum to
+        ``values``.
+    component_names : list of str, default=[]
+        The M components' names.
+    inputs : list or None, default=None
+        The caller's original samples (e.g. file paths).
+    proba : ndarray of shape (n, C) or None, default=None
+        Predicted class probabilities over ``classes``.
+    classes : ndarray of shape (C,) or None, default=None
+        The estimator's classes.
+    sample_ids : ndarray of shape (n,) or None, default=None
+        The caller's ids; None: 0..n-1.
+    class_independent : bool, default=False
+        Whether the maps are the same for every target (attention rollout).
+    crop_boxes : ndarray of shape (n, 4) or None, default=None
+        (top, left, bottom, right) of each image in its source image (source pixels) when
+        ``images`` are the crops the model saw.
+
+    See Also
+    --------
+    TokenExplanation : Token attributions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import ImageExplanation
+    >>> rng = np.random.default_rng(0)
+    >>> explanation = ImageExplanation(
+    ...     values=np.ones((2, 4, 4)), target=np.array([1, 0]), prediction=np.array([1, 1]),
+    ...     method="inherent", images=rng.random((2, 4, 4, 3)), logit=np.array([17.0, 16.5]),
+    ...     bias=np.array([1.0, 0.5]))
+    >>> explanation.completeness_error
+    array([0., 0.])
+    >>> explanation.to_frame().shape  # one row per sample and pixel
+    (32, 10)
     """
 
     values: np.ndarray
@@ -109,9 +183,43 @@ class ImageExplanation(ClassifierExplanation):
         return flat.sum(axis=1) + bias, np.abs(flat).sum(axis=1) + np.abs(bias)
 
     def to_frame(self, kind: str = "units", by_component: bool = False) -> pd.DataFrame:
-        """``kind="units"``: one row per sample × pixel (× component when ``by_component``).
-        ``kind="samples"``: one row per sample with logit, bias, probabilities and
-        completeness error where known."""
+        """Return the explanation as a tidy table.
+
+        Parameters
+        ----------
+        kind : {"units", "samples"}, default="units"
+            ``"units"``: one row per sample × pixel (× component when ``by_component``);
+            ``"samples"``: one row per sample with logit, bias, probabilities and
+            completeness error where known.
+        by_component : bool, default=False
+            One row per component map (``explain(by="head")``) instead of their total.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The table.
+
+        Raises
+        ------
+        ValueError
+            If ``kind`` is neither, or ``by_component`` without components.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import ImageExplanation
+        >>> rng = np.random.default_rng(0)
+        >>> explanation = ImageExplanation(
+        ...     values=np.ones((2, 4, 4)), target=np.array([1, 0]), prediction=np.array([1, 1]),
+        ...     method="inherent", images=rng.random((2, 4, 4, 3)), logit=np.array([17.0, 16.5]),
+        ...     bias=np.array([1.0, 0.5]))
+        >>> explanation.to_frame()[["sample", "row", "col", "attribution"]].head(2)
+           sample  row  col  attribution
+        0       0    0    0          1.0
+        1       0    0    1          1.0
+        >>> explanation.to_frame(kind="samples")["completeness_error"].tolist()
+        [0.0, 0.0]
+        """
         check_kind(kind)
         if kind == "samples":
             return build_frame(self._samples_columns(), SAMPLE_COLUMNS)
@@ -140,17 +248,48 @@ class ImageExplanation(ClassifierExplanation):
     # ------------------------------------------------------------------ figures
     def plot(self, kind: str = "overview", *, sample: int = 0, ncols: int = 4,
              percentile: float = 99.9):
-        """A matplotlib ``Figure`` (not registered with pyplot: display it, save it or add
-        it to a notebook cell's output, where it shows as an image even in a fresh kernel;
-        it is never shown twice).
+        """Draw the explanation as a matplotlib figure.
 
-        kind : ``"overview"`` one row per sample: the input, the contribution map with a
-            colour bar and, when ``W(x)`` is known, its colour view; ``"contributions"`` or
-            ``"weights"`` a grid (``ncols``) of one of them; ``"heads"`` the component maps
-            (``by="head"``) of the sample at position ``sample`` on one shared scale.
-        percentile : maps are clipped at this percentile of ``|value|``, per map.
-        Red raises the target's logit, blue lowers it (one purple scale for class-independent
-        methods such as attention rollout).
+        The figure is not registered with pyplot: display it, save it or add it to a
+        notebook cell's output, where it shows as an image even in a fresh kernel; it is
+        never shown twice. Red raises the target's logit, blue lowers it (one purple scale
+        for class-independent methods such as attention rollout).
+
+        Parameters
+        ----------
+        kind : {"overview", "contributions", "weights", "heads"}, default="overview"
+            ``"overview"``: one row per sample: the input, the contribution map with a colour
+            bar and, when ``W(x)`` is known, its colour view; ``"contributions"`` or
+            ``"weights"``: a grid of one of them; ``"heads"``: the component maps
+            (``by="head"``) of one sample on one shared scale.
+        sample : int, default=0
+            The sample shown by ``kind="heads"`` (its position).
+        ncols : int, default=4
+            Columns of the grids.
+        percentile : float, default=99.9
+            Maps are clipped at this percentile of ``|value|``, per map.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure.
+
+        Raises
+        ------
+        ValueError
+            If ``kind`` is unknown or its data is missing.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import ImageExplanation
+        >>> rng = np.random.default_rng(0)
+        >>> explanation = ImageExplanation(
+        ...     values=np.ones((2, 4, 4)), target=np.array([1, 0]), prediction=np.array([1, 1]),
+        ...     method="inherent", images=rng.random((2, 4, 4, 3)), logit=np.array([17.0, 16.5]),
+        ...     bias=np.array([1.0, 0.5]))
+        >>> figure = explanation.plot(kind="contributions", ncols=2)
+        >>> figure.savefig("contributions.png")
         """
         from ._figure import ViewFigure
 
@@ -236,9 +375,35 @@ class ImageExplanation(ClassifierExplanation):
 
     # ------------------------------------------------------------------ HTML
     def to_html(self, *, max_samples: int = 8, standalone: bool = False) -> str:
-        """The overview figure (see :meth:`plot`) as an embedded PNG, with the method, the
-        colour semantics and a table of targets, probabilities, logits and predictions; the
-        first ``max_samples`` samples (index the explanation for others)."""
+        """Return the overview figure (see :meth:`plot`) as HTML, with a table of the samples.
+
+        The figure is an embedded PNG, with the method, the colour semantics and a table of
+        targets, probabilities, logits and predictions.
+
+        Parameters
+        ----------
+        max_samples : int, default=8
+            Show the first ``max_samples`` samples (index the explanation for others).
+        standalone : bool, default=False
+            A full HTML page instead of a fragment.
+
+        Returns
+        -------
+        str
+            The HTML.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import ImageExplanation
+        >>> rng = np.random.default_rng(0)
+        >>> explanation = ImageExplanation(
+        ...     values=np.ones((2, 4, 4)), target=np.array([1, 0]), prediction=np.array([1, 1]),
+        ...     method="inherent", images=rng.random((2, 4, 4, 3)), logit=np.array([17.0, 16.5]),
+        ...     bias=np.array([1.0, 0.5]))
+        >>> explanation.to_html(max_samples=1).count("<img")
+        1
+        """
         shown = self[:max_samples]
         signed = not self.class_independent
         samples = shown.to_frame(kind="samples").drop(columns=["method", "class_independent"])

@@ -43,23 +43,64 @@ def _concat_columns(parts: list) -> dict:
 
 @dataclass
 class SequenceExplanation(Explanation):
-    """Contributions of every input unit to the logits at every later step.
+    """Contributions of every input unit to the logits at every later step of a sequence.
 
-    units : list of n lists of S_i units (characters, or words with ``level="word"``, each
-    with its leading whitespace); values : list of n arrays ``(P_i, S_i)``, entry ``[r, s]`` =
-    contribution of unit ``s`` to the explained logit at the step of row ``r`` (0 for units
-    after it); target, prediction : lists of n arrays ``(P_i,)`` of the explained / predicted
-    symbol; logit, bias : lists of n float arrays ``(P_i,)`` or None (bias = all terms not
-    owned by a unit, e.g. readout bias and initial state);
-    steps : list of n int arrays ``(P_i,)``, the symbol position of each row, or None when the
-    rows are every position 0, 1, ...; inputs : the original sequences (texts) or None;
-    sample_ids : ``(n,)`` the caller's ids, or None for 0..n-1;
-    window : None, or the compact layout of a windowed explanation (char level): values are
-    ``(P_i, window)`` and column ``j`` of a row at step ``t`` is the unit ``t - window + 1 + j``
-    (0 before the text); older units' contributions are in ``bias``.
+    As returned by the sequence models' ``explain``. Views and tables count steps in units of
+    ``level``: at word level step ``w`` is the logit after the last character of word ``w``
+    (rows at other characters stay in ``values``).
 
-    Views and tables count steps in units of ``level``: at word level step ``w`` is the logit
-    after the last character of word ``w`` (rows at other characters stay in ``values``).
+    Parameters
+    ----------
+    units : list of n lists of S_i str
+        Characters, or words with ``level="word"``, each with its leading whitespace.
+    values : list of n ndarray of shape (P_i, S_i)
+        Entry ``[r, s]``: the contribution of unit ``s`` to the explained logit at the step
+        of row ``r`` (0 for units after it).
+    target : list of n ndarray of shape (P_i,)
+        The explained symbols.
+    prediction : list of n ndarray of shape (P_i,)
+        The predicted symbols.
+    method : str
+        The explanation method.
+    logit : list of n ndarray of shape (P_i,) or None, default=None
+        The explained logits.
+    bias : list of n ndarray of shape (P_i,) or None, default=None
+        All terms not owned by a unit (e.g. readout bias and initial state).
+    level : {"char", "word"}, default="char"
+        The units.
+    inputs : list or None, default=None
+        The original sequences (texts).
+    steps : list of n int ndarray of shape (P_i,) or None, default=None
+        The symbol position of each row; None when the rows are every position 0, 1, ...
+    sample_ids : ndarray of shape (n,) or None, default=None
+        The caller's ids; None: 0..n-1.
+    window : int or None, default=None
+        The compact layout of a windowed explanation (char level): values are
+        ``(P_i, window)`` and column ``j`` of a row at step ``t`` is the unit
+        ``t - window + 1 + j`` (0 before the text); older units' contributions are in
+        ``bias``.
+    class_independent : bool, default=False
+        Whether the values are the same for every target.
+
+    See Also
+    --------
+    TokenExplanation : Token attributions of text classifiers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import SequenceExplanation
+    >>> explanation = SequenceExplanation(
+    ...     units=[["a", "b"]], values=[np.array([[0.5, 0.0], [0.25, 1.0]])],
+    ...     target=[np.array(["b", "c"])], prediction=[np.array(["b", "a"])],
+    ...     method="inherent", logit=[np.array([1.0, 1.5])], bias=[np.array([0.5, 0.25])],
+    ...     inputs=["ab"])
+    >>> explanation.completeness_error  # the largest error of each sample's steps
+    array([0.])
+    >>> explanation.to_frame(steps=[-1])[["step", "token", "attribution"]]
+       step token  attribution
+    0     1     a         0.25
+    1     1     b         1.00
     """
 
     units: list
@@ -179,13 +220,43 @@ class SequenceExplanation(Explanation):
     # ------------------------------------------------------------------ tables
     def to_frame(self, kind: str = "units", *, steps=None,
                  max_rows: int | None = 1_000_000) -> pd.DataFrame:
-        """``kind="units"``: one row per sample × step × unit read so far (unit index <=
-        step; later units contribute 0 and are left out), with ``char_start`` /
-        ``char_end`` when the original texts are known. ``kind="samples"``: one row per
-        sample × step with logit, bias and completeness error.
+        """Return the explanation as a tidy table.
 
-        steps : None (all) or the steps to keep (int or list, in units of ``level``, negative
-            from the end). max_rows : a larger table raises a ``ValueError`` (None: no limit).
+        Parameters
+        ----------
+        kind : {"units", "samples"}, default="units"
+            ``"units"``: one row per sample × step × unit read so far (unit index <= step;
+            later units contribute 0 and are left out), with ``char_start`` / ``char_end``
+            when the original texts are known. ``"samples"``: one row per sample × step with
+            logit, bias and completeness error.
+        steps : int, list of int or None, default=None
+            The steps to keep (in units of ``level``, negative from the end); None: all.
+        max_rows : int or None, default=1_000_000
+            A larger table raises a ``ValueError`` (None: no limit).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The table.
+
+        Raises
+        ------
+        ValueError
+            If ``kind`` is unknown or the table would exceed ``max_rows``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import SequenceExplanation
+        >>> explanation = SequenceExplanation(
+        ...     units=[["a", "b"]], values=[np.array([[0.5, 0.0], [0.25, 1.0]])],
+        ...     target=[np.array(["b", "c"])], prediction=[np.array(["b", "a"])],
+        ...     method="inherent", logit=[np.array([1.0, 1.5])], bias=[np.array([0.5, 0.25])],
+        ...     inputs=["ab"])
+        >>> explanation.to_frame(kind="samples")[["step", "target", "logit", "bias"]]
+           step target  logit  bias
+        0     0      b    1.0  0.50
+        1     1      c    1.5  0.25
         """
         check_kind(kind)
         selected = [self._select(i, steps) for i in range(len(self))]
@@ -241,14 +312,39 @@ class SequenceExplanation(Explanation):
     # ------------------------------------------------------------------ views
     def to_html(self, steps=None, *, scale="shared", max_steps: int = 40,
                 standalone: bool = False) -> str:
-        """One heat-map row per explained step: the units read so far coloured by their
-        contribution to the logit of that step's target (later units grey), so a short
-        text reads as a step × step heat map.
+        """Return an HTML view: one heat-map row per explained step.
 
-        steps : None (every step, or the last one when a sequence has more than
-            ``max_steps``), an int or a list, in units of ``level`` (negative from the end).
-        scale : ``"shared"`` one colour scale for all rows, ``"row"`` one per row, or a
-            fixed number. ``standalone``: a full HTML page instead of a fragment.
+        Each row colours the units read so far by their contribution to the logit of that
+        step's target (later units grey), so a short text reads as a step × step heat map.
+
+        Parameters
+        ----------
+        steps : int, list of int or None, default=None
+            The steps shown, in units of ``level`` (negative from the end); None: every step,
+            or the last one when a sequence has more than ``max_steps``.
+        scale : {"shared", "row"} or float, default="shared"
+            One colour scale for all rows, one per row, or a fixed number.
+        max_steps : int, default=40
+            See ``steps``.
+        standalone : bool, default=False
+            A full HTML page instead of a fragment.
+
+        Returns
+        -------
+        str
+            The HTML.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import SequenceExplanation
+        >>> explanation = SequenceExplanation(
+        ...     units=[["a", "b"]], values=[np.array([[0.5, 0.0], [0.25, 1.0]])],
+        ...     target=[np.array(["b", "c"])], prediction=[np.array(["b", "a"])],
+        ...     method="inherent", logit=[np.array([1.0, 1.5])], bias=[np.array([0.5, 0.25])],
+        ...     inputs=["ab"])
+        >>> "inherent" in explanation.to_html(steps=-1)
+        True
         """
         selected = [self._select(i, steps, max_steps) for i in range(len(self))]
         rows = [row[: s + 1] for i, (picked, step) in enumerate(selected)
@@ -279,11 +375,38 @@ class SequenceExplanation(Explanation):
         return {"id": self.ids()[i], "steps": len(self._explained(i)[0]), "rows": rows}
 
     def plot(self, sample: int = 0, steps=None, *, max_labels: int = 80):
-        """Step × unit heat map of one sample (a matplotlib ``Figure``, not registered with
-        pyplot, shown as an image in Jupyter): row = explained step (its target symbol on the
-        left), column = unit, colour = contribution (units not read yet are light grey, NaN
-        contributions grey, ±∞ the ends of the scale). Units are labelled when there are at
-        most ``max_labels``."""
+        """Draw the step × unit heat map of one sample as a matplotlib figure.
+
+        Row = explained step (its target symbol on the left), column = unit, colour =
+        contribution (units not read yet are light grey, NaN contributions grey, ±∞ the ends
+        of the scale). The figure is not registered with pyplot; in Jupyter it shows as an
+        image, also in a fresh kernel.
+
+        Parameters
+        ----------
+        sample : int, default=0
+            The sample's position.
+        steps : int, list of int or None, default=None
+            The steps shown (as in :meth:`to_frame`); None: all.
+        max_labels : int, default=80
+            Units are labelled when there are at most this many.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import SequenceExplanation
+        >>> explanation = SequenceExplanation(
+        ...     units=[["a", "b"]], values=[np.array([[0.5, 0.0], [0.25, 1.0]])],
+        ...     target=[np.array(["b", "c"])], prediction=[np.array(["b", "a"])],
+        ...     method="inherent", logit=[np.array([1.0, 1.5])], bias=[np.array([0.5, 0.25])],
+        ...     inputs=["ab"])
+        >>> explanation.plot().savefig("steps.png")
+        """
         from matplotlib.colors import ListedColormap
 
         from ._figure import ViewFigure

@@ -26,13 +26,34 @@ def _folded(text: str) -> tuple[str, np.ndarray]:
 
 
 def token_offsets(text: str, tokens) -> np.ndarray:
-    """Character spans ``[start, end)`` of ``tokens`` in ``text``, ``(T, 2)`` int64, -1 for a
-    token not found.
+    """Find the character spans ``[start, end)`` of tokens in a text.
 
     Tokens are searched in order, case-insensitively, each after the previous one, so spans
     never overlap; Treebank quotes (`````` and ``''``) match a double quote and WordPiece's
     ``##`` prefix is ignored. Text the model did not see (e.g. markup removed by an earlier
     pipeline step) is skipped.
+
+    Parameters
+    ----------
+    text : str
+        The original text.
+    tokens : sequence of str
+        Its tokens, in order.
+
+    Returns
+    -------
+    ndarray of shape (n_tokens, 2)
+        The spans (int64), ``-1`` for a token not found.
+
+    Examples
+    --------
+    >>> from interpretable.explanation.text import token_offsets
+    >>> token_offsets("A ``good'' film", ["a", "``", "good", "''", "movie"])
+    array([[ 0,  1],
+           [ 2,  4],
+           [ 4,  8],
+           [ 8, 10],
+           [-1, -1]])
     """
     folded, origin = _folded(text)
     spans = np.full((len(tokens), 2), -1, dtype=np.int64)
@@ -66,16 +87,62 @@ def _top_tokens(units, values, signed: bool, k: int = 3) -> str:
 
 @dataclass
 class TokenExplanation(ClassifierExplanation):
-    """Per-token attributions for text classifiers.
+    """Per-token attributions of text classifiers, as returned by ``explain``.
 
-    units : list of n lists of str (the tokens the model saw); values : list of n float arrays
-    ``(T_i,)``, the attribution of each token;
-    target, prediction : ``(n,)`` class labels; logit, bias : ``(n,)`` or None;
-    queries : list of n token lists for pair inputs, or None;
-    inputs : the caller's original samples (texts, or ``(text, query)`` pairs), or None; from
-    them :attr:`offsets` maps each token to its characters;
-    proba : ``(n, C)`` predicted class probabilities over ``classes`` ``(C,)``, or None;
-    sample_ids : ``(n,)`` the caller's ids (e.g. a pandas index), or None for 0..n-1.
+    Indexing (``explanation[i]``, slices, index arrays) gives a sub-explanation; ``len`` is
+    the number of samples.
+
+    Parameters
+    ----------
+    units : list of n lists of str
+        The tokens the model saw.
+    values : list of n ndarray of shape (T_i,)
+        The attribution of each token.
+    target : ndarray of shape (n,)
+        The explained class labels.
+    prediction : ndarray of shape (n,)
+        The predicted class labels.
+    method : str
+        The explanation method.
+    logit : ndarray of shape (n,) or None, default=None
+        The explained logits.
+    bias : ndarray of shape (n,) or None, default=None
+        The part of the logit no token carries.
+    queries : list of n lists of str or None, default=None
+        Query tokens of pair inputs.
+    inputs : list or None, default=None
+        The caller's original samples (texts, or ``(text, query)`` pairs); from them
+        :attr:`offsets` maps each token to its characters.
+    proba : ndarray of shape (n, C) or None, default=None
+        Predicted class probabilities over ``classes``.
+    classes : ndarray of shape (C,) or None, default=None
+        The estimator's classes.
+    sample_ids : ndarray of shape (n,) or None, default=None
+        The caller's ids (e.g. a pandas index); None: 0..n-1.
+    class_independent : bool, default=False
+        Whether the values are the same for every target (attention).
+
+    See Also
+    --------
+    ImageExplanation : Pixel contributions.
+    SequenceExplanation : Contributions at every step of a sequence.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import TokenExplanation
+    >>> explanation = TokenExplanation(
+    ...     units=[["good", "film"], ["bad"]], values=[np.array([0.5, 0.25]), np.array([-1.0])],
+    ...     target=np.array(["pos", "neg"]), prediction=np.array(["pos", "neg"]),
+    ...     method="inherent", logit=np.array([1.0, -0.5]), bias=np.array([0.25, 0.5]),
+    ...     inputs=["Good film!", "bad"])
+    >>> len(explanation), explanation.completeness_error
+    (2, array([0., 0.]))
+    >>> explanation.to_frame()[["sample", "token", "attribution"]]
+       sample token  attribution
+    0       0  good         0.50
+    1       0  film         0.25
+    2       1   bad        -1.00
     """
 
     units: list
@@ -115,16 +182,54 @@ class TokenExplanation(ClassifierExplanation):
 
     @functools.cached_property
     def offsets(self) -> list | None:
-        """Per sample, ``(T_i, 2)`` character spans of the tokens in the original text (see
-        :func:`token_offsets`; -1 where a token was not found), or None without ``inputs``."""
+        """Per sample, the ``(T_i, 2)`` character spans of the tokens in the original text.
+
+        See :func:`token_offsets`; -1 where a token was not found; None without ``inputs``.
+        """
         texts = self._texts()
         return None if texts is None else [token_offsets(t, u) for t, u in zip(texts, self.units)]
 
     def to_frame(self, kind: str = "units") -> pd.DataFrame:
-        """``kind="units"``: one row per sample × token, with ``query`` for pair inputs and
-        ``char_start`` / ``char_end`` (``<NA>`` for a token not found) when the original texts
-        are known. ``kind="samples"``: one row per sample with logit, bias, probabilities
-        and completeness error where known."""
+        """Return the explanation as a tidy table.
+
+        Parameters
+        ----------
+        kind : {"units", "samples"}, default="units"
+            ``"units"``: one row per sample × token, with ``query`` for pair inputs and
+            ``char_start`` / ``char_end`` (``<NA>`` for a token not found) when the original
+            texts are known. ``"samples"``: one row per sample with logit, bias,
+            probabilities and completeness error where known.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The table (columns of :data:`~interpretable.explanation.FRAME_COLUMNS` or
+            :data:`~interpretable.explanation.SAMPLE_COLUMNS`).
+
+        Raises
+        ------
+        ValueError
+            If ``kind`` is neither.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import TokenExplanation
+        >>> explanation = TokenExplanation(
+        ...     units=[["good", "film"], ["bad"]], values=[np.array([0.5, 0.25]), np.array([-1.0])],
+        ...     target=np.array(["pos", "neg"]), prediction=np.array(["pos", "neg"]),
+        ...     method="inherent", logit=np.array([1.0, -0.5]), bias=np.array([0.25, 0.5]),
+        ...     inputs=["Good film!", "bad"])
+        >>> explanation.to_frame()[["token", "char_start", "char_end"]]
+          token  char_start  char_end
+        0  good           0         4
+        1  film           5         9
+        2   bad           0         3
+        >>> explanation.to_frame(kind="samples")[["sample", "logit", "bias"]]
+           sample  logit  bias
+        0       0    1.0  0.25
+        1       1   -0.5  0.50
+        """
         check_kind(kind)
         if kind == "samples":
             return build_frame(self._samples_columns(), SAMPLE_COLUMNS)
@@ -156,7 +261,33 @@ class TokenExplanation(ClassifierExplanation):
         ``"shared"`` (one colour scale for all rows), ``"row"`` (each row its own) or a
         number (fixed: values beyond it saturate). Rows show the original text when it is
         known (``inputs``), else the tokens; probability and logit when known; the query of
-        pair inputs. ``standalone``: a full HTML page instead of a fragment.
+        pair inputs.
+
+        Parameters
+        ----------
+        scale : {"shared", "row"} or float, default="shared"
+            The colour scale: one for all rows, one per row, or fixed (values beyond it
+            saturate).
+        standalone : bool, default=False
+            A full HTML page instead of a fragment.
+
+        Returns
+        -------
+        str
+            The HTML.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import TokenExplanation
+        >>> explanation = TokenExplanation(
+        ...     units=[["good", "film"], ["bad"]], values=[np.array([0.5, 0.25]), np.array([-1.0])],
+        ...     target=np.array(["pos", "neg"]), prediction=np.array(["pos", "neg"]),
+        ...     method="inherent", logit=np.array([1.0, -0.5]), bias=np.array([0.25, 0.5]),
+        ...     inputs=["Good film!", "bad"])
+        >>> html = explanation.to_html(scale="row")
+        >>> "film" in html
+        True
         """
         signed = not self.class_independent
         scales = row_scales(scale, [np.asarray(v, dtype=np.float64) for v in self.values])

@@ -33,15 +33,30 @@ MAX_ATTENTION_BINS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 def conicity(H, mask=None, kind: str = "absolute") -> np.ndarray:
-    """Conicity (mean |cosine| or cosine of each vector to the set's mean) of sets of vectors.
+    """Conicity of sets of vectors: the mean (absolute) cosine of each vector to the set's mean.
 
-    Args:
-        H: ``(n, T, d)`` array / tensor of n sets of T vectors, or one set ``(T, d)``.
-        mask: ``(n, T)`` (or ``(T,)``) bool, True on real vectors (default: all).
-        kind: ``"absolute"`` (default) or ``"signed"``, see :data:`CONICITY_KINDS`.
+    Parameters
+    ----------
+    H : array-like or torch.Tensor of shape (n, T, d) or (T, d)
+        The n sets of T vectors, or one set.
+    mask : array-like of shape (n, T) or (T,) or None, default=None
+        True on real vectors (None: all).
+    kind : {"absolute", "signed"}, default="absolute"
+        Mean ``|cos|`` (the authors' code) or mean signed ``cos``, see :data:`CONICITY_KINDS`.
 
-    Returns:
-        ``(n,)`` float array (a float for a single set).
+    Returns
+    -------
+    ndarray of shape (n,) or float
+        The conicities (a float for a single set).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable.metrics import conicity
+    >>> float(conicity(np.array([[1.0, 0.0], [1.0, 0.0]])))  # parallel vectors
+    1.0
+    >>> conicity(np.array([[[1.0, 0.0], [0.0, 1.0]]])).round(3)
+    array([0.707])
     """
     absolute = check_conicity_kind(kind)
     H = torch.as_tensor(np.asarray(H) if not isinstance(H, torch.Tensor) else H).detach()
@@ -64,8 +79,34 @@ def _n_tokens(batch):
 
 
 def hidden_state_conicity(estimator, X, kind: str = "absolute") -> AnalysisResult:
-    """Per-sample conicity of the estimator's hidden states (paper Table 2); ``kind`` as in
-    :func:`conicity`."""
+    """Per-sample conicity of the estimator's hidden states (paper Table 2).
+
+    Parameters
+    ----------
+    estimator : fitted attention text classifier
+        E.g. :class:`~interpretable.DiversityLSTMClassifier` or
+        :class:`~interpretable.AttentionTextClassifier`.
+    X : sequence of str of shape (n_samples,)
+        The texts.
+    kind : {"absolute", "signed"}, default="absolute"
+        As in :func:`conicity`.
+
+    Returns
+    -------
+    AnalysisResult
+        ``frame``: one row per sample with its conicity; ``summary``: aggregates.
+
+    Examples
+    --------
+    >>> from interpretable import DiversityLSTMClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = DiversityLSTMClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> from interpretable.metrics import hidden_state_conicity
+    >>> len(hidden_state_conicity(clf, X).frame)
+    4
+    """
     absolute = check_conicity_kind(kind)
     inputs = estimator.encode(X).inputs
     values, lengths = [], []
@@ -94,11 +135,39 @@ def decision_flip_fraction(estimator, X, order: str = "attention", random_state=
 
     Intermediate-representation erasure of Serrano & Smith (2019) as in Mohankumar et al.
     (sec. 5.3): erasing a set of hidden states zeroes their attention and renormalises the rest.
-    ``order="attention"`` erases by decreasing attention weight, ``"random"`` in a random order.
     All ``k = 1 .. n-1`` erasures of a batch are decoded at once.
 
-    Frame columns: ``sample, n_tokens, n_erased, fraction, flipped`` (a sample that never flips
-    gets ``fraction = 1`` and ``flipped = False``). Summary: mean / median fraction and flip rate.
+    Parameters
+    ----------
+    estimator : fitted attention text classifier
+        E.g. :class:`~interpretable.DiversityLSTMClassifier` or
+        :class:`~interpretable.AttentionTextClassifier`.
+    X : sequence of str of shape (n_samples,)
+        The texts.
+    order : {"attention", "random"}, default="attention"
+        Erase by decreasing attention weight, or in a random order.
+    random_state : int, default=0
+        Seeds the random order.
+    batch_size : int or None, default=None
+        Mini-batch size (None: the estimator's).
+
+    Returns
+    -------
+    AnalysisResult
+        ``frame`` columns ``sample, n_tokens, n_erased, fraction, flipped`` (a sample that never
+        flips gets ``fraction = 1`` and ``flipped = False``); ``summary``: mean / median
+        fraction and flip rate.
+
+    Examples
+    --------
+    >>> from interpretable import DiversityLSTMClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = DiversityLSTMClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> from interpretable.metrics import decision_flip_fraction
+    >>> decision_flip_fraction(clf, X).frame.columns.tolist()
+    ['sample', 'n_tokens', 'n_erased', 'fraction', 'flipped']
     """
     if order not in ("attention", "random"):
         raise ValueError(f"order must be 'attention' or 'random', got {order!r}")
@@ -141,11 +210,40 @@ def permutation_tvd(estimator, X, n_permutations: int = 100, random_state=0,
 
     For every sample, ``n_permutations`` random permutations of its attention over its real
     tokens are decoded (all at once); the total variation distance
-    ``TVD = ½ Σ_c |p_c - p̃_c|`` to the original output distribution is summarised by its median.
+    ``TVD = ½ Σ_c |p_c - p̃_c|`` to the original output distribution is summarised by its
+    median.
 
-    Frame columns: ``sample, n_tokens, max_attention, median_tvd, mean_tvd``. Summary:
-    ``median_tvd`` (median over samples) and ``by_max_attention`` (DataFrame: median of the
-    per-sample medians in bins of ``max_attention``, as in the paper's Fig. 4).
+    Parameters
+    ----------
+    estimator : fitted attention text classifier
+        E.g. :class:`~interpretable.DiversityLSTMClassifier` or
+        :class:`~interpretable.AttentionTextClassifier`.
+    X : sequence of str of shape (n_samples,)
+        The texts.
+    n_permutations : int, default=100
+        Permutations per sample.
+    random_state : int, default=0
+        Seeds the permutations.
+    batch_size : int or None, default=None
+        Mini-batch size (None: the estimator's).
+
+    Returns
+    -------
+    AnalysisResult
+        ``frame`` columns ``sample, n_tokens, max_attention, median_tvd, mean_tvd``;
+        ``summary``: ``median_tvd`` (median over samples) and ``by_max_attention`` (median of
+        the per-sample medians in bins of ``max_attention``, as in the paper's Fig. 4).
+
+    Examples
+    --------
+    >>> from interpretable import DiversityLSTMClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = DiversityLSTMClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> from interpretable.metrics import permutation_tvd
+    >>> permutation_tvd(clf, X, n_permutations=5).frame.columns.tolist()
+    ['sample', 'n_tokens', 'max_attention', 'median_tvd', 'mean_tvd']
     """
     if isinstance(n_permutations, bool) or not isinstance(n_permutations, (int, np.integer)) \
             or n_permutations < 1:
@@ -209,15 +307,39 @@ def attribution_agreement(estimator, X, against: str = "integrated_gradients", t
     The attribution's absolute values are normalised into a distribution over each sample's
     tokens; Pearson r and Jensen-Shannon divergence against the attention weights are reported.
 
-    Args:
-        against: an explain method of the estimator other than ``"attention"``:
-            ``"gradient" | "integrated_gradients" | "input_x_gradient"`` (captum) or, for
-            :class:`~interpretable.estimators.DiversityLSTMClassifier`, ``"detached_gradient"``
-            (the authors' gradient × embedding of the class probability, attention detached).
-        target: class explained by the attribution (default: the predicted class).
-        n_steps: integration steps (``against="integrated_gradients"`` only).
+    Parameters
+    ----------
+    estimator : fitted attention text classifier
+        E.g. :class:`~interpretable.DiversityLSTMClassifier` or
+        :class:`~interpretable.AttentionTextClassifier`.
+    X : sequence of str of shape (n_samples,)
+        The texts.
+    against : str, default="integrated_gradients"
+        An explain method of the estimator other than ``"attention"``: ``"gradient"``,
+        ``"integrated_gradients"``, ``"input_x_gradient"`` (captum) or, for
+        :class:`~interpretable.DiversityLSTMClassifier`, ``"detached_gradient"`` (the authors'
+        gradient × embedding of the class probability, attention detached).
+    target : label, array-like or None, default=None
+        Class explained by the attribution (None: the predicted class).
+    n_steps : int, default=50
+        Integration steps (``against="integrated_gradients"`` only).
 
-    Frame columns: ``sample, n_tokens, pearson, jsd``. Summary: mean and std of both.
+    Returns
+    -------
+    AnalysisResult
+        ``frame`` columns ``sample, n_tokens, pearson, jsd``; ``summary``: mean and std of both.
+
+    Examples
+    --------
+    >>> from interpretable import DiversityLSTMClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = DiversityLSTMClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> from interpretable.metrics import attribution_agreement
+    >>> result = attribution_agreement(clf, X, against="detached_gradient")
+    >>> result.frame.columns.tolist()
+    ['sample', 'n_tokens', 'pearson', 'jsd']
     """
     if against == "attention":
         raise ValueError("against must be a gradient attribution method, not 'attention'")
@@ -243,10 +365,32 @@ def pos_attention(estimator, X) -> AnalysisResult:
 
     Tokens are tagged with :func:`interpretable.text.pos_tag` (offline perceptron tagger).
 
-    Frame: one row per sample, columns ``sample, n_tokens`` then ``attention_<TAG>`` (the
-    sample's attention mass on that tag) for every tag seen. Summary: ``by_tag`` DataFrame with
-    ``tag, attention_share`` (share of all attention over the data) and ``token_share`` (share of
-    all tokens), sorted by attention share, plus ``punctuation_attention`` / ``punctuation_tokens``.
+    Parameters
+    ----------
+    estimator : fitted attention text classifier
+        E.g. :class:`~interpretable.DiversityLSTMClassifier` or
+        :class:`~interpretable.AttentionTextClassifier`.
+    X : sequence of str of shape (n_samples,)
+        The texts.
+
+    Returns
+    -------
+    AnalysisResult
+        ``frame``: one row per sample, columns ``sample, n_tokens`` then ``attention_<TAG>``
+        (the sample's attention mass on that tag) for every tag seen; ``summary``: ``by_tag``
+        (``tag, attention_share, token_share``, sorted by attention share),
+        ``punctuation_attention`` and ``punctuation_tokens``.
+
+    Examples
+    --------
+    >>> from interpretable import DiversityLSTMClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = DiversityLSTMClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> from interpretable.metrics import pos_attention
+    >>> pos_attention(clf, X).summary["by_tag"].columns.tolist()
+    ['tag', 'attention_share', 'token_share']
     """
     from ..text import pos_tag
 

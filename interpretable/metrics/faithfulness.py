@@ -94,31 +94,155 @@ def _erasure(clf, X, method, explanation, fractions, keep_top: bool, batch_size)
 
 def comprehensiveness(clf, X, method=None, explanation=None,
                       fractions=ERASER_FRACTIONS, batch_size=None) -> AnalysisResult:
-    """ERASER comprehensiveness: ``p(ŷ|x) − p(ŷ|x \\ top-k)`` with the top-k fraction of
-    tokens (by explanation score) removed, averaged over ``fractions`` (AOPC). Higher is more
-    faithful. At least one token is always left (a one-token text scores 0)."""
+    r"""ERASER comprehensiveness: how much the top tokens' removal lowers the prediction.
+
+    ``p(ŷ|x) − p(ŷ|x \ top-k)`` with the top-k fraction of tokens (by explanation score)
+    removed, averaged over ``fractions`` (AOPC). Higher is more faithful. At least one token
+    is always left (a one-token text scores 0).
+
+    Parameters
+    ----------
+    clf : fitted text classifier
+        Any estimator of :mod:`interpretable.estimators` that classifies texts.
+    X : sequence of str of shape (n_samples,)
+        The texts.
+    method : str or None, default=None
+        Explanation method passed to ``explain`` (None: the estimator's default).
+    explanation : TokenExplanation or None, default=None
+        A precomputed explanation of ``X`` to score instead (e.g. a post-hoc baseline).
+    fractions : tuple of float, default=(0.01, 0.05, 0.1, 0.2, 0.5)
+        The top-k fractions of tokens (ERASER's AOPC bins).
+    batch_size : int or None, default=None
+        Mini-batch size (None: the estimator's).
+
+    Returns
+    -------
+    AnalysisResult
+        ``frame``: one row per sample, a column per fraction and ``aopc``; ``summary``:
+        ``aopc`` (the mean), ``fractions``, ``by_fraction``.
+
+    See Also
+    --------
+    sufficiency : Keep only the top tokens.
+
+    Examples
+    --------
+    >>> from interpretable import AttentionTextClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> from interpretable.metrics import comprehensiveness
+    >>> result = comprehensiveness(clf, X, fractions=(0.5,))
+    >>> result.frame.columns.tolist()
+    ['sample', 'k=0.5', 'aopc']
+    >>> sorted(result.summary)
+    ['aopc', 'by_fraction', 'fractions']
+    """
     return _erasure(clf, X, method, explanation, fractions, False, batch_size)
 
 
 def sufficiency(clf, X, method=None, explanation=None,
                 fractions=ERASER_FRACTIONS, batch_size=None) -> AnalysisResult:
-    """ERASER sufficiency: ``p(ŷ|x) − p(ŷ|top-k)`` keeping only the top-k fraction of tokens
-    (at least one), averaged over ``fractions`` (AOPC). Lower is more faithful."""
+    """ERASER sufficiency: the drop of the predicted class's probability with only the top tokens.
+
+    ``p(ŷ|x) − p(ŷ|top-k)`` keeping only the top-k fraction of tokens (at least one),
+    averaged over ``fractions`` (AOPC). Lower is more faithful.
+
+    Parameters
+    ----------
+    clf : fitted text classifier
+        Any estimator of :mod:`interpretable.estimators` that classifies texts.
+    X : sequence of str of shape (n_samples,)
+        The texts.
+    method : str or None, default=None
+        Explanation method passed to ``explain`` (None: the estimator's default).
+    explanation : TokenExplanation or None, default=None
+        A precomputed explanation of ``X`` to score instead (e.g. a post-hoc baseline).
+    fractions : tuple of float, default=(0.01, 0.05, 0.1, 0.2, 0.5)
+        The top-k fractions of tokens (ERASER's AOPC bins).
+    batch_size : int or None, default=None
+        Mini-batch size (None: the estimator's).
+
+    Returns
+    -------
+    AnalysisResult
+        ``frame``: one row per sample, a column per fraction and ``aopc``; ``summary``:
+        ``aopc`` (the mean), ``fractions``, ``by_fraction``.
+
+    See Also
+    --------
+    comprehensiveness : Remove the top tokens.
+
+    Examples
+    --------
+    >>> from interpretable import AttentionTextClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> from interpretable.metrics import sufficiency
+    >>> result = sufficiency(clf, X, fractions=(0.5,))
+    >>> result.frame.columns.tolist()
+    ['sample', 'k=0.5', 'aopc']
+    >>> sorted(result.summary)
+    ['aopc', 'by_fraction', 'fractions']
+    """
     return _erasure(clf, X, method, explanation, fractions, True, batch_size)
 
 
 def sensitivity(clf, X, method=None, explanation=None,
                 fractions=SENSITIVITY_FRACTIONS, max_radius=1.0, n_search=8, pgd_steps=5,
                 batch_size=None) -> AnalysisResult:
-    """Sensitivity of Yin et al. (2022): the smallest perturbation of the embeddings of the
-    top-ranked tokens that flips the prediction. Lower is more faithful.
+    """Sensitivity (Yin et al., 2022): the smallest embedding perturbation flipping a prediction.
 
-    For each fraction ``f`` the ``ceil(f·n)`` top tokens may move by ``‖δ_t‖₂ ≤ ε``; the
-    smallest flipping ``ε`` in ``[0, max_radius]`` is found by ``n_search`` bisection steps,
-    each an untargeted PGD attack (``pgd_steps`` normalised-gradient steps on the
-    cross-entropy of the predicted class). A sample never flipped scores ``max_radius``. The
-    per-sample score is the mean over ``fractions``; all samples are searched in lock-step
-    batches.
+    Only the embeddings of the top-ranked tokens move. Lower is more faithful. For each
+    fraction ``f`` the ``ceil(f·n)`` top tokens may move by ``‖δ_t‖₂ ≤ ε``; the smallest
+    flipping ``ε`` in ``[0, max_radius]`` is found by ``n_search`` bisection steps, each an
+    untargeted PGD attack (``pgd_steps`` normalised-gradient steps on the cross-entropy of the
+    predicted class). A sample never flipped scores ``max_radius``. The per-sample score is the
+    mean over ``fractions``; all samples are searched in lock-step batches.
+
+    Parameters
+    ----------
+    clf : fitted text classifier
+        Any estimator of :mod:`interpretable.estimators` that classifies texts.
+    X : sequence of str of shape (n_samples,)
+        The texts.
+    method : str or None, default=None
+        Explanation method passed to ``explain`` (None: the estimator's default).
+    explanation : TokenExplanation or None, default=None
+        A precomputed explanation of ``X`` to score instead (e.g. a post-hoc baseline).
+    fractions : tuple of float, default=(0.1, 0.2, 0.3, 0.4, 0.5)
+        The fractions of top tokens that may move.
+    max_radius : float, default=1.0
+        The largest perturbation searched.
+    n_search : int, default=8
+        Bisection steps.
+    pgd_steps : int, default=5
+        PGD steps per attack.
+    batch_size : int or None, default=None
+        Mini-batch size (None: the estimator's).
+
+    Returns
+    -------
+    AnalysisResult
+        ``frame``: one row per sample, a column per fraction and ``sensitivity``; ``summary``:
+        ``mean``, ``max_radius``, ``fractions``, ``by_fraction``.
+
+    Examples
+    --------
+    >>> from interpretable import AttentionTextClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> from interpretable.metrics import sensitivity
+    >>> result = sensitivity(clf, X, fractions=(0.5,), n_search=2, pgd_steps=1)
+    >>> result.frame.columns.tolist()
+    ['sample', 'k=0.5', 'sensitivity']
+    >>> bool(0 <= result.summary["mean"] <= 1.0)
+    True
     """
     clf = check_text_model(clf, "sensitivity")
     fractions = _check_fractions(fractions)
@@ -175,10 +299,29 @@ def _flips(clf, inputs, selected, pred, radius, steps, batch_size, view) -> torc
 
 
 def top_k_overlap(w, w_tilde, k: int = 4) -> np.ndarray:
-    """SEAT's top-k overlap ``V_k(w, w~) = |T_k(w) ∩ T_k(w~)| / k`` per sample, ``(n,)``.
+    """Compute SEAT's top-k overlap ``V_k(w, w~) = |T_k(w) ∩ T_k(w~)| / k`` of explanations.
 
-    ``w``, ``w_tilde``: TokenExplanations of the same texts, or lists of 1-d arrays of equal
-    lengths (a text shorter than ``k`` uses its length as ``k``).
+    Parameters
+    ----------
+    w : TokenExplanation or list of 1-d arrays
+        Explanations of the texts.
+    w_tilde : TokenExplanation or list of 1-d arrays
+        Other explanations of the same texts (equal lengths).
+    k : int, default=4
+        How many top tokens (a text shorter than ``k`` uses its length).
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The overlap of each sample, in [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable.metrics import top_k_overlap
+    >>> w = [np.array([0.5, 0.3, 0.2]), np.array([0.1, 0.9])]
+    >>> top_k_overlap(w, [np.array([0.1, 0.3, 0.6]), np.array([0.2, 0.8])], k=2)
+    array([0.5, 1. ], dtype=float32)
     """
     def rows(e):
         return e.values if isinstance(e, TokenExplanation) else list(e)

@@ -70,10 +70,34 @@ def _pearson(a, b) -> float:
 
 
 def input_bias_analysis(model, text) -> tuple[pd.DataFrame, dict]:
-    """Per symbol: ``|b_c|``, its readout / computational parts, and ``log P(c)`` in ``text``.
+    """Per symbol: ``|b_c|``, its readout / computational parts, and ``log P(c)`` in a text.
 
-    Returns ``(table, correlations)``; ``correlations`` holds the Pearson correlation of each
-    norm with the unigram log-probability (symbols absent from ``text`` are left out).
+    Parameters
+    ----------
+    model : ISANLanguageModel
+        A fitted ISAN language model.
+    text : str
+        The text whose statistics are compared.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per symbol: ``symbol, count_share, log_prob, bias_norm, readout_norm,
+        computational_norm``.
+    correlations : dict
+        The Pearson correlation of each norm with the unigram log-probability (symbols absent
+        from ``text`` are left out).
+
+    Examples
+    --------
+    >>> from interpretable import ISANLanguageModel
+    >>> text = "the cat sat on the mat. the cat ate the rat. " * 3
+    >>> lm = ISANLanguageModel(hidden_size=8, seq_len=16, min_count=1, max_epochs=1,
+    ...                        random_state=0).fit([text])
+    >>> from interpretable.metrics import input_bias_analysis
+    >>> table, correlations = input_bias_analysis(lm, text)
+    >>> sorted(correlations)
+    ['bias_norm_vs_log_prob', 'computational_norm_vs_log_prob', 'readout_norm_vs_log_prob']
     """
     _check_model(model)
     _, b, W_ro, _ = _params(model)
@@ -108,10 +132,31 @@ def _kl(p, q) -> np.ndarray:
 
 
 def readout_bias_vs_unigram(model, text) -> dict:
-    """Compare ``softmax(b_ro)`` with the empirical unigram distribution of ``text``.
+    """Compare ``softmax(b_ro)`` with the empirical unigram distribution of a text.
 
-    Returns the Pearson correlation of the two distributions, KL(unigram || softmax(b_ro)) in
-    bits and, for reference, the KL to the uniform distribution.
+    Parameters
+    ----------
+    model : ISANLanguageModel
+        A fitted ISAN language model.
+    text : str
+        The text whose statistics are compared.
+
+    Returns
+    -------
+    dict
+        ``pearson`` (of the two distributions), ``kl_bits`` (KL(unigram || softmax(b_ro)) in
+        bits), ``kl_uniform_bits`` (the KL to the uniform distribution, for reference), and the
+        distributions ``softmax_readout_bias`` and ``unigram``.
+
+    Examples
+    --------
+    >>> from interpretable import ISANLanguageModel
+    >>> text = "the cat sat on the mat. the cat ate the rat. " * 3
+    >>> lm = ISANLanguageModel(hidden_size=8, seq_len=16, min_count=1, max_epochs=1,
+    ...                        random_state=0).fit([text])
+    >>> from interpretable.metrics import readout_bias_vs_unigram
+    >>> sorted(readout_bias_vs_unigram(lm, text))
+    ['kl_bits', 'kl_uniform_bits', 'pearson', 'softmax_readout_bias', 'unigram']
     """
     _check_model(model)
     _, _, _, b_ro = _params(model)
@@ -132,7 +177,35 @@ def offsets_vs_bigram(model, text, min_count: int = 20) -> tuple[pd.DataFrame, d
 
     One row per symbol ``c`` seen at least ``min_count`` times as a predecessor: correlation and
     KL (bits) of the bias-plus-offset prediction and of the unigram distribution with the bigram
-    distribution. The summary holds their count-weighted means.
+    distribution.
+
+    Parameters
+    ----------
+    model : ISANLanguageModel
+        A fitted ISAN language model.
+    text : str
+        The text whose statistics are compared.
+    min_count : int, default=20
+        Only predecessors seen at least this many times.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        Columns ``symbol, count, pearson_offset, pearson_unigram, kl_offset_bits,
+        kl_unigram_bits``.
+    summary : dict
+        Their count-weighted means.
+
+    Examples
+    --------
+    >>> from interpretable import ISANLanguageModel
+    >>> text = "the cat sat on the mat. the cat ate the rat. " * 3
+    >>> lm = ISANLanguageModel(hidden_size=8, seq_len=16, min_count=1, max_epochs=1,
+    ...                        random_state=0).fit([text])
+    >>> from interpretable.metrics import offsets_vs_bigram
+    >>> table, summary = offsets_vs_bigram(lm, text, min_count=5)
+    >>> sorted(summary)
+    ['kl_offset_bits', 'kl_unigram_bits', 'pearson_offset', 'pearson_unigram']
     """
     _check_model(model)
     _, b, W_ro, b_ro = _params(model)
@@ -164,8 +237,32 @@ def offsets_vs_bigram(model, text, min_count: int = 20) -> tuple[pd.DataFrame, d
 
 
 def bias_similarity(model, subspace: str = "computational", symbols=None) -> pd.DataFrame:
-    """Cosine similarity of input biases ``b_c`` projected on ``subspace`` in
-    {"readout", "computational", "full"}; ``symbols`` selects and orders rows (default: all)."""
+    """Cosine similarity of the input biases ``b_c`` projected on a subspace of the state.
+
+    Parameters
+    ----------
+    model : ISANLanguageModel or ISANSequenceTagger
+        A fitted ISAN.
+    subspace : {"readout", "computational", "full"}, default="computational"
+        The subspace (see :meth:`~interpretable.estimators.sequence.ISANBase.readout_basis`).
+    symbols : list or None, default=None
+        Selects and orders the rows (None: all symbols).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The symbols × symbols cosine similarities.
+
+    Examples
+    --------
+    >>> from interpretable import ISANLanguageModel
+    >>> text = "the cat sat on the mat. the cat ate the rat. " * 3
+    >>> lm = ISANLanguageModel(hidden_size=8, seq_len=16, min_count=1, max_epochs=1,
+    ...                        random_state=0).fit([text])
+    >>> from interpretable.metrics import bias_similarity
+    >>> bias_similarity(lm, subspace="full", symbols=list("tac")).shape
+    (3, 3)
+    """
     _, b, _, _ = _params(model)
     if subspace not in ("readout", "computational", "full"):
         raise ValueError(
@@ -183,11 +280,36 @@ def bias_similarity(model, subspace: str = "computational", symbols=None) -> pd.
 
 
 def contribution_decay(model, texts, max_lag: int = 50) -> pd.DataFrame:
-    """Mean (and median) Euclidean norm of the full logit contribution κ_s^t over all outputs,
-    as a function of the lag ``t - s`` (0 ≤ lag ≤ ``max_lag``), averaged over ``texts``.
+    """Norm of the contributions to the logits as a function of the lag since the symbol was read.
 
-    Forward pass over the state contributions ``c_s^t = (∏ W) b_{x_s}`` of the last
-    ``max_lag + 1`` symbols: cost O(T · max_lag · H²).
+    Mean (and median) Euclidean norm of the full logit contribution κ_s^t over all outputs, as
+    a function of the lag ``t - s`` (0 ≤ lag ≤ ``max_lag``), averaged over ``texts``. Forward
+    pass over the state contributions ``c_s^t = (∏ W) b_{x_s}`` of the last ``max_lag + 1``
+    symbols: cost O(T · max_lag · H²).
+
+    Parameters
+    ----------
+    model : ISANLanguageModel
+        A fitted ISAN language model.
+    texts : sequence of str
+        The texts.
+    max_lag : int, default=50
+        The largest lag.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``lag, mean_norm, median_norm``.
+
+    Examples
+    --------
+    >>> from interpretable import ISANLanguageModel
+    >>> text = "the cat sat on the mat. the cat ate the rat. " * 3
+    >>> lm = ISANLanguageModel(hidden_size=8, seq_len=16, min_count=1, max_epochs=1,
+    ...                        random_state=0).fit([text])
+    >>> from interpretable.metrics import contribution_decay
+    >>> contribution_decay(lm, [text], max_lag=3)["lag"].tolist()
+    [0, 1, 2, 3]
     """
     _check_model(model)
     W, b, W_ro, _ = _params(model)
@@ -208,7 +330,7 @@ def contribution_decay(model, texts, max_lag: int = 50) -> pd.DataFrame:
 
 
 def parentheses_state_analysis(model, X, Y, random_state: int = 0) -> dict:
-    """Where a parentheses-counting :class:`~interpretable.ISANSequenceTagger` keeps the counts.
+    """Find where a parentheses-counting ISAN tagger keeps the counts.
 
     Hidden states are re-expressed in the readout basis and split into the readout part (what
     the output sees: the counts *before* the current symbol, i.e. the delayed target) and the
@@ -216,6 +338,39 @@ def parentheses_state_analysis(model, X, Y, random_state: int = 0) -> dict:
     type) is fitted on half of the sequences and scored on the other half for both the delayed
     counts and the current counts (after the symbol) from each part. Also reports how many
     dimensions of each part carry 99 % of the state variance.
+
+    Parameters
+    ----------
+    model : ISANSequenceTagger
+        Fitted on :func:`~interpretable.datasets.make_parentheses` data.
+    X : sequence of str
+        Bracket sequences of equal length.
+    Y : sequence of ndarray of shape (length, n_types)
+        Their counts.
+    random_state : int, default=0
+        Seeds the split into halves.
+
+    Returns
+    -------
+    dict
+        Decoding accuracies (``delayed_counts_from_readout``, ``current_counts_from_computational``,
+        ...), ``dims_99pct_*``, ``hidden_size`` and ``rank_readout``.
+
+    Raises
+    ------
+    ValueError
+        If the sequences differ in length.
+
+    Examples
+    --------
+    >>> from interpretable import ISANSequenceTagger
+    >>> from interpretable.datasets import make_parentheses
+    >>> from interpretable.metrics import parentheses_state_analysis
+    >>> X, Y = make_parentheses(n_sequences=20, length=20, random_state=0)
+    >>> tagger = ISANSequenceTagger(hidden_size=16, max_epochs=1, random_state=0).fit(X, Y)
+    >>> result = parentheses_state_analysis(tagger, X, Y)
+    >>> result["hidden_size"]
+    16
     """
     _check_model(model, ISANSequenceTagger)
     batch = model.encode(X)
@@ -262,19 +417,43 @@ def _linear_decoding_accuracy(Z, counts, train, test) -> float:
 
 
 def word_context_effects(model, text: str, max_rest: int = 30, batch_size: int = 256) -> pd.DataFrame:
-    """For every position of ``text``: the prediction with and without the exact contribution
-    of the *previous* word (the word before the one being read).
+    """Predict every position of a text with and without the contribution of the previous word.
 
-    The contribution of a word ``w`` to the logits at ``t`` is ``W_ro A_rest b_w``: ``b_w`` is
-    the offset of ``w``'s composed map (its own contribution to the state at its end) and
-    ``A_rest`` the linear part of the composed map of the characters between ``w`` and ``t``.
-    Positions further than ``max_rest`` characters from the previous word are skipped.
+    The previous word is the word before the one being read. The contribution of a word ``w``
+    to the logits at ``t`` is ``W_ro A_rest b_w``: ``b_w`` is the offset of ``w``'s composed map
+    (its own contribution to the state at its end) and ``A_rest`` the linear part of the
+    composed map of the characters between ``w`` and ``t``.
 
-    Returns one row per position: ``position``, ``context`` (text up to and including it),
-    ``previous_word``, ``actual`` next character, ``prediction``, ``prediction_without``
-    (previous word's contribution removed), ``contribution`` (to the predicted logit),
-    ``margin_change`` (how much the word raises the predicted logit over the runner-up without
-    it) and ``flips`` (whether removing the word changes the prediction).
+    Parameters
+    ----------
+    model : ISANLanguageModel
+        A fitted ISAN language model.
+    text : str
+        The text.
+    max_rest : int, default=30
+        Positions further than this many characters from the previous word are skipped.
+    batch_size : int, default=256
+        Positions evaluated at a time.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per position: ``position``, ``context`` (text up to and including it),
+        ``previous_word``, ``actual`` next character, ``prediction``, ``prediction_without``
+        (previous word's contribution removed), ``contribution`` (to the predicted logit),
+        ``margin_change`` (how much the word raises the predicted logit over the runner-up
+        without it) and ``flips`` (whether removing the word changes the prediction).
+
+    Examples
+    --------
+    >>> from interpretable import ISANLanguageModel
+    >>> text = "the cat sat on the mat. the cat ate the rat. " * 3
+    >>> lm = ISANLanguageModel(hidden_size=8, seq_len=16, min_count=1, max_epochs=1,
+    ...                        random_state=0).fit([text])
+    >>> from interpretable.metrics import word_context_effects
+    >>> effects = word_context_effects(lm, text[:30])
+    >>> effects.columns[:4].tolist()
+    ['position', 'context', 'previous_word', 'actual']
     """
     _check_model(model)
     (text,) = check_documents([text], "text")

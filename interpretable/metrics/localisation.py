@@ -55,6 +55,12 @@ def _confidence(clf, X, y, confidence: str) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"confidence must be one of {CONFIDENCES}, got {confidence!r}.")
     if confidence == "sigmoid":
         scores = np.asarray(clf.decision_function(X), dtype=np.float64)
+        if scores.ndim == 1:  # scikit-learn's two-class margin: take the per-class logits
+            if not hasattr(clf, "logits"):
+                raise ValueError("confidence='sigmoid' needs per-class logits; this two-class "
+                                 "classifier's decision_function gives a margin: use "
+                                 "confidence='softmax'.")
+            scores = clf.logits(clf.encode(X).inputs).numpy().astype(np.float64)
         scores = 1.0 / (1.0 + np.exp(-scores))
     else:
         scores = np.asarray(clf.predict_proba(X), dtype=np.float64)
@@ -126,19 +132,70 @@ def grid_pointing_game(clf, X, y, grid: int = 2, n_grids: int | None = 250,
                        method: str = "inherent", smooth: int | str = "auto",
                        min_confidence: float = 0.5, confidence: str = "sigmoid",
                        random_state: int = 42, return_scores: bool = False):
-    """Mean share of positive attribution that falls in the correct grid cell.
+    """Grid pointing game: the mean share of positive attribution in the correct grid cell.
 
-    clf : fitted image classifier with ``explain(X, target, method)`` and
-    ``decision_function`` (``confidence="sigmoid"``) or ``predict_proba`` (``"softmax"``);
-    X, y : candidate images (n, H, W[, C]) and labels; grids as in :func:`confident_grids`.
-    Cells must be token-aligned: ``H / grid`` and ``W / grid`` must be multiples of the
-    model's token size (ValueError otherwise; pad the images).
-    ``smooth``: the channel-summed attribution map is average-pooled with this odd kernel
-    (stride 1, zero padding counted) *before* its positive part is taken, as the authors do;
-    "auto" is :func:`smoothing_kernel` of the image height, 1 turns it off.
-    Returns the mean score, or ``(mean, scores (n_grids, grid²))`` with ``return_scores``. A
-    cell explanation without any positive attribution scores 0. The signature
-    ``(clf, X, y)`` makes it usable as a ``scoring=`` callable in ``GridSearchCV``.
+    Confidently and correctly classified images are tiled into ``grid × grid`` images of
+    different classes (:func:`confident_grids`); each cell's class is explained and scored by the
+    share of the positive attribution that falls in its cell. A cell explanation without any
+    positive attribution scores 0. The signature ``(clf, X, y)`` makes it usable as a
+    ``scoring=`` callable in ``GridSearchCV``.
+
+    Parameters
+    ----------
+    clf : fitted image classifier
+        With ``explain(X, target, method)`` and ``decision_function``
+        (``confidence="sigmoid"``) or ``predict_proba`` (``"softmax"``).
+    X : ndarray of shape (n, H, W[, C])
+        Candidate images. Cells must be token-aligned: ``H / grid`` and ``W / grid`` must be
+        multiples of the model's token size (ValueError otherwise; pad the images).
+    y : ndarray of shape (n,)
+        Their labels.
+    grid : int, default=2
+        Cells per side.
+    n_grids : int or None, default=250
+        Grid images to score (None: as many as the images allow).
+    method : str, default="inherent"
+        The explanation method.
+    smooth : int or "auto", default="auto"
+        The channel-summed attribution map is average-pooled with this odd kernel (stride 1,
+        zero padding counted) *before* its positive part is taken, as the authors do; "auto" is
+        :func:`smoothing_kernel` of the image height, 1 turns it off.
+    min_confidence : float, default=0.5
+        Only images classified with a higher confidence are tiled.
+    confidence : {"sigmoid", "softmax"}, default="sigmoid"
+        The confidence: the sigmoid of the class logit, or the softmax probability.
+    random_state : int, default=42
+        Seeds the choice of the cells' classes.
+    return_scores : bool, default=False
+        Also return every cell's score.
+
+    Returns
+    -------
+    float or tuple of (float, ndarray of shape (n_grids, grid**2))
+        The mean score, with ``return_scores`` also the scores.
+
+    Raises
+    ------
+    ValueError
+        If the images allow fewer grids than ``n_grids``, or the cells are not token-aligned.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import BcosViTClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.arange(60) % 6  # six colours
+    >>> X = rng.random((60, 8, 8, 3), dtype=np.float32) * 0.1
+    >>> for c in range(6):
+    ...     X[y == c, :, :, c % 3] += 0.9 if c < 3 else 0.4
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=16, depth=1, num_heads=2,
+    ...                         stem_channels=(8,), max_epochs=10, lr=1e-2,
+    ...                         random_state=0).fit(X, y)
+    >>> from interpretable.metrics import grid_pointing_game
+    >>> mean, scores = grid_pointing_game(clf, X, y, n_grids=2, min_confidence=0.0,
+    ...                                   return_scores=True)
+    >>> scores.shape, bool(0 <= mean <= 1)
+    ((2, 4), True)
     """
     X = check_images(X)
     h, w = X.shape[1:3]

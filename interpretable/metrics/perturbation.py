@@ -19,19 +19,62 @@ BASELINES = ("encoding", "image")
 def pixel_perturbation(clf, X, y, method: str | None = None, max_fraction: float = 0.25,
                        steps: int = 9, n_samples: int | None = 250, batch_size: int | None = None,
                        baseline: str = "encoding", return_curves: bool = False):
-    """Area between the least-first and most-first confidence curves (higher is better).
+    """Pixel perturbation: the area between the least-first and most-first confidence curves.
 
-    clf : fitted classifier from :mod:`interpretable.estimators.vision`; X, y : images and
-    labels, of which the ``n_samples`` most confidently correct are used (None: all correct).
-    ``baseline``: how a pixel is removed: "encoding" zeroes its model input (both ``x`` and
-    ``1-x`` for B-cos models, an input no image has), "image" sets the raw pixel to 0 (black,
-    encoded as ``(0, 1)`` for B-cos models). Confidence = softmax probability of the true
-    class, its mean normalised to 1 at 0 %; curves sampled at ``steps`` equidistant fractions
-    in [0, max_fraction]. Returns the area (trapezoidal rule over the fraction axis), or
-    ``(area, curves)`` with ``return_curves``: dict with ``fractions``, ``most_first``,
-    ``least_first`` and ``morf_auc`` (n,), each image's area under its own most-first
-    (MoRF) probability curve divided by ``max_fraction`` (its mean probability over the
-    removal range; lower is better). Usable as a ``scoring=`` callable ``(clf, X, y)``.
+    Higher is better. Pixels are removed by decreasing (most-first) or increasing (least-first)
+    attribution; the confidence is the softmax probability of the true class, its mean
+    normalised to 1 at 0 %, sampled at ``steps`` equidistant fractions in ``[0, max_fraction]``;
+    the area uses the trapezoidal rule over the fraction axis. Usable as a ``scoring=``
+    callable ``(clf, X, y)``.
+
+    Parameters
+    ----------
+    clf : fitted image classifier
+        From :mod:`interpretable.estimators.vision`.
+    X : ndarray of shape (n, H, W[, C])
+        Images.
+    y : ndarray of shape (n,)
+        Their labels.
+    method : str or None, default=None
+        The explanation method (None: the estimator's default).
+    max_fraction : float, default=0.25
+        The largest fraction of pixels removed.
+    steps : int, default=9
+        Points of each curve.
+    n_samples : int or None, default=250
+        The most confidently correct images used (None: all correct ones).
+    batch_size : int or None, default=None
+        Mini-batch size (None: the estimator's).
+    baseline : {"encoding", "image"}, default="encoding"
+        How a pixel is removed: "encoding" zeroes its model input (both ``x`` and ``1-x`` for
+        B-cos models, an input no image has), "image" sets the raw pixel to 0 (black).
+    return_curves : bool, default=False
+        Also return the curves.
+
+    Returns
+    -------
+    float or tuple of (float, dict)
+        The area; with ``return_curves`` also a dict with ``fractions``, ``most_first``,
+        ``least_first`` and ``morf_auc`` (n,), each image's area under its own most-first
+        (MoRF) probability curve divided by ``max_fraction`` (lower is better).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import BcosViTClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.arange(60) % 6  # six colours
+    >>> X = rng.random((60, 8, 8, 3), dtype=np.float32) * 0.1
+    >>> for c in range(6):
+    ...     X[y == c, :, :, c % 3] += 0.9 if c < 3 else 0.4
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=16, depth=1, num_heads=2,
+    ...                         stem_channels=(8,), max_epochs=10, lr=1e-2,
+    ...                         random_state=0).fit(X, y)
+    >>> from interpretable.metrics import pixel_perturbation
+    >>> area, curves = pixel_perturbation(clf, X, y, steps=3, n_samples=None,
+    ...                                   return_curves=True)
+    >>> curves["fractions"].tolist()
+    [0.0, 0.125, 0.25]
     """
     if baseline not in BASELINES:
         raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}.")

@@ -49,8 +49,39 @@ class _MetricScorer:
 
 
 def make_explanation_scorer(metric="sufficiency", method=None, **kwargs):
-    """Scorer of ``metric`` in ``"comprehensiveness" | "sufficiency" | "sensitivity"`` for
-    explanations by ``method``; ``kwargs`` go to the metric (e.g. ``fractions``)."""
+    """Make a scikit-learn scorer of a faithfulness metric of the explanations.
+
+    Parameters
+    ----------
+    metric : {"comprehensiveness", "sufficiency", "sensitivity"}, default="sufficiency"
+        The metric; the scorer is signed so that larger is better.
+    method : str or None, default=None
+        Explanation method (None: the estimator's default).
+    **kwargs
+        Passed to the metric (e.g. ``fractions``).
+
+    Returns
+    -------
+    callable
+        A scorer ``(estimator, X, y) -> float`` for ``scoring=`` in ``GridSearchCV``.
+
+    Raises
+    ------
+    ValueError
+        If ``metric`` is unknown.
+
+    Examples
+    --------
+    >>> from interpretable import AttentionTextClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> from interpretable.metrics import make_explanation_scorer
+    >>> scorer = make_explanation_scorer("comprehensiveness", fractions=(0.5,))
+    >>> isinstance(scorer(clf, X, y), float)
+    True
+    """
     if metric not in _EXPLANATION_METRICS:
         raise ValueError(f"metric must be one of {sorted(_EXPLANATION_METRICS)}, got {metric!r}.")
     func, key, sign = _EXPLANATION_METRICS[metric]
@@ -59,12 +90,49 @@ def make_explanation_scorer(metric="sufficiency", method=None, **kwargs):
 
 
 def make_stability_scorer(kind="embedding", quantity="jsd", method=None, **kwargs):
-    """Negated mean JSD (``quantity="jsd"``, explanation stability) or TVD (``"tvd"``,
-    prediction stability) under ``kind`` = ``"embedding"`` perturbation (``radius=``,
-    ``kind=`` as ``noise=``; ``noise="pgd"`` is the SEAT authors' attack, on the gold labels
-    passed to the scorer, with ``norm=``, ``steps=``, ``clamp=``, ``tvd=`` as in
-    :func:`~interpretable.metrics.embedding_stability`) or ``"word"`` perturbation
-    (``perturber=`` required)."""
+    """Make a scikit-learn scorer of the stability of explanations or predictions.
+
+    The score is the negated mean JSD (``quantity="jsd"``, explanation stability) or TVD
+    (``"tvd"``, prediction stability) under embedding perturbation (``radius=``, ``kind=`` as
+    ``noise=``; ``noise="pgd"`` is the SEAT authors' attack, on the gold labels passed to the
+    scorer, with ``norm=``, ``steps=``, ``clamp=``, ``tvd=`` as in
+    :func:`~interpretable.metrics.embedding_stability`) or word perturbation (``perturber=``
+    required).
+
+    Parameters
+    ----------
+    kind : {"embedding", "word"}, default="embedding"
+        The perturbation.
+    quantity : {"jsd", "tvd"}, default="jsd"
+        Explanation (JSD) or prediction (TVD) stability.
+    method : str or None, default=None
+        Explanation method (None: the estimator's default).
+    **kwargs
+        Passed to :func:`~interpretable.metrics.embedding_stability` or
+        :func:`~interpretable.metrics.word_stability`.
+
+    Returns
+    -------
+    callable
+        A scorer ``(estimator, X, y) -> float`` (larger is more stable).
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` or ``quantity`` is unknown, or a word scorer lacks ``perturber``.
+
+    Examples
+    --------
+    >>> from interpretable import AttentionTextClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> from interpretable.metrics import make_stability_scorer
+    >>> scorer = make_stability_scorer("embedding", quantity="tvd", radius=0.01)
+    >>> scorer(clf, X, y) <= 0
+    True
+    """
     if kind not in _STABILITY_METRICS:
         raise ValueError(f"kind must be one of {sorted(_STABILITY_METRICS)}, got {kind!r}.")
     if quantity not in ("jsd", "tvd"):

@@ -60,21 +60,73 @@ def _probabilities(clf, X, view: str) -> np.ndarray:
 def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=10,
                         random_state=0, batch_size=None, n_steps=50, *, y=None, norm="linf",
                         step_size=None, clamp=None, tvd="sum") -> AnalysisResult:
-    """Stability under perturbation of the word embeddings (SEAT, Table 1).
+    """Stability of explanations and predictions under perturbation of the word embeddings.
 
-    ``kind``: every token's embedding moves by ``‖δ_t‖₂ = radius`` in a random direction
-    (``"random"``), or within that ball by ``steps`` of PGD maximising the change of the
-    predicted distribution (``"adversarial"``), or by the authors' attack (``"pgd"``, Hu et
-    al.'s code, :func:`~interpretable.nn.attacks.embedding_pgd`): uniform start in ``[−r, r]``,
-    ``steps`` of ``step_size`` (default ``2r/steps``) ascending ``½|y − p_y|`` of the gold
-    labels ``y`` (None: the clean predictions) in the ``norm`` ball (``"linf"``: ``|δ|∞ ≤ r``,
-    their choice; ``"l2"``: ``‖δ_t‖₂ ≤ r`` per token), and with ``clamp=(lo, hi)`` the
-    perturbed embeddings clamped into ``[lo, hi]`` (theirs: ``(0, 1)``, destructive).
-    Explanations by ``method`` (the attention or a gradient method, None: the estimator's
-    default; gradient methods target the clean prediction) are compared by JSD (natural log),
-    predictions by TVD: ``tvd="sum"`` is ``½‖p − q‖₁`` over the classes, ``"single"`` is
-    ``½|p_c − q_c|`` of the clean predicted class ``c`` only, the authors' convention (one
-    sigmoid output; half of ``"sum"`` for two classes).
+    SEAT, Table 1. ``kind``: every token's embedding moves by ``‖δ_t‖₂ = radius`` in a random
+    direction (``"random"``), or within that ball by ``steps`` of PGD maximising the change of
+    the predicted distribution (``"adversarial"``), or by the authors' attack (``"pgd"``, Hu et
+    al.'s code, :func:`~interpretable.nn.attacks.embedding_pgd`). Explanations are compared by
+    JSD (natural log), predictions by TVD.
+
+    Parameters
+    ----------
+    clf : fitted text classifier
+        Any estimator of :mod:`interpretable.estimators` that classifies texts.
+    X : sequence of str of shape (n_samples,)
+        The texts.
+    radius : float, default=0.001
+        The size of the perturbation.
+    method : str or None, default=None
+        The attention or a gradient method (None: the estimator's default; gradient methods
+        target the clean prediction).
+    kind : {"random", "adversarial", "pgd"}, default="random"
+        The perturbation.
+    steps : int, default=10
+        Attack steps (``"adversarial"``, ``"pgd"``).
+    random_state : int, default=0
+        Seeds the random directions and starts.
+    batch_size : int or None, default=None
+        Mini-batch size (None: the estimator's).
+    n_steps : int, default=50
+        Integration steps of ``method="integrated_gradients"``.
+    y : array-like of shape (n_samples,) or None, default=None
+        Gold labels the ``"pgd"`` attack ascends ``½|y − p_y|`` of (None: the clean
+        predictions).
+    norm : {"linf", "l2"}, default="linf"
+        The ``"pgd"`` ball: ``|δ|∞ ≤ r`` (the authors' choice) or ``‖δ_t‖₂ ≤ r`` per token.
+    step_size : float or None, default=None
+        The ``"pgd"`` step (None: ``2r/steps``).
+    clamp : tuple of float or None, default=None
+        ``(lo, hi)``: perturbed embeddings clamped into ``[lo, hi]`` (the authors': ``(0, 1)``,
+        destructive).
+    tvd : {"sum", "single"}, default="sum"
+        ``"sum"``: ``½‖p − q‖₁`` over the classes; ``"single"``: ``½|p_c − q_c|`` of the clean
+        predicted class only, the authors' convention.
+
+    Returns
+    -------
+    AnalysisResult
+        ``frame``: one row per sample with ``jsd`` (explanations) and ``tvd`` (predictions);
+        ``summary``: their means and medians and ``n_samples``.
+
+    See Also
+    --------
+    word_stability : Stability under word substitutions.
+    seed_stability : Stability against training randomness.
+
+    Examples
+    --------
+    >>> from interpretable import AttentionTextClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> from interpretable.metrics import embedding_stability
+    >>> result = embedding_stability(clf, X, radius=0.01)
+    >>> result.frame.columns.tolist()
+    ['sample', 'jsd', 'tvd']
+    >>> result.summary["n_samples"]
+    4
     """
     clf = check_text_model(clf, "embedding_stability")
     if not radius >= 0:
@@ -117,11 +169,50 @@ def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=1
 
 # ---------------------------------------------------------------------------- words
 def word_stability(clf, X, perturber, method=None) -> AnalysisResult:
-    """Stability under word perturbation (SEAT, Table 3): ``perturber`` (e.g.
-    :class:`~interpretable.text.SynonymSubstitution`, fitted here if needed) rewrites ``X``;
-    explanations of the clean and perturbed texts (both for the clean prediction) are compared
-    token by token by JSD (word by word, summing word pieces, when a substitution changed the
-    number of word pieces), predictions by TVD. ``n_changed`` counts the replaced words.
+    """Stability of explanations and predictions under word perturbation (SEAT, Table 3).
+
+    ``perturber`` rewrites ``X``; explanations of the clean and perturbed texts (both for the
+    clean prediction) are compared token by token by JSD (word by word, summing word pieces,
+    when a substitution changed the number of word pieces), predictions by TVD.
+
+    Parameters
+    ----------
+    clf : fitted text classifier
+        Any estimator of :mod:`interpretable.estimators` that classifies texts.
+    X : sequence of str of shape (n_samples,)
+        The texts.
+    perturber : transformer of texts
+        E.g. :class:`~interpretable.text.SynonymSubstitution` (fitted here if needed).
+    method : str or None, default=None
+        Explanation method (None: the estimator's default).
+
+    Returns
+    -------
+    AnalysisResult
+        ``frame``: one row per sample with ``jsd``, ``tvd`` and, for a perturber with
+        ``substitute`` (such as ``SynonymSubstitution``), ``n_changed`` (the replaced words);
+        ``summary``: means and medians.
+
+    Raises
+    ------
+    TypeError
+        If ``perturber`` is not a transformer of texts.
+    ValueError
+        If the perturbation changed the number of words of a text.
+
+    Examples
+    --------
+    >>> from interpretable import AttentionTextClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> from sklearn.preprocessing import FunctionTransformer
+    >>> from interpretable.metrics import word_stability
+    >>> swap = FunctionTransformer(lambda texts: [t.replace("movie", "film") for t in texts])
+    >>> result = word_stability(clf, X, swap)
+    >>> result.frame.columns.tolist()
+    ['sample', 'jsd', 'tvd']
     """
     clf = check_text_model(clf, "word_stability")
     if not hasattr(perturber, "transform"):
@@ -180,11 +271,46 @@ def _pad_rows(rows, lengths) -> np.ndarray:
 # ---------------------------------------------------------------------------- seeds
 def seed_stability(estimator, X, y, seeds=(0, 1, 2), X_eval=None,
                    method=None) -> AnalysisResult:
-    """Stability against training randomness (SEAT, Fig. 2): ``estimator`` is cloned and fitted
-    on ``(X, y)`` with ``random_state`` = each seed; the first seed is the base model. For every
-    other seed and sample of ``X_eval`` (default ``X``): JSD between its explanation and the
-    base model's (both for the base prediction) and TVD between the predictions.
-    ``max_attention`` is the base explanation's largest weight (the paper bins by it).
+    """Stability of explanations and predictions against training randomness (SEAT, Fig. 2).
+
+    ``estimator`` is cloned and fitted on ``(X, y)`` with ``random_state`` = each seed; the
+    first seed is the base model. For every other seed and sample of ``X_eval``: JSD between
+    its explanation and the base model's (both for the base prediction) and TVD between the
+    predictions. ``max_attention`` is the base explanation's largest weight (the paper bins by
+    it).
+
+    Parameters
+    ----------
+    estimator : text classifier
+        The estimator to clone and fit (fitted or not).
+    X : sequence of str of shape (n_samples,)
+        Training texts.
+    y : array-like of shape (n_samples,)
+        Training labels.
+    seeds : tuple of int, default=(0, 1, 2)
+        The seeds; the first gives the base model.
+    X_eval : sequence of str or None, default=None
+        The texts compared (None: ``X``).
+    method : str or None, default=None
+        Explanation method (None: the estimator's default).
+
+    Returns
+    -------
+    AnalysisResult
+        ``frame``: one row per seed and sample with ``jsd``, ``tvd``, ``seed`` and
+        ``max_attention``; ``summary``: means, medians, ``by_seed`` and ``base_seed``.
+
+    Examples
+    --------
+    >>> from interpretable import AttentionTextClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> from interpretable.metrics import seed_stability
+    >>> result = seed_stability(clf, X, y, seeds=(0, 1))
+    >>> result.frame.columns.tolist()
+    ['sample', 'jsd', 'tvd', 'seed', 'max_attention']
     """
     seeds = list(seeds)
     if len(seeds) < 2:

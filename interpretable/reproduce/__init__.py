@@ -12,21 +12,77 @@ __all__ = ["available", "load", "write_results"]
 
 
 def available() -> list[str]:
-    """Names usable with ``python -m interpretable reproduce NAME`` (``_`` shown as ``-``)."""
+    """Return the names usable with ``python -m interpretable reproduce NAME``.
+
+    Returns
+    -------
+    list of str
+        The reproductions (``_`` shown as ``-``), sorted.
+
+    Examples
+    --------
+    >>> from interpretable.reproduce import available
+    >>> "isan" in available(), "diversity-lstm" in available()
+    (True, True)
+    """
     return sorted(
         m.name.replace("_", "-") for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")
     )
 
 
 def load(name: str):
-    """The module of reproduction ``name`` (one of :func:`available`)."""
+    """Return the module of a reproduction.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`available`.
+
+    Returns
+    -------
+    module
+        The module (``run(quick, **options) -> dict``, optional ``add_arguments(parser)`` and
+        ``demo()``).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown.
+
+    Examples
+    --------
+    >>> from interpretable.reproduce import load
+    >>> load("isan").__name__
+    'interpretable.reproduce.isan'
+    """
     if name not in available():
         raise ValueError(f"unknown reproduction {name!r}; choose one of {available()}")
     return import_module(f"{__name__}.{name.replace('-', '_')}")
 
 
 def write_results(name: str, results: dict, directory: str | Path = "benchmarks/results") -> Path:
-    """Write ``results`` as indented JSON to ``directory/<name>.json`` and return the path."""
+    """Write results as indented JSON to ``directory/<name>.json``.
+
+    Parameters
+    ----------
+    name : str
+        The reproduction.
+    results : dict
+        JSON-compatible results (numbers that JSON lacks are written as floats).
+    directory : str or Path, default="benchmarks/results"
+        The folder (created if needed).
+
+    Returns
+    -------
+    pathlib.Path
+        The file.
+
+    Examples
+    --------
+    >>> from interpretable.reproduce import write_results
+    >>> write_results("isan", {"bits_per_char": 2.5}, directory="results")
+    PosixPath('results/isan.json')
+    """
     path = Path(directory) / f"{name.replace('-', '_')}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2, default=float))

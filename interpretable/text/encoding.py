@@ -37,28 +37,42 @@ def _text_tokens(text: str) -> list[str]:
 class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
     """Tokenise texts (nltk's word tokeniser, no data files needed) and map tokens to integer ids.
 
+    ``set_output`` is accepted (``Pipeline.set_output``), but the ids stay an int64 array
+    whatever the container: their width changes with every call (see :mod:`.output`).
+
     Parameters
     ----------
-    lowercase : bool
+    lowercase : bool, default=True
         Lower-case before tokenising.
-    min_freq : int
+    min_freq : int, default=1
         Tokens seen fewer times in ``fit`` map to the unknown id.
-    max_vocab : int or None
+    max_vocab : int or None, default=None
         Keep only the most frequent tokens (ties broken alphabetically), not counting
         ``<pad>`` and ``<unk>``.
-    max_len : int or None
+    max_len : int or None, default=2048
         Texts longer than this are truncated to their first ``max_len`` tokens, with a
         ``UserWarning`` naming the longest (applied by :meth:`tokenize` so explanations show
         exactly what the model saw; None keeps every token).
 
-    ``set_output`` is accepted (``Pipeline.set_output``), but the ids stay an int64 array
-    whatever the container: their width changes with every call (see :mod:`.output`).
-
     Attributes
     ----------
-    vocabulary_ : dict str -> int
+    vocabulary_ : dict of str to int
         ``<pad>`` is 0, ``<unk>`` is 1, then tokens by decreasing frequency.
     index_to_token_ : list of str
+        Id → token.
+
+    See Also
+    --------
+    WordPieceEncoder : The word-piece tokeniser of the BERT-family models.
+
+    Examples
+    --------
+    >>> from interpretable.text import TextEncoder
+    >>> encoder = TextEncoder().fit(["A good film.", "A bad film."])
+    >>> encoder.index_to_token_
+    ['<pad>', '<unk>', '.', 'a', 'film', 'bad', 'good']
+    >>> encoder.transform(["A good movie"])
+    array([[3, 6, 1]])
     """
 
     def __init__(self, lowercase=True, min_freq=1, max_vocab=None, max_len=2048):
@@ -76,13 +90,53 @@ class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"{name} must be None or a positive integer, got {value!r}.")
 
     def tokenize(self, text: str) -> list[str]:
-        """Tokens of one text as the model sees them (lower-cased, truncated to ``max_len``)."""
+        """Return the tokens of one text as the model sees them (lower-cased, truncated).
+
+        Parameters
+        ----------
+        text : str
+            One text.
+
+        Returns
+        -------
+        list of str
+            Its tokens (at most ``max_len``).
+
+        Examples
+        --------
+        >>> from interpretable.text import TextEncoder
+        >>> TextEncoder(max_len=3).tokenize("Not bad at all!")
+        ['not', 'bad', 'at']
+        """
         tokens = _text_tokens(text.lower() if self.lowercase else text)
         return tokens[: self.max_len] if self.max_len else tokens
 
     def tokenize_many(self, X, allow_blank: bool = False) -> list[list[str]]:
-        """Tokens of every text of ``X`` (see :meth:`tokenize`); a text without tokens is a
-        ``ValueError``, except a blank one with ``allow_blank`` (it gets no tokens)."""
+        """Return the tokens of every text (see :meth:`tokenize`).
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            The texts.
+        allow_blank : bool, default=False
+            A blank text gets no tokens instead of raising.
+
+        Returns
+        -------
+        list of list of str
+            The tokens of each text.
+
+        Raises
+        ------
+        ValueError
+            If a text has no tokens (unless blank with ``allow_blank``).
+
+        Examples
+        --------
+        >>> from interpretable.text import TextEncoder
+        >>> TextEncoder().tokenize_many(["Good film", " "], allow_blank=True)
+        [['good', 'film'], []]
+        """
         texts = check_texts(X, allow_blank=allow_blank)
         tokenized = list(map(_text_tokens, map(str.lower, texts) if self.lowercase else texts))
         if self.max_len:
@@ -103,6 +157,31 @@ class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
         return tokenized
 
     def fit(self, X, y=None):
+        """Learn the vocabulary of the texts.
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            The texts.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : TextEncoder
+            The fitted encoder.
+
+        Raises
+        ------
+        ValueError
+            If a parameter is invalid or a text has no tokens.
+
+        Examples
+        --------
+        >>> from interpretable.text import TextEncoder
+        >>> TextEncoder(min_freq=2).fit(["a good film", "a bad film"]).index_to_token_
+        ['<pad>', '<unk>', 'a', 'film']
+        """
         self._validate_params()
         counts = Counter(tok for tokens in self.tokenize_many(X) for tok in tokens)
         kept = sorted(
@@ -116,7 +195,28 @@ class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
         return self
 
     def encode_tokens(self, tokenized: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
-        """Padded ids ``(n, L)`` (L = longest text) and lengths ``(n,)`` of tokenised texts."""
+        """Map tokenised texts to padded ids and lengths.
+
+        Parameters
+        ----------
+        tokenized : list of list of str
+            Tokens of each text.
+
+        Returns
+        -------
+        ids : ndarray of shape (n_samples, L)
+            Ids (int64), right-padded with 0; L is the longest text's length.
+        lengths : ndarray of shape (n_samples,)
+            The lengths.
+
+        Examples
+        --------
+        >>> from interpretable.text import TextEncoder
+        >>> encoder = TextEncoder().fit(["A good film.", "A bad film."])
+        >>> encoder.encode_tokens([["good", "film"], ["bad"]])
+        (array([[6, 4],
+               [5, 0]]), array([2, 1]))
+        """
         check_is_fitted(self, "vocabulary_")
         lengths = np.fromiter(map(len, tokenized), dtype=np.int64, count=len(tokenized))
         flat_tokens = chain.from_iterable(tokenized)
@@ -127,16 +227,79 @@ class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
         return ids, lengths
 
     def encode(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """Padded ids ``(n, L)`` and lengths ``(n,)``."""
+        """Tokenise texts and map them to padded ids and lengths.
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            The texts.
+
+        Returns
+        -------
+        ids : ndarray of shape (n_samples, L)
+            Ids (int64), right-padded with 0.
+        lengths : ndarray of shape (n_samples,)
+            The lengths.
+
+        Examples
+        --------
+        >>> from interpretable.text import TextEncoder
+        >>> encoder = TextEncoder().fit(["A good film.", "A bad film."])
+        >>> encoder.encode(["Good film", "Bad"])
+        (array([[6, 4],
+               [5, 0]]), array([2, 1]))
+        """
         check_is_fitted(self, "vocabulary_")
         return self.encode_tokens(self.tokenize_many(X))
 
     def transform(self, X) -> np.ndarray:
-        """Padded int64 ids ``(n, L)``: pad = 0, unknown = 1; lengths are ``(ids != 0).sum(1)``."""
+        """Map texts to padded ids (pad = 0, unknown = 1).
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            The texts.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, L)
+            Ids (int64); the lengths are ``(ids != 0).sum(1)``.
+
+        Examples
+        --------
+        >>> from interpretable.text import TextEncoder
+        >>> encoder = TextEncoder().fit(["A good film.", "A bad film."])
+        >>> encoder.transform(["Good film", "Great"])
+        array([[6, 4],
+               [1, 0]])
+        """
         return self.encode(X)[0]
 
     def inverse_transform(self, ids) -> list[list[str]]:
-        """Tokens back from ids (padding dropped; unknown words come back as ``<unk>``)."""
+        """Map ids back to tokens (padding dropped; unknown words come back as ``<unk>``).
+
+        Parameters
+        ----------
+        ids : array-like of shape (n_samples, L)
+            Ids, as :meth:`transform` gives them.
+
+        Returns
+        -------
+        list of list of str
+            The tokens.
+
+        Raises
+        ------
+        ValueError
+            If ``ids`` is not 2-d or holds ids outside the vocabulary.
+
+        Examples
+        --------
+        >>> from interpretable.text import TextEncoder
+        >>> encoder = TextEncoder().fit(["A good film.", "A bad film."])
+        >>> encoder.inverse_transform(encoder.transform(["Great film"]))
+        [['<unk>', 'film']]
+        """
         check_is_fitted(self, "vocabulary_")
         ids = np.asarray(ids)
         if ids.ndim != 2:
@@ -147,10 +310,39 @@ class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
         return [[self.index_to_token_[i] for i in row if i != PAD] for row in ids]
 
     def embedding_matrix(self, vectors, random_state=0) -> np.ndarray:
-        """``(len(vocabulary_), dim)`` float32 init matrix from gensim ``KeyedVectors``.
+        """Build an embedding matrix of the vocabulary from gensim ``KeyedVectors``.
 
-        Known words get their vector; unknown words a normal draw with the vectors' std
-        (seeded by ``random_state``); ``<pad>`` is zero.
+        Known words get their vector; unknown words a normal draw with the vectors' std (seeded by
+        ``random_state``); ``<pad>`` is zero.
+
+        Parameters
+        ----------
+        vectors : gensim.models.KeyedVectors
+            The word vectors.
+        random_state : int, RandomState or None, default=0
+            Seeds the vectors of unknown words.
+
+        Returns
+        -------
+        ndarray of shape (len(vocabulary_), dim)
+            The matrix (float32).
+
+        Raises
+        ------
+        TypeError
+            If ``vectors`` is not a ``KeyedVectors``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gensim.models import KeyedVectors
+        >>> vectors = KeyedVectors(vector_size=2)
+        >>> vectors.add_vectors(["good", "film"], np.array([[1.0, 0.0], [0.0, 1.0]]))
+        >>> from interpretable.text import TextEncoder
+        >>> encoder = TextEncoder().fit(["A good film.", "A bad film."])
+        >>> matrix = encoder.embedding_matrix(vectors)
+        >>> matrix.shape, matrix[encoder.vocabulary_["good"]].tolist()
+        ((7, 2), [1.0, 0.0])
         """
         check_is_fitted(self, "vocabulary_")
         if not hasattr(vectors, "key_to_index") or not hasattr(vectors, "vector_size"):
@@ -165,12 +357,45 @@ class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
         return matrix.astype(np.float32)
 
     def get_state(self) -> dict:
-        """JSON-compatible fitted state (for safe persistence)."""
+        """Return the fitted state, JSON-compatible (for safe persistence).
+
+        Returns
+        -------
+        dict
+            ``params`` and ``index_to_token``; :meth:`from_state` rebuilds the encoder.
+
+        Examples
+        --------
+        >>> from interpretable.text import TextEncoder
+        >>> encoder = TextEncoder().fit(["A good film.", "A bad film."])
+        >>> encoder.get_state()["index_to_token"][:3]
+        ['<pad>', '<unk>', '.']
+        """
         check_is_fitted(self, "vocabulary_")
         return {"params": self.get_params(), "index_to_token": list(self.index_to_token_)}
 
     @classmethod
     def from_state(cls, state: dict) -> "TextEncoder":
+        """Rebuild a fitted encoder from :meth:`get_state`'s state.
+
+        Parameters
+        ----------
+        state : dict
+            The state.
+
+        Returns
+        -------
+        TextEncoder
+            The fitted encoder.
+
+        Examples
+        --------
+        >>> from interpretable.text import TextEncoder
+        >>> encoder = TextEncoder().fit(["A good film.", "A bad film."])
+        >>> copy = TextEncoder.from_state(encoder.get_state())
+        >>> copy.vocabulary_ == encoder.vocabulary_
+        True
+        """
         encoder = cls(**state["params"])
         encoder.index_to_token_ = list(state["index_to_token"])
         encoder.vocabulary_ = {tok: i for i, tok in enumerate(encoder.index_to_token_)}

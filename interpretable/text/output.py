@@ -27,8 +27,30 @@ class TextOutputMixin:
     """``set_output(transform=...)``: what the container setting means is in :mod:`.output`."""
 
     def set_output(self, *, transform=None):
-        """Set the output container of ``transform`` (``"default"``, ``"pandas"`` or
-        ``"polars"``; None leaves it unchanged); returns ``self``."""
+        """Set the output container of ``transform``.
+
+        Parameters
+        ----------
+        transform : {"default", "pandas", "polars"} or None, default=None
+            The container; None leaves it unchanged.
+
+        Returns
+        -------
+        self : estimator
+            The transformer.
+
+        Raises
+        ------
+        ValueError
+            If ``transform`` is unknown.
+
+        Examples
+        --------
+        >>> from interpretable.text import TextEncoder
+        >>> encoder = TextEncoder().set_output(transform="pandas")
+        >>> encoder.fit(["a film"]).transform(["a film"])  # ids stay an array
+        array([[2, 3]])
+        """
         if transform is None:
             return self
         if transform not in OUTPUTS:

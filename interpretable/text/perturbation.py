@@ -18,23 +18,44 @@ __all__ = ["SynonymSubstitution"]
 class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
     """Replace ``n_words`` random content words of each text by their nearest word vector.
 
-    Content words are alphabetic tokens (no punctuation, no numbers) that are not English
-    stop words and have a usable neighbour in ``vectors``. A neighbour is the nearest word
-    (cosine, gensim ``most_similar``) that is alphabetic, not a stop word and not the word
-    itself. Only the replaced characters of the text change (the first letter's case is kept),
-    so the rest of the text tokenises exactly as before.
+    Content words are alphabetic tokens (no punctuation, no numbers) that are not English stop
+    words and have a usable neighbour in ``vectors``. A neighbour is the nearest word (cosine,
+    gensim ``most_similar``) that is alphabetic, not a stop word and not the word itself. Only
+    the replaced characters of the text change (the first letter's case is kept), so the rest
+    of the text tokenises exactly as before.
 
     Parameters
     ----------
-    n_words : int
+    n_words : int, default=1
         Words replaced per text (fewer when a text has fewer content words).
-    vectors : "glove-50" or gensim ``KeyedVectors``
+    vectors : "glove-50" or gensim KeyedVectors, default="glove-50"
         Word vectors giving the neighbours (``"glove-50"`` uses :func:`load_glove`).
-    restrict_vocab : int or None
+    restrict_vocab : int or None, default=50000
         Search neighbours among the first ``restrict_vocab`` (most frequent) words only.
-    random_state : int, RandomState or None
+    random_state : int, RandomState or None, default=None
         Seeds the choice of words; every ``transform`` call restarts from it, so the same input
         gives the same output.
+
+    Attributes
+    ----------
+    vectors_ : gensim.models.KeyedVectors
+        The loaded vectors.
+
+    See Also
+    --------
+    interpretable.metrics.word_stability : Stability of explanations under substitutions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gensim.models import KeyedVectors
+    >>> from interpretable.text import SynonymSubstitution
+    >>> vectors = KeyedVectors(vector_size=2)
+    >>> vectors.add_vectors(["movie", "film", "great", "good"],
+    ...                     np.array([[1.0, 0.1], [1.0, 0.0], [0.0, 1.0], [0.1, 1.0]]))
+    >>> perturber = SynonymSubstitution(vectors=vectors, random_state=0).fit()
+    >>> perturber.transform(["A great movie."])
+    ['A great film.']
     """
 
     def __init__(self, n_words=1, vectors="glove-50", restrict_vocab=50000, random_state=None):
@@ -44,7 +65,37 @@ class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X=None, y=None):
-        """Validate parameters and load the vectors (``X`` is ignored)."""
+        """Validate the parameters and load the vectors.
+
+        Parameters
+        ----------
+        X : None or sequence of str, default=None
+            Ignored.
+        y : None, default=None
+            Ignored.
+
+        Returns
+        -------
+        self : SynonymSubstitution
+            The fitted transformer.
+
+        Raises
+        ------
+        ValueError
+            If ``n_words`` or ``vectors`` is invalid.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gensim.models import KeyedVectors
+        >>> from interpretable.text import SynonymSubstitution
+        >>> vectors = KeyedVectors(vector_size=2)
+        >>> vectors.add_vectors(["movie", "film", "great", "good"],
+        ...                     np.array([[1.0, 0.1], [1.0, 0.0], [0.0, 1.0], [0.1, 1.0]]))
+        >>> perturber = SynonymSubstitution(vectors=vectors, random_state=0).fit()
+        >>> perturber.vectors_ is vectors
+        True
+        """
         if isinstance(self.n_words, bool) or not isinstance(self.n_words, (int, np.integer)) \
                 or self.n_words < 1:
             raise ValueError(f"n_words must be a positive integer, got {self.n_words!r}.")
@@ -98,8 +149,33 @@ class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
                                     if keys[j] != word and _is_content(keys[j])), None)
 
     def substitute(self, X) -> tuple[list[str], list[np.ndarray]]:
-        """Perturb texts; returns ``(texts, positions)``, ``positions[i]`` the sorted indices of
-        the replaced tokens in the word tokenisation (nltk) of ``X[i]``."""
+        """Perturb texts and report which tokens were replaced.
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            The texts.
+
+        Returns
+        -------
+        texts : list of str
+            The perturbed texts.
+        positions : list of ndarray
+            ``positions[i]``: the sorted indices of the replaced tokens in the word tokenisation
+            (nltk) of ``X[i]``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gensim.models import KeyedVectors
+        >>> from interpretable.text import SynonymSubstitution
+        >>> vectors = KeyedVectors(vector_size=2)
+        >>> vectors.add_vectors(["movie", "film", "great", "good"],
+        ...                     np.array([[1.0, 0.1], [1.0, 0.0], [0.0, 1.0], [0.1, 1.0]]))
+        >>> perturber = SynonymSubstitution(vectors=vectors, random_state=0).fit()
+        >>> perturber.substitute(["A great movie."])
+        (['A great film.'], [array([2])])
+        """
         check_is_fitted(self, "vectors_")
         X = check_texts(X)
         rng = check_random_state(self.random_state)
@@ -128,8 +204,32 @@ class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
         return out, positions
 
     def transform(self, X):
-        """Perturbed texts: a list of str, or a one-column table ``text`` after
-        ``set_output(transform="pandas" | "polars")`` (see :mod:`.output`)."""
+        """Perturb texts.
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            The texts.
+
+        Returns
+        -------
+        list of str or DataFrame
+            The perturbed texts, or a one-column table ``text`` after
+            ``set_output(transform="pandas" | "polars")`` (see :mod:`.output`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gensim.models import KeyedVectors
+        >>> from interpretable.text import SynonymSubstitution
+        >>> vectors = KeyedVectors(vector_size=2)
+        >>> vectors.add_vectors(["movie", "film", "great", "good"],
+        ...                     np.array([[1.0, 0.1], [1.0, 0.0], [0.0, 1.0], [0.1, 1.0]]))
+        >>> perturber = SynonymSubstitution(vectors=vectors, random_state=0).fit()
+        >>> perturber.set_output(transform="pandas").transform(["A great movie."])
+                    text
+        0  A great film.
+        """
         return self._texts_output(self.substitute(X)[0], X)
 
 

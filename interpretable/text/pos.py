@@ -72,8 +72,35 @@ def _tagger():
 
 
 def pos_tag(tokens, tagset: str = "universal") -> list[str]:
-    """Tags of a list of tokens: universal tags (``tagset="universal"``) or Penn Treebank
-    (``tagset="ptb"``)."""
+    """Tag a list of tokens with their parts of speech (offline perceptron tagger).
+
+    Parameters
+    ----------
+    tokens : list of str
+        The tokens.
+    tagset : {"universal", "ptb"}, default="universal"
+        Universal tags or Penn Treebank tags.
+
+    Returns
+    -------
+    list of str
+        One tag per token.
+
+    Raises
+    ------
+    TypeError
+        If ``tokens`` is a str.
+    ValueError
+        If ``tagset`` is unknown.
+
+    Examples
+    --------
+    >>> from interpretable.text import pos_tag
+    >>> pos_tag(["A", "great", "movie", "."])
+    ['DET', 'ADJ', 'NOUN', '.']
+    >>> pos_tag(["A", "great", "movie", "."], tagset="ptb")
+    ['DT', 'JJ', 'NN', '.']
+    """
     if isinstance(tokens, str):
         raise TypeError("pos_tag takes a list of tokens, not a str; split or tokenise it first.")
     tokens = list(tokens)

@@ -98,10 +98,10 @@ class WordPieceEncoder(BaseEstimator):
 
     Parameters
     ----------
-    max_len : int or None
+    max_len : int or None, default=None
         At most this many tokens per text, ``[CLS]`` and ``[SEP]`` included (None: 512, the
         model's limit); longer texts are truncated (their first pieces are kept).
-    checkpoint : str, path or None
+    checkpoint : str, path or None, default=None
         Local folder of a BERT-family model whose tokeniser to use (``transformers``, never
         downloads); None: the bundled MiniLM. Read by ``fit`` only: the fitted encoder holds
         the vocabulary and settings (saved with a model, so a saved model needs neither the
@@ -109,8 +109,21 @@ class WordPieceEncoder(BaseEstimator):
 
     Attributes
     ----------
-    index_to_token_ : list of str, the word-piece vocabulary (ids are positions).
-    settings_ : dict, the normalisation and special tokens of the tokeniser.
+    index_to_token_ : list of str
+        The word-piece vocabulary (ids are positions).
+    settings_ : dict
+        The normalisation and special tokens of the tokeniser.
+
+    See Also
+    --------
+    TextEncoder : The word tokeniser of the other text models.
+
+    Examples
+    --------
+    >>> from interpretable.text import WordPieceEncoder
+    >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+    >>> encoder.tokenize("Unbelievably good!")
+    ['[CLS]', 'un', '##bel', '##ie', '##va', '##bly', 'good', '[SEP]']
     """
 
     _parameter_constraints = {"max_len": [Interval(Integral, 3, _MAX_POSITIONS, closed="both"),
@@ -122,7 +135,27 @@ class WordPieceEncoder(BaseEstimator):
         self.checkpoint = checkpoint
 
     def fit(self, X=None, y=None):
-        """Read the tokeniser of ``checkpoint`` (nothing is learned from ``X``)."""
+        """Read the tokeniser of ``checkpoint`` (nothing is learned from ``X``).
+
+        Parameters
+        ----------
+        X : None or sequence of str, default=None
+            Ignored.
+        y : None, default=None
+            Ignored.
+
+        Returns
+        -------
+        self : WordPieceEncoder
+            The fitted encoder.
+
+        Examples
+        --------
+        >>> from interpretable.text import WordPieceEncoder
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> len(encoder.index_to_token_)
+        30522
+        """
         self._validate_params()
         from transformers import AutoTokenizer
 
@@ -148,8 +181,27 @@ class WordPieceEncoder(BaseEstimator):
         return int(self.max_len or _MAX_POSITIONS)
 
     def align(self, text: str) -> WordPieces:
-        """``text`` as the model sees it, with its words and their characters (see
-        :class:`WordPieces`)."""
+        """Return a text as the model sees it, with its words and their characters.
+
+        Parameters
+        ----------
+        text : str
+            One text.
+
+        Returns
+        -------
+        WordPieces
+            The pieces, their character offsets, their words, the words' character spans and the
+            number of pieces cut off (see :class:`WordPieces`).
+
+        Examples
+        --------
+        >>> from interpretable.text import WordPieceEncoder
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> pieces = encoder.align("Unbelievably good!")
+        >>> pieces.words.tolist(), pieces.dropped
+        ([-1, 0, 0, 0, 0, 0, 1, -1], 1)
+        """
         encoding = self._tokenizer.encode(text, add_special_tokens=False)
         kept = self._limit - 2
         words = np.array(encoding.word_ids[:kept], dtype=np.int64)
@@ -167,15 +219,74 @@ class WordPieceEncoder(BaseEstimator):
             dropped=max(len(encoding.tokens) - kept, 0))
 
     def tokenize(self, text: str) -> list[str]:
+        """Return the word pieces of one text, ``[CLS]`` and ``[SEP]`` included.
+
+        Parameters
+        ----------
+        text : str
+            One text.
+
+        Returns
+        -------
+        list of str
+            The pieces (at most ``max_len``).
+
+        Examples
+        --------
+        >>> from interpretable.text import WordPieceEncoder
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> encoder.tokenize("A good film")
+        ['[CLS]', 'a', 'good', 'film', '[SEP]']
+        """
         return self.align(text).pieces
 
     def tokenize_many(self, X, allow_blank: bool = False) -> list[list[str]]:
-        """Word pieces of every text of ``X``; a blank one (``allow_blank``) gets none."""
+        """Return the word pieces of every text.
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            The texts.
+        allow_blank : bool, default=False
+            A blank text gets no pieces instead of raising.
+
+        Returns
+        -------
+        list of list of str
+            The pieces of each text.
+
+        Examples
+        --------
+        >>> from interpretable.text import WordPieceEncoder
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> encoder.tokenize_many(["Good film", " "], allow_blank=True)
+        [['[CLS]', 'good', 'film', '[SEP]'], []]
+        """
         return [self.tokenize(t) if t.strip() else []
                 for t in check_texts(X, allow_blank=allow_blank)]
 
     def encode_tokens(self, tokenized) -> tuple[np.ndarray, np.ndarray]:
-        """Token lists -> ids ``(n, T)`` int64 (padding id 0) and lengths ``(n,)``."""
+        """Map word-piece lists to padded ids and lengths.
+
+        Parameters
+        ----------
+        tokenized : list of list of str
+            The pieces of each text.
+
+        Returns
+        -------
+        ids : ndarray of shape (n_samples, T)
+            Ids (int64), padded with the padding id (0).
+        lengths : ndarray of shape (n_samples,)
+            The lengths.
+
+        Examples
+        --------
+        >>> from interpretable.text import WordPieceEncoder
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> encoder.encode_tokens([["[CLS]", "good", "[SEP]"]])
+        (array([[ 101, 2204,  102]]), array([3]))
+        """
         lengths = np.array([len(t) for t in tokenized], dtype=np.int64)
         ids = np.full((len(tokenized), max(int(lengths.max()), 1)),
                       self._ids[self.settings_["pad_token"]],
@@ -186,13 +297,46 @@ class WordPieceEncoder(BaseEstimator):
         return ids, lengths
 
     def get_state(self) -> dict:
+        """Return the fitted state, JSON-compatible (for safe persistence).
+
+        Returns
+        -------
+        dict
+            ``params``, ``vocabulary`` and ``settings``; :meth:`from_state` rebuilds the encoder.
+
+        Examples
+        --------
+        >>> from interpretable.text import WordPieceEncoder
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> sorted(encoder.get_state())
+        ['params', 'settings', 'vocabulary']
+        """
         return {"params": self.get_params(), "vocabulary": self.index_to_token_,
                 "settings": self.settings_}
 
     @classmethod
     def from_state(cls, state: dict) -> WordPieceEncoder:
-        """The fitted encoder of :meth:`get_state` (a state without vocabulary, from version
-        0.1, reads the bundled MiniLM's tokeniser again)."""
+        """Rebuild a fitted encoder from :meth:`get_state`'s state.
+
+        A state without vocabulary, from version 0.1, reads the bundled MiniLM's tokeniser again.
+
+        Parameters
+        ----------
+        state : dict
+            The state.
+
+        Returns
+        -------
+        WordPieceEncoder
+            The fitted encoder.
+
+        Examples
+        --------
+        >>> from interpretable.text import WordPieceEncoder
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> WordPieceEncoder.from_state(encoder.get_state()).tokenize("good")
+        ['[CLS]', 'good', '[SEP]']
+        """
         encoder = cls(**state["params"])
         if "vocabulary" not in state:
             return encoder.fit()

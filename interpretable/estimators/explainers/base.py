@@ -18,16 +18,37 @@ __all__ = ["Attributions", "Explainer", "register", "explainers_for", "get_expla
 
 @dataclass
 class Attributions:
-    """What an explainer computes for one batch of ``B`` samples (tensors or arrays, sample
-    axis first).
+    """What an explainer computes for one batch of ``B`` samples (sample axis first).
 
-    values : the attributions, e.g. ``(B, T)`` per token (padded to the batch's length),
-        ``(B, H, W)`` per pixel, or a list of ``B`` arrays;
-    logits : ``(B, C)`` the model's outputs (prediction and probabilities), or per sample;
-    target : ``(B,)`` the explained output of each sample, or per sample;
-    logit, bias : ``(B,)`` the explained logit and what the attributions leave out of it, for
-        methods whose attributions plus bias reproduce the logit (completeness), else None;
-    extras : further per-sample fields of the explanation (e.g. B-cos ``weights``).
+    Parameters
+    ----------
+    values : torch.Tensor, ndarray or list
+        The attributions, e.g. ``(B, T)`` per token (padded to the batch's length), ``(B, H, W)``
+        per pixel, or a list of ``B`` arrays.
+    logits : torch.Tensor, ndarray or list
+        ``(B, C)``: the model's outputs (prediction and probabilities), or per sample.
+    target : torch.Tensor, ndarray or list
+        ``(B,)``: the explained output of each sample, or per sample.
+    logit : torch.Tensor or None, default=None
+        ``(B,)``: the explained logit, for methods whose attributions plus bias reproduce it
+        (completeness).
+    bias : torch.Tensor or None, default=None
+        ``(B,)``: what the attributions leave out of the logit.
+    extras : dict, default={}
+        Further per-sample fields of the explanation (e.g. B-cos ``weights``).
+
+    See Also
+    --------
+    Explainer.attribute : Computes them.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from interpretable.estimators.explainers import Attributions
+    >>> part = Attributions(values=torch.ones(2, 3), logits=torch.zeros(2, 2),
+    ...                     target=torch.tensor([0, 1]))
+    >>> sorted(part.fields())
+    ['logits', 'target', 'values']
     """
 
     values: object
@@ -38,7 +59,23 @@ class Attributions:
     extras: dict = field(default_factory=dict)
 
     def fields(self) -> dict:
-        """Every field that is set, by name."""
+        """Return every field that is set, by name.
+
+        Returns
+        -------
+        dict
+            ``values``, ``logits``, ``target``, ``logit`` and ``bias`` where not None, and the
+            ``extras``.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from interpretable.estimators.explainers import Attributions
+        >>> part = Attributions(values=torch.ones(1, 2), logits=torch.zeros(1, 2),
+        ...                     target=torch.tensor([1]), extras={"weights": torch.ones(1, 2)})
+        >>> sorted(part.fields())
+        ['logits', 'target', 'values', 'weights']
+        """
         out = {"values": self.values, "logits": self.logits, "target": self.target,
                "logit": self.logit, "bias": self.bias, **self.extras}
         return {k: v for k, v in out.items() if v is not None}
@@ -73,6 +110,34 @@ class Explainer:
     options) and :meth:`assemble` (the explanation container of the estimator family).
     :meth:`explain` is the public lower-level call behind ``estimator.explain``. Explainers
     hold no state: one object serves every estimator and thread.
+
+    See Also
+    --------
+    register : Add an explainer to the registry.
+    get_explainer : The explainer behind a method name.
+
+    Examples
+    --------
+    A method that attributes each token's logit contribution to the first token only:
+
+    >>> import torch
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable.estimators.explainers import Attributions, TokenExplainer
+    >>> class FirstToken(TokenExplainer):
+    ...     "Everything to the first token."
+    ...     name = "first_token"
+    ...     def attribute(self, estimator, batch, target):
+    ...         logits = estimator.forward_batch(batch)
+    ...         chosen = logits.argmax(1) if target is None else torch.as_tensor(target)
+    ...         values = torch.zeros(batch["tokens"].shape)
+    ...         values[:, 0] = logits[torch.arange(len(logits)), chosen]
+    ...         return Attributions(values=values, logits=logits, target=chosen)
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> explanation = clf.explain(["good film"], method=FirstToken())
+    >>> explanation.method, float(explanation.values[0][1])
+    ('first_token', 0.0)
     """
 
     name: ClassVar[str]
@@ -87,36 +152,190 @@ class Explainer:
 
     # ------------------------------------------------------------------ to implement
     def attribute(self, estimator, batch: dict, target, **options) -> Attributions:
-        """Attributions of one batch of device tensors (from ``estimator.iter_batches``);
-        ``target`` holds the batch's explained targets, or None (the predicted ones)."""
+        """Compute the attributions of one batch of device tensors.
+
+        Parameters
+        ----------
+        estimator : fitted estimator
+            The explained estimator.
+        batch : dict of str to torch.Tensor
+            One batch from ``estimator.iter_batches``.
+        target : array-like of shape (B,) or None
+            The batch's explained targets, or None (the predicted ones).
+        **options
+            The method's options (its keyword-only parameters).
+
+        Returns
+        -------
+        Attributions
+            The batch's attributions.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+        >>> explainer = get_explainer(clf)  # the default, "inherent"
+        >>> encoded = clf.encode(["good film"])
+        >>> _, batch = next(clf.iter_batches(encoded.inputs))
+        >>> part = explainer.attribute(clf, batch, None)
+        >>> part.values.shape, sorted(part.fields())
+        (torch.Size([1, 2]), ['bias', 'logit', 'logits', 'target', 'values'])
+        """
         raise NotImplementedError
 
     def assemble(self, estimator, encoded, fields: dict, **options):
-        """The explanation of the encoded samples (a ``Batch``) from ``fields``: every field
-        of :class:`Attributions` as a list with one entry per sample, in input order."""
+        """Build the explanation of the encoded samples from the fields of their attributions.
+
+        Parameters
+        ----------
+        estimator : fitted estimator
+            The explained estimator.
+        encoded : Batch
+            The encoded samples (``estimator.encode(X)``).
+        fields : dict of str to list
+            Every field of :class:`Attributions` as a list with one entry per sample, in input
+            order.
+        **options
+            The method's options.
+
+        Returns
+        -------
+        TokenExplanation, ImageExplanation or SequenceExplanation
+            The explanation.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+        >>> explainer = get_explainer(clf)  # the default, "inherent"
+        >>> encoded = clf.encode(["good film"])
+        >>> _, batch = next(clf.iter_batches(encoded.inputs))
+        >>> part = explainer.attribute(clf, batch, None)
+        >>> fields = {name: list(value.detach().cpu().numpy())
+        ...           for name, value in part.fields().items()}
+        >>> explainer.assemble(clf, encoded, fields).units
+        [['good', 'film']]
+        """
         raise NotImplementedError
 
     def prepare(self, estimator, encoded, target, **options) -> dict:
-        """The options, checked (raise a ValueError naming the problem) and normalised, before
-        anything is computed (e.g. option values, the memory an explanation needs)."""
+        """Check and normalise the options before anything is computed.
+
+        Raise a ValueError naming the problem (e.g. an option's value, the memory an explanation
+        needs).
+
+        Parameters
+        ----------
+        estimator : fitted estimator
+            The explained estimator.
+        encoded : Batch
+            The encoded samples (``estimator.encode(X)``).
+        target : object
+            The explained targets, as given to ``explain``.
+        **options
+            The method's options.
+
+        Returns
+        -------
+        dict
+            The options, normalised.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+        >>> explainer = get_explainer(clf)  # the default, "inherent"
+        >>> encoded = clf.encode(["good film"])
+        >>> _, batch = next(clf.iter_batches(encoded.inputs))
+        >>> explainer.prepare(clf, encoded, None)
+        {}
+        """
         return options
 
     # ------------------------------------------------------------------ shared
     def applies(self, estimator) -> bool:
-        """Whether this method explains ``estimator`` (a class or an instance)."""
+        """Return whether this method explains an estimator.
+
+        Parameters
+        ----------
+        estimator : estimator or type
+            A class or an instance.
+
+        Returns
+        -------
+        bool
+            Whether one of its classes is named in ``applies_to``.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier, ISANLanguageModel
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> gradient = get_explainer(EmbeddingBagClassifier, "gradient")
+        >>> gradient.applies(EmbeddingBagClassifier), gradient.applies(ISANLanguageModel)
+        (True, False)
+        """
         cls = estimator if isinstance(estimator, type) else type(estimator)
         return any(c.__name__ in self.applies_to for c in cls.__mro__)
 
     def options(self, public: bool = True) -> list[str]:
-        """The method's options (keyword-only parameters of :meth:`attribute`); ``public``
-        leaves out the per-sample ones (not offered by ``estimator.explain``)."""
+        """Return the method's options (the keyword-only parameters of :meth:`attribute`).
+
+        Parameters
+        ----------
+        public : bool, default=True
+            Leave out the per-sample options (not offered by ``estimator.explain``).
+
+        Returns
+        -------
+        list of str
+            The option names.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> get_explainer(EmbeddingBagClassifier, "integrated_gradients").options()
+        ['n_steps']
+        """
         names = [name for name, p in inspect.signature(self.attribute).parameters.items()
                  if p.kind is inspect.Parameter.KEYWORD_ONLY]
         names += ["dtype"] if self.dtypes else []
         return [n for n in names if not (public and n in self.per_sample_options)]
 
     def check_options(self, options: dict, public: bool = False) -> None:
-        """Raise a TypeError naming the options this method does not take."""
+        """Raise a TypeError naming the options this method does not take.
+
+        Parameters
+        ----------
+        options : dict
+            Options by name.
+        public : bool, default=False
+            Check against the public options only.
+
+        Raises
+        ------
+        TypeError
+            If an option is not taken.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> gradient = get_explainer(EmbeddingBagClassifier, "gradient")
+        >>> gradient.check_options({"n_steps": 8}, public=True)
+        Traceback (most recent call last):
+        ...
+        TypeError: explain(method='gradient') got unexpected option(s) ['n_steps']; it takes ...
+        """
         accepted = self.options(public)
         unknown = sorted(set(options) - set(accepted))
         if unknown:
@@ -124,10 +343,48 @@ class Explainer:
                             f"{unknown}; it takes {accepted or 'no options'}.")
 
     def explain(self, estimator, X, target=None, *, batch_size=None, **options):
-        """Explain ``X`` with this method: encode, resolve the targets, run :meth:`attribute`
-        over the estimator's batches (in its inference order), :meth:`assemble`. Accepts the
-        per-sample options too (``embedding_offset (n, T, E)`` for the text methods that
-        declare it)."""
+        """Explain ``X`` with this method: the lower-level call behind ``estimator.explain``.
+
+        Encode, resolve the targets, run :meth:`attribute` over the estimator's batches (in its
+        inference order), :meth:`assemble`. Accepts the per-sample options too
+        (``embedding_offset (n, T, E)`` for the text methods that declare it).
+
+        Parameters
+        ----------
+        estimator : fitted estimator
+            The explained estimator.
+        X : sequence
+            Inputs as for ``estimator.predict``.
+        target : label, array-like or None, default=None
+            The explained targets (None: the predicted ones).
+        batch_size : int or None, default=None
+            Mini-batch size (None: the estimator's).
+        **options
+            The method's options, per-sample ones included.
+
+        Returns
+        -------
+        TokenExplanation, ImageExplanation or SequenceExplanation
+            The explanation.
+
+        Raises
+        ------
+        ValueError
+            If the method does not explain ``estimator``, or ``dtype`` is not supported.
+        TypeError
+            If an option is not taken.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+        >>> explainer = get_explainer(clf, "integrated_gradients")
+        >>> explainer.explain(clf, ["good film"], target="neg", n_steps=8).target
+        array(['neg'], dtype='<U3')
+        """
         if not self.applies(estimator):
             raise ValueError(f"method={self.name!r} does not explain "
                              f"{type(estimator).__name__}.")
@@ -171,9 +428,37 @@ _REGISTRY: list[Explainer] = []
 
 
 def register(explainer: Explainer | type) -> Explainer | type:
-    """Add an explainer (an instance, or a class with a no-argument constructor; usable as a
-    class decorator) to the registry. Registration order decides the default method: the
-    first registered explainer that applies to an estimator is its default."""
+    """Add an explainer to the registry (usable as a class decorator).
+
+    Registration order decides the default method: the first registered explainer that
+    applies to an estimator is its default.
+
+    Parameters
+    ----------
+    explainer : Explainer or type
+        An instance, or a class with a no-argument constructor.
+
+    Returns
+    -------
+    Explainer or type
+        ``explainer``, unchanged.
+
+    Raises
+    ------
+    TypeError
+        If ``explainer`` is not an :class:`Explainer`.
+    ValueError
+        If an explainer of that name is registered for the same estimators.
+
+    Examples
+    --------
+    >>> from interpretable.estimators.explainers import get_explainer, register
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> register(get_explainer(EmbeddingBagClassifier, "gradient"))
+    Traceback (most recent call last):
+    ...
+    ValueError: an explainer named 'gradient' is already registered for ['TextClassifierBase'].
+    """
     instance = explainer() if isinstance(explainer, type) else explainer
     if not isinstance(instance, Explainer):
         raise TypeError(f"register takes Explainer objects, got {type(instance).__name__}.")
@@ -187,14 +472,56 @@ def register(explainer: Explainer | type) -> Explainer | type:
 
 
 def explainers_for(estimator) -> list[Explainer]:
-    """The registered explainers that apply to ``estimator`` (class or instance), the default
-    first."""
+    """Return the registered explainers that apply to an estimator, the default first.
+
+    Parameters
+    ----------
+    estimator : estimator or type
+        A class or an instance.
+
+    Returns
+    -------
+    list of Explainer
+        The explainers.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable.estimators.explainers import explainers_for
+    >>> [e.name for e in explainers_for(EmbeddingBagClassifier)]
+    ['inherent', 'gradient', 'integrated_gradients', 'input_x_gradient']
+    """
     return [e for e in _REGISTRY if e.applies(estimator)]
 
 
 def get_explainer(estimator, method=None) -> Explainer:
-    """The explainer behind ``method`` for ``estimator``: None (its default), a name from
-    ``estimator.explain_methods`` or an :class:`Explainer` object."""
+    """Return the explainer behind ``method`` for an estimator.
+
+    Parameters
+    ----------
+    estimator : estimator or type
+        A class or an instance.
+    method : str, Explainer or None, default=None
+        None (its default), a name from ``estimator.explain_methods`` or an
+        :class:`Explainer` object.
+
+    Returns
+    -------
+    Explainer
+        The explainer.
+
+    Raises
+    ------
+    ValueError
+        If the method does not explain the estimator.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable.estimators.explainers import get_explainer
+    >>> get_explainer(EmbeddingBagClassifier)
+    MeanEmbeddingContributions(name='inherent')
+    """
     if isinstance(method, Explainer):
         if not method.applies(estimator):
             raise ValueError(f"{method!r} does not explain {type(estimator).__name__}.")
@@ -208,8 +535,20 @@ def get_explainer(estimator, method=None) -> Explainer:
 
 
 def describe_explainers() -> str:
-    """The registered methods as a reStructuredText list: name, the estimators it explains,
-    the first line of its docstring and its options with their defaults."""
+    """Describe the registered methods as a reStructuredText list.
+
+    Returns
+    -------
+    str
+        One line per method: its name, the estimators it explains, the first paragraph of its
+        docstring and its options with their defaults (the Notes of ``explain``).
+
+    Examples
+    --------
+    >>> from interpretable.estimators.explainers import describe_explainers
+    >>> print(describe_explainers().splitlines()[0])  # doctest: +ELLIPSIS
+    - ``inherent`` (...): ...
+    """
     lines = []
     for explainer in _REGISTRY:
         parameters = inspect.signature(explainer.attribute).parameters

@@ -37,11 +37,55 @@ def _stacked(fields: dict, name: str, dtype=None):
 
 
 class ImageExplainer(Explainer):
-    """Pixel attributions of a vision-transformer classifier."""
+    """Pixel attributions of a vision-transformer classifier.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import BcosViTClassifier
+    >>> from interpretable.estimators.explainers import get_explainer
+    >>> X = np.random.default_rng(0).random((4, 8, 8, 3), dtype=np.float32)
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+    ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, [0, 1] * 2)
+    >>> explainer = get_explainer(clf)
+    >>> explainer.name, explainer.explain(clf, X[:2]).values.shape
+    ('inherent', (2, 8, 8))
+    """
 
     applies_to = ("VisionTransformerClassifier",)
 
     def assemble(self, estimator, encoded, fields, **options) -> ImageExplanation:
+        """Build the image explanation of the encoded samples from their attributions' fields.
+
+        Parameters
+        ----------
+        estimator : fitted estimator
+            The explained estimator.
+        encoded : Batch
+            The encoded samples (``estimator.encode(X)``).
+        fields : dict of str to list
+            Every field of :class:`Attributions` as a list with one entry per sample.
+        **options
+            The method's options.
+
+        Returns
+        -------
+        ImageExplanation
+            The explanation (``explain`` calls this last).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import BcosViTClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> X = np.random.default_rng(0).random((4, 8, 8, 3), dtype=np.float32)
+        >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+        ...                         stem_channels=(4,), max_epochs=1, random_state=0)
+        >>> clf = clf.fit(X, [0, 1] * 2)
+        >>> explainer = get_explainer(clf)
+        >>> explainer.explain(clf, X[:1]).images.shape
+        (1, 8, 8, 3)
+        """
         logits = torch.as_tensor(_stacked(fields, "logits"), dtype=torch.float64)
         classes = estimator.classes_
         return ImageExplanation(
@@ -57,7 +101,33 @@ class ImageExplainer(Explainer):
             class_independent=self.class_independent)
 
     def component_names(self, estimator, **options) -> list:
-        """Names of the model components of ``components`` (none by default)."""
+        """Return the names of the model components of ``components`` (none by default).
+
+        Parameters
+        ----------
+        estimator : fitted image classifier
+            The explained estimator.
+        **options
+            The method's options (e.g. ``by="head"``).
+
+        Returns
+        -------
+        list of str
+            The names.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import BcosViTClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> X = np.random.default_rng(0).random((4, 8, 8, 3), dtype=np.float32)
+        >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+        ...                         stem_channels=(4,), max_epochs=1, random_state=0)
+        >>> clf = clf.fit(X, [0, 1] * 2)
+        >>> explainer = get_explainer(clf)
+        >>> explainer.component_names(clf)
+        []
+        """
         return []
 
 

@@ -38,20 +38,94 @@ def _explained(estimator, batch: dict, target) -> tuple[list, list]:
 
 
 class StepExplainer(Explainer):
-    """Per-step symbol attributions: ``values`` per sequence ``(P, len)`` (``(P, window)``
-    with a window), ``P`` the explained steps."""
+    """Per-step symbol attributions of sequence models.
+
+    ``values`` per sequence ``(P, len)`` (``(P, window)`` with a window), ``P`` the explained
+    steps.
+
+    Examples
+    --------
+    >>> from interpretable import ISANSequenceTagger
+    >>> from interpretable.estimators.explainers import get_explainer
+    >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+    >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+    >>> explainer = get_explainer(tagger)  # "inherent"
+    >>> explainer.explain(tagger, ["ab"], target=1).values[0].shape
+    (2, 2)
+    """
 
     applies_to = ("SequenceEstimator",)
 
     def prepare(self, estimator, encoded, target, *, level="char", **options) -> dict:
+        """Check ``level`` and the size of the explanation before anything is computed.
+
+        Parameters
+        ----------
+        estimator : fitted sequence estimator
+            The explained estimator.
+        encoded : Batch
+            The encoded samples (``estimator.encode(X)``).
+        target : object
+            The explained targets.
+        level : str, default="char"
+            One of ``estimator.levels``.
+        **options
+            The method's other options.
+
+        Returns
+        -------
+        dict
+            The options, ``level`` included.
+
+        Raises
+        ------
+        ValueError
+            If ``level`` is unknown or the explanation would be too large.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> explainer = get_explainer(tagger)  # "inherent"
+        >>> explainer.prepare(tagger, tagger.encode(["ab"]), None)
+        {'level': 'char', 'positions': None, 'window': None}
+        """
         if level not in estimator.levels:
             raise ValueError(f"level must be one of {list(estimator.levels)}, got {level!r}.")
         self.check_size(encoded, options.get("positions"), options.get("window"))
         return {"level": level, **options}
 
     def check_size(self, encoded, positions=None, window=None) -> None:
-        """Refuse, before anything is allocated, an explanation whose (steps × symbols)
-        values would pass :data:`DENSE_EXPLANATION_LIMIT`, naming the size and what avoids it."""
+        """Refuse an explanation too large for memory, before anything is allocated.
+
+        An explanation whose (steps × symbols) values would pass :data:`DENSE_EXPLANATION_LIMIT`
+        raises, naming the size and what avoids it.
+
+        Parameters
+        ----------
+        encoded : Batch
+            The encoded sequences.
+        positions : list of int or None, default=None
+            The explained steps (None: all).
+        window : int or None, default=None
+            The window of earlier symbols kept.
+
+        Raises
+        ------
+        ValueError
+            If the explanation would be too large.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> explainer = get_explainer(tagger)  # "inherent"
+        >>> explainer.check_size(tagger.encode(["ab"]))  # small: nothing raised
+        """
         rows = [len(s) if positions is None else len(positions) for s in encoded.units]
         needed = 8 * sum(r * (len(s) if window is None else window)
                          for r, s in zip(rows, encoded.units))
@@ -67,6 +141,40 @@ class StepExplainer(Explainer):
 
     def assemble(self, estimator, encoded, fields, *, level="char", positions=None,
                  window=None, **options) -> SequenceExplanation:
+        """Build the sequence explanation of the encoded samples from their attributions' fields.
+
+        Parameters
+        ----------
+        estimator : fitted sequence estimator
+            The explained estimator.
+        encoded : Batch
+            The encoded samples (``estimator.encode(X)``).
+        fields : dict of str to list
+            Every field of :class:`Attributions` as a list with one entry per sequence.
+        level : str, default="char"
+            The units (word level sums the characters of each word).
+        positions : list of int or None, default=None
+            The explained steps (None: all).
+        window : int or None, default=None
+            The window of earlier symbols kept.
+        **options
+            The method's other options.
+
+        Returns
+        -------
+        SequenceExplanation
+            The explanation (``explain`` calls this last).
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> explainer = get_explainer(tagger)  # "inherent"
+        >>> explainer.explain(tagger, ["ab"], target=0).units
+        [['a', 'b']]
+        """
         seqs = encoded.units
         units = [estimator.split_units(s, level) for s in seqs]
         values = fields["values"]

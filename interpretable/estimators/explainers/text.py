@@ -33,11 +33,58 @@ def _optional(fields: dict, name: str):
 
 
 class TokenExplainer(Explainer):
-    """Token attributions of a text classifier (``values (B, t)`` over the batch's tokens)."""
+    """Token attributions of a text classifier (``values (B, t)`` over the batch's tokens).
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable.estimators.explainers import get_explainer
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> from interpretable.estimators.explainers import TokenExplainer
+    >>> isinstance(get_explainer(clf, "gradient"), TokenExplainer)
+    True
+    """
 
     applies_to = ("TextClassifierBase",)
 
     def assemble(self, estimator, encoded, fields, **options) -> TokenExplanation:
+        """Build the explanation of the encoded samples from the fields of their attributions.
+
+        Parameters
+        ----------
+        estimator : fitted estimator
+            The explained estimator.
+        encoded : Batch
+            The encoded samples (``estimator.encode(X)``).
+        fields : dict of str to list
+            Every field of :class:`Attributions` as a list with one entry per sample, in input
+            order.
+        **options
+            The method's options.
+
+        Returns
+        -------
+        TokenExplanation
+            The explanation.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+        >>> explainer = get_explainer(clf)  # the default, "inherent"
+        >>> encoded = clf.encode(["good film"])
+        >>> _, batch = next(clf.iter_batches(encoded.inputs))
+        >>> part = explainer.attribute(clf, batch, None)
+        >>> fields = {name: list(value.detach().cpu().numpy())
+        ...           for name, value in part.fields().items()}
+        >>> explainer.assemble(clf, encoded, fields).units
+        [['good', 'film']]
+        """
         logits = torch.as_tensor(np.stack(fields["logits"]), dtype=torch.float64)
         classes = estimator.classes_
         return TokenExplanation(
@@ -52,7 +99,35 @@ class TokenExplainer(Explainer):
             class_independent=self.class_independent)
 
     def embedded(self, estimator, batch: dict, embedding_offset=None) -> torch.Tensor:
-        """The batch's token embeddings ``(B, t, E)`` (detached), plus the offset if given."""
+        """Return the batch's token embeddings (detached), plus the offset if given.
+
+        Parameters
+        ----------
+        estimator : fitted text classifier
+            The explained estimator.
+        batch : dict of str to torch.Tensor
+            One batch from ``estimator.iter_batches``.
+        embedding_offset : array-like of shape (B, T, E) or None, default=None
+            Added to the embeddings (cut to the batch's length).
+
+        Returns
+        -------
+        torch.Tensor of shape (B, t, E)
+            The embeddings.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+        >>> explainer = get_explainer(clf)  # the default, "inherent"
+        >>> encoded = clf.encode(["good film"])
+        >>> _, batch = next(clf.iter_batches(encoded.inputs))
+        >>> get_explainer(clf, "gradient").embedded(clf, batch).shape
+        torch.Size([1, 2, 8])
+        """
         embedded = estimator.embed(batch).detach()
         if embedding_offset is not None:
             offset = torch.as_tensor(embedding_offset)[:, : embedded.shape[1]]
