@@ -33,8 +33,8 @@ test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # The documentation site in docs/_build/html (offline; the gallery's plot_ examples run, about
-# a minute). Warnings are errors; warnings of the package's docstrings are set aside in
-# docs/_build/docstring-warnings.txt (DOCS_DOCSTRING_WARNINGS=error counts them too).
+# a minute). Warnings are errors, those of the package's docstrings too
+# (DOCS_DOCSTRING_WARNINGS=report sets them aside in docs/_build/docstring-warnings.txt).
 docs: install
 	@echo ">> building the documentation"
 	OMP_NUM_THREADS=1 $(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html

@@ -160,7 +160,7 @@ class ISANSequenceTagger(ISANBase):
 
         Returns
         -------
-        list of ndarray of shape (len_i, n_outputs_)
+        list of ndarray of shape (len_i, n_outputs)
             Per sequence, the probabilities of every group's labels (``loss="squared"``: the
             raw regression outputs).
 
@@ -244,7 +244,7 @@ class ISANSequenceTagger(ISANBase):
 
         Returns
         -------
-        ndarray of shape (n_outputs_,)
+        ndarray of shape (n_outputs,)
             ``0 .. n_outputs_ - 1``.
 
         Examples

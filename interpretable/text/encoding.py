@@ -324,7 +324,7 @@ class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (len(vocabulary_), dim)
+        ndarray of shape (n_tokens, dim)
             The matrix (float32).
 
         Raises

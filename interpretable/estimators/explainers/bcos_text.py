@@ -52,11 +52,20 @@ LEVELS = ("piece", "word")
 class WordPieceExplanation(TokenExplanation):
     """A :class:`~interpretable.explanation.TokenExplanation` of a BERT-family classifier.
 
-    level : "piece" or "word" (see :mod:`interpretable.estimators.explainers.bcos_text`);
-    spans : per sample ``(T_i, 2)`` character spans of the units (-1: not in the text);
-    position_type : ``(n,)`` the position / token-type share of the logit (in ``bias``), or
-        None (post-hoc methods);
-    truncated : ``(n,)`` word pieces of each text cut off by ``max_length`` (0: all seen).
+    It has the fields of a token explanation and these.
+
+    Attributes
+    ----------
+    level : {"piece", "word"}
+        The units: the model's word pieces or the words of the text (see
+        :mod:`interpretable.estimators.explainers.bcos_text`).
+    spans : list of ndarray of shape (T_i, 2)
+        Per sample, the character spans of the units in the text (-1: not in the text).
+    position_type : ndarray of shape (n_samples,) or None
+        The position / token-type share of the logit (part of ``bias``); None for post-hoc
+        methods.
+    truncated : ndarray of shape (n_samples,)
+        The word pieces of each text cut off by ``max_length`` (0: all seen).
     """
 
     level: str = "piece"
