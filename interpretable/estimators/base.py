@@ -246,7 +246,7 @@ class NeuralEstimator(EstimatorState, BaseEstimator):
         return check_sample_weight(sample_weight, len(y))
 
     def _fit_net(self, module_factory, criterion, X, y, *, seed, **phase):
-        """Train one phase (see :func:`.training.train_module` for ``phase``: ``callbacks``,
+        """Train one phase (see :func:`.nets.train_module` for ``phase``: ``callbacks``,
         ``max_epochs``, ``lr``, ``sample_weight``, ``validation``, net keywords) and set
         ``module_`` (in eval mode) and ``history_`` (appended to the previous fit's with
         ``warm_start``). Returns the skorch net (not stored)."""

@@ -36,7 +36,7 @@ from ..validation import check_targets
 from .base import Batch
 from .params import stores_params
 from .text_base import TextClassifierBase, trim_collate
-from .training import DivergenceGuard
+from .nets import DivergenceGuard
 
 __all__ = [
     "AnnealExponent",
@@ -132,7 +132,7 @@ class AnnealExponent(WarmupLinearSchedule):
 
 
 class WeightNormGuard(DivergenceGuard):
-    """:class:`~.training.DivergenceGuard` for networks that normalise weights and activations
+    """:class:`~.nets.DivergenceGuard` for networks that normalise weights and activations
     (B-cos rows, LayerNorm): such a network never produces a non-finite loss, but once a
     weight's norm overflows its layer silently outputs zeros, so the norms are checked too."""
 

@@ -3,12 +3,11 @@ controls as callbacks, warm start and the fit transaction.
 
 This module holds what importing an estimator needs (the training parameters' constraints and
 documentation, the fit transaction, warm start); the skorch side (:class:`TrainingNet`, the
-callbacks, :func:`train_module`) lives in :mod:`.nets`, imported at the first fit, and its
-names are importable from here too.
+callbacks, :func:`~.nets.train_module`) lives in :mod:`.nets`, imported at the first fit.
 
 An estimator says *what* to train (a module factory, a criterion, tensors and per-phase
 overrides) through :meth:`NeuralEstimator._fit_net
-<interpretable.estimators.base.NeuralEstimator._fit_net>`; :func:`train_module` builds the net
+<interpretable.estimators.base.NeuralEstimator._fit_net>`; :func:`~.nets.train_module` builds the net
 from the estimator's training parameters and trains it:
 
 * :class:`TrainingNet` — skorch's ``NeuralNet`` whose criterion sees the module's full output
@@ -27,7 +26,6 @@ import inspect
 import re
 import textwrap
 from collections.abc import Iterator
-from importlib import import_module
 from numbers import Integral, Real
 
 import numpy as np
@@ -218,17 +216,6 @@ def with_defaults(doc: str | None, init) -> str | None:
 class TrainingDivergedError(RuntimeError):
     """Raised when the training loss or the weights become NaN or infinite; the estimator keeps
     the state it had before ``fit`` (fit is transactional)."""
-
-
-# the skorch side, imported on first use (at fit): name -> its module
-_NETS = ("TrainingNet", "AcceleratedTrainingNet", "DivergenceGuard", "ValidAccuracy",
-         "check_callbacks", "training_callbacks", "train_module")
-
-
-def __getattr__(name):
-    if name in _NETS:
-        return getattr(import_module(".nets", __package__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray | None:
