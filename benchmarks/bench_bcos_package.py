@@ -256,8 +256,8 @@ def main():
     results = {}
     for size in args.sizes:
         results[size] = json.loads(subprocess.run(
-            [sys.executable, __file__, "--setting", size, "--rounds", str(args.rounds)], check=True, capture_output=True,
-            text=True).stdout)
+            [sys.executable, __file__, "--setting", size, "--rounds", str(args.rounds)],
+            check=True, capture_output=True, text=True).stdout)
         print(f"{size}: " + ", ".join(
             f"{model} forward {row['ratios_cpu']['forward']:.2f}x explain "
             f"{row['ratios_cpu']['explain_theirs_per_image_over_ours_batched']:.2f}x"

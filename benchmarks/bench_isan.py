@@ -129,7 +129,8 @@ def decompose_task(config: dict):
 
 def probe(path: str) -> dict:
     """One measurement in this fresh process: seconds and peak-RSS increase of one task run on
-    ``chars`` symbols, after a warm-up on 50. ``path``: JSON config (see :func:`in_fresh_process`)."""
+    ``chars`` symbols, after a warm-up on 50. ``path``: JSON config (see
+    :func:`in_fresh_process`)."""
     torch.set_num_threads(1)
     config = json.loads(Path(path).read_text())
     run = {"explain": explain_task, "decompose": decompose_task}[config["task"]](config)
@@ -266,12 +267,14 @@ def main(argv=None):
               f"{r['chars_per_second']:>8.0f} chars/s")
     explain = bench_explain(isan, test[:500], naive_chars=100 if args.quick else 200)
     print(f"explain 500 chars, one reverse pass: {explain['one_pass_seconds']:.3f} s "
-          f"(naive per-target: {explain['naive_seconds']:.2f} s for {explain['naive_chars']} chars, "
+          f"(naive per-target: {explain['naive_seconds']:.2f} s for "
+          f"{explain['naive_chars']} chars, "
           f"~{explain['naive_seconds_extrapolated_to_full_text']:.1f} s for 500); "
           f"peak RSS +{explain['peak_rss_increase_mb']:.1f} MB")
     transition = bench_transition(isan, text[:train_chars], test[:5_000 if args.quick else 20_000],
                                   n_words=2000)
-    print(f"transition {transition['chars']} chars: char by char {transition['char_by_char_seconds']:.2f} s, "
+    print(f"transition {transition['chars']} chars: char by char "
+          f"{transition['char_by_char_seconds']:.2f} s, "
           f"word cache {transition['with_cache_seconds']:.2f} s ({transition['speedup']:.1f}x)")
     full, window, original = (4_000, 20_000, 2_000) if args.quick else (20_000, 100_000, 10_000)
     decompose = bench_decompose(test[:window], [

@@ -200,7 +200,7 @@ def check_targets(y, n_samples: int | None = None, what: str = "y") -> np.ndarra
     if y is None:
         raise ValueError(f"{what} is required for fitting a classifier.")
     y = _as_values(as_column(y, what))
-    if isinstance(y, (list, tuple)) or getattr(y, "dtype", None) == object:
+    if isinstance(y, (list, tuple)) or getattr(y, "dtype", None) == np.dtype(object):
         y = np.asarray(list(y), dtype=object)
         if all(isinstance(v, str) for v in y) or all(
                 isinstance(v, numbers.Number) and not isinstance(v, bool) for v in y):

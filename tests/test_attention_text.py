@@ -26,7 +26,8 @@ def _batch(pair=False, seed=0):
     tokens[torch.arange(7)[None] >= lengths[:, None]] = 0
     extra = {}
     if pair:
-        extra = dict(query=torch.randint(2, 30, (4, 3), generator=g), query_lengths=torch.tensor([3, 1, 2, 3]))
+        extra = dict(query=torch.randint(2, 30, (4, 3), generator=g),
+                     query_lengths=torch.tensor([3, 1, 2, 3]))
     return tokens, lengths, extra
 
 
@@ -34,7 +35,8 @@ def _batch(pair=False, seed=0):
 @pytest.mark.parametrize("pair", [False, True])
 def test_attention_sums_to_one_on_real_tokens_and_zero_on_padding(encoder, pair):
     torch.manual_seed(0)
-    module = AttentionTextModule(30, 3, embed_dim=8, hidden_size=6, encoder=encoder, pair=pair).eval()
+    module = AttentionTextModule(30, 3, embed_dim=8, hidden_size=6, encoder=encoder,
+                                 pair=pair).eval()
     tokens, lengths, extra = _batch(pair)
     out = module(tokens, lengths, **extra)
     assert isinstance(out, AttentionOutput)
@@ -53,7 +55,8 @@ def test_overrides_attention_and_embedded():
     module = AttentionTextModule(30, 2, embed_dim=8, hidden_size=6).eval()
     tokens, lengths, _ = _batch()
     out = module(tokens, lengths)
-    torch.testing.assert_close(module(tokens, lengths, embedded=module.embed(tokens)).logits, out.logits)
+    torch.testing.assert_close(module(tokens, lengths, embedded=module.embed(tokens)).logits,
+                               out.logits)
     uniform = out.mask.float() / lengths[:, None]
     forced = module(tokens, lengths, attention=uniform)
     assert torch.equal(forced.attention, uniform)
@@ -143,7 +146,8 @@ def test_sklearn_contracts(fitted, sentiment_data):
     est.set_params(encoder="bilstm")
     assert est.get_params()["encoder"] == "bilstm"
     restored = pickle.loads(pickle.dumps(fitted))
-    np.testing.assert_allclose(restored.predict_proba(X[:8]), fitted.predict_proba(X[:8]), rtol=1e-6)
+    np.testing.assert_allclose(restored.predict_proba(X[:8]), fitted.predict_proba(X[:8]),
+                               rtol=1e-6)
     # reproducible
     again = AttentionTextClassifier(random_state=0, **SMALL).fit(X, y)
     np.testing.assert_allclose(again.predict_proba(X[:8]), fitted.predict_proba(X[:8]), rtol=1e-5)
@@ -152,7 +156,8 @@ def test_sklearn_contracts(fitted, sentiment_data):
 def test_gridsearch_and_pipeline(sentiment_data):
     X, y = sentiment_data
     pipe = Pipeline([("strip", FunctionTransformer(lambda xs: [x.strip() for x in xs])),
-                     ("clf", AttentionTextClassifier(random_state=0, **{**SMALL, "max_epochs": 2}))])
+                     ("clf", AttentionTextClassifier(random_state=0,
+                                                     **{**SMALL, "max_epochs": 2}))])
     search = GridSearchCV(pipe, {"clf__encoder": ["rnn", "lstm"]}, cv=2).fit(X[:60], y[:60])
     assert search.best_params_["clf__encoder"] in ("rnn", "lstm")
     assert search.predict(X[:3]).shape == (3,)
@@ -169,7 +174,8 @@ def test_pairs_multiclass_any_labels():
     from interpretable.datasets import make_babi_task1
 
     data = make_babi_task1(120, random_state=0)
-    clf = AttentionTextClassifier(random_state=0, **{**SMALL, "max_epochs": 2}).fit(data.data, data.target)
+    clf = AttentionTextClassifier(random_state=0, **{**SMALL, "max_epochs": 2}).fit(
+        data.data, data.target)
     assert len(clf.classes_) > 2 and clf.pair_input_
     exp = clf.explain(data.data[:2])
     assert exp.queries is not None and len(exp.queries[0]) > 0

@@ -36,8 +36,9 @@ def test_fit_predict_and_exact_explanation(sentiment_data):
     assert list(exp.prediction) == list(clf.predict(X[:6]))
     # the sentiment word carries the explanation
     for tokens, att, label in zip(exp.units, exp.values, exp.target):
-        assert tokens[int(np.argmax(att))] in {"great", "wonderful", "superb", "moving", "brilliant",
-                                                 "awful", "boring", "dull", "terrible", "lifeless"}
+        assert tokens[int(np.argmax(att))] in {"great", "wonderful", "superb", "moving",
+                                                 "brilliant", "awful", "boring", "dull",
+                                                 "terrible", "lifeless"}
     other = clf.explain(X[:6], target="neg")
     assert set(other.target) == {"neg"} and other.completeness_error.max() < 1e-5
     with pytest.raises(ValueError, match="not seen in fit"):
@@ -83,7 +84,8 @@ def test_grid_search_and_pipeline(sentiment_data):
     ).fit(X, y)
     assert search.best_score_ > 0.6
     pipe = Pipeline([("strip", FunctionTransformer(lambda xs: [x.strip() for x in xs])),
-                     ("clf", EmbeddingBagClassifier(embed_dim=8, max_epochs=6, lr=0.05, random_state=0))])
+                     ("clf", EmbeddingBagClassifier(embed_dim=8, max_epochs=6, lr=0.05,
+                                                    random_state=0))])
     assert pipe.fit(X, y).score(X, y) > 0.8
 
 
@@ -146,7 +148,8 @@ def test_bad_params_and_score_labels(sentiment_data):
 
 def test_diverging_refit_raises_and_keeps_the_previous_model(sentiment_data):
     X, y = sentiment_data
-    clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=3, lr=1e38, optimizer="sgd", random_state=0)
+    clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=3, lr=1e38, optimizer="sgd",
+                                 random_state=0)
     with pytest.raises(TrainingDivergedError, match="diverged"):
         clf.fit(X, y)
     with pytest.raises(NotFittedError):  # a failed first fit leaves the estimator unfitted

@@ -207,9 +207,9 @@ def test_reset_parameters_redraws_bcos_weights_and_resets_the_prior():
     assert len(bcos) == 2 + 2 * 4 + 1  # stem, 4 per block, head
     for name in bcos:
         assert not torch.allclose(after[f"{name}.weight"], before[f"{name}.weight"])
-    for l in range(2):
-        torch.testing.assert_close(after[f"blocks.{l}.attn.prior"],
-                                   torch.zeros_like(before[f"blocks.{l}.attn.prior"]))
+    for layer in range(2):
+        torch.testing.assert_close(after[f"blocks.{layer}.attn.prior"],
+                                   torch.zeros_like(before[f"blocks.{layer}.attn.prior"]))
 
 
 @pytest.mark.parametrize("prior, kw", [("multiplicative", {}), ("additive", {}), ("none", {}),

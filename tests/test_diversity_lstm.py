@@ -28,7 +28,8 @@ def test_orthogonal_cell_is_orthogonal_to_sum_of_previous_states():
 
 def test_diversity_loss_adds_weighted_conicity():
     hidden = torch.tensor([[[1.0, 0.0], [1.0, 0.0]]])      # conicity 1
-    out = AttentionOutput(torch.zeros(1, 2), torch.full((1, 2), 0.5), hidden, torch.ones(1, 2, dtype=torch.bool))
+    out = AttentionOutput(torch.zeros(1, 2), torch.full((1, 2), 0.5), hidden,
+                          torch.ones(1, 2, dtype=torch.bool))
     y = torch.tensor([0])
     base = DiversityLoss(0.0)(out, y)
     assert float(DiversityLoss(0.5)(out, y) - base) == pytest.approx(0.5)
@@ -76,7 +77,8 @@ def test_conicity_parameter_picks_the_penalty():
 @pytest.fixture(scope="module")
 def fits(sentiment_data):
     X, y = sentiment_data
-    return {cell: DiversityLSTMClassifier(cell=cell, max_epochs=8, random_state=0, **SMALL).fit(X, y)
+    return {cell: DiversityLSTMClassifier(cell=cell, max_epochs=8, random_state=0,
+                                          **SMALL).fit(X, y)
             for cell in ("vanilla", "diversity", "orthogonal")}
 
 

@@ -78,7 +78,8 @@ def test_few_blocks_are_not_run(block_runs):
 
 
 def test_blocks_are_found():
-    text = "a\n```python\nx = 1\n```\n- item\n\n  ```python\n  # not run by the docs tests: GPU\n  y\n  ```\n"
+    text = ("a\n```python\nx = 1\n```\n- item\n\n"
+            "  ```python\n  # not run by the docs tests: GPU\n  y\n  ```\n")
     assert python_blocks(text) == [(2, "x = 1\n"), (7, "# not run by the docs tests: GPU\ny\n")]
     assert ROOT / "docs" / "quickstart.md" in WITH_CODE
 

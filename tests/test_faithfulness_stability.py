@@ -200,7 +200,8 @@ def test_grid_search_with_explanation_and_stability_scorers(sentiment_data):
                "comprehensiveness": make_explanation_scorer("comprehensiveness", fractions=(0.2,)),
                "stability": make_stability_scorer("embedding", radius=1e-2)}
     grid = GridSearchCV(SEATClassifier(encoder="rnn", **{**SMALL, "max_epochs": 3}),
-                        {"variant": [Vanilla(), SEAT(pgd_steps=2)]}, scoring=scoring, refit="accuracy", cv=2)
+                        {"variant": [Vanilla(), SEAT(pgd_steps=2)]}, scoring=scoring,
+                        refit="accuracy", cv=2)
     grid.fit(X, y)
     res = grid.cv_results_
     for name in scoring:

@@ -10,10 +10,10 @@ from interpretable.nn.isan import ISAN, isan_parameter_count, readout_basis
 
 
 
-def random_isan(S=6, H=10, O=None, seed=0, radius=0.95):
+def random_isan(S=6, H=10, n_out=None, seed=0, radius=0.95):
     """A float64 ISAN with random (non-trivial) parameters and stable transitions."""
     g = torch.Generator().manual_seed(seed)
-    net = ISAN(S, H, O).double()
+    net = ISAN(S, H, n_out).double()
     with torch.no_grad():
         W = torch.randn(S, H, H, generator=g, dtype=torch.float64)
         W = W / torch.linalg.matrix_norm(W, ord=2)[:, None, None] * radius
@@ -87,7 +87,7 @@ def test_decomposition_exact_float64(seed):
 
 
 def test_decomposition_all_outputs_custom_start_state_and_padding():
-    net = random_isan(S=5, H=8, O=4)
+    net = random_isan(S=5, H=8, n_out=4)
     x = torch.randint(0, 5, (2, 10))
     h = torch.randn(2, 8, dtype=torch.float64)
     d = net.decompose(x, h=h)
@@ -128,20 +128,21 @@ def test_compose_equals_stepping_and_batches_with_lengths():
 
 
 def test_change_of_basis_preserves_outputs():
-    net = random_isan(S=6, H=10, O=4)
+    net = random_isan(S=6, H=10, n_out=4)
     x = torch.randint(0, 6, (3, 15))
     Q = torch.randn(10, 10, dtype=torch.float64) + 3 * torch.eye(10, dtype=torch.float64)
     moved = net.to_basis(Q)
     torch.testing.assert_close(moved(x), net(x), rtol=1e-9, atol=1e-9)
     assert not torch.allclose(moved.W, net.W)  # parameters really changed
     # decomposition is basis independent
-    torch.testing.assert_close(moved.decompose(x)["kappa"], net.decompose(x)["kappa"], rtol=1e-8, atol=1e-9)
+    torch.testing.assert_close(moved.decompose(x)["kappa"], net.decompose(x)["kappa"],
+                               rtol=1e-8, atol=1e-9)
     with pytest.raises(ValueError, match="shape"):
         net.to_basis(torch.eye(3))
 
 
 def test_readout_basis_splits_readout_and_computational_subspace():
-    net = random_isan(S=6, H=10, O=4)
+    net = random_isan(S=6, H=10, n_out=4)
     Q, rank = net.readout_basis()
     assert rank == 4
     torch.testing.assert_close(Q.T @ Q, torch.eye(10, dtype=torch.float64), atol=1e-12, rtol=0)
@@ -169,7 +170,8 @@ def test_parameter_counts():
     net = ISAN(7, 11, 5)
     assert isan_parameter_count(7, 11, 5) == sum(p.numel() for p in net.parameters())
     lstm = CharLSTM(7, 11, 5, embedding_dim=6, num_layers=2)
-    assert lstm_parameter_count(7, 11, 6, 5, num_layers=2) == sum(p.numel() for p in lstm.parameters())
+    assert (lstm_parameter_count(7, 11, 6, 5, num_layers=2)
+            == sum(p.numel() for p in lstm.parameters()))
     assert lstm(torch.randint(0, 7, (2, 3))).shape == (2, 3, 5)
 
 
@@ -177,7 +179,8 @@ def test_bad_sizes():
     with pytest.raises(ValueError, match="positive"):
         ISAN(0, 4)
     with pytest.raises(ValueError, match="targets"):
-        random_isan().decompose(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 4, dtype=torch.long))
+        random_isan().decompose(torch.zeros(2, 3, dtype=torch.long),
+                                torch.zeros(2, 4, dtype=torch.long))
 
 
 def test_reproduction_budget_curve_and_checks(monkeypatch):

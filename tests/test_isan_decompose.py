@@ -5,26 +5,26 @@ import torch
 
 from interpretable.nn.isan import ISAN
 
-S, H, O = 5, 6, 4
+S, H, N_OUT = 5, 6, 4
 
 
 def random_isan(seed=0, radius=0.95):
     """A float64 ISAN with random parameters and stable transitions."""
     g = torch.Generator().manual_seed(seed)
-    net = ISAN(S, H, O).double()
+    net = ISAN(S, H, N_OUT).double()
     with torch.no_grad():
         W = torch.randn(S, H, H, generator=g, dtype=torch.float64)
         net.W.copy_(W / torch.linalg.matrix_norm(W, ord=2)[:, None, None] * radius)
         net.b.copy_(torch.randn(S, H, generator=g, dtype=torch.float64))
         net.h0.copy_(torch.randn(H, generator=g, dtype=torch.float64))
-        net.readout.weight.copy_(torch.randn(O, H, generator=g, dtype=torch.float64))
-        net.readout.bias.copy_(torch.randn(O, generator=g, dtype=torch.float64))
+        net.readout.weight.copy_(torch.randn(N_OUT, H, generator=g, dtype=torch.float64))
+        net.readout.bias.copy_(torch.randn(N_OUT, generator=g, dtype=torch.float64))
     return net
 
 
 def inputs(B=2, T=23, K=2, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, S, (B, T), generator=g), torch.randint(0, O, (B, T, K), generator=g)
+    return torch.randint(0, S, (B, T), generator=g), torch.randint(0, N_OUT, (B, T, K), generator=g)
 
 
 @torch.no_grad()
@@ -136,7 +136,7 @@ def test_all_outputs_start_state_padding_and_batch_independence(block_size):
     x, _ = inputs(B=3, T=14, seed=5)
     h = torch.randn(3, H, dtype=torch.float64)
     d = net.decompose(x, h=h, window=5, block_size=block_size)
-    assert d["kappa"].shape == (3, 14, O, 5)
+    assert d["kappa"].shape == (3, 14, N_OUT, 5)
     torch.testing.assert_close(d.reconstruction, net(x, h).detach(), rtol=1e-10, atol=1e-10)
     padded = torch.cat([x, torch.zeros(3, 6, dtype=torch.long)], 1)
     d_padded = net.decompose(padded, h=h, window=5, block_size=block_size)

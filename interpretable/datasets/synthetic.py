@@ -108,7 +108,8 @@ def make_image_grid(images, labels, grid=2, n_grids=100, random_state=None):
     classes = np.unique(labels)
     cells = grid * grid
     if len(classes) < cells:
-        raise ValueError(f"a {grid}x{grid} grid needs {cells} distinct classes, got {len(classes)}.")
+        raise ValueError(
+            f"a {grid}x{grid} grid needs {cells} distinct classes, got {len(classes)}.")
     rng = check_random_state(random_state)
     by_class = {c: np.flatnonzero(labels == c) for c in classes}
     h, w = images.shape[1:3]
@@ -164,7 +165,8 @@ def make_colored_shapes(n_samples=500, size=32, n_shapes=2, n_colors=2, noise=0.
     ((4, 16, 16, 3), (4, 16, 16))
     """
     if not (1 <= n_shapes <= len(_SHAPES) and 1 <= n_colors <= len(_COLORS)):
-        raise ValueError(f"n_shapes must be in 1..{len(_SHAPES)} and n_colors in 1..{len(_COLORS)}.")
+        raise ValueError(
+            f"n_shapes must be in 1..{len(_SHAPES)} and n_colors in 1..{len(_COLORS)}.")
     if size < 8:
         raise ValueError(f"size must be at least 8, got {size}.")
     rng = check_random_state(random_state)
@@ -185,7 +187,8 @@ def make_colored_shapes(n_samples=500, size=32, n_shapes=2, n_colors=2, noise=0.
         elif kind == "triangle":
             m = (dy <= r) & (dy >= -r) & (np.abs(dx) <= (dy + r) / 2)
         else:
-            m = ((np.abs(dy) <= r) & (np.abs(dx) <= r // 3)) | ((np.abs(dx) <= r) & (np.abs(dy) <= r // 3))
+            m = (((np.abs(dy) <= r) & (np.abs(dx) <= r // 3))
+                 | ((np.abs(dx) <= r) & (np.abs(dy) <= r // 3)))
         img = np.full((size, size, 3), 0.5) + noise * rng.randn(size, size, 3)
         img[m] = _COLORS[colors[i]]
         data[i], masks[i] = np.clip(img, 0, 1), m
@@ -225,7 +228,8 @@ def make_babi_task1(n_samples=1000, n_sentences=(2, 6), random_state=None):
     """
     lo, hi = n_sentences
     if lo < 1 or hi < lo:
-        raise ValueError(f"n_sentences must be a (min, max) range with 1 <= min <= max, got {n_sentences}.")
+        raise ValueError("n_sentences must be a (min, max) range with 1 <= min <= max, "
+                         f"got {n_sentences}.")
     rng = check_random_state(random_state)
     data, target, support = [], [], []
     for _ in range(n_samples):

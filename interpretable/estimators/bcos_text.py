@@ -484,7 +484,8 @@ class BcosTextClassifier(BertTextClassifier):
     _module_class = BcosBertClassifier
 
     @stores_params
-    def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
+    def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, checkpoint=None, pooling="mean",
+                 max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,

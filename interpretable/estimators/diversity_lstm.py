@@ -13,7 +13,8 @@ the highest-weighted hidden states flips decisions quickly, and attention agrees
 gradient attributions (see :mod:`interpretable.metrics.attention_analysis`).
 Besides attention and the post-hoc token methods, it is explained by the authors' "gradient"
 attribution to compare attention with: gradient × embedding of the explained class's
-probability, attention detached (:class:`~interpretable.estimators.explainers.text.DetachedGradient`).
+probability, attention detached
+(:class:`~interpretable.estimators.explainers.text.DetachedGradient`).
 """
 from __future__ import annotations
 
@@ -44,8 +45,8 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
     cell : {"vanilla", "diversity", "orthogonal"}
         Encoder variant (see module docstring).
     diversity_weight : float >= 0
-        The weight λ of the conicity term; used when ``cell="diversity"`` (0.5 in the paper for most tasks,
-        0.1 for SNLI, 0.2 for CNN), ignored otherwise.
+        The weight λ of the conicity term; used when ``cell="diversity"`` (0.5 in the paper for
+        most tasks, 0.1 for SNLI, 0.2 for CNN), ignored otherwise.
     conicity : {"absolute", "signed"}
         Cosine used by the conicity penalty: ``"absolute"`` averages ``|cos(h_t, mean(H))|``
         (the authors' code, default), ``"signed"`` the signed cosine of the paper's text (its

@@ -549,7 +549,8 @@ class SEAT(SEATVariant):
         >>> inputs, labels = clf.encode(X).inputs, torch.tensor([1, 1, 0, 0])
         >>> defaults = {"lr": 1e-3, "max_epochs": 1, "collate_fn": None}
         >>> from interpretable.estimators.seat_variants import SEAT
-        >>> SEAT(epochs=2).second_phase(clf.module_, inputs, labels, 0, defaults).options["max_epochs"]
+        >>> SEAT(epochs=2).second_phase(clf.module_, inputs, labels, 0,
+        ...                             defaults).options["max_epochs"]
         2
         """
         vanilla = copy.deepcopy(module).requires_grad_(False)

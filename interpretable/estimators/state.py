@@ -104,7 +104,8 @@ def estimator_state(estimator) -> dict:
     >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
     >>> from interpretable.estimators.state import estimator_state
     >>> sorted(estimator_state(clf))
-    ['attributes', 'estimator', 'fitted', 'fitted_params', 'interpretable_state', 'params', 'weights']
+    ['attributes', 'estimator', 'fitted', 'fitted_params', 'interpretable_state', 'params',
+     'weights']
     """
     state = {"interpretable_state": STATE_VERSION, "estimator": type(estimator).__name__,
              "params": estimator.get_params(deep=False)}

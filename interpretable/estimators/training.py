@@ -7,8 +7,8 @@ callbacks, :func:`~.nets.train_module`) lives in :mod:`.nets`, imported at the f
 
 An estimator says *what* to train (a module factory, a criterion, tensors and per-phase
 overrides) through :meth:`NeuralEstimator._fit_net
-<interpretable.estimators.base.NeuralEstimator._fit_net>`; :func:`~.nets.train_module` builds the net
-from the estimator's training parameters and trains it:
+<interpretable.estimators.base.NeuralEstimator._fit_net>`; :func:`~.nets.train_module` builds
+the net from the estimator's training parameters and trains it:
 
 * :class:`TrainingNet` — skorch's ``NeuralNet`` whose criterion sees the module's full output
   (``get_loss``), with per-sample loss weights and mixed precision (``train_step_single``);

@@ -159,8 +159,9 @@ class BcosViTClassifier(VisionTransformerClassifier):
     -----
     From ``pretrained`` weights the new classifier learns at 5 × ``lr`` (1e-2 by default), the
     other trained layers at ``lr``. Training uses binary cross-entropy on sigmoid outputs,
-    computed stably from the logits (finite for any finite logit), against one-hot targets for the holistic ViT (the paper) and, as the ``bcos``
-    package trains its v2 models, targets 1/n_classes for the other classes with a v2
+    computed stably from the logits (finite for any finite logit), against one-hot targets for
+    the holistic ViT (the paper) and, as the ``bcos`` package trains its v2 models,
+    targets 1/n_classes for the other classes with a v2
     architecture: their logit is then the logit bias, which a B-cos classifier reaches (its
     logits are bounded by the norm of its input, so one-hot targets, which ask for unbounded
     negative logits, leave a new classifier almost unable to learn). Inference runs in batches

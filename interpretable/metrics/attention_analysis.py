@@ -61,13 +61,15 @@ def conicity(H, mask=None, kind: str = "absolute") -> np.ndarray:
     absolute = check_conicity_kind(kind)
     H = torch.as_tensor(np.asarray(H) if not isinstance(H, torch.Tensor) else H).detach()
     if H.dim() not in (2, 3) or H.shape[-1] == 0 or H.shape[-2] == 0:
-        raise ValueError(f"H must have shape (n, T, d) or (T, d) with T, d > 0, got {tuple(H.shape)}")
+        raise ValueError(
+            f"H must have shape (n, T, d) or (T, d) with T, d > 0, got {tuple(H.shape)}")
     if not torch.is_floating_point(H):
         H = H.double()
     if not torch.isfinite(H).all():
         raise ValueError("H contains NaN or infinite values")
     if mask is not None:
-        mask = torch.as_tensor(np.asarray(mask) if not isinstance(mask, torch.Tensor) else mask).bool()
+        mask = torch.as_tensor(np.asarray(mask) if not isinstance(mask, torch.Tensor)
+                               else mask).bool()
         if mask.shape != H.shape[:-1]:
             raise ValueError(f"mask must have shape {tuple(H.shape[:-1])}, got {tuple(mask.shape)}")
     out = _conicity_torch(H, mask, absolute=absolute).cpu().numpy()
@@ -114,7 +116,8 @@ def hidden_state_conicity(estimator, X, kind: str = "absolute") -> AnalysisResul
         values.append(_conicity_torch(out.hidden, out.mask, absolute=absolute).float().cpu()
                       .numpy())
         lengths.append(_n_tokens(batch))
-    frame = pd.DataFrame({"sample": np.arange(len(inputs["tokens"])), "n_tokens": np.concatenate(lengths),
+    frame = pd.DataFrame({"sample": np.arange(len(inputs["tokens"])),
+                          "n_tokens": np.concatenate(lengths),
                           "conicity": np.concatenate(values)})
     return AnalysisResult(frame, {"mean_conicity": float(frame.conicity.mean()),
                                   "std_conicity": float(frame.conicity.std(ddof=0))})
@@ -125,7 +128,8 @@ def _ranking(attention, mask, order, generator):
     if order == "attention":
         keys = attention.masked_fill(~mask, -1.0)
     else:
-        keys = torch.rand(attention.shape, generator=generator).to(attention.device).masked_fill(~mask, -1.0)
+        keys = (torch.rand(attention.shape, generator=generator).to(attention.device)
+                .masked_fill(~mask, -1.0))
     return keys.argsort(dim=1, descending=True, stable=True)
 
 
@@ -179,7 +183,8 @@ def decision_flip_fraction(estimator, X, order: str = "attention", random_state=
         B, T = att.shape
         rank = _ranking(att, mask, order, generator)                               # (B, T)
         # position p has rank r(p); erase step k (1..T) removes ranks < k
-        rank_of = torch.empty_like(rank).scatter_(1, rank, torch.arange(T, device=att.device).expand(B, T))
+        rank_of = torch.empty_like(rank).scatter_(1, rank,
+                                                  torch.arange(T, device=att.device).expand(B, T))
         k = torch.arange(1, T + 1, device=att.device)
         keep = (rank_of.unsqueeze(1) >= k.view(1, T, 1)) & mask.unsqueeze(1)       # (B, K=T, T)
         erased = att.unsqueeze(1) * keep
@@ -196,8 +201,9 @@ def decision_flip_fraction(estimator, X, order: str = "attention", random_state=
         n_erased.append(first.cpu().numpy())
         lengths.append(n.cpu().numpy())
     n_erased, lengths = np.concatenate(n_erased), np.concatenate(lengths)
-    frame = pd.DataFrame({"sample": np.arange(len(lengths)), "n_tokens": lengths, "n_erased": n_erased,
-                          "fraction": n_erased / lengths, "flipped": n_erased < lengths})
+    frame = pd.DataFrame({"sample": np.arange(len(lengths)), "n_tokens": lengths,
+                          "n_erased": n_erased, "fraction": n_erased / lengths,
+                          "flipped": n_erased < lengths})
     summary = {"order": order, "mean_fraction": float(frame.fraction.mean()),
                "median_fraction": float(frame.fraction.median()),
                "flip_rate": float(frame.flipped.mean())}
@@ -260,7 +266,8 @@ def permutation_tvd(estimator, X, n_permutations: int = 100, random_state=0,
         perm = keys.argsort(dim=-1)
         permuted = att.unsqueeze(1).expand(B, n_permutations, T).gather(2, perm)
         probs = torch.softmax(out.logits.float(), -1).unsqueeze(1)
-        new = torch.softmax(estimator.module_.decode(out.hidden, permuted, out.query_state).float(), -1)
+        new = torch.softmax(
+            estimator.module_.decode(out.hidden, permuted, out.query_state).float(), -1)
         tvd = total_variation(new.cpu().numpy(), probs.cpu().numpy())  # (B, P)
         cols["n_tokens"].append(mask.sum(1).cpu().numpy())
         cols["max_attention"].append(att.max(1).values.float().cpu().numpy())
@@ -271,7 +278,8 @@ def permutation_tvd(estimator, X, n_permutations: int = 100, random_state=0,
     bins = pd.cut(frame.max_attention, MAX_ATTENTION_BINS, include_lowest=True)
     by_bin = frame.groupby(bins, observed=False).median_tvd.agg(["median", "count"]).reset_index()
     by_bin.columns = ["max_attention", "median_tvd", "count"]
-    summary = {"n_permutations": int(n_permutations), "median_tvd": float(frame.median_tvd.median()),
+    summary = {"n_permutations": int(n_permutations),
+               "median_tvd": float(frame.median_tvd.median()),
                "mean_tvd": float(frame.mean_tvd.mean()), "by_max_attention": by_bin}
     return AnalysisResult(frame, summary)
 
@@ -353,9 +361,11 @@ def attribution_agreement(estimator, X, against: str = "integrated_gradients", t
     total = G.sum(1, keepdims=True)
     G = np.where(total > 0, G / np.where(total > 0, total, 1.0), mask / mask.sum(1, keepdims=True))
     frame = pd.DataFrame({"sample": np.arange(len(A)), "n_tokens": mask.sum(1),
-                          "pearson": _batched_pearson(A, G, mask), "jsd": jensen_shannon_rows(A, G, mask)})
+                          "pearson": _batched_pearson(A, G, mask),
+                          "jsd": jensen_shannon_rows(A, G, mask)})
     summary = {"against": against,
-               "mean_pearson": float(np.nanmean(frame.pearson)), "std_pearson": float(np.nanstd(frame.pearson)),
+               "mean_pearson": float(np.nanmean(frame.pearson)),
+               "std_pearson": float(np.nanstd(frame.pearson)),
                "mean_jsd": float(frame.jsd.mean()), "std_jsd": float(frame.jsd.std(ddof=0))}
     return AnalysisResult(frame, summary)
 
@@ -405,7 +415,8 @@ def pos_attention(estimator, X) -> AnalysisResult:
     wide = table.pivot_table(index="sample", columns="tag", values="attention", aggfunc="sum",
                              fill_value=0.0)
     wide.columns = [f"attention_{c}" for c in wide.columns]
-    frame = pd.DataFrame({"sample": np.arange(len(tokens)), "n_tokens": lengths}).join(wide, on="sample")
+    frame = pd.DataFrame({"sample": np.arange(len(tokens)), "n_tokens": lengths}).join(
+        wide, on="sample")
     by_tag = table.groupby("tag").agg(attention=("attention", "sum"), tokens=("attention", "size"))
     by_tag = pd.DataFrame({"tag": by_tag.index,
                            "attention_share": by_tag.attention.to_numpy() / by_tag.attention.sum(),

@@ -41,7 +41,8 @@ def check_text_model(clf, what: str = "this metric"):
 
 def model_view(clf, method) -> str:
     """The model variant an explanation ``method`` explains (SEAT's vanilla attention
-    explains the ``"vanilla"`` view), see :class:`~interpretable.estimators.explainers.Explainer`."""
+    explains the ``"vanilla"`` view), see
+    :class:`~interpretable.estimators.explainers.Explainer`."""
     return get_explainer(clf, method).view
 
 

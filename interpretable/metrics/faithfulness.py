@@ -6,8 +6,9 @@ Every metric takes a fitted text classifier through its public interface (``enco
 :mod:`interpretable.estimators` that classifies texts) and any explanation method:
 ``method=`` is passed to ``explain`` (None: the estimator's default), or a precomputed
 :class:`~interpretable.explanation.TokenExplanation` (e.g. a post-hoc baseline) is given as
-``explanation=``. SEAT's ``method="vanilla"`` scores the vanilla model (its ``view``). Results are :class:`AnalysisResult` ``(frame, summary)``: one row per
-sample and aggregates. All model evaluations are batched and run in eval mode.
+``explanation=``. SEAT's ``method="vanilla"`` scores the vanilla model (its ``view``).
+Results are :class:`AnalysisResult` ``(frame, summary)``: one row per sample and aggregates.
+All model evaluations are batched and run in eval mode.
 """
 
 from __future__ import annotations

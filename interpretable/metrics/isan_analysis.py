@@ -2,8 +2,8 @@
 :class:`~interpretable.ISANSequenceTagger`) behind the ISAN paper's figures.
 
 * :func:`input_bias_analysis` — norms of the input biases ``b_c`` (whole, readout part,
-  computational part) against the unigram log-probability of ``c`` (paper: the computational part carries the
-  "surprise" of a character).
+  computational part) against the unigram log-probability of ``c`` (paper: the computational
+  part carries the "surprise" of a character).
 * :func:`readout_bias_vs_unigram` — ``softmax(b_ro)`` against the empirical unigram distribution.
 * :func:`offsets_vs_bigram` — ``softmax(b_ro + W_ro b_c)`` (the bias plus the offset of the last
   character) against the empirical bigram distribution ``P(next | c)``.
@@ -416,7 +416,8 @@ def _linear_decoding_accuracy(Z, counts, train, test) -> float:
     return float(np.all(pred == counts[test].reshape(-1, n_types), axis=1).mean())
 
 
-def word_context_effects(model, text: str, max_rest: int = 30, batch_size: int = 256) -> pd.DataFrame:
+def word_context_effects(model, text: str, max_rest: int = 30,
+                         batch_size: int = 256) -> pd.DataFrame:
     """Predict every position of a text with and without the contribution of the previous word.
 
     The previous word is the word before the one being read. The contribution of a word ``w``

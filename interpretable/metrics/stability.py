@@ -330,7 +330,8 @@ def seed_stability(estimator, X, y, seeds=(0, 1, 2), X_eval=None,
         q = _probabilities(model, X_eval, view)
         B = explanation_distributions(explanation_matrix(other, lengths), lengths)
         parts.append(pd.DataFrame({"sample": np.arange(len(lengths)), "seed": seed,
-                                   "jsd": jensen_shannon_rows(A, B, real), "tvd": total_variation(p, q),
+                                   "jsd": jensen_shannon_rows(A, B, real),
+                                   "tvd": total_variation(p, q),
                                    "max_attention": A.max(1)}))
     frame = pd.concat(parts, ignore_index=True)
     result = _result(frame.jsd.to_numpy(), frame.tvd.to_numpy(),

@@ -100,7 +100,8 @@ def _rmul(U: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
 
 
 class ReversePass:
-    """κ rows of chosen positions, one reverse pass per block of positions (see :meth:`ISAN.decompose <interpretable.nn.isan.ISAN.decompose>`).
+    """κ rows of chosen positions, one reverse pass per block of positions (see
+    :meth:`ISAN.decompose <interpretable.nn.isan.ISAN.decompose>`).
 
     Sorted positions are taken in blocks of ``L`` positions. The pass for a block starts from
     row vectors ``u_t = W_ro[k_t]`` and walks back over the symbols its rows need, one product
@@ -175,7 +176,8 @@ class ReversePass:
         return 128 if K * span > H * (T / P + K) else 0
 
     def result(self, positions, kappa, rest) -> ISANDecomposition:
-        """Assemble an :class:`ISANDecomposition` for ``positions`` (n,) from κ and the rest term."""
+        """Assemble an :class:`ISANDecomposition` for ``positions`` (n,) from κ and the rest
+        term."""
         targets = self.targets[:, positions]
         logits = F.linear(self.states[:, positions], self.Wro, self.bro).gather(-1, targets)
         return ISANDecomposition(

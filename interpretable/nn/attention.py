@@ -93,7 +93,8 @@ class AdditiveAttention(nn.Module):
     def __init__(self, hidden_size: int, attention_size: int, query_size: Optional[int] = None):
         super().__init__()
         self.hidden_proj = nn.Linear(hidden_size, attention_size)
-        self.query_proj = None if query_size is None else nn.Linear(query_size, attention_size, bias=False)
+        self.query_proj = (None if query_size is None
+                           else nn.Linear(query_size, attention_size, bias=False))
         self.v = nn.Linear(attention_size, 1, bias=False)
 
     def scores(self, hidden, query=None):
@@ -129,7 +130,8 @@ class AttentionTextModule(nn.Module):
         attention_size: size of the attention layer (default: the encoder output size).
     """
 
-    def __init__(self, vocab_size: int, num_classes: int, embed_dim: int = 50, hidden_size: int = 128,
+    def __init__(self, vocab_size: int, num_classes: int, embed_dim: int = 50,
+                 hidden_size: int = 128,
                  encoder: Union[str, nn.Module] = "lstm", embeddings: Optional[torch.Tensor] = None,
                  freeze_embeddings: bool = False, pair: bool = False, dropout: float = 0.0,
                  padding_idx: int = 0, attention_size: Optional[int] = None):
@@ -137,7 +139,8 @@ class AttentionTextModule(nn.Module):
         if embeddings is not None:
             embeddings = torch.as_tensor(embeddings, dtype=torch.float32)
             if embeddings.dim() != 2 or embeddings.shape[0] != vocab_size:
-                raise ValueError(f"embeddings must have shape ({vocab_size}, E), got {tuple(embeddings.shape)}")
+                raise ValueError(f"embeddings must have shape ({vocab_size}, E), "
+                                 f"got {tuple(embeddings.shape)}")
             embed_dim = embeddings.shape[1]
         self.pair = pair
         self.padding_idx = padding_idx
@@ -176,13 +179,15 @@ class AttentionTextModule(nn.Module):
         """``(B, T)`` ids -> ``(B, T, E)`` embeddings."""
         return self.embedding(tokens)
 
-    def encode(self, embedded: torch.Tensor, mask: torch.Tensor, encoder: Optional[nn.Module] = None) -> torch.Tensor:
+    def encode(self, embedded: torch.Tensor, mask: torch.Tensor,
+               encoder: Optional[nn.Module] = None) -> torch.Tensor:
         """``(B, T, E)``, ``(B, T)`` -> hidden ``(B, T, H)``, zero on padding."""
         encoder = self.encoder if encoder is None else encoder
         hidden = encoder(self.dropout(embedded), mask)
         return hidden * mask.unsqueeze(-1).to(hidden.dtype)
 
-    def final_state(self, hidden: torch.Tensor, mask: torch.Tensor, encoder: Optional[nn.Module] = None) -> torch.Tensor:
+    def final_state(self, hidden: torch.Tensor, mask: torch.Tensor,
+                    encoder: Optional[nn.Module] = None) -> torch.Tensor:
         """``(B, H)`` summary of a sequence (last real hidden state unless the encoder says)."""
         encoder = self.encoder if encoder is None else encoder
         if hasattr(encoder, "final_state"):
@@ -222,8 +227,10 @@ class AttentionTextModule(nn.Module):
         logits = self.output(context)
         return logits if batched else logits.squeeze(1)
 
-    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor, query: Optional[torch.Tensor] = None,
-                query_lengths: Optional[torch.Tensor] = None, attention: Optional[torch.Tensor] = None,
+    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor,
+                query: Optional[torch.Tensor] = None,
+                query_lengths: Optional[torch.Tensor] = None,
+                attention: Optional[torch.Tensor] = None,
                 embedded: Optional[torch.Tensor] = None,
                 attention_layer: Optional[nn.Module] = None) -> AttentionOutput:
         """Run the model.
@@ -242,7 +249,8 @@ class AttentionTextModule(nn.Module):
         if embedded is None:
             embedded = self.embed(tokens)
         hidden = self.encode(embedded, mask)
-        query_state = self.encode_query(query, query_lengths.to(query.device)) if self.pair else None
+        query_state = (self.encode_query(query, query_lengths.to(query.device)) if self.pair
+                       else None)
         if attention is None:
             attention = self.attention_weights(hidden, mask, query_state, attention_layer)
         logits = self.decode(hidden, attention, query_state)

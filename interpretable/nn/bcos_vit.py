@@ -225,9 +225,9 @@ class BcosViT(nn.Module):
     def term_names(self) -> list[str]:
         """Names of the residual-stream terms returned by :meth:`term_logits`."""
         names = ["tokens"]
-        for l, block in enumerate(self.blocks):
-            names += [f"layer{l}.head{h}" for h in range(block.attn.num_heads)]
-            names.append(f"layer{l}.mlp")
+        for layer, block in enumerate(self.blocks):
+            names += [f"layer{layer}.head{h}" for h in range(block.attn.num_heads)]
+            names.append(f"layer{layer}.mlp")
         return names
 
     def term_logits(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

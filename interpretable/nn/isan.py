@@ -159,7 +159,8 @@ class ISAN(nn.Module):
         block_size: int | None = None,
         dtype: torch.dtype | None = None,
     ) -> ISANDecomposition:
-        """Exact contributions κ_s^t of the symbols to chosen logits (see :class:`ISANDecomposition`).
+        """Exact contributions κ_s^t of the symbols to chosen logits (see
+        :class:`ISANDecomposition`).
 
         x (B, T) long; targets (B, T, K) or (B, T) long output ids to explain at each position
         (``None``: all O outputs); optional start state h (B, H).

@@ -253,7 +253,8 @@ class RecurrentEncoder(nn.Module):
     def __init__(self, kind: str, input_size: int, hidden_size: int):
         super().__init__()
         if kind not in RECURRENT_KINDS:
-            raise ValueError(f"encoder must be one of {RECURRENT_KINDS} or an nn.Module, got {kind!r}")
+            raise ValueError(
+                f"encoder must be one of {RECURRENT_KINDS} or an nn.Module, got {kind!r}")
         self.kind = kind
         self.hidden_size = hidden_size
         if kind == "orthogonal":

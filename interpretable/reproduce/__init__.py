@@ -26,7 +26,9 @@ def available() -> list[str]:
     (True, True)
     """
     return sorted(
-        m.name.replace("_", "-") for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")
+        m.name.replace("_", "-")
+        for m in pkgutil.iter_modules(__path__)
+        if not m.name.startswith("_")
     )
 
 

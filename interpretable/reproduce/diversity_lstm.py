@@ -40,7 +40,8 @@ SETTINGS = {
 
 
 def add_arguments(parser):
-    parser.add_argument("--epochs", type=int, default=None, help="override the Rotten Tomatoes epochs")
+    parser.add_argument("--epochs", type=int, default=None,
+                        help="override the Rotten Tomatoes epochs")
     parser.add_argument("--analysis-samples", dest="analysis_samples", type=int, default=None,
                         help="test samples used by the analyses")
     parser.add_argument("--hidden-size", dest="hidden_size", type=int, default=128)
@@ -76,7 +77,8 @@ def evaluate(clf, X_test, y_test, n_analysis, n_permutations, ig_steps, seed=0) 
     start = time.perf_counter()
     flip_att = aa.decision_flip_fraction(clf, X_a, order="attention").summary
     flip_rnd = aa.decision_flip_fraction(clf, X_a, order="random", random_state=seed).summary
-    ig = aa.attribution_agreement(clf, X_a, against="integrated_gradients", n_steps=ig_steps).summary
+    ig = aa.attribution_agreement(clf, X_a, against="integrated_gradients",
+                                  n_steps=ig_steps).summary
     grad = aa.attribution_agreement(clf, X_a, against="gradient").summary
     detached = aa.attribution_agreement(clf, X_a, against="detached_gradient").summary
     pos = aa.pos_attention(clf, X_a).summary if not isinstance(X_a[0], tuple) else None
@@ -200,9 +202,11 @@ def demo():
     clf = DiversityLSTMClassifier(cell="diversity", embeddings="glove-50", hidden_size=64,
                                   max_epochs=3, random_state=0, device="cpu")
     clf.fit(X_train, y_train)
-    print(f"DiversityLSTMClassifier (GloVe-50, 3,000 snippets, {time.perf_counter() - start:.1f} s): "
+    print("DiversityLSTMClassifier (GloVe-50, 3,000 snippets, "
+          f"{time.perf_counter() - start:.1f} s): "
           f"held-out accuracy {clf.score(X_test, y_test):.3f}, mean conicity "
           f"{clf.hidden_conicity(X_test).mean():.3f}")
-    exp = clf.explain(["a gorgeous, witty and heartfelt film .", "dull, lifeless and far too long ."])
+    exp = clf.explain(["a gorgeous, witty and heartfelt film .",
+                       "dull, lifeless and far too long ."])
     frame = exp.to_frame()
     print(frame[["sample", "token", "attribution", "prediction"]].to_string(index=False))

@@ -25,10 +25,12 @@ def _datasets_table():
     splits = {s: len(load_shakespeare(split=s)) for s in ("train", "valid", "test")}
     return pd.DataFrame(
         [
-            ("rotten tomatoes", f"{len(rt.data)} texts", f"{int(rt.target.sum())} fresh / {int((rt.target == 0).sum())} rotten"),
+            ("rotten tomatoes", f"{len(rt.data)} texts",
+             f"{int(rt.target.sum())} fresh / {int((rt.target == 0).sum())} rotten"),
             ("mnist 5k", str(mnist.data.shape), f"{len(np.unique(mnist.target))} classes"),
             ("digits 8x8", str(digits.data.shape), f"{len(np.unique(digits.target))} classes"),
-            ("shakespeare", f"{sum(splits.values())} chars", " / ".join(f"{k} {v}" for k, v in splits.items())),
+            ("shakespeare", f"{sum(splits.values())} chars",
+             " / ".join(f"{k} {v}" for k, v in splits.items())),
             ("parentheses (synthetic)", "100 x 100 symbols", "2 bracket types, max count 5"),
             ("bAbI-1 style (synthetic)", "pairs (story, question)", "answer = place"),
         ],
@@ -50,7 +52,8 @@ def demo():
     clf = EmbeddingBagClassifier(embeddings="glove-50", max_epochs=5, random_state=0)
     clf.fit([X[i] for i in train], y[train])
     acc = clf.score([X[i] for i in test], y[test])
-    print(f"\nEmbeddingBagClassifier (GloVe-50, 4,000 snippets, {time.perf_counter() - start:.1f} s): "
+    print("\nEmbeddingBagClassifier (GloVe-50, 4,000 snippets, "
+          f"{time.perf_counter() - start:.1f} s): "
           f"held-out accuracy {acc:.3f}")
     exp = clf.explain(["a gorgeous, witty and heartfelt film", "dull, lifeless and far too long"])
     frame = exp.to_frame()

@@ -157,8 +157,8 @@ def _completeness(model, texts) -> dict:
     out = {}
     for name, precision in (("float32", None), ("float64", "float64")):
         exp = model.explain(texts, target="actual", dtype=precision)
-        scale = max(np.abs(c.sum(1) + b - l).max() / np.abs(l).max()
-                    for c, b, l in zip(exp.values, exp.bias, exp.logit))
+        scale = max(np.abs(c.sum(1) + b - logit).max() / np.abs(logit).max()
+                    for c, b, logit in zip(exp.values, exp.bias, exp.logit))
         out[f"{name}_max_relative"] = float(exp.completeness_error.max())
         out[f"{name}_relative_to_scale"] = float(scale)
     return out
@@ -288,7 +288,8 @@ def run(quick: bool = False, train_chars=None, test_chars=None, epochs=None, bud
             f"prediction without it: {row['prediction_without_word']!r}")
     completeness = _completeness(large, [load_shakespeare("test")[:500], WORKED_TEXT])
     log("    completeness (max relative per logit / relative to logit scale): " + ", ".join(
-        f"{p} {completeness[p + '_max_relative']:.1e} / {completeness[p + '_relative_to_scale']:.1e}"
+        f"{p} {completeness[p + '_max_relative']:.1e} / "
+        f"{completeness[p + '_relative_to_scale']:.1e}"
         for p in ("float32", "float64")))
     log("(c) parentheses counting")
     paren = _parentheses(cfg, seed, log)

@@ -185,7 +185,8 @@ class TextEncoder(TextOutputMixin, TransformerMixin, BaseEstimator):
         self._validate_params()
         counts = Counter(tok for tokens in self.tokenize_many(X) for tok in tokens)
         kept = sorted(
-            (tok for tok, c in counts.items() if c >= self.min_freq and tok not in (PAD_TOKEN, UNK_TOKEN)),
+            (tok for tok, c in counts.items()
+             if c >= self.min_freq and tok not in (PAD_TOKEN, UNK_TOKEN)),
             key=lambda tok: (-counts[tok], tok),
         )
         if self.max_vocab is not None:

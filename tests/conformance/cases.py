@@ -2,8 +2,8 @@
 
 Each case gives ``make()`` (a small, fast, seeded estimator), ``data()`` returning
 ``(X_train, y_train, X_test)`` (``y_train`` is None for language models), ``explain_kwargs``
-and the input ``kind`` ("text", "pairs", "image", "chars", "sequences"), which selects the bad-input rows
-that apply.
+and the input ``kind`` ("text", "pairs", "image", "chars", "sequences"), which selects the
+bad-input rows that apply.
 """
 
 from __future__ import annotations

@@ -45,7 +45,8 @@ def test_not_fitted_errors(case):
         method = getattr(est, name, None)
         if method is None:
             continue
-        args = {"score": (X_test, y[: len(X_test)] if y is not None else None), "save": ("unused",)}.get(name, (X_test,))
+        args = {"score": (X_test, y[: len(X_test)] if y is not None else None),
+                "save": ("unused",)}.get(name, (X_test,))
         args = tuple(a for a in args if a is not None)
         with pytest.raises(NotFittedError):
             method(*args)
@@ -62,7 +63,8 @@ def test_params_unchanged_and_fitted_attributes(fitted_case):
 def _same_params(a, b):
     pa, pb = a.get_params(), b.get_params()
     return pa.keys() == pb.keys() and all(
-        np.array_equal(pa[k], pb[k]) if isinstance(pa[k], np.ndarray) else pa[k] == pb[k] for k in pa
+        np.array_equal(pa[k], pb[k]) if isinstance(pa[k], np.ndarray) else pa[k] == pb[k]
+        for k in pa
     )
 
 
@@ -70,7 +72,8 @@ def _explain_arrays(exp):
     for name in ("values",):
         if hasattr(exp, name):
             value = getattr(exp, name)
-            return np.concatenate([np.ravel(v) for v in value]) if isinstance(value, list) else value
+            return (np.concatenate([np.ravel(v) for v in value]) if isinstance(value, list)
+                    else value)
     raise AssertionError("explanation without attributions")
 
 

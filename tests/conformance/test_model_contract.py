@@ -255,7 +255,8 @@ def _folder(module: str) -> str:
     return parts[1] if len(parts) > 2 else ""
 
 
-@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_layout(path):
     """nn/ imports only torch and nn/; no underscored name crosses a package folder."""
     here = ".".join(("interpretable", *path.relative_to(PACKAGE).with_suffix("").parts))

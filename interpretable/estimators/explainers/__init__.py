@@ -25,5 +25,6 @@ from .image import ImageExplainer
 from .sequence import StepExplainer
 from .text import TokenExplainer
 
-__all__ = ["Attributions", "Explainer", "describe_explainers", "bcos_text", "ImageExplainer", "StepExplainer", "TokenExplainer",
+__all__ = ["Attributions", "Explainer", "describe_explainers", "bcos_text", "ImageExplainer",
+           "StepExplainer", "TokenExplainer",
            "explainers_for", "get_explainer", "register", "image", "sequence", "text"]
