@@ -40,6 +40,8 @@ MODULES = (
     "interpretable.estimators.batch",
     "interpretable.estimators.explainers",
     "interpretable.estimators.seat_variants",
+    "interpretable.estimators.seat_baselines",
+    "interpretable.estimators.seat_phases",
     "interpretable.estimators.state",
     "interpretable.reproduce",
     "interpretable.datasets",
