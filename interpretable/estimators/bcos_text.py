@@ -11,32 +11,29 @@ whose word-piece contributions are exact, and the conventional one it is compare
 
 Both tokenise with :class:`~interpretable.text.WordPieceEncoder` (offsets back to the
 original text) and train with BERT's schedule: AdamW, linear warm-up, linear decay to 0
-(:class:`WarmupLinearSchedule`). The fitted state holds the BERT config and the vocabulary,
-the weights file the whole encoder: a saved model loads without the data package or the
-checkpoint folder.
+(:class:`~.bert_callbacks.WarmupLinearSchedule`). The fitted state holds the BERT config
+(:mod:`.bert_checkpoint`) and the vocabulary, the weights file the whole encoder: a saved
+model loads without the data package or the checkpoint folder.
 """
 from __future__ import annotations
 
-import json
-import math
 import os
 import warnings
 from numbers import Integral, Real
-from pathlib import Path
 
 import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
-from skorch.callbacks import Callback
 
 from ..nn.bcos_bert import BcosBertClassifier
 from ..nn.bert_classifier import BertClassifier
 from ..text import WordPieceEncoder
 from ..validation import check_targets
 from .base import Batch
+from .bert_callbacks import AnnealExponent, WarmupLinearSchedule, WeightNormGuard
+from .bert_checkpoint import BERT_FIELDS, BertCheckpoint, check_bert_config
 from .params import stores_params
 from .text_base import TextClassifierBase, trim_collate
-from .nets import DivergenceGuard
 
 __all__ = [
     "AnnealExponent",
@@ -48,102 +45,11 @@ __all__ = [
     "check_bert_config",
 ]
 
-#: the BERT config fields a fitted model keeps (``config_``): what rebuilds its structure
-BERT_FIELDS = {"vocab_size": int, "hidden_size": int, "num_hidden_layers": int,
-               "num_attention_heads": int, "intermediate_size": int,
-               "max_position_embeddings": int, "type_vocab_size": int,
-               "layer_norm_eps": float, "pad_token_id": int, "hidden_dropout_prob": float,
-               "attention_probs_dropout_prob": float, "hidden_act": str,
-               "position_embedding_type": str}
-_OPTIONAL = {"pad_token_id": 0, "hidden_act": "gelu", "position_embedding_type": "absolute"}
 #: TextClassifierBase parameters these models do not take (the encoder brings them)
 _NOT_TAKEN = ("text_encoder", "embeddings", "embed_dim", "freeze_embeddings")
 
 
-def check_bert_config(config) -> dict:
-    """The fields of :data:`BERT_FIELDS` of a BERT config dict, type-checked (ValueError)."""
-    if not isinstance(config, dict):
-        raise ValueError(f"a BERT config must be a dict, got {type(config).__name__}.")
-    fields = {**_OPTIONAL, **{k: v for k, v in config.items() if k in BERT_FIELDS}}
-    missing = sorted(BERT_FIELDS.keys() - fields.keys())
-    if missing:
-        raise ValueError(f"the BERT config lacks {missing}.")
-    for name, kind in BERT_FIELDS.items():
-        value = fields[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float
-                                                     else kind):
-            raise ValueError(f"BERT config field {name!r} must be {kind.__name__}, got "
-                             f"{value!r}.")
-        if kind is int and value < (0 if name == "pad_token_id" else 1):
-            raise ValueError(f"BERT config field {name!r} must be positive, got {value}.")
-    return fields
-
-
-class WarmupLinearSchedule(Callback):
-    """BERT's learning-rate schedule as a skorch callback: the rate rises linearly from 0 over
-    the first ``warmup`` share of the training steps, then falls linearly to 0 at the last
-    step (the steps of ``max_epochs`` epochs of the training split); set after every batch."""
-
-    def __init__(self, warmup: float = 0.1):
-        self.warmup = warmup
-
-    def on_train_begin(self, net, **kwargs):
-        self.base_lrs_ = [group["lr"] for group in net.optimizer_.param_groups]
-        self.step_, self.total_ = 0, None
-
-    def on_epoch_begin(self, net, dataset_train=None, **kwargs):
-        if self.total_ is None:
-            self.total_ = math.ceil(len(dataset_train) / net.batch_size) * net.max_epochs
-            self._set(net)
-
-    def on_batch_end(self, net, training=False, **kwargs):
-        if training:
-            self.step_ += 1
-            self._set(net)
-
-    def factor(self, step: int) -> float:
-        """The learning rate of ``step`` (0-based) relative to the set one."""
-        rising = max(1, round(self.warmup * self.total_)) if self.warmup else 0
-        if step < rising:
-            return (step + 1) / rising
-        return max(0.0, (self.total_ - step) / max(1, self.total_ - rising))
-
-    def _set(self, net):
-        for group, base in zip(net.optimizer_.param_groups, self.base_lrs_):
-            group["lr"] = base * self.factor(self.step_)
-
-
-class AnnealExponent(WarmupLinearSchedule):
-    """Raise the B-cos exponent of every layer linearly from 1 to its B over the first
-    ``share`` of the training steps (``module.anneal(progress)``); the trained module ends at
-    its B."""
-
-    def __init__(self, share: float = 0.5):
-        self.share = share
-
-    def on_train_begin(self, net, **kwargs):
-        self.step_, self.total_ = 0, None
-
-    def on_train_end(self, net, **kwargs):
-        net.module_.anneal(1.0)
-
-    def _set(self, net):
-        net.module_.anneal(self.step_ / max(1.0, self.share * self.total_))
-
-
-class WeightNormGuard(DivergenceGuard):
-    """:class:`~.nets.DivergenceGuard` for networks that normalise weights and activations
-    (B-cos rows, LayerNorm): such a network never produces a non-finite loss, but once a
-    weight's norm overflows its layer silently outputs zeros, so the norms are checked too."""
-
-    def _check_weights(self, net):
-        super()._check_weights(net)
-        if not all(torch.isfinite(torch.linalg.vector_norm(p.detach()))
-                   for p in net.module_.parameters()):
-            self._diverged(net, "the norm of a weight overflowed")
-
-
-class BertTextClassifier(TextClassifierBase):
+class BertTextClassifier(BertCheckpoint, TextClassifierBase):
     """Conventionally fine-tuned BERT-family text classifier.
 
     The comparison model of :class:`BcosTextClassifier`: a pretrained encoder, pooling,
@@ -165,7 +71,7 @@ class BertTextClassifier(TextClassifierBase):
         pieces cut off (``truncated``).
     warmup : float in [0, 1)
         Share of the training steps over which the learning rate rises linearly from 0; it
-        then falls linearly to 0 (:class:`WarmupLinearSchedule`).
+        then falls linearly to 0 (:class:`~.bert_callbacks.WarmupLinearSchedule`).
     {class_weight}
     {training_parameters}
 
@@ -226,35 +132,6 @@ class BertTextClassifier(TextClassifierBase):
     # ------------------------------------------------------------------ module
     def _module_options(self) -> dict:
         return {"pooling": self.pooling}
-
-    def _build_module(self) -> torch.nn.Module:
-        """The structure, from the fitted attributes alone (saved weights are loaded into
-        it)."""
-        return self._module_class.from_config(self.config_, len(self.classes_),
-                                              **self._module_options())
-
-    def _initial_module(self) -> torch.nn.Module:
-        """The module training starts from: the converted / pretrained checkpoint."""
-        if isinstance(self.checkpoint, dict):
-            return self._build_module()
-        return self._module_class.from_pretrained(self._checkpoint_folder(),
-                                                  len(self.classes_), **self._module_options())
-
-    def _checkpoint_folder(self) -> Path:
-        if self.checkpoint is not None:
-            return Path(self.checkpoint)
-        from ..datasets import load_minilm
-
-        return load_minilm()
-
-    def _checkpoint_config(self) -> dict:
-        if isinstance(self.checkpoint, dict):
-            return check_bert_config(self.checkpoint)
-        path = self._checkpoint_folder() / "config.json"
-        if not path.is_file():
-            raise ValueError(f"checkpoint {str(self._checkpoint_folder())!r} is not a local "
-                             "BERT model folder (no config.json).")
-        return check_bert_config(json.loads(path.read_text()))
 
     # ------------------------------------------------------------------ inputs
     def _encode_texts(self, texts, queries) -> Batch:
@@ -332,15 +209,6 @@ class BertTextClassifier(TextClassifierBase):
         return [("lr_schedule", WarmupLinearSchedule(self.warmup)),
                 ("weight_norm_guard", WeightNormGuard())]
 
-    def _check_vocabulary(self) -> None:
-        pieces, vocab = len(self.text_encoder_.index_to_token_), self.config_["vocab_size"]
-        if pieces != vocab:
-            raise ValueError(f"the BERT config has vocab_size={vocab} but the tokeniser "
-                             f"{pieces} word pieces.")
-        if self.max_length > self.config_["max_position_embeddings"]:
-            raise ValueError(f"max_length={self.max_length} exceeds the model's "
-                             f"{self.config_['max_position_embeddings']} positions.")
-
     # ------------------------------------------------------------------ forward
     def forward_with_attention(self, batch: dict, *, embedded=None):
         """Run the module, returning the logits and the attention of every layer.
@@ -377,18 +245,6 @@ class BertTextClassifier(TextClassifierBase):
         """
         return self.module_.forward_with_attention(batch["tokens"], batch["lengths"],
                                                    embedded=embedded)
-
-    # ------------------------------------------------------------------ persistence
-    def _get_fitted_state(self) -> dict:
-        state = {**super()._get_fitted_state(), "config": self.config_}
-        del state["embed_dim"]  # the config's hidden_size: stored once
-        return state
-
-    def _set_fitted_state(self, state: dict) -> None:
-        self.config_ = check_bert_config(state["config"])
-        super()._set_fitted_state({**state, "embed_dim": self.config_["hidden_size"]})
-        self._check_vocabulary()
-
 
 class BcosTextClassifier(BertTextClassifier):
     """B-cos text classifier (B-cos LM, Wang et al., TMLR 2025): exact word-piece contributions.
