@@ -4,7 +4,10 @@
   in order in one fresh process, cwd a temporary folder (``tests/docs_blocks.py``). A block
   whose first line is ``# not run by the docs tests: <reason>`` is skipped; there are few.
 * The README's quickstart draws ``docs/images/quickstart.png`` (regenerate it with
-  ``python docs/images/quickstart.py``), and the docs' quickstart page shows the same code.
+  ``python docs/images/quickstart.py``), and the docs' quickstart page shows the same code. The
+  picture comes from a trained model, whose numbers differ between processors: it is compared
+  by layout and a tolerance measured across CPU kernels and thread counts, and what it must show
+  (inputs, centred contribution maps, completeness) is checked on the figure itself.
 * ``make docs``'s build (``sphinx-build -W``) succeeds on a copy of docs/, runs the gallery
   examples and writes a page for every exported name.
 """
@@ -84,8 +87,15 @@ def test_blocks_are_found():
     assert ROOT / "docs" / "quickstart.md" in WITH_CODE
 
 
+#: mean |pixel difference| of quickstart.png between runs of the README's code with 1 or 2
+#: threads and ATEN_CPU_CAPABILITY=avx2 or default (training rounds differently): at most 0.034
+#: measured, so twice that is the tolerance; a figure of another layout differs in shape
+PICTURE_SPREAD = 0.07
+
+
 def test_quickstart_picture(block_runs):
-    """The README's quickstart writes quickstart.png: the picture the README shows."""
+    """The README's quickstart writes quickstart.png: the picture the README shows, up to the
+    rounding of training on another processor (never compared pixel for pixel)."""
     from matplotlib.image import imread
 
     readme = python_blocks((ROOT / "README.md").read_text(encoding="utf-8"))[0][1]
@@ -94,8 +104,35 @@ def test_quickstart_picture(block_runs):
     drawn = imread(block_runs["README.md"]["workdir"] / "quickstart.png")
     shown = imread(DOCS / "images" / "quickstart.png")
     assert drawn.shape == shown.shape, "regenerate it: python docs/images/quickstart.py"
-    # the same pixels up to the rounding of training on another CPU
-    assert np.abs(drawn - shown).mean() < 0.01, "regenerate it: python docs/images/quickstart.py"
+    assert np.abs(drawn - shown).mean() < PICTURE_SPREAD, \
+        "regenerate it: python docs/images/quickstart.py"
+
+
+def test_quickstart_shows_what_it_says(tmp_path, monkeypatch):
+    """What the quickstart's picture must show, whatever the machine's rounding: the inputs as
+    given, contribution maps on a scale centred at 0, an explanation that is complete, and a
+    model that learned the digits."""
+    from matplotlib.image import AxesImage
+
+    readme = python_blocks((ROOT / "README.md").read_text(encoding="utf-8"))[0][1]
+    monkeypatch.chdir(tmp_path)
+    namespace = {"print": lambda *args: None}
+    exec(compile(readme, "README.md", "exec"), namespace)
+    X, clf, exp = namespace["X"], namespace["clf"], namespace["exp"]
+    assert clf.score(X[1500:], namespace["y"][1500:]) > 0.85     # 0.93-0.94 measured
+    assert np.all(np.asarray(exp.completeness_error) < 1e-5)
+    figure = exp.plot()
+    images = [im for ax in figure.axes for im in ax.get_images() if isinstance(im, AxesImage)]
+    shown = [np.asarray(im.get_array()) for im in images]
+    for digit in X[1500:1503]:            # every input, exactly as given
+        assert any(a.shape == digit.squeeze().shape and np.allclose(a, digit.squeeze())
+                   for a in shown)
+    diverging = [im for im in images if im.get_clim()[0] < 0]
+    assert len(diverging) >= 3               # one contribution map per sample
+    for im in diverging:
+        low, high = im.get_clim()
+        assert low == pytest.approx(-high)   # red and blue on one scale, white at 0
+    assert (tmp_path / "quickstart.png").is_file()
 
 
 def public_names():

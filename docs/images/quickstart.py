@@ -1,5 +1,6 @@
 """Redraws quickstart.png with the README's quickstart, run as written in this folder
-(``python docs/images/quickstart.py``); tests/test_docs.py checks that the picture matches."""
+(``python docs/images/quickstart.py``); tests/test_docs.py checks that the picture has the layout and, up to the
+rounding of training on another processor, the pixels of the README's code."""
 
 import os
 import re
