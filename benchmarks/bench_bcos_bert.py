@@ -2,7 +2,7 @@
 
 Default: CPU times on one thread for 64 texts × 64 word pieces, side by side in one run:
 the original ``transformers`` ``BertModel`` forward (its default SDPA attention and the eager
-one), the converted :class:`~interpretable.nn.bcos_bert.BcosBertClassifier` forward and its
+one), the converted :class:`~interpretable.nn.bcos.bert.BcosBertClassifier` forward and its
 exact explanation (``contributions``: one forward and one backward pass in explanation mode).
 Writes ``benchmarks/results/bcos_bert_speed.json``.
 
@@ -24,7 +24,7 @@ import torch
 from torch.nn import functional as F
 
 from interpretable.datasets import load_minilm, load_rotten_tomatoes
-from interpretable.nn.bcos_bert import BcosBertClassifier
+from interpretable.nn.bcos.bert import BcosBertClassifier
 from interpretable.text.wordpiece import WordPieceEncoder
 
 RESULTS = Path(__file__).parent / "results"

@@ -36,7 +36,7 @@ import torch
 from interpretable import BcosViTClassifier
 from interpretable.datasets import load_mnist_5k
 from interpretable.datasets.textures import make_textured_digits
-from interpretable.nn.bcos_zoo import PRETRAINED, checkpoint_path, to_bcos_state_dict
+from interpretable.nn.bcos.zoo import PRETRAINED, checkpoint_path, to_bcos_state_dict
 from interpretable.nn.losses import OneHotBCE
 
 RESULTS = Path(__file__).parent / "results"
@@ -53,7 +53,7 @@ class OneHotLoss(BcosViTClassifier):
 
 def _no_imprinting():
     """Ablation: the new classifier keeps its random initialisation."""
-    return mock.patch("interpretable.estimators.bcos_vit_hooks.imprint_classifier",
+    return mock.patch("interpretable.estimators.vision.hooks.imprint_classifier",
                       lambda module, features, y: module)
 
 

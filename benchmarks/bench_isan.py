@@ -31,7 +31,7 @@ import torch
 
 from interpretable import ISANLanguageModel, LSTMLanguageModel
 from interpretable.datasets import load_shakespeare
-from interpretable.estimators.language_model import split_words
+from interpretable.estimators.sequence.language_model import split_words
 from interpretable.nn.isan import ISAN
 from interpretable.reproduce.isan import equal_budget_lstm_hidden
 

@@ -6,21 +6,23 @@ the package does not import torch-heavy modules that are not used.
 
 from importlib import import_module
 
+from . import _compat
+
 __version__ = "0.1.0"
 
 # public name -> module that defines it
 _LAZY = {
-    "EmbeddingBagClassifier": "interpretable.estimators.baselines",
-    "BcosViTClassifier": "interpretable.estimators.vision",
-    "ViTClassifier": "interpretable.estimators.vision",
-    "AttentionTextClassifier": "interpretable.estimators.attention_text",
-    "DiversityLSTMClassifier": "interpretable.estimators.diversity_lstm",
-    "SEATClassifier": "interpretable.estimators.seat",
-    "BcosTextClassifier": "interpretable.estimators.bcos_text",
-    "BertTextClassifier": "interpretable.estimators.bcos_text",
-    "ISANLanguageModel": "interpretable.estimators.language_model",
-    "LSTMLanguageModel": "interpretable.estimators.language_model",
-    "ISANSequenceTagger": "interpretable.estimators.tagger",
+    "EmbeddingBagClassifier": "interpretable.estimators.text.embedding_bag",
+    "BcosViTClassifier": "interpretable.estimators.vision.estimators",
+    "ViTClassifier": "interpretable.estimators.vision.estimators",
+    "AttentionTextClassifier": "interpretable.estimators.text.attention",
+    "DiversityLSTMClassifier": "interpretable.estimators.text.diversity_lstm",
+    "SEATClassifier": "interpretable.estimators.seat.estimator",
+    "BcosTextClassifier": "interpretable.estimators.bert.estimators",
+    "BertTextClassifier": "interpretable.estimators.bert.estimators",
+    "ISANLanguageModel": "interpretable.estimators.sequence.language_model",
+    "LSTMLanguageModel": "interpretable.estimators.sequence.language_model",
+    "ISANSequenceTagger": "interpretable.estimators.sequence.tagger",
     "TokenExplanation": "interpretable.explanation",
     "ImageExplanation": "interpretable.explanation",
     "SequenceExplanation": "interpretable.explanation",
@@ -28,6 +30,7 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY)
+_compat.install()  # old module paths (pickles of 0.1 / 0.2) resolve to the new ones
 
 
 def __getattr__(name):

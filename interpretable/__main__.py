@@ -24,10 +24,10 @@ def write_views(out: Path) -> list[Path]:
     import pandas as pd
 
     from .datasets import load_mnist_5k, load_rotten_tomatoes, load_shakespeare
-    from .estimators.baselines import EmbeddingBagClassifier
-    from .estimators.diversity_lstm import DiversityLSTMClassifier
-    from .estimators.language_model import ISANLanguageModel
-    from .estimators.vision import BcosViTClassifier
+    from .estimators.sequence.language_model import ISANLanguageModel
+    from .estimators.text.diversity_lstm import DiversityLSTMClassifier
+    from .estimators.text.embedding_bag import EmbeddingBagClassifier
+    from .estimators.vision.estimators import BcosViTClassifier
     from .explanation import global_explanation
     from .pipeline import make_explainable_pipeline
 

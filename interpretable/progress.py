@@ -1,7 +1,7 @@
 """How long operations report on themselves: log messages and progress bars.
 
 The package reports through :mod:`logging`, each module under its own logger
-(``interpretable.estimators.nets`` for the epoch table, ``interpretable.reproduce.seat`` for
+(``interpretable.estimators.core.nets`` for the epoch table, ``interpretable.reproduce.seat`` for
 a reproduction's progress, ...), and adds no handler, not even a ``NullHandler``: whether a
 handler is configured decides where a message goes. What ``verbose`` asks for is shown
 without any set-up, as scikit-learn users expect:

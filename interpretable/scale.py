@@ -43,7 +43,7 @@ def save_on_main_process(estimator, path) -> bool:
     estimator : fitted estimator
         The estimator (its ``accelerator`` says which process is the main one).
     path : str or os.PathLike
-        The folder, as for :meth:`~interpretable.estimators.base.NeuralEstimator.save`.
+        The folder, as for :meth:`~interpretable.estimators.core.base.NeuralEstimator.save`.
 
     Returns
     -------

@@ -5,8 +5,14 @@ import torch
 
 from interpretable import DiversityLSTMClassifier
 from interpretable.metrics.attention_analysis import (
-    attribution_agreement, conicity, decision_flip_fraction, hidden_state_conicity, jensen_shannon,
-    permutation_tvd, pos_attention)
+    attribution_agreement,
+    conicity,
+    decision_flip_fraction,
+    hidden_state_conicity,
+    jensen_shannon,
+    permutation_tvd,
+    pos_attention,
+)
 
 SMALL = dict(embed_dim=12, hidden_size=12, batch_size=16, lr=1e-2, device="cpu", max_epochs=6)
 

@@ -12,9 +12,9 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from interpretable import EmbeddingBagClassifier
+from interpretable.estimators.core.base import NeuralEstimator, TrainingDivergedError
 from interpretable.nn.tensors import resolve_device
 from interpretable.validation import check_images
-from interpretable.estimators.base import NeuralEstimator, TrainingDivergedError
 
 
 def _fit(data, **kw):

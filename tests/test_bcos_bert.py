@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from interpretable.nn.bcos import explanation_mode
-from interpretable.nn.bcos_bert import POOLINGS, BcosBertClassifier
-from interpretable.nn.bcos_bert_layers import unscaled_bcos_linear
+from interpretable.nn.bcos.bert import POOLINGS, BcosBertClassifier
+from interpretable.nn.bcos.bert_layers import unscaled_bcos_linear
+from interpretable.nn.bcos.layers import explanation_mode
 
 TINY_BERT = {"vocab_size": 60, "hidden_size": 16, "num_hidden_layers": 2,
              "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 24,

@@ -9,8 +9,8 @@ from torch.nn import functional as F
 
 from interpretable.attribution.heads import head_contributions
 from interpretable.attribution.vision import gradcam, inherent, inherent_terms
-from interpretable.nn.bcos import BcosConv2d, BcosLinear, encode_image, explanation_mode
-from interpretable.nn.bcos_vit import BcosAttention, BcosViT
+from interpretable.nn.bcos.holistic_vit import BcosAttention, BcosViT
+from interpretable.nn.bcos.layers import BcosConv2d, BcosLinear, encode_image, explanation_mode
 from interpretable.nn.heads import mha_forward
 from interpretable.nn.vit import ViT
 

@@ -13,7 +13,7 @@ from sklearn.model_selection import GridSearchCV
 pytest.importorskip("transformers")
 
 from interpretable import BcosTextClassifier, BertTextClassifier
-from interpretable.estimators.bcos_text import WarmupLinearSchedule
+from interpretable.estimators.core.nets import LearningRateSchedule
 
 TINY = {"vocab_size": 30522, "hidden_size": 16, "num_hidden_layers": 2,
         "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32,
@@ -173,7 +173,7 @@ def test_learns_a_tiny_task_with_class_and_sample_weights():
 
 
 def test_warm_up_then_linear_decay():
-    schedule = WarmupLinearSchedule(warmup=0.25)
+    schedule = LearningRateSchedule(warmup=0.25, decay="linear")
     schedule.total_ = 8
     factors = [schedule.factor(step) for step in range(8)]
     np.testing.assert_allclose(factors, [0.5, 1.0, 1.0, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6])
@@ -263,8 +263,8 @@ def test_attention_and_rollout_are_distributions_over_the_tokens(cls):
 
 
 def test_b_annealed_from_one_ends_at_b():
-    from interpretable.estimators.bcos_text import AnnealExponent
-    from interpretable.nn.bcos_bert_layers import BertBcosLinear, alignment_gain
+    from interpretable.estimators.bert.callbacks import AnnealExponent
+    from interpretable.nn.bcos.bert_layers import BertBcosLinear, alignment_gain
 
     X, y = sentiment(n=32)
     clf = tiny(b=[1.25, 2.0], b_anneal=1.0, max_epochs=2).fit(X, y)
@@ -277,7 +277,7 @@ def test_b_annealed_from_one_ends_at_b():
     class Net:
         module_ = clf.module_
 
-    schedule._set(Net)  # 2 of the 5 annealing steps: B = 1 + 0.4 (B - 1)
+    schedule.at_step(Net)  # 2 of the 5 annealing steps: B = 1 + 0.4 (B - 1)
     assert sorted({round(m.b, 12) for m in layers}) == [1.1, 1.4]
     clf.module_.anneal(1.0)
     assert clf.explain(X[:3], dtype="float64").completeness_error.max() <= 1e-9

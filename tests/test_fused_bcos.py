@@ -11,11 +11,16 @@ from torch.nn import functional as F
 
 from interpretable.attribution.vision import inherent
 from interpretable.nn import bcos_kernels
-from interpretable.nn.bcos import (BcosConv2d, BcosLinear, bcos_implementation, encode_image,
-                                   explanation_mode)
-from interpretable.nn.bcos_kernels import ONEDNN_MIN_MACS, linear, resolve_implementation
-from interpretable.nn.bcos_v2 import BcosSimpleViT, contributions
-from interpretable.nn.bcos_vit import BcosViT
+from interpretable.nn.bcos.holistic_vit import BcosViT
+from interpretable.nn.bcos.kernels import ONEDNN_MIN_MACS, linear, resolve_implementation
+from interpretable.nn.bcos.layers import (
+    BcosConv2d,
+    BcosLinear,
+    bcos_implementation,
+    encode_image,
+    explanation_mode,
+)
+from interpretable.nn.bcos.simple_vit import BcosSimpleViT, contributions
 
 EXACT = dict(rtol=0, atol=1e-10)  # float64: fused and reference differ by rounding only
 

@@ -15,7 +15,6 @@ Two comparisons, each with its own tolerance:
 import numpy as np
 import pytest
 import torch
-
 from conformance.cases import _TINY_VIT, CASES, _digits
 
 pytestmark = [pytest.mark.gpu,

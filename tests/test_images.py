@@ -5,9 +5,16 @@ import pytest
 import torch
 from PIL import Image
 
-from interpretable.datasets.images import (CropBox, eval_crops, eval_transform,
-                                           imagenet_class_names, load_image_folder, read_image,
-                                           read_images, resize_shorter_side)
+from interpretable.datasets.images import (
+    CropBox,
+    eval_crops,
+    eval_transform,
+    imagenet_class_names,
+    load_image_folder,
+    read_image,
+    read_images,
+    resize_shorter_side,
+)
 from interpretable.datasets.textures import make_textured_digit_grids, make_textured_digits
 
 

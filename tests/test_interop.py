@@ -5,6 +5,7 @@ and label dtypes kept in the explanation tables."""
 import numpy as np
 import pandas as pd
 import pytest
+from conformance.cases import _sentiment
 from gensim.models import KeyedVectors
 from sklearn import config_context
 from sklearn.base import clone
@@ -18,8 +19,6 @@ from interpretable.streaming import explanations_to_frame
 from interpretable.text import TextEncoder
 from interpretable.text.perturbation import SynonymSubstitution
 from interpretable.validation import check_documents, check_sequences, check_targets, check_texts
-
-from conformance.cases import _sentiment
 
 pl = pytest.importorskip("polars")
 pa = pytest.importorskip("pyarrow")

@@ -14,11 +14,14 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from interpretable import (ISANLanguageModel, ISANSequenceTagger, LSTMLanguageModel,
-                           SequenceExplanation)
-from interpretable.estimators.language_model import split_words
-from interpretable.estimators.sequence import UNKNOWN, next_symbol_windows
-
+from interpretable import (
+    ISANLanguageModel,
+    ISANSequenceTagger,
+    LSTMLanguageModel,
+    SequenceExplanation,
+)
+from interpretable.estimators.sequence.base import UNKNOWN, next_symbol_windows
+from interpretable.estimators.sequence.language_model import split_words
 
 WORDS = ["the", "king", "is", "dead", "long", "live", "queen", "my", "lord", "good"]
 
@@ -377,8 +380,11 @@ def wide():
 
 
 def test_ngram_analyses_recover_planted_statistics(wide):
-    from interpretable.metrics import (input_bias_analysis, offsets_vs_bigram,
-                                       readout_bias_vs_unigram)
+    from interpretable.metrics import (
+        input_bias_analysis,
+        offsets_vs_bigram,
+        readout_bias_vs_unigram,
+    )
 
     m = copy.deepcopy(wide)
     ids = m.encode_symbols(TEXT)

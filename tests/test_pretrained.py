@@ -19,10 +19,10 @@ from sklearn.model_selection import GridSearchCV
 from interpretable import BcosViTClassifier
 from interpretable.datasets.images import eval_crops, imagenet_class_names
 from interpretable.estimators import vision_base
-from interpretable.estimators.pretrained import WarmupThenStep
-from interpretable.nn.bcos import encode_image
-from interpretable.nn.bcos_v2 import BcosSimpleViT
-from interpretable.nn.bcos_zoo import checkpoint_path, to_bcos_state_dict
+from interpretable.estimators.core.nets import LearningRateSchedule
+from interpretable.nn.bcos.layers import encode_image
+from interpretable.nn.bcos.simple_vit import BcosSimpleViT
+from interpretable.nn.bcos.zoo import checkpoint_path, to_bcos_state_dict
 from interpretable.nn.losses import OneHotBCE
 
 TINY = dict(dim=16, depth=2, heads=2, mlp_dim=32, patch_size=8)  # token stride 8
@@ -261,13 +261,17 @@ def test_losses_stay_finite_on_degenerate_images_and_extreme_logits():
 
 
 def test_warm_up_then_step_decay():
-    schedule = WarmupThenStep(warmup_steps=4, decay_step=6)
-    assert [schedule(t) for t in range(8)] == [0.25, 0.5, 0.75, 1, 1, 1, 0.1, 0.1]
+    schedule = LearningRateSchedule(warmup=0.25, decay="step", decay_at=0.75)
+    schedule.total_, schedule.steps_per_epoch_ = 16, 2  # 8 epochs of 2 steps, decay after 6
+    assert [schedule.factor(t) for t in range(16)] == [0.25, 0.5, 0.75, 1, 1, 1, 1, 1, 1, 1,
+                                                       1, 1, 0.1, 0.1, 0.1, 0.1]
     clf = BcosViTClassifier(pretrained="m.pth", architecture=TINY, max_epochs=10, batch_size=10)
-    phase = clf._phase(95)  # 10 steps per epoch, 10 % warm-up: 10 steps
-    assert phase["callbacks"][0][1].kwargs["lr_lambda"].warmup_steps == 10
+    phase = clf._phase(95)  # pretrained: 10 % warm-up, the paper's step decay
+    name, schedule = phase["callbacks"][0]
+    assert name == "lr_schedule" and (schedule.warmup, schedule.decay) == (0.1, "step")
     assert phase["optimizer__param_groups"] == [("linear_head.*", {"lr": 1e-2})]
-    assert clf.set_params(pretrained=None)._phase(95)["callbacks"][0][0] == "lr_decay"
+    scratch = clf.set_params(pretrained=None)._phase(95)["callbacks"][0][1]
+    assert scratch.warmup == 0 and scratch.decay_at == clf.lr_decay_at
 
 
 def test_clone_and_grid_search_start_from_the_pretrained_weights(imagenet, checkpoint):

@@ -15,13 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conformance.cases import _sentiment
 
 from interpretable import EmbeddingBagClassifier
 from interpretable.explanation import TokenExplanation, read_frame, write_frame
 from interpretable.scale import explain_to_parquet
 from interpretable.streaming import explanations_to_frame
-
-from conformance.cases import _sentiment
 
 dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")

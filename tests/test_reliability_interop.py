@@ -4,11 +4,10 @@ Quantus's own ``explain`` takes) instead of forwarding them to ``explain``."""
 
 import numpy as np
 import pytest
+from conformance.cases import _TINY_VIT, _digits
 
 from interpretable import BcosViTClassifier
 from interpretable.attribution.quantus_adapter import QuantusModel, explain_func
-
-from conformance.cases import _TINY_VIT, _digits
 
 quantus = pytest.importorskip("quantus")
 

@@ -15,13 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conformance.cases import _TINY_VIT, _digits, _sentiment
 from sklearn.model_selection import GridSearchCV
 
 from interpretable import BcosViTClassifier, EmbeddingBagClassifier
 from interpretable.scale import explain_to_parquet
 from interpretable.streaming import explanations_to_frame
-
-from conformance.cases import _TINY_VIT, _digits, _sentiment
 
 dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")

@@ -16,7 +16,6 @@ from interpretable.nn.seat import (
     topk_surrogate_loss,
 )
 
-
 # ---------------------------------------------------------------------- torch building blocks
 
 W = torch.tensor([[0.5, 0.3, 0.1, 0.1], [0.1, 0.2, 0.3, 0.4]])
@@ -256,8 +255,15 @@ from sklearn.exceptions import NotFittedError  # noqa: E402
 from sklearn.frozen import FrozenEstimator  # noqa: E402
 
 from interpretable import AttentionTextClassifier, SEATClassifier  # noqa: E402
-from interpretable.estimators.seat_variants import (  # noqa: E402
-    SEAT, VARIANTS, AttentionAT, AttentionRP, AuthorsSEAT, Vanilla, WordAT)
+from interpretable.estimators.seat.variants import (  # noqa: E402
+    SEAT,
+    VARIANTS,
+    AttentionAT,
+    AttentionRP,
+    AuthorsSEAT,
+    Vanilla,
+    WordAT,
+)
 from interpretable.explanation import TokenExplanation  # noqa: E402
 
 TINY = dict(encoder="rnn", embed_dim=12, hidden_size=12, max_epochs=6, batch_size=16, lr=2e-2,

@@ -3,12 +3,12 @@
 import re
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from nltk.tokenize import NLTKWordTokenizer
 
 from interpretable.datasets import load_rotten_tomatoes
-from interpretable.text import TextEncoder
-from interpretable.text import tokenize
+from interpretable.text import TextEncoder, tokenize
 from interpretable.text.tokenize import word_tokenize
 
 NLTK = NLTKWordTokenizer()

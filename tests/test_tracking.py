@@ -5,11 +5,10 @@ on its default skops format with the package's trusted types."""
 import numpy as np
 import pandas as pd
 import pytest
+from conformance.cases import _sentiment
 
 from interpretable import EmbeddingBagClassifier, tracking
-from interpretable.estimators.state import trusted_types
-
-from conformance.cases import _sentiment
+from interpretable.estimators.core.state import trusted_types
 
 mlflow = pytest.importorskip("mlflow")
 

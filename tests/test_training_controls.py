@@ -8,14 +8,18 @@ import sys
 import numpy as np
 import pytest
 import torch
-from skorch.callbacks import Callback, EarlyStopping, LRScheduler
-from sklearn.model_selection import StratifiedShuffleSplit
-
-from interpretable import (BcosViTClassifier, DiversityLSTMClassifier, EmbeddingBagClassifier,
-                           ISANSequenceTagger, SEATClassifier)
-from interpretable.estimators.seat_variants import SEAT
-
 from conformance.cases import _TINY_VIT, _digits, _parentheses, _sentiment
+from sklearn.model_selection import StratifiedShuffleSplit
+from skorch.callbacks import Callback, EarlyStopping, LRScheduler
+
+from interpretable import (
+    BcosViTClassifier,
+    DiversityLSTMClassifier,
+    EmbeddingBagClassifier,
+    ISANSequenceTagger,
+    SEATClassifier,
+)
+from interpretable.estimators.seat.variants import SEAT
 
 
 def _embedding_bag(**params):

@@ -1,6 +1,7 @@
 """Grid pointing game (the B-cos authors' protocol), pixel perturbation, Quantus interop."""
 
 import dataclasses
+
 import numpy as np
 import pytest
 import torch

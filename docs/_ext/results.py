@@ -337,13 +337,16 @@ class ResultsTable(_Markdown):
 
 
 class ExplainMethods(_Markdown):
-    """``{explain-methods}``: every registered explanation method, what it applies to and its
-    options (``interpretable.estimators.explainers.describe_explainers``)."""
+    """``{explain-methods}``: every explanation method of the public estimators, which of them
+    offer it and its options (``interpretable.estimators.explainers.describe_explainers``)."""
 
     def run(self):
+        import interpretable
         from interpretable.estimators.explainers import describe_explainers
 
-        return self.render(describe_explainers().splitlines())
+        public = [getattr(interpretable, name) for name in interpretable.__all__]
+        estimators = [cls for cls in public if hasattr(cls, "explain_methods")]
+        return self.render(describe_explainers(estimators).splitlines())
 
 
 def setup(app):

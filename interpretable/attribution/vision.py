@@ -3,9 +3,9 @@
 ``model`` is a module with ``forward(x) -> logits``, ``forward_with_attention(x) -> (logits,
 [attention (B, heads, N, N)] per layer)``, ``forward_features(x) -> (final token map
 (B, D, h, w), attentions)``, ``forward_head(token map) -> logits`` and ``grid_size`` (token
-grid); both :class:`~interpretable.nn.bcos_vit.BcosViT` and :class:`~interpretable.nn.vit.ViT`
-qualify. All methods return (B, H, W) pixel maps. No method changes the model (no hooks, no
-flags), so several threads may explain with one model at once.
+grid); both :class:`~interpretable.nn.bcos.holistic_vit.BcosViT` and
+:class:`~interpretable.nn.vit.ViT` qualify. All methods return (B, H, W) pixel maps. No method
+changes the model (no hooks, no flags), so several threads may explain with one model at once.
 
 * ``"inherent"``: B-cos contribution maps ``W(x)ᵀ_k ⊙ x`` summed over channels (exact).
 * ``"rollout"``: attention rollout (Abnar & Zuidema, 2020), ``(A + I)`` row-normalised.
@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from ..nn.bcos import explanation_mode
+from ..nn.bcos.layers import explanation_mode
 
 __all__ = ["METHODS", "attribute", "gradcam", "inherent", "inherent_terms"]
 

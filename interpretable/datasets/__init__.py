@@ -1,6 +1,5 @@
 """Offline datasets and synthetic generators (never downloads)."""
 
-from .packages import MissingDataError
 from .images import (
     eval_crops,
     eval_transform,
@@ -18,6 +17,7 @@ from .loaders import (
     load_shakespeare,
     shakespeare_plays,
 )
+from .packages import MissingDataError
 from .synthetic import make_babi_task1, make_colored_shapes, make_image_grid, make_parentheses
 from .textures import make_textured_digit_grids, make_textured_digits
 

@@ -234,8 +234,8 @@ def load_glove(dim: int = 50):
     >>> vectors.vector_size, len(vectors.key_to_index)
     (50, 400000)
     """
-    from gensim.models import KeyedVectors
     import pyarrow.parquet as pq
+    from gensim.models import KeyedVectors
 
     if dim != 50:
         raise ValueError(f"only dim=50 GloVe vectors are available offline, got dim={dim}.")

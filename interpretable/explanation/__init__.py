@@ -43,7 +43,6 @@ methods (attention) use one purple scale and are flagged.
 """
 
 from ._base import concat_explanations, with_sample_ids
-from .chunked import citing_samples, iter_explanations
 from ._frame import (
     FRAME_COLUMNS,
     FRAME_DTYPES,
@@ -53,6 +52,7 @@ from ._frame import (
     table_writer,
     write_frame,
 )
+from .chunked import citing_samples, iter_explanations
 from .corpus import GlobalExplanation, global_explanation
 from .image import ImageExplanation, weights_to_rgba
 from .sequence import SequenceExplanation

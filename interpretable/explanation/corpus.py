@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 
 from ._frame import labels, texts
-from .chunked import iter_explanations
 from ._style import (
     NAN_COLOUR,
     NEGATIVE,
@@ -22,6 +21,7 @@ from ._style import (
     table_cells,
     value_text,
 )
+from .chunked import iter_explanations
 from .text import TokenExplanation
 
 TABLE_COLUMNS = ["target", "token", "count", "mean_attribution", "mean_abs_attribution"]

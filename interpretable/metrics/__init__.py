@@ -13,12 +13,23 @@ public methods (``predict_proba``, ``explain``), so they apply to any estimator 
   :func:`readout_bias_vs_unigram`, :func:`word_context_effects`.
 """
 from .attention_analysis import (
-    attribution_agreement, conicity, decision_flip_fraction, hidden_state_conicity,
-    permutation_tvd, pos_attention)
+    attribution_agreement,
+    conicity,
+    decision_flip_fraction,
+    hidden_state_conicity,
+    permutation_tvd,
+    pos_attention,
+)
 from .faithfulness import comprehensiveness, sensitivity, sufficiency, top_k_overlap
 from .isan_analysis import (
-    bias_similarity, contribution_decay, input_bias_analysis, offsets_vs_bigram,
-    parentheses_state_analysis, readout_bias_vs_unigram, word_context_effects)
+    bias_similarity,
+    contribution_decay,
+    input_bias_analysis,
+    offsets_vs_bigram,
+    parentheses_state_analysis,
+    readout_bias_vs_unigram,
+    word_context_effects,
+)
 from .localisation import grid_pointing_game
 from .perturbation import pixel_perturbation
 from .scorers import make_explanation_scorer, make_stability_scorer

@@ -6,7 +6,7 @@ aggregates. They are batched over samples (and over permutations / erasure steps
 loop per token.
 
 They use the public interface of the attention text classifiers
-(:class:`~interpretable.estimators.attention_text.AttentionClassifierBase`): ``encode(X)``,
+(:class:`~interpretable.estimators.text.attention.AttentionClassifierBase`): ``encode(X)``,
 ``forward_batches(inputs)`` yielding ``(rows, batch, AttentionOutput)``,
 ``module_.decode(hidden, attention (B, K, T), query_state)`` and ``explain(X, method=...)``.
 

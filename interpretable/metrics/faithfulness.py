@@ -22,8 +22,14 @@ from ..nn.attacks import embedding_attack
 from ..nn.losses import logits_of
 from ..nn.seat import top_k_overlap as _top_k_overlap_torch
 from ..text import PAD
-from .common import (AnalysisResult, check_text_model, explain_or_take, explanation_matrix,
-                     model_view, predict_probabilities)
+from .common import (
+    AnalysisResult,
+    check_text_model,
+    explain_or_take,
+    explanation_matrix,
+    model_view,
+    predict_probabilities,
+)
 
 __all__ = ["comprehensiveness", "sufficiency", "sensitivity", "top_k_overlap",
            "ERASER_FRACTIONS", "SENSITIVITY_FRACTIONS"]

@@ -228,7 +228,7 @@ def bias_similarity(model, subspace: str = "computational", symbols=None) -> pd.
     model : ISANLanguageModel or ISANSequenceTagger
         A fitted ISAN.
     subspace : {"readout", "computational", "full"}, default="computational"
-        The subspace (see :meth:`~interpretable.estimators.sequence.ISANBase.readout_basis`).
+        The subspace (see :meth:`~interpretable.estimators.sequence.base.ISANBase.readout_basis`).
     symbols : list or None, default=None
         Selects and orders the rows (None: all symbols).
 

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..estimators.language_model import split_words
-from ..estimators.tagger import ISANSequenceTagger
+from ..estimators.sequence.language_model import split_words
+from ..estimators.sequence.tagger import ISANSequenceTagger
 from ..nn.tensors import pad_sequences
 from ..validation import check_documents, check_sequence_targets
 from .isan_parameters import check_isan, isan_parameters

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from sklearn.utils.validation import check_is_fitted
 
-from ..estimators.language_model import ISANLanguageModel
-from ..estimators.tagger import ISANSequenceTagger
+from ..estimators.sequence.language_model import ISANLanguageModel
+from ..estimators.sequence.tagger import ISANSequenceTagger
 
 __all__ = ["check_isan", "isan_parameters"]
 

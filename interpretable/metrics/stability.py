@@ -21,8 +21,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..estimators.explainers import get_explainer
 from ..nn.attacks import check_clamp
-from .common import (AnalysisResult, check_text_model, explanation_matrix, model_view,
-                     predict_probabilities)
+from .common import (
+    AnalysisResult,
+    check_text_model,
+    explanation_matrix,
+    model_view,
+    predict_probabilities,
+)
 from .divergences import jensen_shannon_rows, total_variation
 from .embedding_noise import EMBEDDING_NOISE, embedding_offsets
 

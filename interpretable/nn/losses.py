@@ -2,7 +2,7 @@
 
 Criteria are called as ``criterion(module_output, y)``, or ``criterion(module_output, y,
 sample_weight=w)`` with per-sample loss weights ``w (B,)`` (see
-``interpretable.estimators.nets.TrainingNet``): cross-entropy on the logits, the one-hot
+``interpretable.estimators.core.nets.TrainingNet``): cross-entropy on the logits, the one-hot
 binary cross-entropy of B-cos networks, the conicity-regularised loss of the diversity LSTM and
 the per-position loss of the sequence models. :func:`prediction_divergence` compares predicted
 class distributions (SEAT's D1 / D2)."""

@@ -1,4 +1,5 @@
-"""Conventional Vision Transformer of the same size as :class:`~interpretable.nn.bcos_vit.BcosViT`:
+"""Conventional Vision Transformer of the same size as
+:class:`~interpretable.nn.bcos.holistic_vit.BcosViT`:
 CNN stem, learned positional embedding, pre-LayerNorm blocks with GELU MLPs, mean pooling."""
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from .bcos import conv_layout
+from .bcos.layers import conv_layout
 from .heads import mha_forward
 
 __all__ = ["ViT", "ViTBlock"]

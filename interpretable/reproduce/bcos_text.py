@@ -122,10 +122,10 @@ def make_models(settings: dict, seed: int, lr: float) -> dict:
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
-    from ..estimators.bcos_text import BcosTextClassifier, BertTextClassifier
-    from ..estimators.diversity_lstm import DiversityLSTMClassifier
-    from ..estimators.seat import SEATClassifier
-    from ..estimators.seat_variants import SEAT
+    from ..estimators.bert.estimators import BcosTextClassifier, BertTextClassifier
+    from ..estimators.seat.estimator import SEATClassifier
+    from ..estimators.seat.variants import SEAT
+    from ..estimators.text.diversity_lstm import DiversityLSTMClassifier
 
     bert = dict(BERT, lr=lr, max_epochs=settings["epochs"], random_state=seed, device="auto")
     lstm = dict(embeddings="glove-50", hidden_size=64, max_epochs=settings["lstm_epochs"],
@@ -284,7 +284,7 @@ def demo():
     contributions of two reviews."""
     import torch
 
-    from ..estimators.bcos_text import BcosTextClassifier
+    from ..estimators.bert.estimators import BcosTextClassifier
 
     torch.set_num_threads(1)
     X_train, X_test, y_train, y_test = split("rotten-tomatoes", 640, 200)

@@ -138,7 +138,7 @@ def run(quick: bool = False, epochs=None, analysis_samples=None, hidden_size=128
     import torch
     from skorch.callbacks import EarlyStopping
 
-    from ..estimators.diversity_lstm import DiversityLSTMClassifier
+    from ..estimators.text.diversity_lstm import DiversityLSTMClassifier
 
     torch.set_num_threads(1)
     cfg = dict(SETTINGS["quick" if quick else "full"])
@@ -194,7 +194,7 @@ def demo():
     """Train a small Diversity LSTM on Rotten Tomatoes and show its attention explanation."""
     import torch
 
-    from ..estimators.diversity_lstm import DiversityLSTMClassifier
+    from ..estimators.text.diversity_lstm import DiversityLSTMClassifier
 
     torch.set_num_threads(1)
     X_train, X_test, y_train, y_test = _rotten_tomatoes_split(3000, 300, 0)

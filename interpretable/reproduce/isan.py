@@ -25,8 +25,8 @@ import numpy as np
 import torch
 
 from ..datasets import load_shakespeare, make_parentheses
-from ..estimators.language_model import ISANLanguageModel, LSTMLanguageModel, split_words
-from ..estimators.tagger import ISANSequenceTagger
+from ..estimators.sequence.language_model import ISANLanguageModel, LSTMLanguageModel, split_words
+from ..estimators.sequence.tagger import ISANSequenceTagger
 from ..metrics.isan_analysis import (
     contribution_decay,
     input_bias_analysis,

@@ -117,7 +117,7 @@ def _split(n_train, n_test, seed):
 def make_variant(method, encoder, settings):
     """The SEAT variant of ``method`` in :data:`METHODS` with this run's settings
     (``"seat-authors"``: the authors' objective)."""
-    from ..estimators.seat_variants import VARIANTS, AuthorsSEAT, SEAT, WordAT
+    from ..estimators.seat.variants import SEAT, VARIANTS, AuthorsSEAT, WordAT
 
     if method == "seat-authors":
         return AuthorsSEAT(**{**AUTHORS_PARAMS, "epochs": settings["authors_epochs"][encoder],
@@ -134,7 +134,7 @@ def make_estimator(method, encoder, settings, seed, base=None):
     """A SEATClassifier of ``method`` in :data:`METHODS` (see :func:`make_variant`)."""
     from sklearn.frozen import FrozenEstimator
 
-    from ..estimators.seat import SEATClassifier
+    from ..estimators.seat.estimator import SEATClassifier
 
     return SEATClassifier(
         variant=make_variant(method, encoder, settings),
@@ -149,8 +149,14 @@ def evaluate(clf, vanilla, X_test, y_test, settings, perturbers, seed=0) -> dict
     """The paper's measurements for one fitted model (floats only)."""
     from sklearn.metrics import f1_score
 
-    from ..metrics import (comprehensiveness, embedding_stability, sensitivity, sufficiency,
-                           top_k_overlap, word_stability)
+    from ..metrics import (
+        comprehensiveness,
+        embedding_stability,
+        sensitivity,
+        sufficiency,
+        top_k_overlap,
+        word_stability,
+    )
 
     X_e, y_e = X_test[: settings["eval"]], y_test[: settings["eval"]]
     start = time.perf_counter()

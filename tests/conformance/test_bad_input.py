@@ -6,8 +6,8 @@ handling instead of an error (e.g. unseen words map to the unknown token).
 """
 
 import numpy as np
-import torch
 import pytest
+import torch
 from sklearn.base import clone
 
 from .cases import CASES

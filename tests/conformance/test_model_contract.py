@@ -3,10 +3,10 @@ explain / predict, one explain signature, declarative parameter validation with 
 machinery, transactional fit, and the package layout rules."""
 
 import ast
-from numbers import Integral
 import copy
 import inspect
 import threading
+from numbers import Integral
 from pathlib import Path
 
 import numpy as np
@@ -192,7 +192,7 @@ def test_text_encoder_is_a_grid_searchable_nested_parameter():
 
 def test_seat_on_a_fitted_diversity_lstm_base():
     from interpretable import DiversityLSTMClassifier, SEATClassifier
-    from interpretable.estimators.seat_variants import SEAT
+    from interpretable.estimators.seat.variants import SEAT
 
     X, y, X_test = CASES[0].data()
     base = DiversityLSTMClassifier(cell="orthogonal", embed_dim=8, hidden_size=8, max_epochs=2,
@@ -271,11 +271,73 @@ def test_layout(path):
             assert not private, (here, module, private)
 
 
-def test_module_sizes():
-    """Every module of the package stays under 400 lines, docstrings included."""
-    sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines())
-             for p in PACKAGE.rglob("*.py")}
-    assert {name: n for name, n in sizes.items() if n > 400} == {}
+#: the layers, lowest first: a module may import its own layer and those below it
+LAYERS = [{"__init__", "_compat", "nn", "validation", "progress", "files", "datasets"},
+          {"text", "attribution"}, {"explanation"}, {"estimators"},
+          {"metrics", "pipeline", "streaming", "scale", "tracking"}, {"reproduce", "__main__"}]
+#: estimators/: what every family shares, and one subpackage per model family
+FAMILIES = {"core", "text", "seat", "bert", "vision", "sequence"}
+
+
+def _layer(module: str) -> int:
+    folder = module.split(".")[1] if module.count(".") else "__init__"
+    return next(i for i, names in enumerate(LAYERS) if folder in names)
+
+
+def _module_graph() -> dict:
+    """``{module: {imported package modules}}`` over the whole package (imports inside
+    functions included: they are dependencies too)."""
+    graph = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        name = ".".join(("interpretable", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+        graph[name] = [(module, names) for module, names in _imports(path)
+                       if module.startswith("interpretable")]
+    # `from . import text` imports the submodule `text`
+    return {name: {f"{m}.{n}" if f"{m}.{n}" in graph else m for m, names in imports
+                   for n in names} for name, imports in graph.items()}
+
+
+def test_estimators_are_grouped_by_family():
+    """estimators/ holds the family subpackages and the methods' listing, no loose modules."""
+    root = PACKAGE / "estimators"
+    folders = {p.name for p in root.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    loose = {p.name for p in root.glob("*.py")}
+    assert folders == FAMILIES | {"explainers"}
+    assert loose == {"__init__.py"}
+    assert [p.name for p in (root / "explainers").iterdir() if p.suffix == ".py"] == \
+        ["__init__.py"]
+
+
+def test_imports_point_down_and_never_circle():
+    """No module imports a higher layer; families import core and the families they build on
+    (text <- seat, bert), never core a family; no import circle between modules."""
+    graph = _module_graph()
+    for module, targets in graph.items():
+        for target in targets:
+            assert _layer(target) <= _layer(module), (module, target)
+            if module.startswith("interpretable.estimators.core"):
+                assert target.split(".")[2:3] in (["core"], []) \
+                    or not target.startswith("interpretable.estimators"), (module, target)
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == "open":
+                circle = stack[stack.index(target):] + [target]
+                # a package's __init__ importing its own submodules is not a circle
+                if not all(m.startswith(circle[0]) for m in circle):
+                    raise AssertionError(" -> ".join(circle))
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

@@ -18,7 +18,7 @@ from torch import nn
 
 from interpretable import AttentionTextClassifier, EmbeddingBagClassifier
 from interpretable.estimators import model_folder, persistence
-from interpretable.estimators.base import NeuralEstimator
+from interpretable.estimators.core.base import NeuralEstimator
 
 from .cases import _sentiment
 

@@ -3,12 +3,13 @@ explanations on random models and inputs."""
 
 import numpy as np
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from interpretable.attribution.vision import inherent
 from interpretable.nn.attention import AdditiveAttention
-from interpretable.nn.bcos import encode_image
-from interpretable.nn.bcos_vit import BcosViT
+from interpretable.nn.bcos.holistic_vit import BcosViT
+from interpretable.nn.bcos.layers import encode_image
 from interpretable.nn.embedding_bag import MeanEmbeddingClassifier
 from interpretable.nn.isan import ISAN
 

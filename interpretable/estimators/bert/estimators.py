@@ -1,0 +1,369 @@
+"""Fine-tuned BERT-family text classifiers: the B-cos one (B-cos LM, Wang et al., TMLR 2025),
+whose word-piece contributions are exact, and the conventional one it is compared with.
+
+* :class:`BcosTextClassifier` converts a pretrained BERT-family encoder (the bundled
+  all-MiniLM-L6-v2 by default) into a B-cos network
+  (:class:`~interpretable.nn.bcos.bert.BcosBertClassifier`) and fine-tunes it; its default
+  explanation (``"inherent"``) is exact: per word piece or per word, plus the share of the
+  position and token-type embeddings (:mod:`.explainers.bcos_text`);
+* :class:`BertTextClassifier` fine-tunes the same encoder conventionally (pooling + linear
+  layer, same schedule); attention, rollout and the gradient methods explain it post hoc.
+
+Both tokenise with :class:`~interpretable.text.WordPieceEncoder` (offsets back to the
+original text) and train with BERT's schedule: AdamW, linear warm-up, linear decay to 0
+(:class:`~interpretable.estimators.core.nets.LearningRateSchedule`). The fitted state holds
+the BERT config (:mod:`.checkpoint`) and the vocabulary, the weights file the whole encoder: a saved
+model loads without the data package or the checkpoint folder.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ...nn.bcos.bert import BcosBertClassifier
+from ...nn.bert_classifier import BertClassifier
+from ...text import WordPieceEncoder
+from ...validation import check_targets
+from ..core.base import Batch
+from ..core.nets import LearningRateSchedule
+from ..core.params import stores_params
+from ..text.base import TextClassifierBase, trim_collate
+from .callbacks import AnnealExponent
+from .checkpoint import BertCheckpoint
+from .explainers import BcosTextContributions, BertAttention, BertRollout
+
+__all__ = ["BcosTextClassifier", "BertTextClassifier"]
+
+#: TextClassifierBase parameters these models do not take (the encoder brings them)
+_NOT_TAKEN = ("text_encoder", "embeddings", "embed_dim", "freeze_embeddings")
+
+
+class BertTextClassifier(BertCheckpoint, TextClassifierBase):
+    """Conventionally fine-tuned BERT-family text classifier.
+
+    The comparison model of :class:`BcosTextClassifier`: a pretrained encoder, pooling,
+    dropout, a linear layer. Explained by attention, attention rollout and gradient methods.
+
+    Parameters
+    ----------
+    checkpoint : None, str, path or dict
+        None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of a
+        BERT-family model (``transformers`` layout: ``config.json``, weights and tokeniser;
+        never downloads). A dict: the fields of a BERT config, randomly initialised, with the
+        bundled tokeniser (``vocab_size`` must be its 30,522): tests, training from scratch.
+    pooling : {"mean", "cls"}
+        The sequence vector: the mean of the real tokens' final states (how
+        sentence-transformers trained MiniLM) or the ``[CLS]`` state.
+    max_length : int in [3, 512]
+        Word pieces per text, ``[CLS]`` and ``[SEP]`` included. Longer texts keep their first
+        ``max_length - 2`` pieces: fit, predict and explain warn, and explanations record the
+        pieces cut off (``truncated``).
+    warmup : float in [0, 1)
+        Share of the training steps over which the learning rate rises linearly from 0; it
+        then falls linearly to 0.
+    {class_weight}
+    {training_parameters}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    text_encoder_ : WordPieceEncoder
+        The checkpoint's tokeniser (:class:`~interpretable.text.WordPieceEncoder`).
+    module_ : torch.nn.Module
+        The fitted network.
+    history_ : list of dict
+        Per-epoch training record.
+    config_ : dict
+        The BERT config fields of the encoder.
+    embed_dim_ : int
+        Its hidden size.
+
+    See Also
+    --------
+    BcosTextClassifier : The B-cos version, exact contributions.
+
+    Examples
+    --------
+    A randomly initialised tiny encoder (``checkpoint=None`` fine-tunes the bundled MiniLM):
+
+    >>> from interpretable import BertTextClassifier
+    >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
+    ...           "num_attention_heads": 2, "intermediate_size": 16,
+    ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+    ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
+    ...                          random_state=0).fit(X, y)
+    >>> clf.explain(["good film"]).units  # attention over the word pieces
+    [['[CLS]', 'good', 'film', '[SEP]']]
+    """
+
+    saved_as = "BertTextClassifier"
+
+    #: the explanation methods it offers, its default first
+    explainers = (BertAttention(), BertRollout(), *TextClassifierBase.explainers)
+
+    _parameter_constraints = {
+        **{k: v for k, v in TextClassifierBase._parameter_constraints.items()
+           if k not in _NOT_TAKEN},
+        "checkpoint": [str, os.PathLike, dict, None],
+        "pooling": [StrOptions({"mean", "cls"})],
+        "max_length": [Interval(Integral, 3, 512, closed="both")],
+        "warmup": [Interval(Real, 0, 1, closed="left")],
+    }
+    _module_class = BertClassifier
+
+    @stores_params
+    def __init__(self, *, checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
+                 lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
+                 device="auto", random_state=None, verbose=0, class_weight=None,
+                 callbacks=None, validation_fraction=None, early_stopping=False,
+                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
+        """Store the parameters unchanged (see the class docstring)."""
+
+    # ------------------------------------------------------------------ module
+    def _module_options(self) -> dict:
+        return {"pooling": self.pooling}
+
+    # ------------------------------------------------------------------ inputs
+    def _encode_texts(self, texts, queries) -> Batch:
+        """Word pieces of ``texts`` (``max_length`` at most, with a warning)."""
+        aligned = [self.text_encoder_.align(text) for text in texts]
+        cut = [i for i, a in enumerate(aligned) if a.dropped]
+        if cut:
+            warnings.warn(f"{len(cut)} of {len(texts)} texts (e.g. #{cut[0]}) are longer than "
+                          f"max_length={self.max_length} word pieces: the model sees their "
+                          f"first {self.max_length - 2} pieces only.", UserWarning,
+                          stacklevel=3)
+        units = [a.pieces for a in aligned]
+        ids, lengths = self.text_encoder_.encode_tokens(units)
+        return Batch({"tokens": torch.from_numpy(ids), "lengths": torch.from_numpy(lengths)},
+                     units=units, texts=texts)
+
+    def word_pieces(self, X) -> list:
+        """Return how the model sees each text: its word pieces, aligned with its words.
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            Texts.
+
+        Returns
+        -------
+        list of WordPieces
+            One :class:`~interpretable.text.wordpiece.WordPieces` per text: pieces, their
+            words, the words' characters, pieces cut off.
+
+        Examples
+        --------
+        >>> from interpretable import BertTextClassifier
+        >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
+        ...           "num_attention_heads": 2, "intermediate_size": 16,
+        ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+        ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
+        ...                          random_state=0).fit(X, y)
+        >>> clf.word_pieces(["good film"])[0].pieces
+        ['[CLS]', 'good', 'film', '[SEP]']
+        """
+        self._check_fitted()
+        texts, _ = self._split_inputs(X, fitting=False)
+        return [self.text_encoder_.align(text) for text in texts]
+
+    # ------------------------------------------------------------------ fit
+    def _fit(self, X, y, sample_weight=None):
+        """Read the checkpoint's tokeniser and config (kept with ``warm_start``) and
+        fine-tune."""
+        seed = self._start_fit()
+        texts, _ = self._split_inputs(X, fitting=not self._continues())
+        y_index = self._fit_labels(check_targets(y, n_samples=len(texts)))
+        if self._continues():
+            module_factory = self._warm_started(self._build_module)
+        else:
+            self.pair_input_ = False
+            self.config_ = self._checkpoint_config()
+            self.text_encoder_ = WordPieceEncoder(
+                max_len=self.max_length,
+                checkpoint=None if isinstance(self.checkpoint, dict) else self.checkpoint).fit()
+            self._check_vocabulary()
+            self.embed_dim_ = self.config_["hidden_size"]
+            module_factory = self._initial_module
+        self._fit_net(module_factory, self._criterion(), self._encode_texts(texts, None).inputs,
+                      torch.from_numpy(y_index.astype(np.int64)), seed=seed,
+                      sample_weight=self._training_weights(y_index, sample_weight),
+                      callbacks=self._callbacks(),
+                      iterator_train__collate_fn=trim_collate,
+                      iterator_valid__collate_fn=trim_collate)
+
+    def _callbacks(self) -> list:
+        """BERT's learning-rate schedule: linear warm-up, then linear decay to 0."""
+        return [("lr_schedule", LearningRateSchedule(self.warmup, decay="linear"))]
+
+    # ------------------------------------------------------------------ forward
+    def forward_with_attention(self, batch: dict, *, embedded=None):
+        """Run the module, returning the logits and the attention of every layer.
+
+        Parameters
+        ----------
+        batch : dict of str to torch.Tensor
+            One batch from :meth:`iter_batches`.
+        embedded : torch.Tensor of shape (B, T, E) or None, default=None
+            Embeddings that replace the word-piece embeddings.
+
+        Returns
+        -------
+        logits : torch.Tensor of shape (B, n_classes)
+            The logits.
+        attention : list of torch.Tensor of shape (B, heads, T, T)
+            The attention probabilities of every layer.
+
+        Examples
+        --------
+        >>> from interpretable import BertTextClassifier
+        >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
+        ...           "num_attention_heads": 2, "intermediate_size": 16,
+        ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+        ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
+        ...                          random_state=0).fit(X, y)
+        >>> _, batch = next(clf.iter_batches(clf.encode(["good film"]).inputs))
+        >>> logits, attention = clf.forward_with_attention(batch)
+        >>> logits.shape, len(attention), attention[0].shape
+        (torch.Size([1, 2]), 1, torch.Size([1, 2, 4, 4]))
+        """
+        return self.module_.forward_with_attention(batch["tokens"], batch["lengths"],
+                                                   embedded=embedded)
+
+class BcosTextClassifier(BertTextClassifier):
+    """B-cos text classifier (B-cos LM, Wang et al., TMLR 2025): exact word-piece contributions.
+
+    A pretrained BERT-family encoder converted into a B-cos network and fine-tuned; its
+    logits are exactly the sum of the contributions of the word pieces, of the position /
+    token-type embeddings and a fixed bias.
+
+    The conversion (:class:`~interpretable.nn.bcos.bert.BcosBertClassifier`): biases
+    removed; the dense layers, pooler and classifier B-cos layers (unit-norm rows, exponent
+    ``b``); GELU ``x·Φ(x)``, the attention probabilities and the LayerNorm scales dynamic
+    weights. ``explain()`` (``"inherent"``) is exact: per word piece or, ``level="word"``, per
+    word of the original text (see :mod:`interpretable.estimators.bert.explainers`).
+
+    Parameters
+    ----------
+    b : float >= 1 or list of floats
+        The B-cos exponent, one for all encoder layers or one per layer; the pooler and
+        classifier take the last. Larger ``b`` presses weights to align with their inputs
+        (sparser, more readable explanations); ``b = 1`` removes the alignment pressure: the
+        model is the converted network (biases removed, dense rows normalised), still
+        dynamic linear, so its contributions stay exact.
+    gain : {"matched", "unit"}
+        The constant factor of every B-cos layer. ``"unit"``: none (γ = 1, the authors'
+        B-cos LM). ``"matched"``: γ = :func:`~interpretable.nn.bcos.bert_layers.alignment_gain`
+        of its fan-in and ``b``, so that each layer keeps, at conversion, the output scale
+        of the linear map it replaces: otherwise every B-cos layer shrinks its output by
+        ``|cos|^(B-1)`` (about 0.2 in MiniLM at B = 1.5), the converted encoder starts with
+        branches 20-40 times below the residual stream and logits near 0.004, and
+        fine-tuning is slow. γ is a constant: contributions stay exact; at ``b = 1`` it is 1.
+    b_anneal : float in [0, 1]
+        Share of the training steps over which every layer's exponent rises linearly from 1
+        (the converted network, closest to the pretrained one) to ``b`` (with its matched
+        gain); 0: ``b`` from the start. The fitted model has exponent ``b``; a
+        ``warm_start`` continuation trains at ``b``.
+    checkpoint : None, str, path or dict, default=None
+        None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of a
+        BERT-family model (``transformers`` layout; never downloads). A dict: the fields of
+        a BERT config, randomly initialised, with the bundled tokeniser.
+    pooling : {"mean", "cls"}, default="mean"
+        The sequence vector: the mean of the real tokens' final states or the ``[CLS]``
+        state.
+    max_length : int in [3, 512], default=64
+        Word pieces per text, ``[CLS]`` and ``[SEP]`` included (longer texts are cut, with a
+        warning).
+    warmup : float in [0, 1), default=0.1
+        Share of the training steps over which the learning rate rises linearly from 0; it
+        then falls linearly to 0.
+    {class_weight}
+    {training_parameters}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    text_encoder_ : WordPieceEncoder
+        The checkpoint's tokeniser.
+    module_ : BcosBertClassifier
+        The fitted network (:class:`~interpretable.nn.bcos.bert.BcosBertClassifier`).
+    history_ : list of dict
+        Per-epoch training record.
+    config_ : dict
+        The BERT config fields of the encoder.
+    embed_dim_ : int
+        Its hidden size.
+
+    See Also
+    --------
+    BertTextClassifier : The conventional model.
+
+    Examples
+    --------
+    >>> from interpretable import BcosTextClassifier
+    >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
+    ...           "num_attention_heads": 2, "intermediate_size": 16,
+    ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+    ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = BcosTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
+    ...                          random_state=0).fit(X, y)
+    >>> explanation = clf.explain(["good film"], level="word")  # exact word contributions
+    >>> explanation.units
+    [['good', 'film']]
+    """
+
+    saved_as = "BcosTextClassifier"
+
+    #: the explanation methods it offers, its default first
+    explainers = (BcosTextContributions(), *BertTextClassifier.explainers)
+
+    _parameter_constraints = {
+        **BertTextClassifier._parameter_constraints,
+        "b": [Interval(Real, 1, None, closed="left"), list, tuple],
+        "gain": [StrOptions({"matched", "unit"})],
+        "b_anneal": [Interval(Real, 0, 1, closed="both")],
+    }
+    _module_class = BcosBertClassifier
+
+    @stores_params
+    def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, checkpoint=None, pooling="mean",
+                 max_length=64, warmup=0.1,
+                 lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
+                 device="auto", random_state=None, verbose=0, class_weight=None,
+                 callbacks=None, validation_fraction=None, early_stopping=False,
+                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
+        """Store the parameters unchanged (see the class docstring)."""
+
+    def _callbacks(self) -> list:
+        """BERT's learning-rate schedule and the annealing of the exponent."""
+        callbacks = super()._callbacks()
+        if self.b_anneal and not self._continues():
+            callbacks.append(("anneal_b", AnnealExponent(self.b_anneal)))
+        return callbacks
+
+    def _check_params(self) -> None:
+        if isinstance(self.b, (list, tuple)) and not all(
+                isinstance(v, Real) and not isinstance(v, bool) and v >= 1 for v in self.b):
+            raise ValueError(f"b must be a number >= 1 or a list of them, got {self.b!r}.")
+
+    def _module_options(self) -> dict:
+        b = list(self.b) if isinstance(self.b, (list, tuple)) else float(self.b)
+        return {**super()._module_options(), "b": b, "matched": self.gain == "matched"}

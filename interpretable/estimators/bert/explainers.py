@@ -1,0 +1,238 @@
+"""Explainers of the fine-tuned BERT-family text classifiers
+(:mod:`interpretable.estimators.bert.estimators`), assembled into a :class:`WordPieceExplanation`:
+
+* ``"inherent"`` (:class:`BcosTextContributions`, B-cos models only, their default): the exact
+  contribution ``W(x)_t · word_t`` of every word piece to the explained logit, one forward and
+  one backward pass per batch; the share of the position and token-type embeddings,
+  ``Σ_t W(x)_t · (position_t + type_t)``, is part of ``bias`` and kept as ``position_type``,
+  so ``sum(values) + bias == logit`` (``completeness_error``: ~1e-7 in float32, ~1e-16 with
+  ``dtype="float64"``);
+* ``"attention"`` (:class:`BertAttention`): the last layer's head-averaged attention of the
+  pooled position(s) (the ``[CLS]`` row, or the mean of the real tokens' rows);
+* ``"rollout"`` (:class:`BertRollout`): attention rollout (Abnar & Zuidema, 2020), ``(A + I) / 2``
+  of the head-averaged attention multiplied through the layers, then the pooled rows.
+
+Both attention methods are class-independent. The generic ``"gradient"``,
+``"integrated_gradients"`` and ``"input_x_gradient"`` of :mod:`.text` apply too (per piece).
+
+``level`` (these three methods): ``"piece"`` (default) explains the model's tokens,
+``[CLS]``, the word pieces and ``[SEP]`` of ``estimator.encode(X)`` (what the faithfulness
+metrics perturb); ``"word"`` sums the pieces of every word of the original text (words are
+whitespace-separated runs and single punctuation characters; unknown words are one
+``[UNK]`` piece) and moves ``[CLS]`` and ``[SEP]`` into ``bias`` (exact methods) or leaves
+them out (attention). At both levels ``offsets`` / ``to_frame()``'s ``char_start`` and
+``char_end`` are the tokeniser's exact character spans (``-1`` / <NA> for ``[CLS]`` and
+``[SEP]``). A text longer than the model's ``max_length`` is explained as the model saw it:
+``truncated`` counts the pieces cut off, and ``to_html()`` flags it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ...explanation import TokenExplanation
+from ..core.explainer import Attributions, Explainer
+
+__all__ = [
+    "LEVELS",
+    "BcosTextContributions",
+    "BertAttention",
+    "BertExplainer",
+    "BertRollout",
+    "WordPieceExplanation",
+]
+
+LEVELS = ("piece", "word")
+
+
+@dataclass
+class WordPieceExplanation(TokenExplanation):
+    """A :class:`~interpretable.explanation.TokenExplanation` of a BERT-family classifier.
+
+    It has the fields of a token explanation and these.
+
+    Attributes
+    ----------
+    level : {"piece", "word"}
+        The units: the model's word pieces or the words of the text (see
+        :mod:`interpretable.estimators.bert.explainers`).
+    spans : list of ndarray of shape (T_i, 2)
+        Per sample, the character spans of the units in the text (-1: not in the text).
+    position_type : ndarray of shape (n_samples,) or None
+        The position / token-type share of the logit (part of ``bias``); None for post-hoc
+        methods.
+    truncated : ndarray of shape (n_samples,)
+        The word pieces of each text cut off by ``max_length`` (0: all seen).
+    """
+
+    level: str = "piece"
+    spans: list | None = None
+    position_type: np.ndarray | None = None
+    truncated: np.ndarray | None = None
+    _per_sample = TokenExplanation._per_sample + ("spans", "position_type", "truncated")
+
+    @property
+    def offsets(self) -> list | None:
+        """The tokeniser's exact character spans (see :attr:`spans`)."""
+        return self.spans
+
+    def to_frame(self, kind: str = "units"):
+        """As :meth:`TokenExplanation.to_frame`; ``kind="samples"`` adds ``position_type``
+        (when known) and ``truncated``."""
+        frame = super().to_frame(kind)
+        if kind == "samples":
+            for name in ("position_type", "truncated"):
+                if getattr(self, name) is not None:
+                    frame[name] = np.asarray(getattr(self, name))
+        return frame
+
+    def to_html(self, scale="shared", *, standalone: bool = False) -> str:
+        """As :meth:`TokenExplanation.to_html`, with a note naming truncated samples."""
+        html = super().to_html(scale, standalone=standalone)
+        cut = [] if self.truncated is None else np.flatnonzero(np.asarray(self.truncated))
+        if len(cut) == 0:
+            return html
+        names = ", ".join(str(self.ids()[i]) for i in cut[:10]) + (" …" if len(cut) > 10 else "")
+        note = (f'<p class="ie-note">Truncated to the model\'s max_length: sample(s) {names}; '
+                "only the start of their text was seen (the rest is not coloured).</p>")
+        at = html.find('<div class="ie-row"')
+        return html[:at] + note + html[at:] if at >= 0 else html
+
+
+def _word_level(values, bias, pieces, text: str):
+    """Piece values ``(T,)`` -> (word units, word values ``(W,)``, bias plus the ``[CLS]`` /
+    ``[SEP]`` values (None stays None), word spans)."""
+    words = pieces.words
+    real = words >= 0
+    summed = np.bincount(words[real], weights=values[real], minlength=len(pieces.spans))
+    units = [text[start:end] for start, end in pieces.spans]
+    return units, summed, None if bias is None else bias + values[~real].sum(), pieces.spans
+
+
+class BertExplainer(Explainer):
+    """Token explanations of the BERT-family text classifiers at ``level`` ``"piece"`` or
+    ``"word"`` (see the module docstring)."""
+
+    def prepare(self, estimator, encoded, target, *, level="piece", **options) -> dict:
+        if level not in LEVELS:
+            raise ValueError(f"level must be one of {list(LEVELS)}, got {level!r}.")
+        return {"level": level, **options}
+
+    def assemble(self, estimator, encoded, fields, *, level="piece",
+                 **options) -> WordPieceExplanation:
+        logits = torch.as_tensor(np.stack(fields["logits"]), dtype=torch.float64)
+        bias = fields.get("bias")
+        aligned = [estimator.text_encoder_.align(text) for text in encoded.texts]
+        units, values, biases, spans = [], [], [], []
+        for i, (tokens, text, pieces) in enumerate(zip(encoded.units, encoded.texts, aligned)):
+            row = np.asarray(fields["values"][i][: len(tokens)], dtype=np.float64)
+            row_bias = None if bias is None else float(bias[i])
+            if level == "word":
+                parts = _word_level(row, row_bias, pieces, text)
+            else:
+                parts = tokens, row, row_bias, pieces.offsets
+            for column, part in zip((units, values, biases, spans), parts):
+                column.append(part)
+        classes = estimator.classes_
+        return WordPieceExplanation(
+            units=units, values=values,
+            target=classes[np.asarray(fields["target"], dtype=np.int64)],
+            prediction=classes[logits.argmax(1).numpy()], method=self.name,
+            class_independent=self.class_independent,
+            logit=None if "logit" not in fields else np.asarray(fields["logit"], np.float64),
+            bias=None if bias is None else np.asarray(biases, dtype=np.float64),
+            inputs=encoded.texts, proba=torch.softmax(logits, 1).numpy(), classes=classes,
+            level=level, spans=[np.asarray(s, dtype=np.int64).reshape(-1, 2) for s in spans],
+            position_type=None if "position_type" not in fields
+            else np.asarray(fields["position_type"], dtype=np.float64),
+            truncated=np.array([pieces.dropped for pieces in aligned], dtype=np.int64))
+
+
+def _targets(logits: torch.Tensor, target) -> torch.Tensor:
+    if target is None:
+        return logits.argmax(1)
+    return torch.as_tensor(np.asarray(target), dtype=torch.long, device=logits.device)
+
+
+class BcosTextContributions(BertExplainer):
+    """The exact B-cos contributions of the word pieces; ``bias`` holds the position /
+    token-type share (``position_type``) and the fixed logit bias. ``dtype="float64"``
+    explains a float64 copy of the model (completeness to ~1e-16)."""
+
+    name = "inherent"
+    dtypes = ("float32", "float64")
+
+    def attribute(self, estimator, batch, target, *, level="piece") -> Attributions:
+        """(``level`` is applied by :meth:`assemble`.)"""
+        chosen = None if target is None else torch.as_tensor(np.asarray(target))
+        c = estimator.module_.contributions(batch["tokens"], batch["lengths"], chosen)
+        return Attributions(values=c.pieces, logits=c.logits, target=c.target,
+                            logit=c.logits.gather(1, c.target[:, None])[:, 0],
+                            bias=c.bias + c.position_type,
+                            extras={"position_type": c.position_type})
+
+
+class _AttentionMaps(BertExplainer):
+    """A class-independent map of the attention probabilities of every layer."""
+
+    class_independent = True
+    per_sample_options = ("embedding_offset",)
+
+    def attribute(self, estimator, batch, target, *, level="piece",
+                  embedding_offset=None) -> Attributions:
+        """(``level`` is applied by :meth:`assemble`; ``embedding_offset (B, T, E)`` is added
+        to the word-piece embeddings, for the perturbation metrics.)"""
+        with torch.no_grad():
+            embedded = None
+            if embedding_offset is not None:
+                embedded = estimator.embed(batch)
+                offset = torch.as_tensor(embedding_offset)[:, : embedded.shape[1]]
+                embedded = embedded + offset.to(embedded)
+            logits, attentions = estimator.forward_with_attention(batch, embedded=embedded)
+            real = torch.arange(batch["tokens"].shape[1], device=logits.device)[None] \
+                < batch["lengths"][:, None]
+            weights = self.pooled(self.matrix([a.mean(1) for a in attentions]), real,
+                                  estimator.module_.pooling)
+        return Attributions(values=weights, logits=logits.float(),
+                            target=_targets(logits, target))
+
+    @staticmethod
+    def pooled(matrix: torch.Tensor, real: torch.Tensor, pooling: str) -> torch.Tensor:
+        """The rows ``(B, T)`` of ``matrix (B, T, T)`` that the classifier reads: the
+        ``[CLS]`` row, or the mean of the real tokens' rows."""
+        if pooling == "cls":
+            return matrix[:, 0]
+        weights = real.to(matrix.dtype)
+        return (matrix * weights[:, :, None]).sum(1) / weights.sum(1, keepdim=True)
+
+    def matrix(self, attentions: list) -> torch.Tensor:
+        """Token-to-token weights ``(B, T, T)`` from the head-averaged attention of every
+        layer."""
+        raise NotImplementedError
+
+
+class BertAttention(_AttentionMaps):
+    """Head-averaged attention of the last layer, of the pooled position(s)."""
+
+    name = "attention"
+
+    def matrix(self, attentions: list) -> torch.Tensor:
+        return attentions[-1]
+
+
+class BertRollout(_AttentionMaps):
+    """Attention rollout (Abnar & Zuidema, 2020): ``(A + I) / 2`` per layer, multiplied from
+    the first layer up, of the pooled position(s)."""
+
+    name = "rollout"
+
+    def matrix(self, attentions: list) -> torch.Tensor:
+        result = None
+        for attention in attentions:
+            eye = torch.eye(attention.shape[-1], dtype=attention.dtype, device=attention.device)
+            mixed = (attention + eye) / 2
+            result = mixed if result is None else mixed @ result
+        return result

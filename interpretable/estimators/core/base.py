@@ -1,0 +1,372 @@
+"""The scikit-learn surface of the neural estimators: parameter validation, ``fit`` (a
+transaction, see :mod:`.training`) and safe persistence; their inference (the one batching loop
+and ``explain``, dispatched to the explainer registry, :mod:`.explainers`) is the mixin
+:class:`~.inference.BatchedInference` that :class:`NeuralEstimator` inherits.
+
+A concrete estimator subclasses :class:`NeuralEstimator` (or
+:class:`~interpretable.estimators.core.classifier.NeuralClassifier`), declares its parameters once
+in its own ``__init__`` and in ``_parameter_constraints``, and implements
+
+* ``_fit(X, y, sample_weight)``: set the fitted attributes and train with :meth:`_fit_net`;
+* ``encode(X) -> Batch``: validated inputs as module keyword tensors (public: explainers,
+  metrics and attribution methods work from it);
+* ``_build_module()`` and ``_get_fitted_state()`` / ``_set_fitted_state(state)`` for
+  :meth:`save` / :meth:`load`.
+
+Explanation methods are not declared here: each explainer says which estimators it applies to
+(CONTRIBUTING.md walks through adding an estimator, an explainer and a metric).
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import import_module
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval
+
+from ...nn.tensors import resolve_device
+from ...progress import SHOW_PROGRESS, report
+from ...validation import check_random_state_seed
+from .batch import Batch
+from .inference import BatchedInference
+from .state import EstimatorState
+from .training import (
+    TRAINING_CONSTRAINTS,
+    TrainingDivergedError,
+    check_sample_weight,
+    expand_parameter_docs,
+    fit_transactionally,
+    warm_started,
+    with_defaults,
+)
+
+# TrainingDivergedError and TrainingNet keep their public home of version 0.1 here; skorch,
+# the explainers and persistence are imported when first used (importing an estimator is light)
+__all__ = ["Batch", "NeuralEstimator", "SHOW_PROGRESS", "TrainingDivergedError",  # noqa: F822
+           "TrainingNet"]
+
+
+def __getattr__(name):
+    if name == "TrainingNet":
+        return import_module(".nets", __package__).TrainingNet
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+logger = logging.getLogger(__name__)
+
+
+class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
+    """Base class of the neural estimators.
+
+    Every estimator takes the training parameters below, declared in its own ``__init__`` and
+    documented in its docstring from :data:`~interpretable.estimators.core.training.TRAINING_DOC`
+    (the token ``{training_parameters}`` there expands to them).
+
+    Parameters
+    ----------
+    {training_parameters}
+
+    See Also
+    --------
+    interpretable.estimators.core.classifier.NeuralClassifier : The classifiers' base class.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+    >>> from interpretable.estimators.core.base import NeuralEstimator
+    >>> isinstance(clf, NeuralEstimator)
+    True
+    """
+
+    _parameter_constraints: dict = dict(TRAINING_CONSTRAINTS)
+    #: the identifier a saved model records for its class, declared by each of the package's
+    #: estimators (stable when modules move); a subclass that declares none is recorded by
+    #: its module and qualified name
+    saved_as: str
+    #: every estimator class by ``saved_as``: what :meth:`load` may build, only classes
+    #: already imported (never code named by a file)
+    _saved_classes: dict[str, type] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "saved_as" not in vars(cls):
+            cls.saved_as = f"{cls.__module__}.{cls.__qualname__}"
+        known = NeuralEstimator._saved_classes.get(cls.saved_as)
+        if known is not None and (known.__module__, known.__qualname__) \
+                != (cls.__module__, cls.__qualname__):
+            raise TypeError(f"{cls.__qualname__} is saved as {cls.saved_as!r}, which "
+                            f"{known.__module__}.{known.__qualname__} is saved as already.")
+        NeuralEstimator._saved_classes[cls.saved_as] = cls
+        cls.__doc__ = expand_parameter_docs(cls.__doc__)
+        if "__init__" in vars(cls):
+            cls.__doc__ = with_defaults(cls.__doc__, cls.__init__)
+
+    def __sklearn_tags__(self):
+        """Texts or symbol sequences, never 2-d arrays (image estimators override this); fits
+        are deterministic given ``random_state``."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.non_deterministic = False
+        return tags
+
+    # ------------------------------------------------------------------ hooks for subclasses
+    def _fit(self, X, y, sample_weight=None):
+        """Train: set the fitted attributes (``module_``, ``history_``, ...) on ``self``."""
+        raise NotImplementedError
+
+    def encode(self, X) -> Batch:
+        """Validate inputs and encode them as a :class:`Batch` of module inputs (CPU tensors).
+
+        Every estimator implements it (text, image and sequence estimators encode differently).
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Inputs as ``predict`` takes them.
+
+        Returns
+        -------
+        Batch
+            The encoded samples.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf.fit(X, ["pos", "pos", "neg", "neg"]).encode(["good film"]).inputs["tokens"].shape
+        torch.Size([1, 2])
+        """
+        raise NotImplementedError
+
+    def _build_module(self) -> torch.nn.Module:
+        raise NotImplementedError
+
+    def _get_fitted_state(self) -> dict:
+        raise NotImplementedError
+
+    def _set_fitted_state(self, state: dict) -> None:
+        raise NotImplementedError
+
+    def _check_params(self) -> None:
+        """Checks beyond ``_parameter_constraints`` (e.g. relations between parameters)."""
+
+    @classmethod
+    def _upgrade_config(cls, params: dict, dropped: list, fitted):
+        """The parameters, dropped parameters and fitted state of a saved config (JSON
+        values) in this version's terms, for models saved by an older version."""
+        return params, dropped, fitted
+
+    # ------------------------------------------------------------------ validation
+    def _validate_params(self) -> None:
+        """scikit-learn's constraint validation (``_parameter_constraints``, merged up the class
+        hierarchy by the subclasses), plus: no bool where a number is expected, and the
+        estimator's own :meth:`_check_params`."""
+        super()._validate_params()
+        params = self.get_params(deep=False)
+        for name, constraints in self._parameter_constraints.items():
+            numeric = any(isinstance(c, Interval) for c in constraints)
+            boolean = any(c in ("boolean", bool) for c in constraints)
+            if numeric and not boolean and isinstance(params[name], (bool, np.bool_)):
+                raise ValueError(f"The {name!r} parameter of {type(self).__name__} must be a "
+                                 f"number, got the bool {params[name]!r}.")
+        self._check_params()
+
+    # ------------------------------------------------------------------ training
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit the model on ``X`` (and ``y``).
+
+        Transactional: the estimator is trained as a fresh copy and its fitted attributes
+        replace the old ones only when training succeeded, so a rejected, interrupted
+        (Ctrl-C) or crashed refit leaves the previous model fully usable. With ``warm_start``
+        the copy starts from the fitted state (never changed in place).
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Training inputs: texts, symbol sequences or images, as the estimator takes them.
+        y : array-like of shape (n_samples,) or None, default=None
+            Targets (class labels; for the sequence models, per-position labels or None).
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Weight of each sample's loss (non-negative; a weight of 2 counts a sample twice);
+            the classifiers support it, as they do ``class_weight``.
+
+        Returns
+        -------
+        self : NeuralEstimator
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If a parameter or the data is invalid.
+        TrainingDivergedError
+            If the loss or the weights become NaN or infinite (the previous state is kept).
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.classes_
+        array(['neg', 'pos'], dtype='<U3')
+        """
+        self._validate_params()
+        return fit_transactionally(self, type(self)._fit, X, y, sample_weight)
+
+    def _start_fit(self) -> int:
+        """Set ``device_`` (the accelerator's when there is one); return this fit's seed."""
+        self.device_ = resolve_device(self.device) if self.accelerator is None \
+            else self.accelerator.device
+        return check_random_state_seed(self.random_state)
+
+    def _log(self, message: str) -> None:
+        """Report ``message`` (a training phase's name) when ``verbose``, on the main process
+        (see :func:`interpretable.progress.report`)."""
+        if self.verbose and (self.accelerator is None or self.accelerator.is_main_process):
+            report(logger, f"{type(self).__name__}: {message}")
+
+    def _continues(self) -> bool:
+        """Whether this fit continues the previous one (``warm_start`` on a fitted estimator)."""
+        return self.warm_start and hasattr(self, "fitted_params_")
+
+    def _warm_started(self, module_factory):
+        """``module_factory``, or when this fit continues the previous one, a factory of the
+        same module holding the previous fit's weights (see :func:`.training.warm_started`)."""
+        return warm_started(module_factory, self.module_) if self._continues() \
+            else module_factory
+
+    def _training_weights(self, y, sample_weight):
+        """Per-sample loss weights (n,) for the training targets ``y`` (n, ...): the checked
+        ``sample_weight``, or None."""
+        return check_sample_weight(sample_weight, len(y))
+
+    def _fit_net(self, module_factory, criterion, X, y, *, seed, **phase):
+        """Train one phase (see :func:`.nets.train_module` for ``phase``: ``callbacks``,
+        ``max_epochs``, ``lr``, ``sample_weight``, ``validation``, net keywords) and set
+        ``module_`` (in eval mode) and ``history_`` (appended to the previous fit's with
+        ``warm_start``). Returns the skorch net (not stored)."""
+        from .nets import train_module
+        net = train_module(self, module_factory, criterion, X, y, seed=seed, **phase)
+        accelerator = self.accelerator
+        module = net.module_ if accelerator is None else accelerator.unwrap_model(net.module_)
+        self.module_ = module.eval()
+        previous = self.history_ if self._continues() else []
+        self.history_ = previous + [{**epoch, "epoch": len(previous) + epoch["epoch"]}
+                                    for epoch in net.history]
+        return net
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path) -> Path:
+        """Save the fitted estimator to a folder (JSON config and safetensors weights).
+
+        The folder holds ``config.json`` and the safetensors weights file it names, no pickle.
+
+        Stores the parameters the model was fitted with (``fitted_params_``; a ``set_params``
+        after ``fit`` does not leak into the file) and its fitted state. A parameter JSON cannot
+        hold is stored as None when None is a valid value for it (e.g. a gensim ``KeyedVectors``
+        ``embeddings``: its contribution is in the weights; a refit of the loaded model then
+        learns embeddings from scratch); otherwise (e.g. a custom ``nn.Module`` encoder) or if
+        the fitted state is not JSON-compatible (e.g. bytes labels), a ``TypeError`` is raised
+        before anything is written (pickle works for trusted use).
+
+        Atomic: new weights are written beside the old ones, then ``config.json`` is replaced
+        in one rename; loads running meanwhile in any process get the previous or the new
+        model, never a mix, and a failed or killed save leaves the previous one. A failure to
+        write (e.g. a full disk) is an ``OSError`` naming the file. An existing ``path`` must
+        be empty or hold a saved model.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The folder (created if needed).
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        TypeError
+            If a parameter or the fitted state cannot be stored as JSON.
+        OSError
+            If writing fails (the error names the file).
+
+        See Also
+        --------
+        load : Load a saved estimator.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> path = clf.save("model_folder")
+        >>> loaded = EmbeddingBagClassifier.load(path)
+        >>> bool((loaded.predict_proba(X) == clf.predict_proba(X)).all())
+        True
+        """
+        self._check_fitted()
+        return import_module(".persistence", __package__).save_estimator(self, path)
+
+    @classmethod
+    def load(cls, path, device="auto"):
+        """Load an estimator saved with :meth:`save` onto ``device``.
+
+        Model files are untrusted input: no code from them runs, and a file that is corrupt,
+        edited or inconsistent raises a ``ValueError`` naming the wrong field or tensor (a
+        missing file a ``FileNotFoundError``) before large memory is allocated. Parameters
+        stored as None come back as None.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            A folder written by :meth:`save`.
+        device : str or torch.device, default="auto"
+            Where the weights go (``"auto"``: CUDA when available, else the CPU).
+
+        Returns
+        -------
+        NeuralEstimator
+            The fitted estimator, of the class that was saved.
+
+        Raises
+        ------
+        ValueError
+            If a file is corrupt, edited or inconsistent (the error names the field).
+        FileNotFoundError
+            If a file is missing.
+
+        See Also
+        --------
+        save : Save a fitted estimator.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.save("saved_model")
+        PosixPath('saved_model')
+        >>> EmbeddingBagClassifier.load("saved_model", device="cpu").classes_
+        array(['neg', 'pos'], dtype='<U3')
+        """
+        return import_module(".persistence", __package__).load_estimator(cls, path, device)
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "module_")
+
+
+NeuralEstimator.__doc__ = expand_parameter_docs(NeuralEstimator.__doc__)

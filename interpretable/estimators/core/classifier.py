@@ -1,0 +1,314 @@
+"""The classifier surface shared by the text and image classifiers: labels, class weights,
+logits, ``decision_function``, ``predict_proba``, ``predict``, ``score`` and explained targets."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+from sklearn.base import ClassifierMixin
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.class_weight import compute_class_weight
+
+from ...nn.losses import logits_of
+from .base import NeuralEstimator
+
+__all__ = ["NeuralClassifier"]
+
+
+def _shown(classes: np.ndarray, limit: int = 20) -> str:
+    """The classes for an error message (the first ``limit`` of many)."""
+    names = classes.tolist()
+    return str(names) if len(names) <= limit else f"{names[:limit]} ... ({len(names)} in all)"
+
+
+class NeuralClassifier(ClassifierMixin, NeuralEstimator):
+    """Classifier outputs shared by the text and image classifiers.
+
+    Subclasses implement :meth:`encode` and a module whose output is the logits ``(B, C)`` (or
+    a tuple starting with them), and set ``classes_`` in ``_fit`` (:meth:`_fit_labels`).
+
+    Parameters
+    ----------
+    {class_weight}
+    {training_parameters}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels seen in ``fit``.
+    module_ : torch.nn.Module
+        The fitted network (in eval mode).
+    history_ : list of dict
+        Per-epoch training record (losses, durations; validation scores with
+        ``validation_fraction``).
+    device_ : torch.device
+        The device the module runs on.
+
+    See Also
+    --------
+    interpretable.estimators.core.base.NeuralEstimator : The base of every estimator.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+    >>> clf.predict(["good film"])
+    array(['pos'], dtype='<U3')
+    """
+
+    _parameter_constraints = {
+        **NeuralEstimator._parameter_constraints,
+        "class_weight": [StrOptions({"balanced"}), dict, None],
+    }
+
+    def _fit_labels(self, y) -> np.ndarray:
+        """Class indices (n,) of the training labels ``y``; sets ``classes_``, or when the fit
+        continues the previous one (``warm_start``) keeps its classes (other labels raise)."""
+        if not self._continues():
+            self.classes_, index = np.unique(y, return_inverse=True)
+            return index.reshape(-1)
+        unseen = np.setdiff1d(np.unique(y), self.classes_)
+        if unseen.size:
+            raise ValueError("warm_start=True continues the previous model, fitted on the "
+                             f"classes {self.classes_.tolist()[:10]}; y has others: "
+                             f"{unseen.tolist()[:5]}. Refit with warm_start=False.")
+        return np.searchsorted(self.classes_, y)
+
+    def _training_weights(self, y, sample_weight):
+        """``sample_weight`` times the ``class_weight`` of each sample's class index ``y``."""
+        weight = super()._training_weights(y, sample_weight)
+        if self.class_weight is None:
+            return weight
+        y = np.asarray(y)
+        per_class = compute_class_weight(self.class_weight, classes=self.classes_,
+                                         y=self.classes_[y])
+        return per_class[y] if weight is None else per_class[y] * weight
+
+    def logits(self, inputs: Mapping[str, torch.Tensor], *, batch_size=None, **options
+               ) -> torch.Tensor:
+        """Compute the logits of encoded inputs (batches run in the inference order).
+
+        Parameters
+        ----------
+        inputs : mapping of str to torch.Tensor
+            Encoded inputs (``encode(X).inputs``).
+        batch_size : int or None, default=None
+            Samples per batch; None: the estimator's ``batch_size``.
+        **options
+            Keyword arguments of :meth:`forward_batch`.
+
+        Returns
+        -------
+        torch.Tensor of shape (n_samples, n_classes)
+            The logits (float32, CPU).
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.logits(clf.encode(["good film", "bad"]).inputs).shape
+        torch.Size([2, 2])
+        """
+        logits = None
+        for rows, _, out in self.forward_batches(inputs, batch_size=batch_size, ordered=True,
+                                                 **options):
+            out = logits_of(out).detach().float().cpu()
+            if logits is None:
+                logits = out.new_empty(len(next(iter(inputs.values()))), out.shape[1])
+            logits[rows] = out
+        return logits
+
+    def decision_function(self, X) -> np.ndarray:
+        """Compute the decision function (the logits, or the margin for two classes).
+
+        scikit-learn's convention: for two classes, the margin of the positive class
+        ``classes_[1]``, ``logit_1 - logit_0``.
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Inputs as the estimator takes them (texts or images).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            The margins (two classes) or the logits.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.decision_function(["good film", "bad"]).shape
+        (2,)
+        """
+        logits = self.logits(self.encode(X).inputs).numpy()
+        return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Predict class probabilities (the softmax of the logits).
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Inputs as the estimator takes them (texts or images).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Probabilities (float64) of the classes ``classes_``.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.predict_proba(["good film"]).sum(axis=1)
+        array([1.])
+        """
+        logits = self.logits(self.encode(X).inputs).double()
+        return torch.softmax(logits, dim=1).numpy()
+
+    def predict(self, X) -> np.ndarray:
+        """Predict the class of each sample (the largest logit).
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Inputs as the estimator takes them (texts or images).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.predict(["good film", "great movie"])
+        array(['pos', 'pos'], dtype='<U3')
+        """
+        logits = self.logits(self.encode(X).inputs)  # raises NotFittedError first
+        return self.classes_[logits.numpy().argmax(axis=1)]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Return the accuracy on ``X`` and ``y``.
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Inputs as the estimator takes them (texts or images).
+        y : array-like of shape (n_samples,)
+            True labels.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Sample weights.
+
+        Returns
+        -------
+        float
+            The (weighted) share of correct predictions.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` holds labels not seen in ``fit``.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> 0.0 <= clf.score(X, y) <= 1.0
+        True
+        """
+        self._check_fitted()
+        y = np.asarray(y)
+        unseen = np.setdiff1d(np.unique(y), self.classes_)
+        if unseen.size:
+            raise ValueError(f"y contains labels not seen in fit: {unseen.tolist()[:5]}; the "
+                             f"model knows classes_ = {_shown(self.classes_)}.")
+        return super().score(X, y, sample_weight=sample_weight)
+
+    def target_indices(self, target, logits) -> np.ndarray:
+        """Return the indices into ``classes_`` of the logits to explain.
+
+        Parameters
+        ----------
+        target : label, array-like of shape (n_samples,) or None
+            None: the predicted classes; else one label for all samples or one per sample.
+        logits : array-like of shape (n_samples, n_classes)
+            The samples' logits (only their number is read unless ``target`` is None).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Class indices.
+
+        Raises
+        ------
+        ValueError
+            If ``target`` has the wrong length or holds a label not seen in fit.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.target_indices("pos", [[0.0, 1.0], [2.0, 0.0]])
+        array([1, 1])
+        >>> clf.target_indices(None, [[0.0, 1.0], [2.0, 0.0]])
+        array([1, 0])
+        """
+        n = len(logits)
+        if target is None:
+            return np.asarray(logits).argmax(axis=1)
+        labels = np.asarray(target)
+        if labels.ndim == 0:
+            labels = np.full(n, labels.item(), dtype=labels.dtype)
+        if labels.ndim != 1 or len(labels) != n:
+            raise ValueError(f"target must be one label or {n} labels, got shape {labels.shape}.")
+        unseen = sorted(set(labels.tolist()) - set(self.classes_.tolist()), key=str)
+        if unseen:
+            raise ValueError(f"target contains labels not seen in fit: {unseen[:5]}; the "
+                             f"model knows classes_ = {_shown(self.classes_)}.")
+        return np.searchsorted(self.classes_, labels)
+
+    def explained_targets(self, batch, target) -> np.ndarray | None:
+        """Return the explained class indices of an encoded batch.
+
+        Parameters
+        ----------
+        batch : Batch
+            Encoded samples (:meth:`encode`).
+        target : label, array-like of shape (n_samples,) or None
+            As in :meth:`explain`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or None
+            Class indices, or None for each sample's predicted class (explainers take it from
+            the logits they compute).
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> clf.explained_targets(clf.encode(["good film"]), "neg")
+        array([0])
+        """
+        return None if target is None else self.target_indices(target, np.empty((len(batch), 0)))

@@ -1,0 +1,176 @@
+"""How an explainer is called: its options (the keyword-only parameters of ``attribute``),
+checked, and the one loop every method runs through (batching in the estimator's inference
+order, per-sample options, targets, assembly).
+
+:class:`ExplainLoop` is a mixin of :class:`~.base.Explainer`: it calls the methods and reads the
+class attributes the explainer contract declares (``applies``, ``prepare``, ``attribute``,
+``assemble``; ``name``, ``dtypes``, ``per_sample_options``).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import torch
+
+from ...explanation import with_sample_ids
+
+__all__ = ["ExplainLoop"]
+
+
+def _rows(value) -> list:
+    """A per-sample field of one batch as a list of CPU numpy arrays (or objects)."""
+    if isinstance(value, torch.Tensor):
+        return list(value.detach().cpu().numpy())
+    if isinstance(value, np.ndarray):
+        return list(value)
+    return [v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v for v in value]
+
+
+class ExplainLoop:
+    """Mixin of :class:`~.base.Explainer`: its options and the shared explain loop.
+
+    Examples
+    --------
+    >>> from interpretable.estimators.explainers import Explainer
+    >>> from interpretable.estimators.core.explain_loop import ExplainLoop
+    >>> issubclass(Explainer, ExplainLoop)
+    True
+    """
+
+    def options(self, public: bool = True) -> list[str]:
+        """Return the method's options (the keyword-only parameters of :meth:`attribute`).
+
+        Parameters
+        ----------
+        public : bool, default=True
+            Leave out the per-sample options (not offered by ``estimator.explain``).
+
+        Returns
+        -------
+        list of str
+            The option names.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> get_explainer(EmbeddingBagClassifier, "integrated_gradients").options()
+        ['n_steps']
+        """
+        names = [name for name, p in inspect.signature(self.attribute).parameters.items()
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        names += ["dtype"] if self.dtypes else []
+        return [n for n in names if not (public and n in self.per_sample_options)]
+
+    def check_options(self, options: dict, public: bool = False) -> None:
+        """Raise a TypeError naming the options this method does not take.
+
+        Parameters
+        ----------
+        options : dict
+            Options by name.
+        public : bool, default=False
+            Check against the public options only.
+
+        Raises
+        ------
+        TypeError
+            If an option is not taken.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> gradient = get_explainer(EmbeddingBagClassifier, "gradient")
+        >>> gradient.check_options({"n_steps": 8}, public=True)
+        Traceback (most recent call last):
+        ...
+        TypeError: explain(method='gradient') got unexpected option(s) ['n_steps']; it takes ...
+        """
+        accepted = self.options(public)
+        unknown = sorted(set(options) - set(accepted))
+        if unknown:
+            raise TypeError(f"explain(method={self.name!r}) got unexpected option(s) "
+                            f"{unknown}; it takes {accepted or 'no options'}.")
+
+    def explain(self, estimator, X, target=None, *, batch_size=None, **options):
+        """Explain ``X`` with this method: the lower-level call behind ``estimator.explain``.
+
+        Encode, resolve the targets, run :meth:`attribute` over the estimator's batches (in its
+        inference order), :meth:`assemble`. Accepts the per-sample options too
+        (``embedding_offset (n, T, E)`` for the text methods that declare it).
+
+        Parameters
+        ----------
+        estimator : fitted estimator
+            The explained estimator.
+        X : sequence
+            Inputs as for ``estimator.predict``.
+        target : label, array-like or None, default=None
+            The explained targets (None: the predicted ones).
+        batch_size : int or None, default=None
+            Mini-batch size (None: the estimator's).
+        **options
+            The method's options, per-sample ones included.
+
+        Returns
+        -------
+        TokenExplanation, ImageExplanation or SequenceExplanation
+            The explanation.
+
+        Raises
+        ------
+        ValueError
+            If the method does not explain ``estimator``, or ``dtype`` is not supported.
+        TypeError
+            If an option is not taken.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+        >>> explainer = get_explainer(clf, "integrated_gradients")
+        >>> explainer.explain(clf, ["good film"], target="neg", n_steps=8).target
+        array(['neg'], dtype='<U3')
+        """
+        if not self.applies(estimator):
+            raise ValueError(f"method={self.name!r} does not explain "
+                             f"{type(estimator).__name__}.")
+        self.check_options(options)
+        dtype = options.pop("dtype", None)
+        if dtype is not None:
+            if dtype not in self.dtypes:
+                raise ValueError(f"dtype must be None or one of {list(self.dtypes)}, "
+                                 f"got {dtype!r}.")
+            estimator = estimator.astype(dtype)
+        encoded = estimator.encode(X)
+        targets = estimator.explained_targets(encoded, target)
+        options = self.prepare(estimator, encoded, target, **options)
+        per_sample = {k: options.pop(k) for k in self.per_sample_options
+                      if options.get(k) is not None}
+        n = len(encoded)
+        fields: dict[str, list] = {}
+        for rows, batch in estimator.iter_batches(encoded.inputs, batch_size, ordered=True):
+            index = torch.arange(n)[rows] if isinstance(rows, slice) else rows
+            sliced = {k: _take(v, index) for k, v in per_sample.items()}
+            part = self.attribute(estimator, batch, _take(targets, index), **options, **sliced)
+            for name, value in part.fields().items():
+                column = fields.setdefault(name, [None] * n)
+                for i, row in zip(index.tolist(), _rows(value)):
+                    column[i] = row
+        return with_sample_ids(self.assemble(estimator, encoded, fields, **options), X)
+
+
+def _take(values, index: torch.Tensor):
+    """The entries ``index`` of per-sample ``values`` (array, tensor or list; None stays
+    None)."""
+    if values is None or isinstance(values, torch.Tensor):
+        return None if values is None else values[index.to(values.device)]
+    if isinstance(values, np.ndarray):
+        return values[index.numpy()]
+    return [values[i] for i in index.tolist()]

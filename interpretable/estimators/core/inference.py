@@ -1,0 +1,277 @@
+"""Inference with a fitted estimator: the one batching loop over encoded inputs, forward
+passes of the fitted module, dtype copies and ``explain`` (dispatched to the methods the
+estimator's class declares in ``explainers``, :mod:`.explainer`).
+
+:class:`BatchedInference` is a mixin of :class:`~.base.NeuralEstimator`: it reads the fitted
+``module_`` and ``device_``, the ``batch_size`` and ``verbose`` parameters and
+``_parameter_constraints``, and calls ``encode`` through the explainers.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+
+import torch
+from sklearn.utils._param_validation import validate_parameter_constraints
+from sklearn.utils.validation import check_is_fitted
+
+from ...progress import SHOW_PROGRESS, interactive, progress_bar
+from ...validation import check_batch_size
+from .explainer import explainers_for, get_explainer
+
+__all__ = ["BatchedInference"]
+
+
+class _ExplainMethods:
+    """``explain_methods``: the names of the methods the estimator's class declares in
+    ``explainers`` (on the class or an instance), its default first."""
+
+    def __get__(self, instance, owner) -> tuple[str, ...]:
+        return tuple(explainer.name for explainer in explainers_for(owner))
+
+
+class BatchedInference:
+    """Mixin of :class:`~.base.NeuralEstimator`: inference with the fitted module.
+
+    Every batch of every inference call (``predict``, ``explain``, the metrics) comes from
+    :meth:`iter_batches`; subclasses tune it with ``_trim_batch`` (cut padding) and
+    ``_inference_order`` (similar lengths together).
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable.estimators.core.inference import BatchedInference
+    >>> issubclass(EmbeddingBagClassifier, BatchedInference)
+    True
+    """
+
+    #: the parameters inference reads, validated at every inference call (``set_params`` may
+    #: have changed them after fit)
+    _inference_parameters: tuple[str, ...] = ("batch_size", "verbose")
+    explain_methods = _ExplainMethods()
+
+    def _check_fitted(self) -> None:
+        """NotFittedError before fit; a ValueError naming a parameter that inference reads
+        and ``set_params`` made invalid after fit."""
+        check_is_fitted(self, "module_")
+        names = self._inference_parameters
+        validate_parameter_constraints({k: self._parameter_constraints[k] for k in names},
+                                       {k: getattr(self, k) for k in names},
+                                       caller_name=type(self).__name__)
+
+    def _trim_batch(self, batch: dict) -> dict:
+        """Per-batch preprocessing of the device tensors (text models cut padding)."""
+        return batch
+
+    def _inference_order(self, inputs) -> torch.Tensor | None:
+        """A permutation ``(n,)`` of the samples that makes batched inference cheaper (texts
+        and sequences: longest first, so each trimmed batch holds similar lengths), or None."""
+        return None
+
+    def iter_batches(self, inputs: Mapping[str, torch.Tensor], batch_size=None, *,
+                     ordered: bool = False) -> Iterator[tuple[slice | torch.Tensor, dict]]:
+        """Yield the mini-batches of encoded inputs on ``device_``: the one batching loop.
+
+        Parameters
+        ----------
+        inputs : mapping of str to torch.Tensor
+            Encoded inputs (``encode(X).inputs``), sample axis first.
+        batch_size : int or None, default=None
+            Samples per batch; None: the estimator's ``batch_size`` (checked again:
+            ``set_params`` may have changed it after fit).
+        ordered : bool, default=False
+            Batch samples of similar lengths together (texts and sequences: longest first).
+
+        Yields
+        ------
+        rows : slice or torch.Tensor
+            The batch's rows of ``inputs``: a slice, or with ``ordered=True`` their indices
+            ``(b,)``.
+        batch : dict of str to torch.Tensor
+            Those rows on ``device_``, trimmed of padding.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> inputs = clf.encode(["good film", "bad", "great movie"]).inputs
+        >>> [rows for rows, batch in clf.iter_batches(inputs, batch_size=2)]
+        [slice(0, 2, None), slice(2, 3, None)]
+        """
+        self._check_fitted()
+        step = check_batch_size(batch_size, default=self.batch_size)
+        order = self._inference_order(inputs) if ordered else None
+        if order is not None:
+            inputs = {k: v[order] for k, v in inputs.items()}
+        n = len(next(iter(inputs.values())))
+        starts = range(0, n, step)
+        if SHOW_PROGRESS.get() and len(starts) > 1 and interactive():
+            starts = progress_bar(starts, desc=f"{type(self).__name__}.explain", unit="batch")
+        for start in starts:
+            rows = slice(start, min(start + step, n))
+            batch = self._trim_batch({k: v[rows].to(self.device_) for k, v in inputs.items()})
+            yield (rows if order is None else order[rows]), batch
+
+    def forward_batch(self, batch: dict, **options):
+        """Run the fitted module on one batch of device tensors.
+
+        No gradient mode is set; the fitted module is never changed.
+
+        Parameters
+        ----------
+        batch : dict of str to torch.Tensor
+            One batch from :meth:`iter_batches`.
+        **options
+            Keyword arguments of the module's ``forward``.
+
+        Returns
+        -------
+        object
+            The module's output (for the classifiers, the logits ``(b, n_classes)`` or a tuple
+            starting with them).
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> inputs = clf.encode(["good film"]).inputs
+        >>> _, batch = next(clf.iter_batches(inputs))
+        >>> clf.forward_batch(batch).shape
+        torch.Size([1, 2])
+        """
+        return self.module_(**batch, **options)
+
+    def forward_batches(self, inputs: Mapping[str, torch.Tensor], *, batch_size=None,
+                        grad: bool = False, ordered: bool = False, **options
+                        ) -> Iterator[tuple[slice | torch.Tensor, dict, object]]:
+        """Run the fitted module over the mini-batches of :meth:`iter_batches`.
+
+        Parameters
+        ----------
+        inputs : mapping of str to torch.Tensor
+            Encoded inputs (``encode(X).inputs``), sample axis first.
+        batch_size : int or None, default=None
+            Samples per batch; None: the estimator's ``batch_size``.
+        grad : bool, default=False
+            Whether autograd records the forward passes.
+        ordered : bool, default=False
+            Batch samples of similar lengths together (see :meth:`iter_batches`).
+        **options
+            Keyword arguments of the module's ``forward``.
+
+        Yields
+        ------
+        rows : slice or torch.Tensor
+            The batch's rows of ``inputs``.
+        batch : dict of str to torch.Tensor
+            Those rows on ``device_``.
+        output : object
+            :meth:`forward_batch`'s output for them.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> inputs = clf.encode(["good film", "bad"]).inputs
+        >>> [tuple(out.shape) for _, _, out in clf.forward_batches(inputs)]
+        [(2, 2)]
+        """
+        with torch.set_grad_enabled(grad):
+            for rows, batch in self.iter_batches(inputs, batch_size, ordered=ordered):
+                yield rows, batch, self.forward_batch(batch, **options)
+
+    def astype(self, dtype) -> BatchedInference:
+        """Return a copy of this fitted estimator whose module computes in ``dtype``.
+
+        This estimator is unchanged; the copy shares everything but the module.
+
+        Parameters
+        ----------
+        dtype : str or torch.dtype
+            E.g. ``"float64"``: explanations exact to ~1e-12 instead of float32 rounding.
+
+        Returns
+        -------
+        NeuralEstimator
+            The copy.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> next(clf.astype("float64").module_.parameters()).dtype
+        torch.float64
+        """
+        self._check_fitted()
+        new = copy.copy(self)
+        new.module_ = copy.deepcopy(self.module_).to(getattr(torch, str(dtype)))
+        return new
+
+    # ------------------------------------------------------------------ explain
+    def explain(self, X, target=None, *, method=None, batch_size=None, **options):
+        """Explain the ``target`` outputs of ``X`` with ``method``.
+
+        Parameters
+        ----------
+        X : sequence of shape (n_samples,)
+            Inputs as for ``predict``.
+        target : label, array-like of shape (n_samples,) or None, default=None
+            None: the predicted class (symbol); one label for all samples, or one per sample.
+        method : str, Explainer or None, default=None
+            One of :attr:`explain_methods` (None: the first, the estimator's default), or an
+            explainer object (:mod:`interpretable.estimators.explainers`). The methods and
+            their options are listed in the Notes.
+        batch_size : int or None, default=None
+            Mini-batch size (None: the estimator's ``batch_size``).
+        **options
+            Options of ``method`` (e.g. ``n_steps`` of integrated gradients).
+
+        Returns
+        -------
+        TokenExplanation, ImageExplanation or SequenceExplanation
+            The explanation (:mod:`interpretable.explanation`) of the ``n_samples`` inputs.
+
+        Raises
+        ------
+        TypeError
+            If ``method`` does not take one of the ``options`` (the error names it).
+        ValueError
+            If ``method`` does not apply to the estimator, or ``target`` holds a label not
+            seen in fit.
+
+        Notes
+        -----
+        The methods an estimator offers are its :attr:`explain_methods` (its class's
+        ``explainers``, the default first); each method's options are the keyword-only
+        parameters of its ``attribute`` (the API reference lists them, with the estimators
+        that offer each method).
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> explanation = clf.explain(["good film"])
+        >>> explanation.units
+        [['good', 'film']]
+        >>> clf.explain(["good film"], method="integrated_gradients", n_steps=8).method
+        'integrated_gradients'
+        """
+        self._check_fitted()
+        explainer = get_explainer(self, method)
+        explainer.check_options(options, public=True)
+        shown = SHOW_PROGRESS.set(bool(self.verbose))  # this call (and thread) only
+        try:
+            return explainer.explain(self, X, target, batch_size=batch_size, **options)
+        finally:
+            SHOW_PROGRESS.reset(shown)

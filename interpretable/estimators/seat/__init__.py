@@ -1,0 +1,10 @@
+"""SEAT (stable and explainable attention): the estimator and its training procedures as
+variant objects (the variant contract in :mod:`.phases`, the papers' baselines in
+:mod:`.baselines`, SEAT and the authors' SEAT in :mod:`.variants`)."""
+from .baselines import AttentionAT, AttentionRP, Vanilla, WordAT
+from .estimator import SEATClassifier
+from .phases import RecordTerms, SEATVariant, TrainingPhase
+from .variants import SEAT, VARIANTS, AuthorsSEAT
+
+__all__ = ["SEAT", "VARIANTS", "AttentionAT", "AttentionRP", "AuthorsSEAT", "RecordTerms",
+           "SEATClassifier", "SEATVariant", "TrainingPhase", "Vanilla", "WordAT"]

@@ -1,0 +1,300 @@
+"""Sequence-to-sequence ISAN: per-position targets of symbol sequences, explained exactly.
+
+``fit(X, Y)``: ``X`` is a list of symbol sequences (str or lists of hashable symbols) and
+``Y`` a matching list of per-position integer targets, shape ``(len,)`` or ``(len, G)`` for
+``G`` independent target groups (e.g. one nesting count per bracket type).
+``loss="cross_entropy"`` uses one softmax per group, ``loss="squared"`` regresses the one-hot
+code of each group (as the ISAN paper does for parentheses counting). Unknown symbols follow
+the policy of :mod:`.sequence`.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+import torch
+from sklearn.utils._param_validation import StrOptions
+
+from ...nn.losses import IGNORE_INDEX
+from ...nn.tensors import pad_sequences
+from ...validation import check_sequence_targets, check_sequences
+from ..core.params import stores_params
+from .base import ISANBase
+
+__all__ = ["ISANSequenceTagger"]
+
+
+class ISANSequenceTagger(ISANBase):
+    """Input switched affine network tagger: one output vector per input position.
+
+    The ISAN of Foerster et al. (ICML 2017) as a sequence tagger (e.g. its parentheses
+    counting task, :func:`~interpretable.datasets.make_parentheses`).
+
+    ``h_t = W_{x_t} h_{t-1} + b_{x_t}``, outputs ``W_ro h_t + b_ro`` (the concatenated groups'
+    scores), learned ``h_{-1}``; one ``(W_c, b_c)`` per symbol of the alphabet learned in ``fit``.
+    ``explain(X, target=None, dtype=None)`` gives the exact contribution of every symbol to one
+    output unit at every step: ``target`` None (the largest output at each step) or an output
+    index in ``[0, n_outputs_)`` (the units of group ``g`` follow those of groups ``< g``), or a
+    list of one per sequence.
+
+    Parameters
+    ----------
+    hidden_size : int, default=128
+        State size H.
+    loss : {"cross_entropy", "squared"}, default="cross_entropy"
+        ``"squared"``: regress the one-hot code of each group (``predict_proba`` then returns
+        the raw outputs).
+    min_count : int, default=2
+        Symbols seen fewer times in ``fit`` share the unknown symbol.
+    dtype : {"float32", "float64"}, default="float32"
+        Parameter precision (``"float64"`` makes the decomposition exact to ~1e-12).
+    clip_grad : float or None, default=1.0
+        Gradient-norm clipping threshold.
+    init_gain : float, default=1.0
+        The maps ``W_c`` start at ``init_gain · I`` (plus small noise).
+    {training_parameters}
+
+    Attributes
+    ----------
+    target_classes_ : list of ndarray
+        The labels of each of the G target groups.
+    classes_ : ndarray or list of ndarray
+        ``target_classes_[0]`` for one group, else ``target_classes_``.
+    symbols_ : list
+        Id → symbol; ``symbols_[0]`` is the unknown symbol.
+    n_outputs_ : int
+        Outputs per step (the sum of the groups' sizes).
+    module_ : ISAN
+        The fitted network.
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    ISANLanguageModel : The ISAN character language model.
+
+    Examples
+    --------
+    >>> from interpretable import ISANSequenceTagger
+    >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+    >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+    >>> tagger.predict(["ab"])[0].shape
+    (2,)
+    >>> tagger.explain(["ab"], target=0).units
+    [['a', 'b']]
+    """
+
+    saved_as = "ISANSequenceTagger"
+
+    _parameter_constraints = {**ISANBase._parameter_constraints,
+                              "loss": [StrOptions({"cross_entropy", "squared"})]}
+
+    @stores_params
+    def __init__(self, hidden_size=128, *, loss="cross_entropy", min_count=2, dtype="float32",
+                 clip_grad=1.0, init_gain=1.0, lr=2e-3, max_epochs=10, batch_size=32,
+                 optimizer="adam", weight_decay=0.0, device="auto",
+                 random_state=None, verbose=0, callbacks=None, validation_fraction=None,
+                 early_stopping=False, n_iter_no_change=5, warm_start=False, precision="float32",
+                 accelerator=None):
+        """Store the parameters unchanged (see the class docstring)."""
+
+    def _check_inputs(self, X) -> list:
+        return check_sequences(X)
+
+    def _fit(self, X, y, sample_weight=None):
+        seed = self._start_fit()
+        seqs = check_sequences(X)
+        if y is None:
+            raise ValueError(f"{type(self).__name__} needs per-position targets: fit(X, Y).")
+        Y = check_sequence_targets(y, [len(s) for s in seqs])
+        stacked = np.concatenate(Y)
+        if not self._continues():
+            self._learn_vocabulary(seqs)
+            self._set_target_classes([np.unique(stacked[:, g]) for g in range(stacked.shape[1])])
+        elif stacked.shape[1] != len(self.target_classes_) or any(
+                np.setdiff1d(stacked[:, g], c).size for g, c in enumerate(self.target_classes_)):
+            raise ValueError("warm_start=True continues the previous model, but Y has target "
+                             "groups or values it was not fitted on. Refit with "
+                             "warm_start=False.")
+        inputs, _ = pad_sequences([self.encode_symbols(s) for s in seqs], 0)
+        targets, _ = pad_sequences([self._encode_targets(t) for t in Y], IGNORE_INDEX)
+        self._train(inputs, targets, seed=seed, group_sizes=self.group_sizes_, loss=self.loss,
+                    sample_weight=sample_weight)
+
+    def _set_target_classes(self, target_classes: list) -> None:
+        self.target_classes_ = [np.asarray(c) for c in target_classes]
+        self.classes_ = self.target_classes_[0] if len(target_classes) == 1 \
+            else self.target_classes_
+        self.group_sizes_ = [len(c) for c in self.target_classes_]
+
+    def _encode_targets(self, y: np.ndarray) -> np.ndarray:
+        out = np.empty_like(y)
+        for g, classes in enumerate(self.target_classes_):
+            out[:, g] = np.searchsorted(classes, y[:, g])
+        return out
+
+    def _get_fitted_state(self) -> dict:
+        return {**super()._get_fitted_state(), "target_classes": self.target_classes_}
+
+    def _set_fitted_state(self, state: dict) -> None:
+        super()._set_fitted_state(state)
+        self._set_target_classes(state["target_classes"])
+
+    # ---------------------------------------------------------------- prediction
+    def _group_outputs(self, X) -> list[list[torch.Tensor]]:
+        """Per sequence, per group: probabilities (len, group size) (``loss="squared"``: the
+        raw outputs), float64."""
+        out = []
+        for o in self._outputs(self.encode(X).inputs):
+            chunks = torch.split(o.double(), self.group_sizes_, dim=-1)
+            out.append([torch.softmax(c, -1) for c in chunks] if self.loss == "cross_entropy"
+                       else list(chunks))
+        return out
+
+    def predict_proba(self, X) -> list[np.ndarray]:
+        """Predict the group-wise probabilities at every position of each sequence.
+
+        Parameters
+        ----------
+        X : sequence of str or of symbol lists, of shape (n_samples,)
+            The sequences.
+
+        Returns
+        -------
+        list of ndarray of shape (len_i, n_outputs)
+            Per sequence, the probabilities of every group's labels (``loss="squared"``: the
+            raw regression outputs).
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> tagger.predict_proba(["ab"])[0].sum(axis=1)
+        array([1., 1.])
+        """
+        return [torch.cat(groups, -1).numpy() for groups in self._group_outputs(X)]
+
+    def predict(self, X) -> list[np.ndarray]:
+        """Predict the labels at every position of each sequence.
+
+        Parameters
+        ----------
+        X : sequence of str or of symbol lists, of shape (n_samples,)
+            The sequences.
+
+        Returns
+        -------
+        list of ndarray of shape (len_i,) or (len_i, G)
+            Per sequence, the labels (one group) or the labels of each group.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> [p.shape for p in tagger.predict(["ab", "cab"])]
+        [(2,), (3,)]
+        """
+        preds = []
+        for groups in self._group_outputs(X):
+            p = np.stack([c[g.argmax(-1).numpy()] for c, g in zip(self.target_classes_, groups)],
+                         1)
+            preds.append(p[:, 0] if p.shape[1] == 1 else p)
+        return preds
+
+    def score(self, X, y=None) -> float:
+        """Return the share of positions whose every target group is predicted correctly.
+
+        Parameters
+        ----------
+        X : sequence of str or of symbol lists, of shape (n_samples,)
+            The sequences.
+        y : sequence of array-like
+            Per sequence, the labels ``(len_i,)`` or ``(len_i, G)``.
+
+        Returns
+        -------
+        float
+            The accuracy over all positions.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is missing.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> 0.0 <= tagger.score(["abc"], [[0, 1, 2]]) <= 1.0
+        True
+        """
+        self._check_fitted()
+        seqs = check_sequences(X)
+        if y is None:
+            raise ValueError("y is required to score a tagger.")
+        Y = check_sequence_targets(y, [len(s) for s in seqs])
+        hits = [np.all(p.reshape(len(t), -1) == t, axis=1) for p, t in zip(self.predict(seqs), Y)]
+        return float(np.concatenate(hits).mean())
+
+    # ---------------------------------------------------------------- explanation
+    def output_names(self) -> np.ndarray:
+        """Return the names of the outputs: their indices.
+
+        Returns
+        -------
+        ndarray of shape (n_outputs,)
+            ``0 .. n_outputs_ - 1``.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> tagger.output_names()
+        array([0, 1, 2])
+        """
+        return np.arange(self.n_outputs_)
+
+    def explained_outputs(self, ids: torch.Tensor, target, predicted: torch.Tensor
+                          ) -> torch.Tensor:
+        """Return the output ids to explain at each step of one sequence.
+
+        Parameters
+        ----------
+        ids : torch.Tensor of shape (T,)
+            The sequence's symbol ids.
+        target : int or None
+            None: the largest output at each step; or an output index.
+        predicted : torch.Tensor of shape (T,)
+            The largest outputs.
+
+        Returns
+        -------
+        torch.Tensor of shape (T,)
+            Output ids.
+
+        Raises
+        ------
+        ValueError
+            If ``target`` is not None or an output index.
+
+        Examples
+        --------
+        >>> from interpretable import ISANSequenceTagger
+        >>> tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0)
+        >>> tagger = tagger.fit(["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+        >>> import torch
+        >>> tagger.explained_outputs(torch.tensor([1, 2]), 2, torch.tensor([0, 1]))
+        tensor([2, 2])
+        """
+        if target is None:
+            return predicted
+        if (isinstance(target, (bool, np.bool_)) or not isinstance(target, Integral)
+                or not 0 <= target < self.n_outputs_):
+            raise ValueError(f"target must be None or an output index in [0, {self.n_outputs_}),"
+                             f" got {target!r}.")
+        return torch.full_like(predicted, int(target))

@@ -1,0 +1,281 @@
+"""Attention text classifiers (encoder + additive attention + linear decoder) with sklearn's API.
+
+:class:`AttentionClassifierBase` holds what every attention text classifier shares (module,
+forward with attention / embedding overrides, attention weights, hidden-state conicity); its
+subclasses say which encoder they run (:meth:`~AttentionClassifierBase.architecture`) and may add
+training terms (``_criterion``). Attention and the post-hoc token methods explain them all
+(:mod:`interpretable.estimators.text.explainers`):
+
+* :class:`AttentionTextClassifier`: the vanilla attention model of Jain & Wallace (2019), the
+  baseline of Mohankumar et al. (2020) and Hu et al. (SEAT, 2023), with a free ``encoder``;
+* :class:`~interpretable.estimators.DiversityLSTMClassifier` (its ``cell`` picks the encoder);
+* :class:`~interpretable.estimators.SEATClassifier`.
+"""
+from __future__ import annotations
+
+import copy
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.utils._param_validation import Interval, StrOptions
+from torch import nn
+
+from ...nn.attention import AttentionTextModule, check_conicity_kind, conicity
+from ...nn.recurrent import RECURRENT_KINDS
+from ..core.params import stores_params
+from .base import TextClassifierBase
+from .explainers import Attention
+
+__all__ = ["AttentionClassifierBase", "AttentionTextClassifier", "ARCHITECTURE"]
+
+#: the parameters that shape an attention classifier's module (with its encoder)
+ARCHITECTURE = ("hidden_size", "attention_size", "freeze_embeddings", "dropout")
+
+
+class AttentionClassifierBase(TextClassifierBase):
+    """Shared base of the attention text classifiers (see the module docstring).
+
+    ``X`` is a list of texts, or a list of ``(text, query)`` pairs (NLI / QA style: the query's
+    final state enters attention and decoder). Targets can be any hashable labels.
+
+    Common parameters: ``embeddings``, ``embed_dim``, ``hidden_size``, ``attention_size``,
+    ``freeze_embeddings``, ``dropout``, ``text_encoder`` (see
+    :class:`AttentionTextClassifier`) and those of
+    :class:`~interpretable.estimators.core.base.NeuralEstimator`.
+    """
+
+    #: the explanation methods it offers, its default first
+    explainers = (Attention(), *TextClassifierBase.explainers)
+
+    _parameter_constraints = {
+        **TextClassifierBase._parameter_constraints,
+        "hidden_size": [Interval(Integral, 1, None, closed="left")],
+        "attention_size": [Interval(Integral, 1, None, closed="left"), None],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+    }
+    _supports_pairs = True
+
+    # ------------------------------------------------------------------ module
+    def architecture(self) -> dict:
+        """Return what shapes the module.
+
+        Returns
+        -------
+        dict
+            The sizes named in :data:`ARCHITECTURE` and the ``encoder`` (a recurrent kind or
+            an ``nn.Module``), which subclasses add.
+
+        Examples
+        --------
+        >>> from interpretable import AttentionTextClassifier
+        >>> AttentionTextClassifier(hidden_size=8).architecture()["hidden_size"]
+        8
+        """
+        return {name: getattr(self, name) for name in ARCHITECTURE}
+
+    def _build_module(self, embeddings=None) -> AttentionTextModule:
+        arch = self.architecture()
+        spec = arch["encoder"]
+        return AttentionTextModule(
+            vocab_size=len(self.text_encoder_.index_to_token_), num_classes=len(self.classes_),
+            embed_dim=self.embed_dim_, hidden_size=arch["hidden_size"],
+            encoder=copy.deepcopy(spec) if isinstance(spec, nn.Module) else spec,
+            embeddings=None if embeddings is None else torch.as_tensor(embeddings),
+            freeze_embeddings=arch["freeze_embeddings"], pair=self.pair_input_,
+            dropout=arch["dropout"], attention_size=arch["attention_size"])
+
+    # ------------------------------------------------------------------ forward
+    def _attention_layer(self, view: str):
+        """The attention layer behind ``view`` (None: the module's own)."""
+        return None
+
+    def forward_batch(self, batch: dict, *, embedded=None, attention=None, view: str = "model"):
+        """Run the module on a batch, optionally with replaced embeddings or attention.
+
+        Parameters
+        ----------
+        batch : dict of str to torch.Tensor
+            One batch from :meth:`iter_batches`.
+        embedded : torch.Tensor of shape (B, T, E) or None, default=None
+            Embeddings that replace the token embeddings.
+        attention : torch.Tensor of shape (B, T) or None, default=None
+            Attention weights that replace the model's.
+        view : str, default="model"
+            The model variant (one of ``views``).
+
+        Returns
+        -------
+        AttentionOutput
+            :class:`~interpretable.nn.attention.AttentionOutput`: logits, attention, hidden
+            states, mask.
+
+        Examples
+        --------
+        >>> from interpretable import AttentionTextClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+        ...                               random_state=0).fit(X, y)
+        >>> _, batch = next(clf.iter_batches(clf.encode(["good film"]).inputs))
+        >>> clf.forward_batch(batch).attention.shape
+        torch.Size([1, 2])
+        """
+        self._check_view(view)
+        return self.module_(**batch, attention=attention, embedded=embedded,
+                            attention_layer=self._attention_layer(view))
+
+    def attention(self, X) -> list:
+        """Return the attention weights over each text's tokens.
+
+        Parameters
+        ----------
+        X : sequence of str or of (str, str) pairs, of shape (n_samples,)
+            Texts, or (text, query) pairs for a model fitted on pairs.
+
+        Returns
+        -------
+        list of ndarray of shape (T_i,)
+            One array of weights (summing to 1) per text.
+
+        Examples
+        --------
+        >>> from interpretable import AttentionTextClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+        ...                               random_state=0).fit(X, y)
+        >>> [w.shape for w in clf.attention(["good film", "bad"])]
+        [(2,), (1,)]
+        """
+        inputs = self.encode(X).inputs
+        weights = [None] * len(inputs["lengths"])
+        for rows, batch, out in self.forward_batches(inputs, ordered=True):
+            for i, w, n in zip(rows.tolist(), out.attention.float().cpu().numpy(),
+                               batch["lengths"].tolist()):
+                weights[i] = w[:n]
+        return weights
+
+    def hidden_conicity(self, X, kind: str = "absolute") -> np.ndarray:
+        """Return the conicity of each sample's hidden states (Mohankumar et al., sec. 3.1).
+
+        Parameters
+        ----------
+        X : sequence of str or of (str, str) pairs, of shape (n_samples,)
+            Texts, or (text, query) pairs for a model fitted on pairs.
+        kind : {"absolute", "signed"}, default="absolute"
+            Mean ``|cos|`` of the states to their mean (the authors' code) or mean signed
+            ``cos``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The conicities.
+
+        Examples
+        --------
+        >>> from interpretable import AttentionTextClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+        ...                               random_state=0).fit(X, y)
+        >>> clf.hidden_conicity(["good film", "bad"]).shape
+        (2,)
+        """
+        absolute = check_conicity_kind(kind)
+        return torch.cat([conicity(out.hidden, out.mask, absolute=absolute).float().cpu()
+                          for _, _, out in self.forward_batches(self.encode(X).inputs)]).numpy()
+
+
+class AttentionTextClassifier(AttentionClassifierBase):
+    """Text classifier with an additive attention layer over a recurrent (or custom) encoder.
+
+    The vanilla attention model of Jain & Wallace (2019), the baseline of Mohankumar et al.
+    (2020) and Hu et al. (SEAT, 2023); explained by its attention weights (the default) and
+    post-hoc gradient methods.
+
+    Parameters
+    ----------
+    encoder : {"rnn", "lstm", "bilstm", "orthogonal"} or nn.Module
+        Encoder of the texts (see :class:`interpretable.nn.attention.AttentionTextModule`); a
+        module is copied at fit (never trained in place).
+    embeddings : "glove-50", gensim KeyedVectors or None
+        Initial word vectors (``None``: learned from scratch with ``embed_dim``).
+    embed_dim : int
+        Embedding size when ``embeddings`` is None.
+    hidden_size : int
+        Encoder hidden size (per direction for "bilstm").
+    attention_size : int or None
+        Size of the attention layer (default: encoder output size).
+    freeze_embeddings : bool
+        Keep the initial word vectors fixed during training.
+    dropout : float in [0, 1)
+        Dropout on encoder input and context vector.
+    text_encoder : TextEncoder or None
+        Tokenisation and vocabulary (cloned and fitted; None: ``TextEncoder()``).
+    {class_weight}
+    {training_parameters}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    text_encoder_ : TextEncoder
+        The fitted text encoder (shared by texts and queries).
+    pair_input_ : bool
+        Whether the model was fitted on (text, query) pairs.
+    module_ : AttentionTextModule
+        The fitted network (:class:`~interpretable.nn.attention.AttentionTextModule`).
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    DiversityLSTMClassifier : Low-conicity hidden states for faithful attention.
+    SEATClassifier : Stable and explainable attention.
+
+    Examples
+    --------
+    >>> from interpretable import AttentionTextClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = AttentionTextClassifier(embed_dim=8, hidden_size=8, max_epochs=2,
+    ...                               random_state=0).fit(X, y)
+    >>> clf.predict(["good film"]).shape
+    (1,)
+    >>> explanation = clf.explain(["good film"])  # the attention weights
+    >>> explanation.method, explanation.units
+    ('attention', [['good', 'film']])
+    """
+
+    saved_as = "AttentionTextClassifier"
+
+    _parameter_constraints = {
+        **AttentionClassifierBase._parameter_constraints,
+        "encoder": [StrOptions(set(RECURRENT_KINDS)), nn.Module],
+    }
+
+    @stores_params
+    def __init__(self, *, encoder="lstm", embeddings=None, embed_dim=50, hidden_size=128,
+                 attention_size=None, freeze_embeddings=False, dropout=0.0, text_encoder=None,
+                 lr=1e-3, max_epochs=10, batch_size=64, optimizer="adam", weight_decay=0.0,
+                 device="auto", random_state=None, verbose=0, class_weight=None,
+                 callbacks=None, validation_fraction=None, early_stopping=False,
+                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
+        """Store the parameters unchanged (see the class docstring)."""
+
+    def architecture(self) -> dict:
+        """Return what shapes the module, the ``encoder`` included.
+
+        Returns
+        -------
+        dict
+            The sizes named in :data:`ARCHITECTURE` and ``encoder``.
+
+        Examples
+        --------
+        >>> from interpretable import AttentionTextClassifier
+        >>> AttentionTextClassifier(encoder="bilstm").architecture()["encoder"]
+        'bilstm'
+        """
+        return {**super().architecture(), "encoder": self.encoder}

@@ -1,0 +1,144 @@
+"""Diversity / Orthogonal LSTM attention classifier (Mohankumar et al., ACL 2020).
+
+Three variants of the LSTM + additive attention model, chosen with ``cell``:
+
+* ``"vanilla"``: a standard LSTM (the baseline whose hidden states have high conicity);
+* ``"diversity"``: a standard LSTM trained with ``loss + diversity_weight * conicity(H)``
+  (conicity with ``|cos|`` as in the authors' code, or the paper's signed cosine: ``conicity``);
+* ``"orthogonal"``: the orthogonal LSTM cell, which removes from each ``ĥ_t`` its component
+  along the sum of the previous hidden states.
+
+Low conicity makes the attention weights faithful: permuting them changes the output, erasing
+the highest-weighted hidden states flips decisions quickly, and attention agrees better with
+gradient attributions (see :mod:`interpretable.metrics.attention_analysis`).
+Besides attention and the post-hoc token methods, it is explained by the authors' "gradient"
+attribution to compare attention with: gradient × embedding of the explained class's
+probability, attention detached
+(:class:`~interpretable.estimators.text.explainers.DetachedGradient`).
+"""
+from __future__ import annotations
+
+from numbers import Real
+
+from sklearn.utils._param_validation import Interval, StrOptions
+from torch import nn
+
+from ...nn.attention import CONICITY_KINDS
+from ...nn.losses import DiversityLoss
+from ..core.params import stores_params
+from .attention import AttentionClassifierBase
+from .explainers import DetachedGradient
+
+__all__ = ["DiversityLSTMClassifier", "CELLS", "CONICITY_KINDS"]
+
+CELLS = ("vanilla", "diversity", "orthogonal")
+
+
+class DiversityLSTMClassifier(AttentionClassifierBase):
+    """LSTM attention text classifier with diverse (low-conicity) hidden states.
+
+    Mohankumar et al., "Towards Transparent and Explainable Attention Models" (ACL 2020): a
+    diversity-trained or orthogonal LSTM makes the attention weights faithful (see the
+    module docstring for the three ``cell`` variants).
+
+    Parameters
+    ----------
+    cell : {"vanilla", "diversity", "orthogonal"}
+        Encoder variant (see module docstring).
+    diversity_weight : float >= 0
+        The weight λ of the conicity term; used when ``cell="diversity"`` (0.5 in the paper for
+        most tasks, 0.1 for SNLI, 0.2 for CNN), ignored otherwise.
+    conicity : {"absolute", "signed"}
+        Cosine used by the conicity penalty: ``"absolute"`` averages ``|cos(h_t, mean(H))|``
+        (the authors' code, default), ``"signed"`` the signed cosine of the paper's text (its
+        penalty is lowest for anti-aligned states, so the trained conicity can turn negative).
+    embeddings : "glove-50", gensim KeyedVectors or None, default=None
+        Initial word vectors (None: learned from scratch with ``embed_dim``).
+    embed_dim : int, default=50
+        Embedding size when ``embeddings`` is None.
+    hidden_size : int, default=128
+        Encoder hidden size (per direction for "bilstm").
+    attention_size : int or None, default=None
+        Size of the attention layer (None: the encoder output size).
+    freeze_embeddings : bool, default=False
+        Keep the initial word vectors fixed during training.
+    dropout : float in [0, 1), default=0.0
+        Dropout on encoder input and context vector.
+    text_encoder : TextEncoder or None, default=None
+        Tokenisation and vocabulary (cloned and fitted; None: ``TextEncoder()``).
+    {class_weight}
+    {training_parameters}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    text_encoder_ : TextEncoder
+        The fitted text encoder (shared by texts and queries).
+    pair_input_ : bool
+        Whether the model was fitted on (text, query) pairs.
+    module_ : AttentionTextModule
+        The fitted network (:class:`~interpretable.nn.attention.AttentionTextModule`).
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    AttentionTextClassifier : The attention classifier with other encoders.
+    interpretable.metrics.attention_analysis : Faithfulness analyses of attention.
+
+    Examples
+    --------
+    >>> from interpretable import DiversityLSTMClassifier
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> y = ["pos", "pos", "neg", "neg"]
+    >>> clf = DiversityLSTMClassifier(cell="diversity", embed_dim=8, hidden_size=8,
+    ...                               max_epochs=2, random_state=0).fit(X, y)
+    >>> clf.hidden_conicity(["good film"]).shape
+    (1,)
+    >>> clf.explain(["good film"], method="detached_gradient").units
+    [['good', 'film']]
+    """
+
+    saved_as = "DiversityLSTMClassifier"
+
+    #: the explanation methods it offers, its default first
+    explainers = (*AttentionClassifierBase.explainers, DetachedGradient())
+
+    _parameter_constraints = {
+        **AttentionClassifierBase._parameter_constraints,
+        "cell": [StrOptions(set(CELLS))],
+        "diversity_weight": [Interval(Real, 0, None, closed="left")],
+        "conicity": [StrOptions(set(CONICITY_KINDS))],
+    }
+
+    @stores_params
+    def __init__(self, *, cell="diversity", diversity_weight=0.5, conicity="absolute",
+                 embeddings=None, embed_dim=50,
+                 hidden_size=128, attention_size=None, freeze_embeddings=False, dropout=0.0,
+                 text_encoder=None, lr=1e-3, max_epochs=10, batch_size=64, optimizer="adam",
+                 weight_decay=0.0, device="auto", random_state=None, verbose=0,
+                 class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,
+                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
+        """Store the parameters unchanged (see the class docstring)."""
+
+    def architecture(self) -> dict:
+        """Return what shapes the module, with the encoder of ``cell``.
+
+        Returns
+        -------
+        dict
+            The sizes and ``encoder``: ``"orthogonal"`` or ``"lstm"``.
+
+        Examples
+        --------
+        >>> from interpretable import DiversityLSTMClassifier
+        >>> DiversityLSTMClassifier(cell="orthogonal").architecture()["encoder"]
+        'orthogonal'
+        """
+        return {**super().architecture(),
+                "encoder": "orthogonal" if self.cell == "orthogonal" else "lstm"}
+
+    def _criterion(self) -> nn.Module:
+        return DiversityLoss(self.diversity_weight if self.cell == "diversity" else 0.0,
+                             absolute=self.conicity == "absolute")

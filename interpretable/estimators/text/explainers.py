@@ -1,0 +1,260 @@
+"""Explainers of the text classifiers: token attributions assembled into a
+:class:`~interpretable.explanation.TokenExplanation`.
+
+* ``"inherent"`` (:class:`MeanEmbeddingContributions`): the exact per-token contributions of
+  the mean-embedding classifier;
+* ``"attention"`` / ``"vanilla"``: the attention weights of the model (SEAT's vanilla
+  attention ``w`` for ``"vanilla"``);
+* ``"gradient"``, ``"integrated_gradients"``, ``"input_x_gradient"``: captum through the
+  embedding layer (:func:`~interpretable.attribution.text.attribute_tokens`);
+* ``"detached_gradient"``: the diversity-LSTM authors' gradient × embedding of the class
+  probability with the attention held constant.
+
+The post-hoc methods and attention accept ``embedding_offset (n, T, E)``, added to the token
+embeddings (perturbation metrics call :meth:`Explainer.explain` with it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ...attribution.text import attribute_tokens
+from ...explanation import TokenExplanation
+from ...nn.losses import logits_of
+from ..core.explainer import Attributions, Explainer
+
+__all__ = ["TokenExplainer", "MeanEmbeddingContributions", "Attention", "VanillaAttention",
+           "Gradient", "IntegratedGradients", "InputXGradient", "DetachedGradient"]
+
+
+def _optional(fields: dict, name: str):
+    return np.asarray(fields[name], dtype=np.float64) if name in fields else None
+
+
+class TokenExplainer(Explainer):
+    """Token attributions of a text classifier (``values (B, t)`` over the batch's tokens).
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable.estimators.explainers import get_explainer
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> from interpretable.estimators.explainers import TokenExplainer
+    >>> isinstance(get_explainer(clf, "gradient"), TokenExplainer)
+    True
+    """
+
+    def assemble(self, estimator, encoded, fields, **options) -> TokenExplanation:
+        """Build the explanation of the encoded samples from the fields of their attributions.
+
+        Parameters
+        ----------
+        estimator : fitted estimator
+            The explained estimator.
+        encoded : Batch
+            The encoded samples (``estimator.encode(X)``).
+        fields : dict of str to list
+            Every field of :class:`Attributions` as a list with one entry per sample, in input
+            order.
+        **options
+            The method's options.
+
+        Returns
+        -------
+        TokenExplanation
+            The explanation.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+        >>> explainer = get_explainer(clf)  # the default, "inherent"
+        >>> encoded = clf.encode(["good film"])
+        >>> _, batch = next(clf.iter_batches(encoded.inputs))
+        >>> part = explainer.attribute(clf, batch, None)
+        >>> fields = {name: list(value.detach().cpu().numpy())
+        ...           for name, value in part.fields().items()}
+        >>> explainer.assemble(clf, encoded, fields).units
+        [['good', 'film']]
+        """
+        logits = torch.as_tensor(np.stack(fields["logits"]), dtype=torch.float64)
+        classes = estimator.classes_
+        return TokenExplanation(
+            units=encoded.units,
+            values=[np.asarray(v[: len(u)], dtype=np.float64)
+                    for v, u in zip(fields["values"], encoded.units)],
+            target=classes[np.asarray(fields["target"], dtype=np.int64)],
+            prediction=classes[logits.argmax(1).numpy()],
+            method=self.name, logit=_optional(fields, "logit"), bias=_optional(fields, "bias"),
+            queries=encoded.queries, inputs=encoded.texts,
+            proba=torch.softmax(logits, 1).numpy(), classes=classes,
+            class_independent=self.class_independent)
+
+    def embedded(self, estimator, batch: dict, embedding_offset=None) -> torch.Tensor:
+        """Return the batch's token embeddings (detached), plus the offset if given.
+
+        Parameters
+        ----------
+        estimator : fitted text classifier
+            The explained estimator.
+        batch : dict of str to torch.Tensor
+            One batch from ``estimator.iter_batches``.
+        embedding_offset : array-like of shape (B, T, E) or None, default=None
+            Added to the embeddings (cut to the batch's length).
+
+        Returns
+        -------
+        torch.Tensor of shape (B, t, E)
+            The embeddings.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+        >>> explainer = get_explainer(clf)  # the default, "inherent"
+        >>> encoded = clf.encode(["good film"])
+        >>> _, batch = next(clf.iter_batches(encoded.inputs))
+        >>> get_explainer(clf, "gradient").embedded(clf, batch).shape
+        torch.Size([1, 2, 8])
+        """
+        embedded = estimator.embed(batch).detach()
+        if embedding_offset is not None:
+            offset = torch.as_tensor(embedding_offset)[:, : embedded.shape[1]]
+            embedded = embedded + offset.to(embedded)
+        return embedded
+
+
+def _chosen(logits: torch.Tensor, target) -> torch.Tensor:
+    """The explained class of each row: ``target`` (B,) or the largest logit."""
+    if target is None:
+        return logits.argmax(1)
+    return torch.as_tensor(np.asarray(target), dtype=torch.long, device=logits.device)
+
+
+def _real_tokens(batch: dict, length: int) -> torch.Tensor:
+    lengths = batch["lengths"]
+    return torch.arange(length, device=lengths.device)[None] < lengths[:, None]
+
+
+class MeanEmbeddingContributions(TokenExplainer):
+    """Exact contributions ``W_c e(x_t) / T`` of every token to the logit of class ``c``; with
+    the bias ``b_c`` they reproduce the logit (``completeness_error``)."""
+
+    name = "inherent"
+
+    def attribute(self, estimator, batch, target) -> Attributions:
+        module = estimator.module_
+        with torch.no_grad():
+            contributions = module.token_contributions(batch["tokens"], batch["lengths"])
+            logits = estimator.forward_batch(batch)
+        t = _chosen(logits, target)
+        rows = torch.arange(len(t), device=t.device)
+        return Attributions(values=contributions[rows, :, t], logits=logits, target=t,
+                            logit=logits[rows, t], bias=module.output.bias.detach()[t])
+
+
+class Attention(TokenExplainer):
+    """The model's attention weights (class-independent: the same for every target)."""
+
+    name = "attention"
+    class_independent = True
+    per_sample_options = ("embedding_offset",)
+
+    def attribute(self, estimator, batch, target, *, embedding_offset=None) -> Attributions:
+        with torch.no_grad():
+            embedded = None if embedding_offset is None else \
+                self.embedded(estimator, batch, embedding_offset)
+            out = estimator.forward_batch(batch, embedded=embedded, view=self.view)
+        return Attributions(values=out.attention, logits=out.logits,
+                            target=_chosen(out.logits, target))
+
+
+class _Gradients(TokenExplainer):
+    """Captum attributions of the explained logit to the token embeddings."""
+
+    per_sample_options = ("embedding_offset",)
+
+    def attribute(self, estimator, batch, target, *, embedding_offset=None,
+                  n_steps=50) -> Attributions:
+        keys = list(batch)
+
+        def forward(embedded, *args):
+            return logits_of(estimator.forward_batch(dict(zip(keys, args)), embedded=embedded,
+                                                     view=self.view))
+
+        embedded = self.embedded(estimator, batch, embedding_offset)
+        with torch.no_grad():
+            logits = forward(embedded, *batch.values()).float()
+        t = _chosen(logits, target)
+        result = attribute_tokens(forward, embedded, t, self.name,
+                                  mask=_real_tokens(batch, embedded.shape[1]),
+                                  additional_forward_args=tuple(batch.values()), n_steps=n_steps)
+        exact = result.baseline_logit is not None
+        return Attributions(values=result.scores, logits=logits, target=t,
+                            logit=logits.gather(1, t[:, None])[:, 0] if exact else None,
+                            bias=result.baseline_logit)
+
+
+class Gradient(_Gradients):
+    """Saliency: the L2 norm of the gradient of the logit at every token embedding."""
+
+    name = "gradient"
+
+    def attribute(self, estimator, batch, target, *, embedding_offset=None) -> Attributions:
+        return super().attribute(estimator, batch, target, embedding_offset=embedding_offset)
+
+
+class IntegratedGradients(_Gradients):
+    """Integrated gradients from the all-zero embedding (``n_steps`` integration steps); the
+    baseline's logit is the ``bias``, so ``completeness_error`` measures convergence."""
+
+    name = "integrated_gradients"
+
+
+class InputXGradient(Gradient):
+    """Gradient × embedding, summed over the embedding axis."""
+
+    name = "input_x_gradient"
+
+
+class DetachedGradient(TokenExplainer):
+    """The diversity-LSTM authors' "gradient" attribution: ``(∂p_c / ∂e_t) · e_t`` per token,
+    ``p_c`` the softmax probability of the explained class with the attention weights held
+    constant (detached), ``e_t`` the token embedding."""
+
+    name = "detached_gradient"
+
+    def attribute(self, estimator, batch, target) -> Attributions:
+        keys = list(batch)
+
+        def probabilities(embedded, *args):
+            inputs = dict(zip(keys, args))
+            with torch.no_grad():
+                attention = estimator.forward_batch(inputs, embedded=embedded).attention
+            return torch.softmax(estimator.forward_batch(inputs, embedded=embedded,
+                                                         attention=attention).logits, 1)
+
+        embedded = self.embedded(estimator, batch)
+        with torch.no_grad():
+            out = estimator.forward_batch(batch, embedded=embedded)
+        t = _chosen(out.logits, target)
+        result = attribute_tokens(probabilities, embedded, t, "input_x_gradient",
+                                  mask=out.mask, additional_forward_args=tuple(batch.values()))
+        return Attributions(values=result.scores, logits=out.logits.float(), target=t)
+
+
+class VanillaAttention(Attention):
+    """SEAT's vanilla attention ``w`` (prediction and target refer to the vanilla model);
+    only models trained with the paper's objective keep it."""
+
+    name = "vanilla"
+    view = "vanilla"

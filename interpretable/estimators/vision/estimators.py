@@ -1,0 +1,366 @@
+"""Vision transformer classifiers: :class:`BcosViTClassifier` (B-cos ViTs: the holistically
+explainable ViT of Böhle et al., and the B-cos v2 ViTs of the ``bcos`` package with their
+ImageNet weights) and the conventional :class:`ViTClassifier` baseline.
+
+Both take images ``(n, H, W)`` (grey) or ``(n, H, W, C)``, float in [0, 1] or uint8, or with
+``image_size`` any images (see :mod:`interpretable.estimators.vision.base`).
+"""
+from __future__ import annotations
+
+import os
+from numbers import Integral, Real
+
+import torch
+from sklearn.utils._param_validation import Interval, StrOptions
+from torch import nn
+
+from ...nn.bcos.holistic_vit import ATTENTION_PRIORS
+from ...nn.vit import ViT
+from ..core.params import stores_params
+from .base import VisionTransformerClassifier
+from .explainers import BcosContributions
+from .hooks import BcosViTHooks
+from .pretrained import RELEASED_CROP, imagenet_head, read_pretrained
+
+__all__ = ["VisionTransformerClassifier", "BcosViTClassifier", "ViTClassifier"]
+
+
+class BcosViTClassifier(BcosViTHooks, VisionTransformerClassifier):
+    """B-cos Vision Transformer classifier, holistically explainable (exact contribution maps).
+
+    The holistically explainable ViT of Böhle, Fritz & Schiele (the default), or the B-cos
+    v2 ViTs of the ``bcos`` package, from scratch or fine-tuned from their ImageNet weights
+    (``pretrained``; :meth:`from_pretrained` gives the ImageNet classifier itself).
+    Every component is dynamic linear, so each logit is exactly ``W(x)·x + bias``.
+
+    Parameters
+    ----------
+    patch_size : int
+        (holistic) Kernel size and stride of the last stem convolution (one token per patch).
+    embed_dim : int
+        (holistic) Token dimension.
+    depth : int
+        (holistic) Number of transformer blocks.
+    num_heads : int
+        (holistic) Attention heads per block.
+    mlp_ratio : float
+        (holistic) MLP hidden size as a multiple of ``embed_dim``.
+    stem_channels : tuple of int
+        (holistic) Channels of the 3×3 B-cos convolutions of the CNN tokeniser before the patch
+        layer.
+    attention_prior : {"multiplicative", "additive", "none"}
+        (holistic) Learned per-layer, per-head prior ``B``: ``SM(R)·SM(B)``, ``SM(R+B)`` or
+        none.
+    b : float
+        (holistic) B-cos exponent B (1 = linear, 2 in the paper).
+    max_out : int
+        (holistic) Units per neuron pooled by MaxOut in the stem, attention and MLP layers
+        (1 = none).
+    scale_factor : float or None
+        (holistic) f in the per-layer output scaling γ = f/√fan_in (None: 30; see
+        :class:`~interpretable.nn.bcos.holistic_vit.BcosViT` for why not the paper's 15 / 150).
+    output_scale : float
+        (holistic) Factor applied to the classifier output before the logit bias (the paper's
+        10⁻³ compensates features scaled by 10³; no such scaling here, so 1).
+    logit_bias : float or None
+        Fixed logit bias (None: log(p/(1-p)) with p = 1/n_classes, as log(0.01/0.99) for
+        ImageNet in the paper and log(1/999) in the released v2 models).
+    stem_stride : int
+        (holistic) Stride of the first 3×3 stem convolution (the patch convolution then uses
+        ``patch_size / stem_stride``; must divide ``patch_size``). 1 keeps the full resolution;
+        2, as in the ``bcos`` package's stem, is about 1.3× faster (see README, Performance).
+    architecture : None, "holistic", a released name or a dict
+        The network. None: the holistic ViT of the paper, or with ``pretrained`` the released
+        model it names. ``"holistic"``: the paper's ViT, sized by the parameters marked
+        (holistic). A name of :data:`~interpretable.nn.bcos.zoo.PRETRAINED`
+        (``"simple_vit_ti_patch16_224"``, ..., ``"vitc_l_patch1_14"``): that B-cos v2 ViT
+        (fixed sin-cos positional embedding, bias-free LayerNorms, B = 2, no MaxOut). A dict
+        ``{"dim", "depth", "heads", "mlp_dim", "patch_size"[, "stem_channels"]}`` of
+        :class:`~interpretable.nn.bcos.simple_vit.BcosSimpleViT` sizes: a custom v2 ViT (e.g. a tiny
+        one). With a v2 architecture the (holistic) parameters must keep their defaults (a
+        ValueError names those that do not); images must be multiples of the token stride
+        (16 for the released models).
+    pretrained : None, a released name or a path
+        Start ``fit`` from these weights: a released name (read from the torch hub cache;
+        download it once with ``from_pretrained(name, download=True)``) or a ``.pth`` file in
+        the ``bcos`` key layout (``architecture`` says which network unless its file name is a
+        released one). ``fit`` puts a new classifier on it for the labels of y and trains as
+        ``finetune`` says; ``clone`` keeps the parameter, so every fit starts from it.
+    finetune : "all", "head" or int k >= 1
+        What ``fit`` trains from ``pretrained`` weights: every weight; only the classifier
+        (its LayerNorm and B-cos layer: fastest, the backbone's features as they are); or the
+        last k transformer blocks and the classifier. Without ``pretrained``: "all".
+    image_size : "auto", None or int
+        The inputs. None: images as given, an array ``(n, H, W[, C])`` of the training size and
+        channels. An int s: any images (arrays of any size, lists of differently sized arrays,
+        PIL images, file paths), converted to RGB, their shorter side resized to round(s·8/7)
+        and centre-cropped to s × s (the ImageNet evaluation transform,
+        :func:`~interpretable.datasets.images.eval_crops`); explanations are maps of the crops
+        (``explanation.images``) and ``explanation.crop_boxes`` gives each crop's box in its
+        source image. "auto": 224 (the released models' transform) for a released
+        architecture or ``pretrained`` weights, else None.
+    zoom_out : (low, high) or None
+        Random zoom-out augmentation: at every epoch, a training image is (with
+        ``zoom_out_probability``) shrunk by a factor drawn uniformly from [low, high]
+        (0 < low <= high <= 1) and placed at a random position on a black canvas. The paper
+        trains with random resized crops, so its models know objects at many scales; models
+        trained on centred MNIST digits do not, and the downscaled cells of the grid pointing
+        game are then out of distribution. None: no augmentation.
+    zoom_out_probability : float
+        Share of the training images zoomed out at each epoch (with ``zoom_out``).
+    lr_decay_at : float or None
+        The learning rate is divided by 10 after this fraction of ``max_epochs`` (the paper:
+        after 60 of 100 epochs); None keeps it constant.
+    warmup : float in [0, 1) or "auto"
+        Share of the training steps over which the learning rate rises linearly to ``lr``
+        (``lr_decay_at`` applies after it). "auto": 0.1 from ``pretrained`` weights (the
+        gradients of a new classifier would otherwise disturb the pretrained features), else 0.
+    {class_weight}
+    {training_parameters}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    module_ : torch.nn.Module
+        The fitted network (:class:`~interpretable.nn.bcos.holistic_vit.BcosViT` or a v2 ViT).
+    image_shape_ : tuple of int
+        ``(H, W)`` of the images the model sees.
+    n_channels_ : int
+        Channels of the input images.
+    crop_size_ : int or None
+        The crop side with an ``image_size``, else None.
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    ViTClassifier : The conventional ViT baseline.
+    interpretable.metrics.grid_pointing_game : Localisation of the explanations.
+
+    Notes
+    -----
+    From ``pretrained`` weights the new classifier learns at 5 × ``lr`` (1e-2 by default), the
+    other trained layers at ``lr``. Training uses binary cross-entropy on sigmoid outputs,
+    computed stably from the logits (finite for any finite logit), against one-hot targets for
+    the holistic ViT (the paper) and, as the ``bcos`` package trains its v2 models,
+    targets 1/n_classes for the other classes with a v2
+    architecture: their logit is then the logit bias, which a B-cos classifier reaches (its
+    logits are bounded by the norm of its input, so one-hot targets, which ask for unbounded
+    negative logits, leave a new classifier almost unable to learn). Inference runs in batches
+    of at most ``batch_size`` images, fewer when an explanation of the batch would need more
+    than about 1 GiB (CPU) or half the free GPU memory.
+
+    The default explanation is exact: the contribution maps ``W(x)ᵀ_k ⊙ x``
+    (:class:`~interpretable.estimators.vision.explainers.BcosContributions`); for v2 models
+    ``bias`` holds the logit bias plus the contribution of the positional embedding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import BcosViTClassifier
+    >>> X = np.random.default_rng(0).random((8, 8, 8, 3), dtype=np.float32)
+    >>> y = [0, 1] * 4
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+    ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, y)
+    >>> clf.predict(X[:2]).shape
+    (2,)
+    >>> explanation = clf.explain(X[:2])
+    >>> explanation.values.shape  # (n, H, W): the contribution of every pixel
+    (2, 8, 8)
+    >>> bool(abs(explanation.completeness_error).max() < 1e-3)  # exact: sums to the logit
+    True
+    """
+
+    saved_as = "BcosViTClassifier"
+
+    #: the explanation methods it offers, its default first
+    explainers = (BcosContributions(), *VisionTransformerClassifier.explainers)
+
+    _parameter_constraints = {
+        **VisionTransformerClassifier._parameter_constraints,
+        "attention_prior": [StrOptions(set(ATTENTION_PRIORS))],
+        "b": [Interval(Real, 1, None, closed="left")],
+        "max_out": [Interval(Integral, 1, None, closed="left")],
+        "scale_factor": [Interval(Real, 0, None, closed="neither"), None],
+        "output_scale": [Interval(Real, 0, None, closed="neither")],
+        "logit_bias": [Interval(Real, None, None, closed="neither"), None],
+        "stem_stride": [Interval(Integral, 1, None, closed="left")],
+        "architecture": [None, str, dict],
+        "pretrained": [None, str, os.PathLike],
+        "finetune": [StrOptions({"all", "head"}), Interval(Integral, 1, None, closed="left")],
+        "warmup": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="left")],
+    }
+    _params_since_0_1 = {**VisionTransformerClassifier._params_since_0_1, "architecture": None,
+                         "pretrained": None, "finetune": "all", "warmup": "auto"}
+    _fitted_since_0_1 = {**VisionTransformerClassifier._fitted_since_0_1, "architecture_": None}
+
+    @stores_params
+    def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
+                 stem_channels=(32,), attention_prior="multiplicative", b=2.0, max_out=2,
+                 scale_factor=None, output_scale=1.0, logit_bias=None, stem_stride=1, *,
+                 architecture=None, pretrained=None, finetune="all", image_size="auto",
+                 zoom_out=None, zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6,
+                 warmup="auto", max_epochs=15, batch_size=32, optimizer="adam",
+                 weight_decay=0.0, device="auto", random_state=None, verbose=0,
+                 class_weight=None, callbacks=None, validation_fraction=None,
+                 early_stopping=False, n_iter_no_change=5, warm_start=False,
+                 precision="float32", accelerator=None):
+        """Store the parameters unchanged (see the class docstring)."""
+
+    @classmethod
+    def from_pretrained(cls, name_or_path, *, architecture=None, classes=None,
+                        download: bool = False, **params) -> "BcosViTClassifier":
+        """Build a fitted classifier from a released ImageNet model or a ``.pth`` checkpoint.
+
+        ``predict`` gives ImageNet class names, ``explain`` exact contribution maps of the
+        crops the model sees (``image_size="auto"``: its 224-px evaluation transform).
+
+        Parameters
+        ----------
+        name_or_path : str or os.PathLike
+            A name of :data:`~interpretable.nn.bcos.zoo.PRETRAINED`, read from the torch hub
+            cache, or a ``.pth`` file in the ``bcos`` key layout (``architecture`` says which
+            network unless its file name is a released one).
+        architecture : None, str or dict, default=None
+            The network, as the ``architecture`` parameter.
+        classes : sequence or None, default=None
+            The labels of the checkpoint's classifier rows, in row order (None: the 1,000
+            ImageNet class names of
+            :func:`~interpretable.datasets.images.imagenet_class_names`). ``classes_`` holds
+            them sorted (scikit-learn's convention; the rows follow).
+        download : bool, default=False
+            Download a released model into the torch hub cache once (SHA-256 checked);
+            nothing is downloaded otherwise.
+        **params
+            Further parameters (e.g. ``finetune="head"``, ``max_epochs``, ``device``). The
+            estimator's ``pretrained`` is ``name_or_path``, so a later ``fit`` (or a
+            ``clone``'s) fine-tunes from these weights for the labels it is given.
+
+        Returns
+        -------
+        BcosViTClassifier
+            The fitted classifier.
+
+        Examples
+        --------
+        A checkpoint of a tiny v2 ViT (a released name such as
+        ``"vitc_ti_patch1_14"`` works the same way once downloaded):
+
+        >>> import numpy as np, torch
+        >>> from interpretable import BcosViTClassifier
+        >>> from interpretable.nn.bcos.zoo import to_bcos_state_dict
+        >>> arch = dict(dim=8, depth=1, heads=2, mlp_dim=16, patch_size=8)
+        >>> X = np.random.default_rng(0).random((4, 16, 16, 3), dtype=np.float32)
+        >>> tiny = BcosViTClassifier(architecture=arch, max_epochs=1, random_state=0)
+        >>> torch.save(to_bcos_state_dict(tiny.fit(X, [0, 1, 0, 1]).module_), "tiny.pth")
+        >>> clf = BcosViTClassifier.from_pretrained("tiny.pth", architecture=arch,
+        ...                                         classes=["cat", "dog"], image_size=16)
+        >>> clf.classes_
+        array(['cat', 'dog'], dtype='<U3')
+        """
+        estimator = cls(architecture=architecture, pretrained=name_or_path, **params)
+        estimator._validate_params()
+        estimator._start_fit()
+        crop = estimator._crop_size()
+        side = crop or RELEASED_CROP
+        module = read_pretrained(name_or_path, estimator._backbone(), (side, side), download)
+        estimator.classes_ = imagenet_head(module, classes)
+        estimator.n_channels_, estimator.image_shape_, estimator.crop_size_ = 3, (side, side), crop
+        estimator._prepare_fit()
+        if estimator.logit_bias is not None:
+            module.logit_bias = float(estimator.logit_bias)
+        estimator.module_ = module.to(estimator.device_).eval()
+        estimator.history_ = []
+        estimator.fitted_params_ = estimator.get_params(deep=False)
+        return estimator
+
+
+class ViTClassifier(VisionTransformerClassifier):
+    """Conventional Vision Transformer classifier, the accuracy baseline of the B-cos ViT.
+
+    CNN stem, learned positional embedding, GELU, LayerNorm, cross-entropy, of the size of
+    :class:`BcosViTClassifier`. Explained post hoc only (``explain_methods``: attention
+    rollout, gradients).
+
+    Parameters
+    ----------
+    patch_size : int, default=4
+        Kernel size and stride of the last stem convolution (one token per patch).
+    embed_dim : int, default=64
+        Token dimension.
+    depth : int, default=4
+        Number of transformer blocks.
+    num_heads : int, default=4
+        Attention heads per block.
+    mlp_ratio : float, default=2.0
+        MLP hidden size as a multiple of ``embed_dim``.
+    stem_channels : tuple of int, default=(32,)
+        Channels of the 3×3 convolutions of the CNN tokeniser before the patch layer.
+    dropout : float in [0, 1), default=0.0
+        Dropout in the blocks.
+    image_size : "auto", None or int, default="auto"
+        The inputs, as in :class:`BcosViTClassifier` ("auto" is None here).
+    zoom_out : (low, high) or None, default=None
+        Random zoom-out augmentation, as in :class:`BcosViTClassifier`.
+    zoom_out_probability : float, default=0.5
+        Share of the training images zoomed out at each epoch (with ``zoom_out``).
+    lr_decay_at : float or None, default=0.6
+        The learning rate is divided by 10 after this fraction of ``max_epochs``; None keeps
+        it constant.
+    {class_weight}
+    {training_parameters}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    module_ : ViT
+        The fitted network (:class:`~interpretable.nn.vit.ViT`).
+    image_shape_ : tuple of int
+        ``(H, W)`` of the images the model sees.
+    history_ : list of dict
+        Per-epoch training record.
+
+    See Also
+    --------
+    BcosViTClassifier : The inherently explainable counterpart.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import ViTClassifier
+    >>> X = np.random.default_rng(0).random((8, 8, 8, 3), dtype=np.float32)
+    >>> clf = ViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2, stem_channels=(4,),
+    ...                     max_epochs=1, random_state=0).fit(X, [0, 1] * 4)
+    >>> clf.explain(X[:2]).method  # attention rollout
+    'rollout'
+    """
+
+    saved_as = "ViTClassifier"
+
+    _parameter_constraints = {
+        **VisionTransformerClassifier._parameter_constraints,
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+    }
+
+    @stores_params
+    def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
+                 stem_channels=(32,), dropout=0.0, *, image_size="auto", zoom_out=None,
+                 zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6, max_epochs=15,
+                 batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
+                 random_state=None, verbose=0, class_weight=None, callbacks=None,
+                 validation_fraction=None, early_stopping=False, n_iter_no_change=5,
+                 warm_start=False, precision="float32", accelerator=None):
+        """Store the parameters unchanged (see the class docstring)."""
+
+    def _make_module(self, in_channels, image_size, n_classes):
+        return ViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
+                   self.depth, self.num_heads, self.mlp_ratio, tuple(self.stem_channels),
+                   self.dropout)
+
+    def _criterion(self):
+        return nn.CrossEntropyLoss()
+
+    def _encode(self, X):
+        return torch.as_tensor(X).permute(0, 3, 1, 2).contiguous()

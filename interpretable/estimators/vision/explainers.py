@@ -1,0 +1,234 @@
+"""Explainers of the image classifiers: pixel maps ``(B, H, W)`` assembled into an
+:class:`~interpretable.explanation.ImageExplanation`.
+
+* ``"inherent"`` (:class:`BcosContributions`): the exact B-cos contribution maps
+  ``W(x)ᵀ_k ⊙ x``, one forward and one backward pass per batch (for B-cos v2 models the
+  positional embedding's contribution goes into ``bias``);
+* ``"rollout"``, ``"final_attention"``, ``"gradsam"``, ``"gradcam"``, ``"input_x_gradient"``,
+  ``"integrated_gradients"``: post-hoc maps of
+  :func:`~interpretable.attribution.vision.attribute` (integrated gradients start from a black
+  image: for B-cos models its encoding ``(0, 1)``, not the all-zero input).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ...attribution.vision import attribute, inherent, inherent_terms
+from ...explanation import ImageExplanation
+from ...nn.bcos.simple_vit import BcosSimpleViT, contributions
+from ..core.explainer import Attributions, Explainer
+
+__all__ = ["ImageExplainer", "BcosContributions", "Rollout", "FinalAttention", "GradSAM",
+           "GradCAM", "PixelInputXGradient", "PixelIntegratedGradients"]
+
+
+def _stacked(fields: dict, name: str, dtype=None):
+    """The per-sample arrays ``fields[name]`` as one array, or None; each row is released once
+    copied, so memory peaks at the result plus one batch (not twice the result)."""
+    if name not in fields:
+        return None
+    rows = fields[name]
+    out = np.empty((len(rows), *np.shape(rows[0])), dtype=dtype or rows[0].dtype)
+    for i in range(len(rows)):
+        out[i], rows[i] = rows[i], None
+    return out
+
+
+class ImageExplainer(Explainer):
+    """Pixel attributions of a vision-transformer classifier.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable import BcosViTClassifier
+    >>> from interpretable.estimators.explainers import get_explainer
+    >>> X = np.random.default_rng(0).random((4, 8, 8, 3), dtype=np.float32)
+    >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+    ...                         stem_channels=(4,), max_epochs=1, random_state=0).fit(X, [0, 1] * 2)
+    >>> explainer = get_explainer(clf)
+    >>> explainer.name, explainer.explain(clf, X[:2]).values.shape
+    ('inherent', (2, 8, 8))
+    """
+
+    def assemble(self, estimator, encoded, fields, **options) -> ImageExplanation:
+        """Build the image explanation of the encoded samples from their attributions' fields.
+
+        Parameters
+        ----------
+        estimator : fitted estimator
+            The explained estimator.
+        encoded : Batch
+            The encoded samples (``estimator.encode(X)``).
+        fields : dict of str to list
+            Every field of :class:`Attributions` as a list with one entry per sample.
+        **options
+            The method's options.
+
+        Returns
+        -------
+        ImageExplanation
+            The explanation (``explain`` calls this last).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import BcosViTClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> X = np.random.default_rng(0).random((4, 8, 8, 3), dtype=np.float32)
+        >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+        ...                         stem_channels=(4,), max_epochs=1, random_state=0)
+        >>> clf = clf.fit(X, [0, 1] * 2)
+        >>> explainer = get_explainer(clf)
+        >>> explainer.explain(clf, X[:1]).images.shape
+        (1, 8, 8, 3)
+        """
+        logits = torch.as_tensor(_stacked(fields, "logits"), dtype=torch.float64)
+        classes = estimator.classes_
+        return ImageExplanation(
+            values=_stacked(fields, "values"),
+            target=classes[np.asarray(fields["target"], dtype=np.int64)],
+            prediction=classes[logits.argmax(1).numpy()], method=self.name,
+            images=encoded.images, weights=_stacked(fields, "weights"),
+            logit=_stacked(fields, "logit", np.float64), bias=_stacked(fields, "bias", np.float64),
+            components=_stacked(fields, "components"),
+            component_names=self.component_names(estimator, **options),
+            proba=torch.softmax(logits, 1).numpy(), classes=classes,
+            crop_boxes=getattr(encoded, "crop_boxes", None),
+            class_independent=self.class_independent)
+
+    def component_names(self, estimator, **options) -> list:
+        """Return the names of the model components of ``components`` (none by default).
+
+        Parameters
+        ----------
+        estimator : fitted image classifier
+            The explained estimator.
+        **options
+            The method's options (e.g. ``by="head"``).
+
+        Returns
+        -------
+        list of str
+            The names.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import BcosViTClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> X = np.random.default_rng(0).random((4, 8, 8, 3), dtype=np.float32)
+        >>> clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2,
+        ...                         stem_channels=(4,), max_epochs=1, random_state=0)
+        >>> clf = clf.fit(X, [0, 1] * 2)
+        >>> explainer = get_explainer(clf)
+        >>> explainer.component_names(clf)
+        []
+        """
+        return []
+
+
+def _chosen(logits: torch.Tensor, target) -> torch.Tensor:
+    if target is None:
+        return logits.argmax(1)
+    return torch.as_tensor(np.asarray(target), dtype=torch.long, device=logits.device)
+
+
+class BcosContributions(ImageExplainer):
+    """The exact contribution maps ``W(x)ᵀ_k ⊙ x`` summed over channels, with ``W(x)``
+    (``weights``), logit and bias (``completeness_error``); the bias of a B-cos v2 model is its
+    logit bias plus the contribution of its positional embedding.
+
+    by : None or "head": also the exact contribution of every residual-stream component
+        (token embedding, each layer's heads and MLP) as ``components``; they sum to
+        ``values`` (for v2 models the positional embedding's share stays in ``bias``).
+    dtype : None or "float64": explain with a float64 copy of the model (completeness to
+        ~1e-12 instead of float32 rounding, which is relatively large for logits near 0).
+    """
+
+    name = "inherent"
+    dtypes = ("float32", "float64")
+
+    def prepare(self, estimator, encoded, target, *, by=None):
+        if by not in (None, "head"):
+            raise ValueError(f"by must be None or 'head', got {by!r}.")
+        return {"by": by}
+
+    def attribute(self, estimator, batch, target, *, by=None) -> Attributions:
+        module = estimator.module_
+        x = batch["x"].to(next(module.parameters()).dtype)
+        chosen = None if target is None else \
+            torch.as_tensor(np.asarray(target), dtype=torch.long, device=x.device)
+        if isinstance(module, BcosSimpleViT):
+            maps, weights, positional, logits, t = contributions(module, x, chosen)
+            bias = positional.double() + module.logit_bias
+        else:
+            maps, weights, logits = inherent(module, x, chosen)
+            t = logits.argmax(1) if chosen is None else chosen
+            bias = torch.full((len(t),), float(module.logit_bias), dtype=torch.float64)
+        extras = {"weights": weights.permute(0, 2, 3, 1)}
+        if by == "head":
+            extras["components"] = inherent_terms(module, x, t)[0]
+        return Attributions(values=maps, logits=logits, target=t,
+                            logit=logits.gather(1, t[:, None])[:, 0], bias=bias, extras=extras)
+
+    def component_names(self, estimator, *, by=None) -> list:
+        return list(estimator.module_.term_names()) if by == "head" else []
+
+
+class _PostHoc(ImageExplainer):
+    """A post-hoc map of :func:`~interpretable.attribution.vision.attribute` named ``name``."""
+
+    def attribute(self, estimator, batch, target, *, n_steps=32) -> Attributions:
+        with torch.no_grad():
+            logits = estimator.forward_batch(batch).float()
+        t = _chosen(logits, target)
+        black = estimator.encode(np.zeros((1, *estimator.image_shape_, estimator.n_channels_),
+                                          dtype=np.float32)).inputs["x"]
+        maps = attribute(estimator.module_, batch["x"], t, self.name, n_steps=n_steps,
+                         baseline=black)
+        return Attributions(values=maps, logits=logits, target=t)
+
+
+class _NoOptions(_PostHoc):
+    def attribute(self, estimator, batch, target) -> Attributions:
+        return super().attribute(estimator, batch, target)
+
+
+class Rollout(_NoOptions):
+    """Attention rollout (Abnar & Zuidema, 2020), ``(A + I)`` row-normalised."""
+
+    name = "rollout"
+    class_independent = True
+
+
+class FinalAttention(_NoOptions):
+    """Head-averaged attention of the last layer."""
+
+    name = "final_attention"
+    class_independent = True
+
+
+class GradSAM(_NoOptions):
+    """GradSAM (Barkan et al., 2021): mean over layers and heads of ``A ⊙ ReLU(∂y/∂A)``."""
+
+    name = "gradsam"
+
+
+class GradCAM(_NoOptions):
+    """GradCAM on the final token map, upsampled to the image."""
+
+    name = "gradcam"
+
+
+class PixelInputXGradient(_NoOptions):
+    """Input × gradient (captum), summed over the encoded channels."""
+
+    name = "input_x_gradient"
+
+
+class PixelIntegratedGradients(_PostHoc):
+    """Integrated gradients (captum) from a black image, ``n_steps`` integration steps."""
+
+    name = "integrated_gradients"

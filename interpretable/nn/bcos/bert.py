@@ -1,0 +1,377 @@
+"""B-cos BERT classifier (B-cos LM, Wang et al., TMLR 2025): a pretrained BERT-family encoder
+converted into a dynamic-linear network, then fine-tuned on the task.
+
+The conversion, as in the authors' code:
+
+* every bias is removed (Q/K/V, dense layers, LayerNorms, pooler, classifier);
+* the attention output, intermediate and output dense layers, the pooler and the classifier
+  are B-cos linear layers: unit-norm rows, exponent B, no MaxOut, no scale factor (γ = 1);
+* Q, K and V stay plain (bias-free) linear maps; the softmax attention probabilities are a
+  dynamic weight;
+* GELU becomes ``x·Φ(x)`` with the gate ``Φ(x)`` a dynamic weight;
+* every LayerNorm, the embedding one included, is bias-free with its scale ``1/σ`` a dynamic
+  weight (the mean subtraction is linear and stays in ``W(x)``);
+* the pooler (the ``[CLS]`` state, or the mean over real tokens) loses its tanh.
+
+Inside :func:`~interpretable.nn.bcos.layers.explanation_mode` the dynamic weights are constants, so
+the logits are exactly linear in the summed embeddings ``s = word + position + token type``:
+``logit = Σ_t W(x)_t·s_t + logit_bias``. One backward pass gives ``W(x)``;
+:meth:`BcosBertClassifier.contributions` splits ``W(x)·s`` into the word-piece terms
+``W(x)_t·word_t`` and one position/type term ``Σ_t W(x)_t·(position_t + type_t)``.
+
+The embedding LayerNorm: the authors attribute at its output ``e_t = LN(s_t)`` (Input×Gradient
+on ``e``), where the word and the position/type parts are already mixed. Here it is inside
+``W(x)``: bias-free, with ``1/σ_t`` a constant, ``LN(s_t) = γ ⊙ (s_t - mean(s_t)) / σ_t`` is
+linear in ``s_t`` token by token, so ``Σ_e ∂logit/∂e_t ⊙ e_t = W(x)_t·word_t +
+W(x)_t·(position_t + type_t)`` exactly: the same per-token totals, split into the two parts.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from numbers import Real
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .bert_layers import BcosBertLayer, BcosLayerNorm, BertBcosLinear, unscaled_bcos_linear
+from .layers import explanation_mode
+
+__all__ = ["POOLINGS", "BcosBertClassifier", "PieceContributions"]
+
+#: how the sequence becomes one vector: the ``[CLS]`` state (the authors') or the mean
+POOLINGS = ("cls", "mean")
+
+# constructor argument <- BERT config field
+_CONFIG_FIELDS = {
+    "vocab_size": "vocab_size", "hidden_size": "hidden_size",
+    "num_layers": "num_hidden_layers", "num_heads": "num_attention_heads",
+    "intermediate_size": "intermediate_size", "max_positions": "max_position_embeddings",
+    "type_vocab_size": "type_vocab_size", "layer_norm_eps": "layer_norm_eps",
+    "pad_token_id": "pad_token_id", "dropout": "hidden_dropout_prob",
+    "attention_dropout": "attention_probs_dropout_prob",
+}
+# parameter name -> BERT checkpoint key (None: new, not converted)
+_LAYER_KEYS = {
+    "attention.query.weight": "attention.self.query.weight",
+    "attention.key.weight": "attention.self.key.weight",
+    "attention.value.weight": "attention.self.value.weight",
+    "attention.output.weight": "attention.output.dense.weight",
+    "attention.norm.weight": "attention.output.LayerNorm.weight",
+    "feed_forward.intermediate.weight": "intermediate.dense.weight",
+    "feed_forward.output.weight": "output.dense.weight",
+    "feed_forward.norm.weight": "output.LayerNorm.weight",
+}
+_TOP_KEYS = {
+    "word_embeddings.weight": "embeddings.word_embeddings.weight",
+    "position_embeddings.weight": "embeddings.position_embeddings.weight",
+    "token_type_embeddings.weight": "embeddings.token_type_embeddings.weight",
+    "embedding_norm.weight": "embeddings.LayerNorm.weight",
+    "pooler.weight": "pooler.dense.weight",
+    "classifier.weight": None,
+}
+
+
+class PieceContributions(NamedTuple):
+    """Exact split of the explained logits:
+    ``pieces.sum(1) + position_type + bias == logits.gather(1, target[:, None])[:, 0]``.
+
+    pieces (B, T): ``Σ_e W(x)[t, e] · word_embedding[t, e]`` per word piece (0 on padding);
+    position_type (B,): ``Σ_t Σ_e W(x)[t, e] · (position + token type embedding)[t, e]``;
+    bias (B,): the fixed logit bias; logits (B, C): the logits of the same forward pass;
+    target (B,): the explained classes.
+    """
+    pieces: torch.Tensor
+    position_type: torch.Tensor
+    bias: torch.Tensor
+    logits: torch.Tensor
+    target: torch.Tensor
+
+
+def _check_exponent(value, name: str) -> float:
+    """A B-cos exponent: a real number >= 1."""
+    if not isinstance(value, Real) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} (a B-cos exponent) must be >= 1, got {value!r}")
+    return float(value)
+
+
+class BcosBertClassifier(nn.Module):
+    """B-cos BERT sequence classifier: ``forward(tokens (B, T), lengths (B,)) -> logits (B, C)``.
+
+    Build with :meth:`from_bert` / :meth:`from_pretrained` (converting a BERT-family
+    checkpoint) or :meth:`from_config` (the structure of a BERT config, randomly initialised:
+    rebuild a saved model, e.g. on the meta device, then ``load_state_dict``).
+
+    Args:
+        vocab_size, n_classes: sizes of the word-piece vocabulary and the output.
+        hidden_size, num_layers, num_heads, intermediate_size, max_positions, type_vocab_size,
+            layer_norm_eps, pad_token_id: the encoder's structure (BERT's fields).
+        b: the B-cos exponent of the encoder layers, a float or one per layer.
+        head_b: the exponent of the pooler and the classifier (default: the last layer's).
+        pooling: ``"cls"`` (the ``[CLS]`` state, the authors' models) or ``"mean"`` (the
+            mean over real tokens), before the B-cos pooler.
+        dropout, attention_dropout: training-time dropout of the hidden states and of the
+            attention probabilities (BERT's ``hidden_dropout_prob`` and
+            ``attention_probs_dropout_prob``).
+        logit_bias: a fixed constant added to every logit (0 in B-cos LM).
+        matched: scale every B-cos layer by the constant
+            :func:`~interpretable.nn.bcos.bert_layers.alignment_gain` (False: γ = 1, the
+            authors'). B-cos layers shrink their outputs by ``|cos|^(B-1)`` (about 0.2 per
+            layer in MiniLM at B = 1.5), so a converted encoder starts with its branches
+            20-40 times below the residual stream and logits near 0.004; matched gains keep
+            the pretrained scale (see :class:`~interpretable.estimators.BcosTextClassifier`).
+    """
+
+    def __init__(self, vocab_size: int, n_classes: int, *, hidden_size: int = 384,
+                 num_layers: int = 6, num_heads: int = 12, intermediate_size: int = 1536,
+                 max_positions: int = 512, type_vocab_size: int = 2,
+                 layer_norm_eps: float = 1e-12, pad_token_id: int | None = 0,
+                 b: float | Sequence[float] = 2.0, head_b: float | None = None,
+                 pooling: str = "cls", dropout: float = 0.1, attention_dropout: float = 0.1,
+                 logit_bias: float = 0.0, matched: bool = False):
+        super().__init__()
+        if hidden_size % num_heads:
+            raise ValueError(f"hidden_size={hidden_size} must be divisible by "
+                             f"num_heads={num_heads}")
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        layer_b = [_check_exponent(value, "b")
+                   for value in (b if isinstance(b, Sequence) else [b] * num_layers)]
+        if len(layer_b) != num_layers:
+            raise ValueError(f"b must be a number or one per layer ({num_layers}), got "
+                             f"{len(layer_b)} values")
+        head_b = layer_b[-1] if head_b is None else _check_exponent(head_b, "head_b")
+        self.pooling = pooling
+        self.dropout = float(dropout)
+        self.logit_bias = float(logit_bias)
+        self.word_embeddings = nn.Embedding(vocab_size, hidden_size, padding_idx=pad_token_id)
+        self.position_embeddings = nn.Embedding(max_positions, hidden_size)
+        self.token_type_embeddings = nn.Embedding(type_vocab_size, hidden_size)
+        self.embedding_norm = BcosLayerNorm(hidden_size, layer_norm_eps)
+        self.layers = nn.ModuleList(
+            BcosBertLayer(hidden_size, num_heads, intermediate_size, layer_b_i, layer_norm_eps,
+                          self.dropout, float(attention_dropout), matched)
+            for layer_b_i in layer_b)
+        self.pooler = unscaled_bcos_linear(hidden_size, hidden_size, head_b, matched)
+        self.classifier = unscaled_bcos_linear(hidden_size, n_classes, head_b, matched)
+
+    # -- construction ------------------------------------------------------------------------
+    @staticmethod
+    def checkpoint_key(name: str) -> str | None:
+        """The BERT checkpoint key a parameter is converted from (None for the classifier)."""
+        if name.startswith("layers."):
+            _, index, rest = name.split(".", 2)
+            return f"encoder.layer.{index}.{_LAYER_KEYS[rest]}"
+        return _TOP_KEYS[name]
+
+    @classmethod
+    def from_config(cls, config, n_classes: int, **options) -> BcosBertClassifier:
+        """Randomly initialised model with the structure of a BERT-family ``config`` (a
+        ``transformers`` ``BertConfig`` or the dict of its ``config.json``); ``options`` are
+        the other constructor arguments (dropout defaults to the config's)."""
+        fields = config.to_dict() if hasattr(config, "to_dict") else dict(config)
+        if fields.get("hidden_act", "gelu") != "gelu":
+            raise ValueError(f"only hidden_act='gelu' converts to x·Φ(x), got "
+                             f"{fields['hidden_act']!r}")
+        if fields.get("position_embedding_type", "absolute") != "absolute":
+            raise ValueError("only absolute position embeddings are supported, got "
+                             f"{fields['position_embedding_type']!r}")
+        missing = [field for field in _CONFIG_FIELDS.values() if field not in fields]
+        if missing:
+            raise ValueError(f"the BERT config lacks {missing}")
+        sizes = {arg: fields[field] for arg, field in _CONFIG_FIELDS.items()}
+        return cls(n_classes=n_classes, **{**sizes, **options})
+
+    @classmethod
+    def from_bert(cls, bert, config, n_classes: int, **options) -> BcosBertClassifier:
+        """Convert a BERT-family checkpoint: copy its embeddings, Q/K/V, dense, LayerNorm
+        scale and pooler weights into a model of the default dtype (biases are dropped; a
+        checkpoint without a pooler keeps a random one); the classifier is new.
+
+        Args:
+            bert: a ``transformers`` ``BertModel`` / ``BertForSequenceClassification`` or
+                its state dict (keys with or without the ``bert.`` prefix).
+            config: its config (default: ``bert.config`` for a model).
+            n_classes, options: as for :meth:`from_config`.
+        """
+        if isinstance(bert, nn.Module):
+            state, config = bert.state_dict(), bert.config if config is None else config
+        elif isinstance(bert, Mapping):
+            state = bert
+        else:
+            raise TypeError(f"bert must be a BERT model or its state dict, got "
+                            f"{type(bert).__name__}")
+        if config is None:
+            raise ValueError("converting a state dict needs its BERT config")
+        model = cls.from_config(config, n_classes, **options)
+        source = {key.removeprefix("bert."): value for key, value in state.items()}
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                key = cls.checkpoint_key(name)
+                if key is None or (name == "pooler.weight" and key not in source):
+                    continue
+                if key not in source:
+                    raise ValueError(f"the BERT checkpoint has no {key!r} (for {name})")
+                if source[key].shape != param.shape:
+                    raise ValueError(f"{key!r} has shape {tuple(source[key].shape)}, "
+                                     f"{name} needs {tuple(param.shape)}")
+                param.copy_(source[key])
+        return model
+
+    @classmethod
+    def from_pretrained(cls, path, n_classes: int, **options) -> BcosBertClassifier:
+        """Convert the BERT model in a local directory (``transformers``; never downloads)."""
+        from ..bert_encoder import _transformers
+
+        path = Path(path)
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"{path} is not a transformers model directory")
+        bert = _transformers().BertModel.from_pretrained(str(path), local_files_only=True)
+        return cls.from_bert(bert, None, n_classes, **options)
+
+    def anneal(self, progress: float) -> None:
+        """Move every B-cos layer's exponent to ``1 + progress · (B - 1)`` with its gain
+        (``progress`` in [0, 1]; 1 restores the model's exponents): B annealed from 1 while
+        fine-tuning starts the converted network close to the pretrained one."""
+        for module in self.modules():
+            if isinstance(module, BertBcosLinear):
+                module.anneal(progress)
+
+    # -- steps -------------------------------------------------------------------------------
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Word-piece embeddings, what explanations and gradient attributions attribute to:
+        (B, T) ids -> (B, T, H)."""
+        return self.word_embeddings(tokens)
+
+    def position_type_embeddings(self, tokens: torch.Tensor,
+                                 token_types: torch.Tensor | None = None) -> torch.Tensor:
+        """Position + token-type embeddings: (B, T) -> (1, T, H), or (B, T, H) with
+        ``token_types`` (B, T) (default: all type 0)."""
+        length = tokens.shape[1]
+        if length > self.position_embeddings.num_embeddings:
+            raise ValueError(f"{length} tokens exceed the "
+                             f"{self.position_embeddings.num_embeddings} positions")
+        positions = self.position_embeddings.weight[:length]
+        if token_types is None:
+            return (positions + self.token_type_embeddings.weight[0]).unsqueeze(0)
+        return positions + self.token_type_embeddings(token_types)
+
+    def padding_mask(self, tokens: torch.Tensor, lengths: torch.Tensor | None = None,
+                     attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T) bool, True on real tokens, from ``lengths`` (B,) (right padding) or an
+        ``attention_mask`` (B, T) of 0/1 or bool (default: no padding)."""
+        if tokens.dim() != 2:
+            raise ValueError(f"tokens must have shape (B, T), got {tuple(tokens.shape)}")
+        if lengths is not None and attention_mask is not None:
+            raise ValueError("give lengths or attention_mask, not both")
+        if lengths is not None:
+            lengths = torch.as_tensor(lengths, device=tokens.device)
+            if lengths.shape != tokens.shape[:1]:
+                raise ValueError(f"lengths must have shape ({tokens.shape[0]},), got "
+                                 f"{tuple(lengths.shape)}")
+            if lengths.min() < 1 or lengths.max() > tokens.shape[1]:
+                raise ValueError(f"lengths must lie in [1, {tokens.shape[1]}], got "
+                                 f"{lengths.tolist()}")
+            positions = torch.arange(tokens.shape[1], device=tokens.device)
+            return positions < lengths[:, None]
+        if attention_mask is None:
+            return torch.ones_like(tokens, dtype=torch.bool)
+        if attention_mask.shape != tokens.shape:
+            raise ValueError(f"attention_mask must have the shape of tokens "
+                             f"{tuple(tokens.shape)}, got {tuple(attention_mask.shape)}")
+        mask = attention_mask.bool()
+        if not mask.any(1).all():
+            raise ValueError("every sample needs at least one real token")
+        return mask
+
+    def encode(self, summed: torch.Tensor, mask: torch.Tensor, need_probs: bool = True):
+        """Summed embeddings (B, T, H), mask (B, T) -> (hidden states (B, T, H),
+        [attention probabilities (B, heads, T, T)] per layer); ``need_probs=False``: no
+        probabilities (an empty list), fused attention where it computes the same."""
+        x = F.dropout(self.embedding_norm(summed), self.dropout, self.training)
+        mask_bias = torch.zeros(mask.shape, dtype=x.dtype, device=x.device)
+        mask_bias = mask_bias.masked_fill_(~mask, torch.finfo(x.dtype).min)[:, None, None]
+        attentions = []
+        for layer in self.layers:
+            x, probs = layer(x, mask_bias, need_probs)
+            if need_probs:
+                attentions.append(probs)
+        return x, attentions
+
+    def head(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Hidden states (B, T, H), mask (B, T) -> logits (B, C): pooling, B-cos pooler,
+        B-cos classifier, fixed logit bias."""
+        if self.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            weights = mask.to(hidden.dtype).unsqueeze(-1)
+            pooled = (hidden * weights).sum(1) / weights.sum(1)
+        pooled = F.dropout(self.pooler(pooled), self.dropout, self.training)
+        return self.classifier(pooled) + self.logit_bias
+
+    def forward_with_attention(self, tokens: torch.Tensor,
+                               lengths: torch.Tensor | None = None, *,
+                               attention_mask: torch.Tensor | None = None,
+                               token_types: torch.Tensor | None = None,
+                               embedded: torch.Tensor | None = None, need_probs: bool = True):
+        """As :meth:`forward` -> (logits (B, C), [attention probabilities (B, heads, T, T)]
+        per layer), the latter for attention and rollout baselines."""
+        mask = self.padding_mask(tokens, lengths, attention_mask)
+        words = self.embed(tokens) if embedded is None else embedded
+        summed = words + self.position_type_embeddings(tokens, token_types)
+        hidden, attentions = self.encode(summed, mask, need_probs)
+        return self.head(hidden, mask), attentions
+
+    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor | None = None, *,
+                attention_mask: torch.Tensor | None = None,
+                token_types: torch.Tensor | None = None,
+                embedded: torch.Tensor | None = None) -> torch.Tensor:
+        """tokens (B, T) ids; ``lengths`` (B,) or ``attention_mask`` (B, T) mark the real
+        tokens; ``token_types`` (B, T) (default 0); ``embedded`` (B, T, H) replaces
+        ``embed(tokens)`` (gradient attributions, embedding perturbations). -> logits (B, C).
+        """
+        return self.forward_with_attention(tokens, lengths, attention_mask=attention_mask,
+                                           token_types=token_types, embedded=embedded,
+                                           need_probs=False)[0]
+
+    # -- explanation -------------------------------------------------------------------------
+    def contributions(self, tokens: torch.Tensor, lengths: torch.Tensor | None = None,
+                      target=None, *, attention_mask: torch.Tensor | None = None,
+                      token_types: torch.Tensor | None = None) -> PieceContributions:
+        """Exact B-cos explanation of the ``target`` logits (default: the predicted classes;
+        an int or (B,) class indices): one forward and one backward pass in explanation
+        mode. The model is not changed; call it in eval mode (dropout is random)."""
+        mask = self.padding_mask(tokens, lengths, attention_mask)
+        with explanation_mode(), torch.enable_grad():
+            words = self.embed(tokens).detach()
+            position_type = self.position_type_embeddings(tokens, token_types).detach()
+            summed = (words + position_type).requires_grad_()
+            logits = self.head(self.encode(summed, mask, need_probs=False)[0], mask)
+            target = self._check_target(target, logits)
+            weight, = torch.autograd.grad(logits.gather(1, target[:, None]).sum(), summed)
+        return PieceContributions(
+            pieces=(weight * words).sum(-1),
+            position_type=(weight * position_type).sum((1, 2)),
+            bias=logits.new_full(target.shape, self.logit_bias),
+            logits=logits.detach(), target=target)
+
+    @staticmethod
+    def _check_target(target, logits: torch.Tensor) -> torch.Tensor:
+        """None, an int or (B,) class indices -> (B,) int64 class indices."""
+        n, n_classes = logits.shape
+        if target is None:
+            return logits.detach().argmax(1)
+        target = torch.as_tensor(target, device=logits.device)
+        if target.is_floating_point() or target.dtype == torch.bool:
+            raise TypeError(f"target must hold class indices, got dtype {target.dtype}")
+        target = target.long().expand(n) if target.dim() == 0 else target.long()
+        if target.shape != (n,):
+            raise ValueError(f"target must be an int or have shape ({n},), got "
+                             f"{tuple(target.shape)}")
+        if target.min() < 0 or target.max() >= n_classes:
+            raise ValueError(f"target must lie in [0, {n_classes}), got {target.tolist()}")
+        return target

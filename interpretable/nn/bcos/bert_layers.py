@@ -1,0 +1,193 @@
+"""Layers of the B-cos BERT encoder (B-cos LM, Wang et al., TMLR 2025), as converted from a
+pretrained BERT: B-cos linear layers without MaxOut or scale factor, ``x·Φ(x)``, bias-free
+LayerNorm and post-LN attention / feed-forward blocks.
+
+Each is dynamic linear (see :mod:`interpretable.nn.bcos.layers`): the attention probabilities, the
+GELU gate ``Φ(x)``, the LayerNorm scale ``1/σ`` and the B-cos factors ``|cos|^(B-1)`` are
+dynamic weights, constants inside :func:`~interpretable.nn.bcos.layers.explanation_mode`.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .layers import BcosLinear, dynamic_weight
+
+__all__ = ["BcosBertLayer", "BcosFeedForward", "BcosLayerNorm", "BcosSelfAttention",
+           "BertBcosLinear", "alignment_gain", "gated_gelu", "unscaled_bcos_linear"]
+
+
+def alignment_gain(fan_in: int, b: float) -> float:
+    """``E|ŵᵀx| / E(|cos(x, ŵ)|^(B-1) |ŵᵀx|)`` for inputs of random direction (``cos ~
+    N(0, 1/fan_in)``): ``√2 · fan_in^((B-1)/2) / (2^(B/2) Γ((B+1)/2))``, 1 at B = 1 (4.1 for
+    384 inputs at B = 1.5, 15.6 at B = 2). A B-cos layer scaled by it has, at conversion, the
+    output magnitude of the plain linear map of its unit-norm rows."""
+    return math.sqrt(2) * fan_in ** ((b - 1) / 2) / (2 ** (b / 2) * math.gamma((b + 1) / 2))
+
+
+class BertBcosLinear(BcosLinear):
+    """The B-cos linear layer of a converted BERT (one unit per output): a constant gain
+    (``matched``: :func:`alignment_gain` of its exponent), an exponent that can be annealed
+    from 1 while training (:meth:`anneal`), and a forward pass without gradients computed in
+    place: ``a · (|a| / ‖x‖)^(B-1)`` in four passes over the outputs and one allocation
+    (``sqrt`` at B = 1.5). With gradients (training, explanation mode) the forward pass is
+    :class:`BcosLinear`'s."""
+
+    def __init__(self, in_features: int, out_features: int, b: float, matched: bool = False):
+        gain = alignment_gain(in_features, b) if matched else 1.0
+        super().__init__(in_features, out_features, b=b, max_out=1,
+                         scale=gain * math.sqrt(in_features))  # γ = scale / √in_features
+        self.target_b, self.matched = float(b), bool(matched)
+
+    def anneal(self, progress: float) -> None:
+        """Set the exponent to ``1 + progress · (B - 1)`` (``progress`` in [0, 1]; 1: the
+        layer's own B) and the gain to match it."""
+        self.b = 1.0 + min(max(progress, 0.0), 1.0) * (self.target_b - 1.0)
+        self.scale = alignment_gain(self.in_features, self.b) if self.matched else 1.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.is_grad_enabled() or self.b == 1:
+            return super().forward(x)
+        lin = F.linear(x, self._scaled_unit_weight())
+        factor = lin.abs().mul_(self._inv_norm(x))
+        if self.b == 1.5:
+            factor.sqrt_()
+        elif self.b != 2:
+            factor.pow_(self.b - 1)
+        return lin.mul_(factor)
+
+
+def unscaled_bcos_linear(in_features: int, out_features: int, b: float,
+                         matched: bool = False) -> BertBcosLinear:
+    """B-cos LM's linear layer ``γ |cos(x, ŵ)|^(B-1) ŵᵀx``: unit-norm rows, no MaxOut and
+    γ = 1 (the scale factor f = √in_features cancels :class:`BcosLinear`'s 1/√in_features),
+    or with ``matched`` γ = :func:`alignment_gain` (a constant: the layer stays dynamic
+    linear). B = 1 gives the plain linear map of the unit-norm rows."""
+    return BertBcosLinear(in_features, out_features, b, matched)
+
+
+def _fusable() -> bool:
+    """Whether the attention probabilities may be computed inside a fused kernel: always
+    without gradients, and with gradients unless they are dynamic weights held constant
+    (explanation mode)."""
+    if not torch.is_grad_enabled():
+        return True
+    with dynamic_weight():
+        return torch.is_grad_enabled()
+
+
+def gated_gelu(x: torch.Tensor) -> torch.Tensor:
+    """GELU as ``x·Φ(x)`` with the gate ``Φ(x)`` (standard normal CDF) a dynamic weight
+    (without gradients: the fused ``F.gelu``, the same function)."""
+    if not torch.is_grad_enabled():
+        return F.gelu(x)
+    with dynamic_weight():
+        gate = torch.special.ndtr(x)
+    return x * gate
+
+
+class BcosLayerNorm(nn.Module):
+    """Bias-free LayerNorm ``γ ⊙ (x - mean(x)) / σ(x)`` with ``1/σ(x)`` a dynamic weight:
+    (..., D) -> (..., D) (without gradients: the fused ``F.layer_norm``, the same function)."""
+
+    def __init__(self, dim: int, eps: float = 1e-12):
+        super().__init__()
+        self.eps = float(eps)
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not torch.is_grad_enabled():  # the same function, fused
+            return F.layer_norm(x, self.weight.shape, self.weight, None, self.eps)
+        centred = x - x.mean(-1, keepdim=True)
+        with dynamic_weight():
+            inv_std = torch.rsqrt(centred.square().mean(-1, keepdim=True) + self.eps)
+        return centred * inv_std * self.weight
+
+    def extra_repr(self) -> str:
+        return f"{self.weight.shape[0]}, eps={self.eps}"
+
+
+class BcosSelfAttention(nn.Module):
+    """Post-LN self-attention block: bias-free Q/K/V, softmax probabilities as a dynamic
+    weight, B-cos output projection, residual, :class:`BcosLayerNorm`.
+    ``forward(x (B, T, H), mask_bias (B, 1, 1, T)) -> (out (B, T, H), probs (B, h, T, T))``."""
+
+    def __init__(self, hidden_size: int, num_heads: int, b: float, eps: float, dropout: float,
+                 attention_dropout: float, matched: bool = False):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = hidden_size // num_heads
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.query = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.key = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.value = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.output = unscaled_bcos_linear(hidden_size, hidden_size, b, matched)
+        self.norm = BcosLayerNorm(hidden_size, eps)
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, H) -> (B, heads, T, head_dim)."""
+        return x.unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
+
+    def probabilities(self, x: torch.Tensor, mask_bias: torch.Tensor) -> torch.Tensor:
+        """Attention probabilities (B, heads, T, T), exactly 0 on padded keys; a dynamic
+        weight."""
+        with dynamic_weight():
+            query, key = self._split_heads(self.query(x)), self._split_heads(self.key(x))
+            scores = query @ key.transpose(-1, -2) / math.sqrt(self.head_dim)
+            return (scores + mask_bias).softmax(-1)
+
+    def forward(self, x: torch.Tensor, mask_bias: torch.Tensor, need_probs: bool = True):
+        """``need_probs=False`` returns None for the probabilities and, unless gradients must
+        treat them as constants (explanation mode), mixes with the fused
+        ``scaled_dot_product_attention`` (the same function, faster)."""
+        value = self._split_heads(self.value(x))
+        if need_probs or not _fusable():
+            probs = self.probabilities(x, mask_bias)
+            mixing = F.dropout(probs, self.attention_dropout, self.training)
+            context = mixing @ value
+        else:
+            probs = None
+            context = F.scaled_dot_product_attention(
+                self._split_heads(self.query(x)), self._split_heads(self.key(x)), value,
+                attn_mask=mask_bias, dropout_p=self.attention_dropout if self.training else 0.0)
+        out = F.dropout(self.output(context.transpose(1, 2).flatten(2)), self.dropout,
+                        self.training)
+        return self.norm(x + out), probs
+
+
+class BcosFeedForward(nn.Module):
+    """Post-LN feed-forward block: B-cos intermediate layer, ``x·Φ(x)``, B-cos output layer,
+    residual, :class:`BcosLayerNorm`. (B, T, H) -> (B, T, H)."""
+
+    def __init__(self, hidden_size: int, intermediate_size: int, b: float, eps: float,
+                 dropout: float, matched: bool = False):
+        super().__init__()
+        self.dropout = dropout
+        self.intermediate = unscaled_bcos_linear(hidden_size, intermediate_size, b, matched)
+        self.output = unscaled_bcos_linear(intermediate_size, hidden_size, b, matched)
+        self.norm = BcosLayerNorm(hidden_size, eps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.output(gated_gelu(self.intermediate(x)))
+        return self.norm(x + F.dropout(out, self.dropout, self.training))
+
+
+class BcosBertLayer(nn.Module):
+    """One encoder layer: (B, T, H), mask bias -> ((B, T, H), probabilities (B, h, T, T) or
+    None with ``need_probs=False``)."""
+
+    def __init__(self, hidden_size: int, num_heads: int, intermediate_size: int, b: float,
+                 eps: float, dropout: float, attention_dropout: float, matched: bool = False):
+        super().__init__()
+        self.attention = BcosSelfAttention(hidden_size, num_heads, b, eps, dropout,
+                                           attention_dropout, matched)
+        self.feed_forward = BcosFeedForward(hidden_size, intermediate_size, b, eps, dropout,
+                                            matched)
+
+    def forward(self, x: torch.Tensor, mask_bias: torch.Tensor, need_probs: bool = True):
+        x, probs = self.attention(x, mask_bias, need_probs)
+        return self.feed_forward(x), probs

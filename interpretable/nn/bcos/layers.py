@@ -1,0 +1,327 @@
+"""B-cos layers (Böhle et al., "B-cos Networks" and "Holistically Explainable Vision
+Transformers"): the B-cos linear and convolution layers, the ``[x, 1 - x]`` image encoding and
+the per-thread explanation mode shared by every B-cos network of the package.
+
+Each layer computes with the implementation chosen at construction (``implementation=``, default
+``"auto"``) or for the calls of one thread (:func:`~interpretable.nn.bcos.kernels.
+bcos_implementation`): the reference computation, or fused kernels that give the same outputs
+and explanations faster (see :mod:`interpretable.nn.bcos.kernels`).
+
+Every component is *dynamic linear*: its output is ``W(x) x`` for an input-dependent matrix
+``W(x)``. Inside :func:`explanation_mode` the dynamic parts of ``W(x)`` (the ``|cos|^(B-1)``
+scales, MaxOut selections, attention matrices, LayerNorm on the query/key path) are treated as
+constants, so one backward pass gives ``x.grad == W(x)`` and ``W(x) ⊙ x`` sums exactly to the
+output (minus the fixed logit bias).
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import math
+from typing import Iterator, Sequence
+
+import torch
+from torch import nn
+from torch.autograd.function import once_differentiable
+from torch.nn import functional as F
+
+from .kernels import (
+    bcos_implementation,
+    check_implementation,
+    compiled,
+    linear,
+    resolve_implementation,
+)
+
+__all__ = [
+    "BcosLinear",
+    "BcosConv2d",
+    "bcos_implementation",
+    "explanation_mode",
+    "explaining",
+    "dynamic_weight",
+    "encode_image",
+    "conv_layout",
+]
+
+# A context variable, not a module attribute: explaining in one thread never changes what
+# another thread computes with the same module (new threads start with the default).
+_EXPLAINING: contextvars.ContextVar[bool] = contextvars.ContextVar("bcos_explaining",
+                                                                  default=False)
+
+
+@contextlib.contextmanager
+def explanation_mode() -> Iterator[None]:
+    """Treat the dynamic weights of every B-cos component as constants, in this thread only.
+
+    Within the context the forward pass is numerically unchanged, but gradients flow only
+    through the effective linear maps, so ``d out / d x == W(x)``. No module is modified.
+    """
+    token = _EXPLAINING.set(True)
+    try:
+        yield
+    finally:
+        _EXPLAINING.reset(token)
+
+
+def explaining() -> bool:
+    """Whether this thread is inside :func:`explanation_mode`."""
+    return _EXPLAINING.get()
+
+
+def dynamic_weight() -> contextlib.AbstractContextManager:
+    """Context for computing a dynamic weight: a constant (no autograd graph) in explanation
+    mode, differentiable otherwise."""
+    return torch.no_grad() if _EXPLAINING.get() else contextlib.nullcontext()
+
+
+class _MaxOut2(torch.autograd.Function):
+    """MaxOut over two units: ``max(a, b)`` of the contiguous halves ``a, b`` of ``lin`` along
+    ``dim``. The gradient goes to ``a`` where ``a >= b``, else to ``b``, computed in place in
+    the gradient of ``lin`` (``torch.maximum``'s backward, which splits ties, allocates and
+    passes over the data several times more)."""
+
+    @staticmethod
+    def forward(ctx, lin: torch.Tensor, dim: int) -> torch.Tensor:
+        ctx.save_for_backward(lin)
+        ctx.dim = dim
+        return torch.maximum(*lin.chunk(2, dim))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        lin, = ctx.saved_tensors
+        a, b = lin.chunk(2, ctx.dim)
+        grad_lin = torch.empty_like(lin)
+        grad_a, grad_b = grad_lin.chunk(2, ctx.dim)
+        # a - b >= 0 exactly when a >= b (gradual underflow); a float mask, no bool temporaries
+        torch.sub(a, b, out=grad_a).ge_(0).mul_(grad)
+        torch.sub(grad, grad_a, out=grad_b)
+        return grad_lin, None
+
+
+def _maxout(lin: torch.Tensor, max_out: int, dim: int) -> torch.Tensor:
+    """Elementwise maximum over the ``max_out`` contiguous blocks of units of ``lin`` along
+    ``dim``: (..., max_out·C, ...) -> (..., C, ...). ``lin`` is a temporary (it may be
+    overwritten)."""
+    if max_out == 1:
+        return lin
+    if max_out == 2:
+        if not torch.is_grad_enabled():  # no graph: overwrite the first half, no allocation
+            a, b = lin.chunk(2, dim)
+            return torch.maximum(a, b, out=a)
+        return _MaxOut2.apply(lin, dim)
+    return functools.reduce(torch.maximum, lin.chunk(max_out, dim))
+
+
+def _scale_winners(lin: torch.Tensor, inv_norm: torch.Tensor, b: float, max_out: int, dim: int,
+                   explaining: bool) -> torch.Tensor:
+    """MaxOut and the B-cos scale in one expression (the ``"compiled"`` epilogue: one kernel):
+    the winners ``a`` of ``lin`` (gradient to the first block on ties, as :class:`_MaxOut2`)
+    times ``|a · inv_norm|^(B-1)``, a constant when ``explaining``."""
+    blocks = lin.chunk(max_out, dim)
+    if max_out == 2:
+        selected = torch.where(blocks[0] >= blocks[1], *blocks)
+    else:
+        selected = functools.reduce(torch.maximum, blocks)
+    if b == 1:
+        return selected
+    factor = selected.abs() * inv_norm
+    if b != 2:
+        factor = factor.clamp_min(1e-12).pow(b - 1)
+    if explaining:
+        factor = factor.detach()
+    return selected * factor.to(selected.dtype)
+
+
+def conv_layout(x: torch.Tensor) -> torch.Tensor:
+    """``x`` (B, C, H, W) in the faster memory layout for the convolutions of its device.
+
+    On CPU channels-last convolutions are several times faster, and their (B, h, w, D) output
+    is already the token layout; cuDNN's channels-last float32 kernels for a 6-channel input
+    are slower than the default layout (1.25 ms vs well under 1 ms for a ViT-Ti stem on an
+    H100), so other devices keep it.
+    """
+    return x.contiguous(memory_format=torch.channels_last) if x.device.type == "cpu" else x
+
+
+def encode_image(x: torch.Tensor) -> torch.Tensor:
+    """``[x, 1 - x]`` channel encoding: (B, C, H, W) in [0, 1] -> (B, 2C, H, W).
+
+    The colour of each pixel is then fixed by the angle of its encoding vector, which makes
+    ``W(x)`` visualisable in colour.
+    """
+    return torch.cat([x, 1.0 - x], dim=1)
+
+
+class _BcosBase(nn.Module):
+    """Shared B-cos computation: ``out = γ · |cos(x, ŵ)|^(B-1) · ŵᵀx``, MaxOut over units.
+
+    The weight's first dimension holds ``max_out`` contiguous blocks of ``out_features``
+    units; output j is the maximum over the blocks of their unit j. ``implementation`` is one of
+    :data:`~interpretable.nn.bcos.kernels.IMPLEMENTATIONS`.
+    """
+
+    implementation = "auto"  # the class default keeps modules pickled before it loadable
+
+    def __init__(self, fan_in: int, out_features: int, b: float, max_out: int,
+                 scale: float | None, implementation: str = "auto"):
+        super().__init__()
+        self.implementation = check_implementation(implementation)
+        if max_out < 1:
+            raise ValueError(f"max_out must be >= 1, got {max_out}")
+        if b < 1:
+            raise ValueError(f"b (the B-cos exponent) must be >= 1, got {b}")
+        self.fan_in = fan_in
+        self.out_features = out_features
+        self.b = float(b)
+        self.max_out = int(max_out)
+        # γ = f / sqrt(fan_in); f = 1 unless given (the paper's f = 15, 20, 25).
+        self.scale = (1.0 if scale is None else float(scale)) / math.sqrt(fan_in)
+
+    def reset_parameters(self) -> None:
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+
+    def _scaled_unit_weight(self) -> torch.Tensor:
+        """``γ^(1/B) ŵ`` with unit-norm rows ``ŵ``. For ``a = γ^(1/B) ŵᵀx``,
+        ``|a / ‖x‖|^(B-1) · a = γ |cos(x, ŵ)|^(B-1) ŵᵀx``: γ costs no pass over the outputs."""
+        w = self.weight
+        norm = torch.linalg.vector_norm(w, dim=tuple(range(1, w.dim())), keepdim=True)
+        return w * (self.scale ** (1.0 / self.b) / norm.clamp_min(1e-12))
+
+    def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
+        """``1/‖x‖`` of every input vector (patch), broadcastable to the outputs."""
+        raise NotImplementedError
+
+    def _responses(self, x: torch.Tensor, weight: torch.Tensor, fused: bool) -> torch.Tensor:
+        """Responses ``weightᵀx`` of all units (units along :attr:`_unit_dim`)."""
+        raise NotImplementedError
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        implementation = resolve_implementation(self.implementation, x, _EXPLAINING.get())
+        lin = self._responses(x, self._scaled_unit_weight(), implementation != "reference")
+        if implementation != "compiled" or self.b == 1:
+            return self._bcos(x, lin)
+        with dynamic_weight():
+            inv_norm = self._inv_norm(x)
+        # the subclass's own compiled copy of _scale_winners (one kernel)
+        return self._scale_winners(lin, inv_norm, self.b, self.max_out, self._unit_dim,
+                                   _EXPLAINING.get())
+
+    def _factor(self, x: torch.Tensor, selected: torch.Tensor):
+        """Dynamic scale ``|a/‖x‖|^(B-1)`` of the MaxOut winners ``a``; a constant in
+        explanation mode."""
+        if self.b == 1:
+            return 1.0
+        with dynamic_weight():
+            factor = selected.abs().mul_(self._inv_norm(x))
+            if self.b != 2:
+                factor = factor.clamp_min(1e-12).pow(self.b - 1)
+        return factor
+
+    def _bcos(self, x: torch.Tensor, lin: torch.Tensor) -> torch.Tensor:
+        """MaxOut, then the B-cos scale of the winners: responses ``a`` of all units to ``x``
+        -> ``|a/‖x‖|^(B-1)·a``. The output increases with ``a`` (``‖x‖`` is shared), so MaxOut
+        compares the raw responses."""
+        selected = _maxout(lin, self.max_out, self._unit_dim)
+        if self.b == 1:
+            return selected
+        factor = self._factor(x, selected)
+        # in place unless autograd needs the winners for the factor's gradient (training)
+        return selected * factor if factor.requires_grad else selected.mul_(factor)
+
+
+class BcosLinear(_BcosBase):
+    """B-cos linear layer: (..., in_features) -> (..., out_features); no bias.
+
+    ``b`` is the exponent B (B=1 gives a plain linear layer on unit-norm weights), ``max_out``
+    the number of units per output pooled by MaxOut, ``scale`` the factor f in γ = f/√in,
+    ``implementation`` how to compute (:mod:`~interpretable.nn.bcos.kernels`).
+    """
+
+    _unit_dim = -1
+    _scale_winners = staticmethod(compiled(_scale_winners, "bcos_linear_scale_winners"))
+
+    def __init__(self, in_features: int, out_features: int, b: float = 2.0, max_out: int = 2,
+                 scale: float | None = None, implementation: str = "auto"):
+        super().__init__(in_features, out_features, b, max_out, scale, implementation)
+        self.in_features = in_features
+        self.weight = nn.Parameter(torch.empty(self.max_out * out_features, in_features))
+        self.reset_parameters()
+
+    def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(1e-12).reciprocal()
+
+    def _responses(self, x: torch.Tensor, weight: torch.Tensor, fused: bool) -> torch.Tensor:
+        return linear(x, weight) if fused else F.linear(x, weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if resolve_implementation(self.implementation, x, _EXPLAINING.get()) == "reference":
+            return super().forward(x)
+        # fused: on the rows of a 2-d view, the product is no view, so the in-place steps
+        # modify it without autograd copying views; one compiled variant for every rank
+        out = super().forward(x.reshape(-1, self.in_features))
+        return out.view(*x.shape[:-1], self.out_features)
+
+    def forward_parts(self, x: torch.Tensor, parts: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """Map each additive part of ``x`` through the effective linear map ``W(x)``.
+
+        The dynamic factors and MaxOut winners come from the full ``x``; when
+        ``sum(parts) == x`` the outputs sum exactly to ``forward(x)``.
+        parts: each (..., in) -> list of (..., out).
+        """
+        w = self._scaled_unit_weight()
+        lin = F.linear(x, w)
+        blocks = (self.max_out, self.out_features)
+        winner = lin.unflatten(-1, blocks).argmax(-2, keepdim=True)
+
+        def select(responses):
+            return responses.unflatten(-1, blocks).gather(-2, winner).squeeze(-2)
+
+        factor = self._factor(x, select(lin))
+        return [select(F.linear(p, w)) * factor for p in parts]
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"b={self.b}, max_out={self.max_out}")
+
+
+class BcosConv2d(_BcosBase):
+    """B-cos convolution: (B, C_in, H, W) -> (B, C_out, H', W'); no bias, zero padding.
+
+    The cosine uses the norm of each input patch (all channels of the kernel window);
+    ``patch_norm_eps`` is added to its square (the ``bcos`` package's layers use 1e-6).
+    """
+
+    _unit_dim = 1
+    _scale_winners = staticmethod(compiled(_scale_winners, "bcos_conv_scale_winners"))
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
+                 padding: int = 0, b: float = 2.0, max_out: int = 2, scale: float | None = None,
+                 patch_norm_eps: float = 0.0, implementation: str = "auto"):
+        super().__init__(in_channels * kernel_size ** 2, out_channels, b, max_out, scale,
+                         implementation)
+        self.in_channels = in_channels
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.padding = padding
+        self.patch_norm_eps = float(patch_norm_eps)
+        self.weight = nn.Parameter(
+            torch.empty(self.max_out * out_channels, in_channels, kernel_size, kernel_size))
+        self.reset_parameters()
+
+    def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
+        # ‖patch‖² at every output position: a window sum of the per-pixel squared norms
+        pixel_sq_norm = torch.linalg.vector_norm(x, dim=1, keepdim=True).square()
+        ones = x.new_ones(1, 1, self.kernel_size, self.kernel_size)
+        sq_norm = F.conv2d(pixel_sq_norm, ones, stride=self.stride, padding=self.padding)
+        return sq_norm.add_(self.patch_norm_eps).clamp_min(1e-24).rsqrt()
+
+    def _responses(self, x: torch.Tensor, weight: torch.Tensor, fused: bool) -> torch.Tensor:
+        return F.conv2d(x, weight, stride=self.stride, padding=self.padding)
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels}, {self.out_features}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, padding={self.padding}, b={self.b}, "
+                f"max_out={self.max_out}, patch_norm_eps={self.patch_norm_eps}")
