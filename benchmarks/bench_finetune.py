@@ -53,7 +53,7 @@ class OneHotLoss(BcosViTClassifier):
 
 def _no_imprinting():
     """Ablation: the new classifier keeps its random initialisation."""
-    return mock.patch("interpretable.estimators.vision.hooks.imprint_classifier",
+    return mock.patch("interpretable.estimators.vision.estimators.imprint_classifier",
                       lambda module, features, y: module)
 
 

@@ -98,7 +98,7 @@ def sequence_curves() -> list[dict]:
 
 def main():
     from interpretable import DiversityLSTMClassifier, EmbeddingBagClassifier, SEATClassifier
-    from interpretable.estimators.seat.variants import SEAT
+    from interpretable.estimators.seat import SEAT
 
     torch.set_num_threads(1)
     small = dict(embed_dim=32, max_epochs=1, random_state=0)

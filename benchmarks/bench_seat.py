@@ -24,7 +24,7 @@ def epoch_times(encoder, n_train, epochs, repeats, pgd_steps, hidden_size):
     from sklearn.frozen import FrozenEstimator
 
     from interpretable import SEATClassifier
-    from interpretable.estimators.seat.variants import SEAT, Vanilla
+    from interpretable.estimators.seat import SEAT, Vanilla
     from interpretable.datasets import load_rotten_tomatoes
 
     X, y = load_rotten_tomatoes(return_X_y=True)

@@ -23,7 +23,7 @@ import numpy as np
 
 from interpretable import SEATClassifier
 from interpretable.datasets import load_rotten_tomatoes
-from interpretable.estimators.seat.variants import SEAT
+from interpretable.estimators.seat import SEAT
 from interpretable.metrics import embedding_stability
 
 X, y = load_rotten_tomatoes(return_X_y=True)

@@ -49,7 +49,7 @@ MOVED_MODULES = {
     "interpretable.estimators.bert_callbacks": "interpretable.estimators.bert.callbacks",
     "interpretable.estimators.explainers.bcos_text": "interpretable.estimators.bert.explainers",
     "interpretable.estimators.vision_base": "interpretable.estimators.vision.base",
-    "interpretable.estimators.bcos_vit_hooks": "interpretable.estimators.vision.hooks",
+    "interpretable.estimators.bcos_vit_hooks": "interpretable.estimators.vision.estimators",
     "interpretable.estimators.pretrained": "interpretable.estimators.vision.pretrained",
     "interpretable.estimators.augmentation": "interpretable.estimators.vision.augmentation",
     "interpretable.estimators.explainers.image": "interpretable.estimators.vision.explainers",

@@ -17,7 +17,7 @@ from conformance.cases import CASES, Case, _sentiment
 
 import interpretable
 from interpretable import SEATClassifier
-from interpretable.estimators.seat.variants import (
+from interpretable.estimators.seat import (
     SEAT,
     AttentionAT,
     AttentionRP,

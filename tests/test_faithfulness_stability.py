@@ -10,7 +10,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 
 from interpretable import AttentionTextClassifier, DiversityLSTMClassifier, SEATClassifier
-from interpretable.estimators.seat.variants import SEAT, Vanilla
+from interpretable.estimators.seat import SEAT, Vanilla
 from interpretable.explanation import TokenExplanation
 from interpretable.metrics import (
     comprehensiveness,

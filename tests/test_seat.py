@@ -255,7 +255,7 @@ from sklearn.exceptions import NotFittedError  # noqa: E402
 from sklearn.frozen import FrozenEstimator  # noqa: E402
 
 from interpretable import AttentionTextClassifier, SEATClassifier  # noqa: E402
-from interpretable.estimators.seat.variants import (  # noqa: E402
+from interpretable.estimators.seat import (  # noqa: E402
     SEAT,
     VARIANTS,
     AttentionAT,

@@ -19,7 +19,7 @@ from interpretable import (
     ISANSequenceTagger,
     SEATClassifier,
 )
-from interpretable.estimators.seat.variants import SEAT
+from interpretable.estimators.seat import SEAT
 
 
 def _embedding_bag(**params):

@@ -192,7 +192,7 @@ def test_text_encoder_is_a_grid_searchable_nested_parameter():
 
 def test_seat_on_a_fitted_diversity_lstm_base():
     from interpretable import DiversityLSTMClassifier, SEATClassifier
-    from interpretable.estimators.seat.variants import SEAT
+    from interpretable.estimators.seat import SEAT
 
     X, y, X_test = CASES[0].data()
     base = DiversityLSTMClassifier(cell="orthogonal", embed_dim=8, hidden_size=8, max_epochs=2,

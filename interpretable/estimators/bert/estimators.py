@@ -5,7 +5,7 @@ whose word-piece contributions are exact, and the conventional one it is compare
   all-MiniLM-L6-v2 by default) into a B-cos network
   (:class:`~interpretable.nn.bcos.bert.BcosBertClassifier`) and fine-tunes it; its default
   explanation (``"inherent"``) is exact: per word piece or per word, plus the share of the
-  position and token-type embeddings (:mod:`.explainers.bcos_text`);
+  position and token-type embeddings (:mod:`.explainers`);
 * :class:`BertTextClassifier` fine-tunes the same encoder conventionally (pooling + linear
   layer, same schedule); attention, rollout and the gradient methods explain it post hoc.
 
@@ -30,10 +30,8 @@ from ...nn.bert_classifier import BertClassifier
 from ...text import WordPieceEncoder
 from ...validation import check_targets
 from ..core.base import Batch
-from ..core.nets import LearningRateSchedule
 from ..core.params import stores_params
 from ..text.base import TextClassifierBase, trim_collate
-from .callbacks import AnnealExponent
 from .checkpoint import BertCheckpoint
 from .explainers import BcosTextContributions, BertAttention, BertRollout
 
@@ -206,6 +204,8 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
 
     def _callbacks(self) -> list:
         """BERT's learning-rate schedule: linear warm-up, then linear decay to 0."""
+        from ..core.nets import LearningRateSchedule  # skorch: imported at the first fit
+
         return [("lr_schedule", LearningRateSchedule(self.warmup, decay="linear"))]
 
     # ------------------------------------------------------------------ forward
@@ -354,6 +354,8 @@ class BcosTextClassifier(BertTextClassifier):
 
     def _callbacks(self) -> list:
         """BERT's learning-rate schedule and the annealing of the exponent."""
+        from .callbacks import AnnealExponent  # skorch: imported at the first fit
+
         callbacks = super()._callbacks()
         if self.b_anneal and not self._continues():
             callbacks.append(("anneal_b", AnnealExponent(self.b_anneal)))

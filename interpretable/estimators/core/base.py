@@ -1,6 +1,6 @@
 """The scikit-learn surface of the neural estimators: parameter validation, ``fit`` (a
 transaction, see :mod:`.training`) and safe persistence; their inference (the one batching loop
-and ``explain``, dispatched to the explainer registry, :mod:`.explainers`) is the mixin
+and ``explain``, dispatched to the explainer registry, :mod:`.explainer`) is the mixin
 :class:`~.inference.BatchedInference` that :class:`NeuralEstimator` inherits.
 
 A concrete estimator subclasses :class:`NeuralEstimator` (or
@@ -33,6 +33,7 @@ from ...progress import SHOW_PROGRESS, report
 from ...validation import check_random_state_seed
 from .batch import Batch
 from .inference import BatchedInference
+from .persistence import load_estimator, save_estimator
 from .state import EstimatorState
 from .training import (
     TRAINING_CONSTRAINTS,
@@ -44,8 +45,10 @@ from .training import (
     with_defaults,
 )
 
-# TrainingDivergedError and TrainingNet keep their public home of version 0.1 here; skorch,
-# the explainers and persistence are imported when first used (importing an estimator is light)
+# TrainingDivergedError and TrainingNet keep their public home of version 0.1 here. The skorch
+# side (.nets: skorch takes ~0.8 s to import) is imported at the first fit, so importing the
+# estimators that need no skorch class at import time (the text classifiers, the ViTs) does
+# not import it (`python -X importtime -c "from interpretable import EmbeddingBagClassifier"`).
 __all__ = ["Batch", "NeuralEstimator", "SHOW_PROGRESS", "TrainingDivergedError",  # noqa: F822
            "TrainingNet"]
 
@@ -318,7 +321,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         True
         """
         self._check_fitted()
-        return import_module(".persistence", __package__).save_estimator(self, path)
+        return save_estimator(self, path)
 
     @classmethod
     def load(cls, path, device="auto"):
@@ -363,7 +366,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         >>> EmbeddingBagClassifier.load("saved_model", device="cpu").classes_
         array(['neg', 'pos'], dtype='<U3')
         """
-        return import_module(".persistence", __package__).load_estimator(cls, path, device)
+        return load_estimator(cls, path, device)
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "module_")

@@ -2,7 +2,7 @@
 checked, and the one loop every method runs through (batching in the estimator's inference
 order, per-sample options, targets, assembly).
 
-:class:`ExplainLoop` is a mixin of :class:`~.base.Explainer`: it calls the methods and reads the
+:class:`ExplainLoop` is a mixin of :class:`~.explainer.Explainer`: it calls the methods and reads the
 class attributes the explainer contract declares (``applies``, ``prepare``, ``attribute``,
 ``assemble``; ``name``, ``dtypes``, ``per_sample_options``).
 """
@@ -29,7 +29,7 @@ def _rows(value) -> list:
 
 
 class ExplainLoop:
-    """Mixin of :class:`~.base.Explainer`: its options and the shared explain loop.
+    """Mixin of :class:`~.explainer.Explainer`: its options and the shared explain loop.
 
     Examples
     --------

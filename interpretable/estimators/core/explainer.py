@@ -297,7 +297,7 @@ def describe_explainers(estimators) -> str:
     --------
     >>> from interpretable import EmbeddingBagClassifier
     >>> from interpretable.estimators.explainers import describe_explainers
-    >>> print(describe_explainers([EmbeddingBagClassifier]).splitlines()[0][:58])
+    >>> print(describe_explainers([EmbeddingBagClassifier]).splitlines()[0][:60])
     - ``inherent`` (EmbeddingBagClassifier): Exact contributions
     """
     offered: dict[type, tuple[Explainer, list[str]]] = {}

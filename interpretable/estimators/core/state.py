@@ -32,6 +32,7 @@ from sklearn.utils._param_validation import validate_parameter_constraints
 from ...nn.tensors import resolve_device
 from .model_folder import FORMAT_VERSION
 from .persistence import from_jsonable, restore_estimator, to_jsonable
+from .training import is_fitted_attribute
 
 __all__ = ["EstimatorState", "estimator_state", "set_estimator_state", "trusted_types"]
 
@@ -76,11 +77,6 @@ class EstimatorState:
         return new
 
 
-def _is_fitted_attribute(name) -> bool:
-    return isinstance(name, str) and name.isidentifier() and name.endswith("_") \
-        and not name.startswith("_")
-
-
 def estimator_state(estimator) -> dict:
     """Return the plain-data state of an estimator (see the module docstring).
 
@@ -113,7 +109,7 @@ def estimator_state(estimator) -> dict:
         return state
     attributes = {}
     for name, value in vars(estimator).items():
-        if _is_fitted_attribute(name) and name not in _REBUILT:
+        if is_fitted_attribute(name) and name not in _REBUILT:
             try:
                 attributes[name] = to_jsonable(value)
             except TypeError:  # an object: rebuilt from the fitted state
@@ -170,7 +166,7 @@ def set_estimator_state(estimator, state) -> None:
         if not isinstance(attributes, dict):
             raise ValueError("the state's attributes must be a dict.")
         for name, value in attributes.items():
-            if not _is_fitted_attribute(name):
+            if not is_fitted_attribute(name):
                 raise ValueError(f"the state's attributes hold {name!r:.40}, which is not the "
                                  "name of a fitted attribute.")
             if name not in kept:

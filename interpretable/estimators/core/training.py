@@ -41,6 +41,7 @@ __all__ = [
     "check_sample_weight",
     "warm_started",
     "fit_transactionally",
+    "is_fitted_attribute",
     "TRAINING_DOC",
     "CLASS_WEIGHT_DOC",
     "expand_parameter_docs",
@@ -251,8 +252,11 @@ def warm_started(module_factory, previous: torch.nn.Module):
 
 
 # ---------------------------------------------------------------------------- the transaction
-def _is_fitted_attribute(name: str) -> bool:
-    return name.endswith("_") and not name.startswith("_")
+def is_fitted_attribute(name) -> bool:
+    """Whether ``name`` is a fitted attribute: an identifier ending in ``_`` that does not
+    start with ``_`` (scikit-learn's convention); what a fit moves in and a state holds."""
+    return isinstance(name, str) and name.isidentifier() and name.endswith("_") \
+        and not name.startswith("_")
 
 
 def fit_transactionally(estimator, fit, X, y, sample_weight):
@@ -268,11 +272,11 @@ def fit_transactionally(estimator, fit, X, y, sample_weight):
     y = list(y) if isinstance(y, Iterator) else y
     work = copy.copy(estimator)
     if not (estimator.warm_start and estimator.__sklearn_is_fitted__()):
-        for name in [k for k in vars(work) if _is_fitted_attribute(k)]:
+        for name in [k for k in vars(work) if is_fitted_attribute(k)]:
             delattr(work, name)
     fit(work, X, y, sample_weight)
     work.fitted_params_ = work.get_params(deep=False)
-    for name in [k for k in vars(estimator) if _is_fitted_attribute(k)]:
+    for name in [k for k in vars(estimator) if is_fitted_attribute(k)]:
         delattr(estimator, name)
-    estimator.__dict__.update({k: v for k, v in vars(work).items() if _is_fitted_attribute(k)})
+    estimator.__dict__.update({k: v for k, v in vars(work).items() if is_fitted_attribute(k)})
     return estimator

@@ -34,7 +34,7 @@ class Vanilla(SEATVariant):
     >>> from interpretable import SEATClassifier
     >>> X = ["good movie", "great film", "bad movie", "awful film"]
     >>> y = ["pos", "pos", "neg", "neg"]
-    >>> from interpretable.estimators.seat.variants import Vanilla
+    >>> from interpretable.estimators.seat import Vanilla
     >>> clf = SEATClassifier(variant=Vanilla(), embed_dim=8, hidden_size=8, max_epochs=1,
     ...                      random_state=0).fit(X, y)
     >>> clf.variant_
@@ -78,10 +78,10 @@ class _Robust(SEATVariant):
         Examples
         --------
         >>> import torch
-        >>> from interpretable.estimators.seat.variants import TrainingPhase
+        >>> from interpretable.estimators.seat import TrainingPhase
         >>> phase = TrainingPhase(module_factory=torch.nn.Identity, criterion=torch.nn.MSELoss(),
         ...                       X={}, y=torch.zeros(1))
-        >>> from interpretable.estimators.seat.variants import AttentionRP
+        >>> from interpretable.estimators.seat import AttentionRP
         >>> robust = AttentionRP().first_phase(phase, seed=0)
         >>> robust.options, sorted(robust.X)
         ({'validation': False}, ['labels'])
@@ -112,7 +112,7 @@ class AttentionRP(_Robust):
     >>> from interpretable import SEATClassifier
     >>> X = ["good movie", "great film", "bad movie", "awful film"]
     >>> y = ["pos", "pos", "neg", "neg"]
-    >>> from interpretable.estimators.seat.variants import AttentionRP
+    >>> from interpretable.estimators.seat import AttentionRP
     >>> clf = SEATClassifier(variant=AttentionRP(epsilon=0.5), embed_dim=8, hidden_size=8,
     ...                      max_epochs=1, random_state=0).fit(X, y)
     >>> clf.variant_
@@ -141,7 +141,7 @@ class AttentionAT(_Robust):
     >>> from interpretable import SEATClassifier
     >>> X = ["good movie", "great film", "bad movie", "awful film"]
     >>> y = ["pos", "pos", "neg", "neg"]
-    >>> from interpretable.estimators.seat.variants import AttentionAT
+    >>> from interpretable.estimators.seat import AttentionAT
     >>> clf = SEATClassifier(variant=AttentionAT(epsilon=0.5), embed_dim=8, hidden_size=8,
     ...                      max_epochs=1, random_state=0).fit(X, y)
     >>> clf.variant_
@@ -170,7 +170,7 @@ class WordAT(_Robust):
     >>> from interpretable import SEATClassifier
     >>> X = ["good movie", "great film", "bad movie", "awful film"]
     >>> y = ["pos", "pos", "neg", "neg"]
-    >>> from interpretable.estimators.seat.variants import WordAT
+    >>> from interpretable.estimators.seat import WordAT
     >>> clf = SEATClassifier(variant=WordAT(epsilon=0.5), embed_dim=8, hidden_size=8,
     ...                      max_epochs=1, random_state=0).fit(X, y)
     >>> clf.variant_

@@ -2,7 +2,7 @@
 
 ``SEATClassifier(variant=SEAT(...))`` first trains (or takes) a vanilla attention text
 classifier, then finds the stable attention ``w~`` by objective (6); the other variants of
-:mod:`.seat_variants` train the authors' loss or the paper's baselines. Every evaluation runs
+:mod:`.variants` train the authors' loss or the paper's baselines. Every evaluation runs
 the module in eval mode (no dropout).
 """
 

@@ -1,7 +1,7 @@
 """What a SEAT variant is to :class:`~interpretable.estimators.SEATClassifier`: the base of the
 variants and what its hooks hand the estimator to train.
 
-* :class:`SEATVariant` — the base of the variants (:mod:`.seat_variants`): a scikit-learn
+* :class:`SEATVariant` — the base of the variants (:mod:`.variants`): a scikit-learn
   parameter object whose hooks (:meth:`~SEATVariant.first_phase`,
   :meth:`~SEATVariant.second_phase`) say *what* to train;
 * :class:`TrainingPhase` — one phase to train: module, loss, data and training options;
@@ -47,7 +47,7 @@ class TrainingPhase:
     Examples
     --------
     >>> import torch
-    >>> from interpretable.estimators.seat.variants import TrainingPhase
+    >>> from interpretable.estimators.seat import TrainingPhase
     >>> phase = TrainingPhase(module_factory=torch.nn.Identity, criterion=torch.nn.MSELoss(),
     ...                       X={}, y=torch.zeros(1))
     >>> phase.options, phase.finish(phase.criterion) is phase.criterion
@@ -73,7 +73,7 @@ class RecordTerms(Callback):
     Examples
     --------
     >>> from interpretable import SEATClassifier
-    >>> from interpretable.estimators.seat.variants import SEAT
+    >>> from interpretable.estimators.seat import SEAT
     >>> X = ["good movie", "great film", "bad movie", "awful film"]
     >>> clf = SEATClassifier(variant=SEAT(epochs=1), embed_dim=8, hidden_size=8, max_epochs=1,
     ...                      random_state=0).fit(X, ["pos", "pos", "neg", "neg"])
@@ -93,7 +93,7 @@ class RecordTerms(Callback):
 
         Examples
         --------
-        >>> from interpretable.estimators.seat.variants import RecordTerms
+        >>> from interpretable.estimators.seat import RecordTerms
         >>> callable(RecordTerms().on_epoch_begin)
         True
         """
@@ -113,7 +113,7 @@ class RecordTerms(Callback):
 
         Examples
         --------
-        >>> from interpretable.estimators.seat.variants import RecordTerms
+        >>> from interpretable.estimators.seat import RecordTerms
         >>> callable(RecordTerms().on_batch_end)
         True
         """
@@ -134,7 +134,7 @@ class RecordTerms(Callback):
 
         Examples
         --------
-        >>> from interpretable.estimators.seat.variants import RecordTerms
+        >>> from interpretable.estimators.seat import RecordTerms
         >>> callable(RecordTerms().on_epoch_end)
         True
         """
@@ -155,7 +155,7 @@ class SEATVariant(BaseEstimator):
 
     Examples
     --------
-    >>> from interpretable.estimators.seat.variants import SEAT, SEATVariant
+    >>> from interpretable.estimators.seat import SEAT, SEATVariant
     >>> isinstance(SEAT(), SEATVariant), SEAT(k=2) == SEAT(k=2)
     (True, True)
     """
@@ -192,7 +192,7 @@ class SEATVariant(BaseEstimator):
         Examples
         --------
         >>> from interpretable import SEATClassifier
-        >>> from interpretable.estimators.seat.variants import SEAT
+        >>> from interpretable.estimators.seat import SEAT
         >>> SEAT(k=0).check(SEATClassifier())
         Traceback (most recent call last):
         ...
@@ -218,10 +218,10 @@ class SEATVariant(BaseEstimator):
         Examples
         --------
         >>> import torch
-        >>> from interpretable.estimators.seat.variants import TrainingPhase
+        >>> from interpretable.estimators.seat import TrainingPhase
         >>> phase = TrainingPhase(module_factory=torch.nn.Identity, criterion=torch.nn.MSELoss(),
         ...                       X={}, y=torch.zeros(1))
-        >>> from interpretable.estimators.seat.variants import Vanilla
+        >>> from interpretable.estimators.seat import Vanilla
         >>> Vanilla().first_phase(phase, seed=0) is phase
         True
         """
@@ -251,7 +251,7 @@ class SEATVariant(BaseEstimator):
 
         Examples
         --------
-        >>> from interpretable.estimators.seat.variants import Vanilla
+        >>> from interpretable.estimators.seat import Vanilla
         >>> Vanilla().second_phase(None, {}, None, 0, {}) is None
         True
         """

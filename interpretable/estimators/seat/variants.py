@@ -10,11 +10,12 @@ each with its own parameters (``SEATClassifier(variant=...)``).
 
 Variants are scikit-learn parameter objects (``get_params`` / ``set_params`` / ``clone``), so a
 grid search tunes them as nested parameters (``variant__lambda_topk``). They say *what* to
-train as :class:`TrainingPhase` objects; the estimator trains them.
+train as :class:`~.phases.TrainingPhase` objects; the estimator trains them.
 
 This module holds the two SEAT variants and :data:`VARIANTS`; the baselines are defined in
-:mod:`.seat_baselines`, the base :class:`SEATVariant`, :class:`TrainingPhase` and
-:class:`RecordTerms` in :mod:`.seat_phases`, and all are importable from here.
+:mod:`.baselines`, the base :class:`~.phases.SEATVariant`, :class:`~.phases.TrainingPhase` and
+:class:`~.phases.RecordTerms` in :mod:`.phases`; all are importable from
+:mod:`interpretable.estimators.seat`.
 """
 
 from __future__ import annotations
@@ -36,8 +37,7 @@ from ..core.params import stores_params
 from .baselines import AttentionAT, AttentionRP, Vanilla, WordAT
 from .phases import RecordTerms, SEATVariant, TrainingPhase
 
-__all__ = ["TrainingPhase", "SEATVariant", "Vanilla", "SEAT", "AuthorsSEAT", "AttentionRP",
-           "AttentionAT", "WordAT", "VARIANTS", "RecordTerms"]
+__all__ = ["SEAT", "AuthorsSEAT", "VARIANTS"]
 
 
 _PGD = {
@@ -102,7 +102,7 @@ class SEAT(SEATVariant):
     >>> from interpretable import SEATClassifier
     >>> X = ["good movie", "great film", "bad movie", "awful film"]
     >>> y = ["pos", "pos", "neg", "neg"]
-    >>> from interpretable.estimators.seat.variants import SEAT
+    >>> from interpretable.estimators.seat import SEAT
     >>> clf = SEATClassifier(variant=SEAT(k=2, epochs=1), embed_dim=8, hidden_size=8,
     ...                      max_epochs=1, random_state=0).fit(X, y)
     >>> sorted(clf.fit_diagnostics_)
@@ -156,7 +156,7 @@ class SEAT(SEATVariant):
         ...                               random_state=0).fit(X, ["pos", "pos", "neg", "neg"])
         >>> inputs, labels = clf.encode(X).inputs, torch.tensor([1, 1, 0, 0])
         >>> defaults = {"lr": 1e-3, "max_epochs": 1, "collate_fn": None}
-        >>> from interpretable.estimators.seat.variants import SEAT
+        >>> from interpretable.estimators.seat import SEAT
         >>> SEAT(epochs=2).second_phase(clf.module_, inputs, labels, 0,
         ...                             defaults).options["max_epochs"]
         2
@@ -221,7 +221,7 @@ class AuthorsSEAT(SEAT):
     >>> from interpretable import SEATClassifier
     >>> X = ["good movie", "great film", "bad movie", "awful film"]
     >>> y = ["pos", "pos", "neg", "neg"]
-    >>> from interpretable.estimators.seat.variants import AuthorsSEAT
+    >>> from interpretable.estimators.seat import AuthorsSEAT
     >>> clf = SEATClassifier(variant=AuthorsSEAT(k=2, pgd_steps=1, epochs=1), embed_dim=8,
     ...                      hidden_size=8, max_epochs=1, random_state=0).fit(X, y)
     >>> clf.variant_.name
@@ -254,7 +254,7 @@ class AuthorsSEAT(SEAT):
         Examples
         --------
         >>> from interpretable import SEATClassifier
-        >>> from interpretable.estimators.seat.variants import AuthorsSEAT
+        >>> from interpretable.estimators.seat import AuthorsSEAT
         >>> AuthorsSEAT().check(SEATClassifier(optimizer="sgd"))
         Traceback (most recent call last):
         ...
@@ -297,7 +297,7 @@ class AuthorsSEAT(SEAT):
         ...                               random_state=0).fit(X, ["pos", "pos", "neg", "neg"])
         >>> inputs, labels = clf.encode(X).inputs, torch.tensor([1, 1, 0, 0])
         >>> defaults = {"lr": 1e-3, "max_epochs": 1, "collate_fn": None}
-        >>> from interpretable.estimators.seat.variants import AuthorsSEAT
+        >>> from interpretable.estimators.seat import AuthorsSEAT
         >>> AuthorsSEAT().second_phase(clf.module_, inputs, labels, 0, defaults).options["lr"]
         0.01
         """

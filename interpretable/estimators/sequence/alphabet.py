@@ -1,9 +1,9 @@
-"""Symbols as ids, for the estimators over symbol sequences (:mod:`.sequence`).
+"""Symbols as ids, for the estimators over symbol sequences (:mod:`.base`).
 
 * :data:`UNKNOWN` — the unknown symbol, id 0 of every alphabet.
 * :class:`SymbolAlphabet` — the alphabet learned in ``fit`` (with the unknown-symbol policy
-  described in :mod:`.sequence`) and the encoding of sequences as ids, mixed into
-  :class:`~.sequence.SequenceEstimator`.
+  described in :mod:`.base`) and the encoding of sequences as ids, mixed into
+  :class:`~.base.SequenceEstimator`.
 * :func:`next_symbol_windows` — the language models' training and evaluation windows of ids.
 """
 

@@ -4,7 +4,7 @@
 * :class:`SequenceEstimator` — the alphabet with its unknown-symbol policy and encoding
   (:class:`~.alphabet.SymbolAlphabet`), training through ``_fit_net`` with
   :class:`~interpretable.nn.losses.SequenceLoss`, per-sequence outputs and what the per-step
-  explainers need (:mod:`.explainers.sequence`).
+  explainers need (:mod:`.explainers`).
 * :class:`ISANBase` — what the ISAN language model and tagger share: the
   :class:`~interpretable.nn.isan.ISAN` module (exactly decomposed by the ISAN explainer),
   substring composition and change of basis (:class:`~.isan_maps.ISANMaps`).

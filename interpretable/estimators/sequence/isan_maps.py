@@ -1,4 +1,4 @@
-"""The affine maps of a fitted ISAN estimator (:class:`~.sequence.ISANBase`), read through the
+"""The affine maps of a fitted ISAN estimator (:class:`~.base.ISANBase`), read through the
 estimator: the map of reading a substring (``compose``) and changes of basis of the state
 (``readout_basis``, ``to_basis``) on top of :class:`~interpretable.nn.isan.ISAN`.
 """

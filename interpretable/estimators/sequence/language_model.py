@@ -7,7 +7,7 @@
   post hoc (captum, through the character embeddings).
 
 ``fit(X)`` takes a str or an iterable of str (documents); the model predicts each next
-character and ``classes_`` is the learned alphabet (see :mod:`.sequence` for the unknown-symbol
+character and ``classes_`` is the learned alphabet (see :mod:`.base` for the unknown-symbol
 policy: the unknown symbol is never produced by ``generate``). What both models share
 (prediction, bits per character, generation, :func:`split_words`) is in
 :mod:`.language_model_base`. For per-position targets of symbol sequences use :mod:`.tagger`.

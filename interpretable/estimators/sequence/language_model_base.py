@@ -132,7 +132,7 @@ class LanguageModelBase(SequenceEstimator):
         """Return the mean cross entropy in bits of each next character of the texts.
 
         Evaluation windows of ``seq_len`` overlap by half so every scored character has at least
-        ``seq_len // 2`` characters of context (see :func:`.sequence.next_symbol_windows`).
+        ``seq_len // 2`` characters of context (see :func:`.alphabet.next_symbol_windows`).
         Characters outside the alphabet are scored as the unknown symbol.
 
         Parameters

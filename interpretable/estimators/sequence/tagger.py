@@ -5,7 +5,7 @@
 ``G`` independent target groups (e.g. one nesting count per bracket type).
 ``loss="cross_entropy"`` uses one softmax per group, ``loss="squared"`` regresses the one-hot
 code of each group (as the ISAN paper does for parentheses counting). Unknown symbols follow
-the policy of :mod:`.sequence`.
+the policy of :mod:`.base`.
 """
 
 from __future__ import annotations

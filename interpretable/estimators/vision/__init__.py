@@ -1,5 +1,5 @@
-"""Vision transformers: the B-cos ViT and the conventional ViT, the image-batch base
-(:mod:`.base`), the B-cos ViT's training hooks (:mod:`.hooks`), pretrained B-cos checkpoints
+"""Vision transformers: the B-cos ViT and the conventional ViT (:mod:`.estimators`), the
+image-batch base they share (:mod:`.base`), pretrained B-cos checkpoints and fine-tuning
 (:mod:`.pretrained`), augmentation and the pixel-level explanation methods
 (:mod:`.explainers`)."""
 from .base import VisionTransformerClassifier

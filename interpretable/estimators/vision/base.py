@@ -25,7 +25,6 @@ from ...nn.tensors import make_generator
 from ...validation import check_batch_size, check_images, check_targets
 from ..core.base import Batch
 from ..core.classifier import NeuralClassifier
-from ..core.nets import LearningRateSchedule
 from .augmentation import ZoomOutBatches
 from .explainers import (
     FinalAttention,
@@ -233,6 +232,8 @@ class VisionTransformerClassifier(NeuralClassifier):
         steps, then ×0.1 after ``lr_decay_at`` of the epochs (as in the paper)."""
         if self.lr_decay_at is None and not warmup:
             return []
+        from ..core.nets import LearningRateSchedule  # skorch: imported at the first fit
+
         return [("lr_schedule", LearningRateSchedule(warmup, decay="step",
                                                      decay_at=self.lr_decay_at))]
 
