@@ -13,7 +13,8 @@
   of the head-averaged attention multiplied through the layers, then the pooled rows.
 
 Both attention methods are class-independent. The generic ``"gradient"``,
-``"integrated_gradients"`` and ``"input_x_gradient"`` of :mod:`interpretable.estimators.text.explainers` apply too (per piece).
+``"integrated_gradients"`` and ``"input_x_gradient"`` of
+:mod:`interpretable.estimators.text.explainers` apply too (per piece).
 
 ``level`` (these three methods): ``"piece"`` (default) explains the model's tokens,
 ``[CLS]``, the word pieces and ``[SEP]`` of ``estimator.encode(X)`` (what the faithfulness

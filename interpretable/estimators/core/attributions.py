@@ -1,6 +1,6 @@
 """What an explainer computes for one batch: :class:`Attributions`, the per-sample fields
-(values, logits, targets, ...) that :meth:`~.explain_loop.ExplainLoop.explain` gathers over the batches
-and hands to the explainer's ``assemble``."""
+(values, logits, targets, ...) that :meth:`~.explain_loop.ExplainLoop.explain` gathers over
+the batches and hands to the explainer's ``assemble``."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 checked, and the one loop every method runs through (batching in the estimator's inference
 order, per-sample options, targets, assembly).
 
-:class:`ExplainLoop` is a mixin of :class:`~.explainer.Explainer`: it calls the methods and reads the
-class attributes the explainer contract declares (``applies``, ``prepare``, ``attribute``,
+:class:`ExplainLoop` is a mixin of :class:`~.explainer.Explainer`: it calls the methods and
+reads the class attributes the explainer contract declares (``applies``, ``prepare``, ``attribute``,
 ``assemble``; ``name``, ``dtypes``, ``per_sample_options``).
 """
 
