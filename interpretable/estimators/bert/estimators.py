@@ -31,7 +31,6 @@ from ...text import WordPieceEncoder
 from ...validation import check_targets
 from ..core.base import Batch
 from ..core.nets import LearningRateSchedule
-from ..core.params import stores_params
 from ..text.base import TextClassifierBase, trim_collate
 from .callbacks import AnnealExponent
 from .checkpoint import BertCheckpoint
@@ -171,13 +170,31 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
     }
     _module_class = BertClassifier
 
-    @stores_params
     def __init__(self, *, checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.checkpoint = checkpoint
+        self.pooling = pooling
+        self.max_length = max_length
+        self.warmup = warmup
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     # ------------------------------------------------------------------ module
     def _module_options(self) -> dict:
@@ -445,14 +462,35 @@ class BcosTextClassifier(BertTextClassifier):
     }
     _module_class = BcosBertClassifier
 
-    @stores_params
     def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, checkpoint=None, pooling="mean",
                  max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.b = b
+        self.gain = gain
+        self.b_anneal = b_anneal
+        self.checkpoint = checkpoint
+        self.pooling = pooling
+        self.max_length = max_length
+        self.warmup = warmup
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _callbacks(self) -> list:
         """BERT's learning-rate schedule and the annealing of the exponent."""

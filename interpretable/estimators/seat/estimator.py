@@ -26,7 +26,6 @@ from ...nn.recurrent import RECURRENT_KINDS
 from ...nn.seat import top_k_overlap
 from ...text import WordPieceEncoder
 from ...validation import check_targets
-from ..core.params import stores_params
 from ..core.persistence import from_jsonable, to_jsonable
 from ..text.attention import AttentionClassifierBase, AttentionTextClassifier
 from ..text.base import trim_collate
@@ -214,7 +213,6 @@ class SEATClassifier(AttentionTextClassifier):
     }
     views = ("model", "vanilla")
 
-    @stores_params
     def __init__(self, *, variant="seat", base_estimator=None, encoder="lstm", embeddings=None,
                  embed_dim=50, hidden_size=128, attention_size=None, freeze_embeddings=False,
                  dropout=0.0, text_encoder=None, lr=1e-3, max_epochs=10, batch_size=64,
@@ -222,7 +220,32 @@ class SEATClassifier(AttentionTextClassifier):
                  verbose=0, class_weight=None, callbacks=None, validation_fraction=None,
                  early_stopping=False, n_iter_no_change=5, warm_start=False,
                  precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.variant = variant
+        self.base_estimator = base_estimator
+        self.encoder = encoder
+        self.embeddings = embeddings
+        self.embed_dim = embed_dim
+        self.hidden_size = hidden_size
+        self.attention_size = attention_size
+        self.freeze_embeddings = freeze_embeddings
+        self.dropout = dropout
+        self.text_encoder = text_encoder
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     # ------------------------------------------------------------------ validation
     def _variant(self) -> SEATVariant:

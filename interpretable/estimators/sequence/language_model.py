@@ -25,7 +25,6 @@ from sklearn.utils._param_validation import Interval
 from ...nn.char_lstm import CharLSTM
 from ...nn.tensors import pad_sequences
 from ...validation import check_documents
-from ..core.params import stores_params
 from .base import DTYPES, ISANBase
 from .explainers import StepGradient, StepInputXGradient, StepIntegratedGradients
 from .language_model_base import LanguageModelBase, split_words
@@ -143,14 +142,33 @@ class ISANLanguageModel(ISANBase, LanguageModelBase):
     _parameter_constraints = {**ISANBase._parameter_constraints,
                               **LanguageModelBase._parameter_constraints}
 
-    @stores_params
     def __init__(self, hidden_size=128, *, seq_len=100, min_count=2, dtype="float32",
                  clip_grad=1.0, init_gain=1.0, lr=2e-3, max_epochs=10, batch_size=32,
                  optimizer="adam", weight_decay=0.0, device="auto",
                  random_state=None, verbose=0, callbacks=None, validation_fraction=None,
                  early_stopping=False, n_iter_no_change=5, warm_start=False, precision="float32",
                  accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.hidden_size = hidden_size
+        self.seq_len = seq_len
+        self.min_count = min_count
+        self.dtype = dtype
+        self.clip_grad = clip_grad
+        self.init_gain = init_gain
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _next_log_probs(self, batch: dict) -> torch.Tensor:
         """Finite for texts of any length (the state is rescaled, see
@@ -363,14 +381,34 @@ class LSTMLanguageModel(LanguageModelBase):
                               "embedding_dim": [Interval(Integral, 1, None, closed="left")],
                               "num_layers": [Interval(Integral, 1, None, closed="left")]}
 
-    @stores_params
     def __init__(self, hidden_size=128, *, embedding_dim=32, num_layers=1, seq_len=100,
                  min_count=2, dtype="float32", clip_grad=1.0, lr=2e-3, max_epochs=10,
                  batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
                  random_state=None, verbose=0, callbacks=None,
                  validation_fraction=None, early_stopping=False, n_iter_no_change=5,
                  warm_start=False, precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.hidden_size = hidden_size
+        self.embedding_dim = embedding_dim
+        self.num_layers = num_layers
+        self.seq_len = seq_len
+        self.min_count = min_count
+        self.dtype = dtype
+        self.clip_grad = clip_grad
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _build_module(self):
         module = CharLSTM(self.n_symbols_, self.hidden_size, self.n_outputs_,

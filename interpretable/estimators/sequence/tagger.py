@@ -19,7 +19,6 @@ from sklearn.utils._param_validation import StrOptions
 from ...nn.losses import IGNORE_INDEX
 from ...nn.tensors import pad_sequences
 from ...validation import check_sequence_targets, check_sequences
-from ..core.params import stores_params
 from .base import ISANBase
 
 __all__ = ["ISANSequenceTagger"]
@@ -139,14 +138,33 @@ class ISANSequenceTagger(ISANBase):
     _parameter_constraints = {**ISANBase._parameter_constraints,
                               "loss": [StrOptions({"cross_entropy", "squared"})]}
 
-    @stores_params
     def __init__(self, hidden_size=128, *, loss="cross_entropy", min_count=2, dtype="float32",
                  clip_grad=1.0, init_gain=1.0, lr=2e-3, max_epochs=10, batch_size=32,
                  optimizer="adam", weight_decay=0.0, device="auto",
                  random_state=None, verbose=0, callbacks=None, validation_fraction=None,
                  early_stopping=False, n_iter_no_change=5, warm_start=False, precision="float32",
                  accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.hidden_size = hidden_size
+        self.loss = loss
+        self.min_count = min_count
+        self.dtype = dtype
+        self.clip_grad = clip_grad
+        self.init_gain = init_gain
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _check_inputs(self, X) -> list:
         return check_sequences(X)

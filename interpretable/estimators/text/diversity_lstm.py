@@ -25,7 +25,6 @@ from torch import nn
 
 from ...nn.attention import CONICITY_KINDS
 from ...nn.losses import DiversityLoss
-from ..core.params import stores_params
 from .attention import AttentionClassifierBase
 from .explainers import DetachedGradient
 
@@ -163,7 +162,6 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
         "conicity": [StrOptions(set(CONICITY_KINDS))],
     }
 
-    @stores_params
     def __init__(self, *, cell="diversity", diversity_weight=0.5, conicity="absolute",
                  embeddings=None, embed_dim=50,
                  hidden_size=128, attention_size=None, freeze_embeddings=False, dropout=0.0,
@@ -171,7 +169,32 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
                  weight_decay=0.0, device="auto", random_state=None, verbose=0,
                  class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.cell = cell
+        self.diversity_weight = diversity_weight
+        self.conicity = conicity
+        self.embeddings = embeddings
+        self.embed_dim = embed_dim
+        self.hidden_size = hidden_size
+        self.attention_size = attention_size
+        self.freeze_embeddings = freeze_embeddings
+        self.dropout = dropout
+        self.text_encoder = text_encoder
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def architecture(self) -> dict:
         """Return what shapes the module, with the encoder of ``cell``.

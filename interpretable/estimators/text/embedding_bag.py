@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ...nn.embedding_bag import MeanEmbeddingClassifier
-from ..core.params import stores_params
 from .base import TextClassifierBase
 from .explainers import MeanEmbeddingContributions
 
@@ -116,13 +115,31 @@ class EmbeddingBagClassifier(TextClassifierBase):
     #: the explanation methods it offers, its default first
     explainers = (MeanEmbeddingContributions(), *TextClassifierBase.explainers)
 
-    @stores_params
     def __init__(self, embeddings=None, embed_dim=50, freeze_embeddings=False, text_encoder=None,
                  *, lr=1e-2, max_epochs=10, batch_size=64, optimizer="adam", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.embeddings = embeddings
+        self.embed_dim = embed_dim
+        self.freeze_embeddings = freeze_embeddings
+        self.text_encoder = text_encoder
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _build_module(self, embeddings=None):
         return MeanEmbeddingClassifier(

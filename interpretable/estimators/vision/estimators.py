@@ -16,7 +16,6 @@ from torch import nn
 
 from ...nn.bcos.holistic_vit import ATTENTION_PRIORS
 from ...nn.vit import ViT
-from ..core.params import stores_params
 from .base import VisionTransformerClassifier
 from .explainers import BcosContributions
 from .hooks import BcosViTHooks
@@ -246,7 +245,6 @@ class BcosViTClassifier(BcosViTHooks, VisionTransformerClassifier):
                          "pretrained": None, "finetune": "all", "warmup": "auto"}
     _fitted_since_0_1 = {**VisionTransformerClassifier._fitted_since_0_1, "architecture_": None}
 
-    @stores_params
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), attention_prior="multiplicative", b=2.0, max_out=2,
                  scale_factor=None, output_scale=1.0, logit_bias=None, stem_stride=1, *,
@@ -257,7 +255,43 @@ class BcosViTClassifier(BcosViTHooks, VisionTransformerClassifier):
                  class_weight=None, callbacks=None, validation_fraction=None,
                  early_stopping=False, n_iter_no_change=5, warm_start=False,
                  precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.patch_size = patch_size
+        self.embed_dim = embed_dim
+        self.depth = depth
+        self.num_heads = num_heads
+        self.mlp_ratio = mlp_ratio
+        self.stem_channels = stem_channels
+        self.attention_prior = attention_prior
+        self.b = b
+        self.max_out = max_out
+        self.scale_factor = scale_factor
+        self.output_scale = output_scale
+        self.logit_bias = logit_bias
+        self.stem_stride = stem_stride
+        self.architecture = architecture
+        self.pretrained = pretrained
+        self.finetune = finetune
+        self.image_size = image_size
+        self.zoom_out = zoom_out
+        self.zoom_out_probability = zoom_out_probability
+        self.lr = lr
+        self.lr_decay_at = lr_decay_at
+        self.warmup = warmup
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     @classmethod
     def from_pretrained(cls, name_or_path, *, architecture=None, classes=None,
@@ -446,7 +480,6 @@ class ViTClassifier(VisionTransformerClassifier):
         "dropout": [Interval(Real, 0, 1, closed="left")],
     }
 
-    @stores_params
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), dropout=0.0, *, image_size="auto", zoom_out=None,
                  zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6, max_epochs=15,
@@ -454,7 +487,33 @@ class ViTClassifier(VisionTransformerClassifier):
                  random_state=None, verbose=0, class_weight=None, callbacks=None,
                  validation_fraction=None, early_stopping=False, n_iter_no_change=5,
                  warm_start=False, precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.patch_size = patch_size
+        self.embed_dim = embed_dim
+        self.depth = depth
+        self.num_heads = num_heads
+        self.mlp_ratio = mlp_ratio
+        self.stem_channels = stem_channels
+        self.dropout = dropout
+        self.image_size = image_size
+        self.zoom_out = zoom_out
+        self.zoom_out_probability = zoom_out_probability
+        self.lr = lr
+        self.lr_decay_at = lr_decay_at
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _make_module(self, in_channels, image_size, n_classes):
         return ViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
