@@ -23,10 +23,10 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
 
 from ...nn.bcos.bert import BcosBertClassifier
 from ...nn.bert_classifier import BertClassifier
+from ...params import Interval, StrOptions
 from ...text import WordPieceEncoder
 from ...validation import check_targets
 from ..core.base import Batch

@@ -23,12 +23,11 @@ import logging
 from importlib import import_module
 from pathlib import Path
 
-import numpy as np
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval
 
 from ...nn.tensors import resolve_device
+from ...params import validate_estimator_parameters
 from ...progress import SHOW_PROGRESS, report
 from ...validation import check_random_state_seed
 from .batch import Batch
@@ -209,18 +208,11 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         return params, dropped, fitted
 
     # ------------------------------------------------------------------ validation
-    def _validate_params(self) -> None:
-        """scikit-learn's constraint validation (``_parameter_constraints``, merged up the class
-        hierarchy by the subclasses), plus: no bool where a number is expected, and the
-        estimator's own :meth:`_check_params`."""
-        super()._validate_params()
-        params = self.get_params(deep=False)
-        for name, constraints in self._parameter_constraints.items():
-            numeric = any(isinstance(c, Interval) for c in constraints)
-            boolean = any(c in ("boolean", bool) for c in constraints)
-            if numeric and not boolean and isinstance(params[name], (bool, np.bool_)):
-                raise ValueError(f"The {name!r} parameter of {type(self).__name__} must be a "
-                                 f"number, got the bool {params[name]!r}.")
+    def _validate_parameters(self) -> None:
+        """Check the parameters against ``_parameter_constraints`` (merged up the class
+        hierarchy by the subclasses; :mod:`interpretable.params`: no bool where a number is
+        expected), then the estimator's own :meth:`_check_params`."""
+        validate_estimator_parameters(self)
         self._check_params()
 
     # ------------------------------------------------------------------ training
@@ -263,7 +255,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         >>> clf.classes_
         array(['neg', 'pos'], dtype='<U3')
         """
-        self._validate_params()
+        self._validate_parameters()
         return fit_transactionally(self, type(self)._fit, X, y, sample_weight)
 
     def _start_fit(self) -> int:

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 from sklearn.base import ClassifierMixin
-from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 
 from ...nn.losses import logits_of
+from ...params import StrOptions
 from .base import NeuralEstimator
 
 __all__ = ["NeuralClassifier"]

@@ -27,7 +27,8 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+
+from ...params import HasMethods, Interval, StrOptions
 
 __all__ = [
     "TRAINING_CONSTRAINTS",

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from numbers import Real
 
-from sklearn.utils._param_validation import Interval
-
 from ...nn.seat import RobustCriterion, RobustTrainer
+from ...params import Interval
 from .phases import SEATVariant, TrainingPhase
 
 __all__ = ["Vanilla", "AttentionRP", "AttentionAT", "WordAT"]

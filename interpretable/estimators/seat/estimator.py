@@ -16,7 +16,6 @@ import torch
 import torch.nn.functional as F
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
-from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ...nn.attention import AttentionTextModule
@@ -24,6 +23,7 @@ from ...nn.bert_encoder import BertEncoder
 from ...nn.losses import OutputCrossEntropy, prediction_divergence
 from ...nn.recurrent import RECURRENT_KINDS
 from ...nn.seat import top_k_overlap
+from ...params import HasMethods, StrOptions
 from ...text import WordPieceEncoder
 from ...validation import check_targets
 from ..core.persistence import from_jsonable, to_jsonable

@@ -22,8 +22,6 @@ from __future__ import annotations
 import copy
 from numbers import Integral, Real
 
-from sklearn.utils._param_validation import Interval, StrOptions
-
 from ...nn.attacks import NORMS, check_clamp
 from ...nn.seat import (
     AUTHORS_PARAM_GROUPS,
@@ -32,6 +30,7 @@ from ...nn.seat import (
     SEATCriterion,
     SEATTrainer,
 )
+from ...params import Interval, StrOptions
 from .baselines import AttentionAT, AttentionRP, Vanilla, WordAT
 from .phases import RecordTerms, SEATVariant, TrainingPhase
 

@@ -23,11 +23,11 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
 from skorch.callbacks import GradientNormClipping
 
 from ...nn.isan import ISAN
 from ...nn.losses import SequenceLoss
+from ...params import Interval, StrOptions
 from ..core.base import Batch, NeuralEstimator
 from .alphabet import UNKNOWN, SymbolAlphabet, next_symbol_windows
 from .explainers import ISANContributions

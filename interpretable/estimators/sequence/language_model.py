@@ -20,10 +20,10 @@ from numbers import Integral
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval
 
 from ...nn.char_lstm import CharLSTM
 from ...nn.tensors import pad_sequences
+from ...params import Interval
 from ...validation import check_documents
 from .base import DTYPES, ISANBase
 from .explainers import StepGradient, StepInputXGradient, StepIntegratedGradients

@@ -14,10 +14,10 @@ from numbers import Integral
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import StrOptions
 
 from ...nn.losses import IGNORE_INDEX
 from ...nn.tensors import pad_sequences
+from ...params import StrOptions
 from ...validation import check_sequence_targets, check_sequences
 from .base import ISANBase
 

@@ -18,11 +18,11 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
 from ...nn.attention import AttentionTextModule, check_conicity_kind, conicity
 from ...nn.recurrent import RECURRENT_KINDS
+from ...params import Interval, StrOptions
 from .base import TextClassifierBase
 from .explainers import Attention
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from numbers import Real
 
-from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
 from ...nn.attention import CONICITY_KINDS
 from ...nn.losses import DiversityLoss
+from ...params import Interval, StrOptions
 from .attention import AttentionClassifierBase
 from .explainers import DetachedGradient
 

@@ -11,11 +11,11 @@ import os
 from numbers import Integral, Real
 
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
 from ...nn.bcos.holistic_vit import ATTENTION_PRIORS
 from ...nn.vit import ViT
+from ...params import Interval, StrOptions
 from .base import VisionTransformerClassifier
 from .explainers import BcosContributions
 from .hooks import BcosViTHooks
@@ -345,7 +345,7 @@ class BcosViTClassifier(BcosViTHooks, VisionTransformerClassifier):
         array(['cat', 'dog'], dtype='<U3')
         """
         estimator = cls(architecture=architecture, pretrained=name_or_path, **params)
-        estimator._validate_params()
+        estimator._validate_parameters()
         estimator._start_fit()
         crop = estimator._crop_size()
         side = crop or RELEASED_CROP
