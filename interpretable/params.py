@@ -32,8 +32,15 @@ from numbers import Integral, Real
 
 import numpy as np
 
-__all__ = ["InvalidParameterError", "Interval", "StrOptions", "HasMethods",
-           "validate_parameters", "validate_estimator_parameters", "parameter_names"]
+__all__ = [
+    "HasMethods",
+    "Interval",
+    "InvalidParameterError",
+    "StrOptions",
+    "parameter_names",
+    "validate_estimator_parameters",
+    "validate_parameters",
+]
 
 
 class InvalidParameterError(ValueError, TypeError):

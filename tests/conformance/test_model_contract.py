@@ -16,7 +16,7 @@ from sklearn.base import clone
 from sklearn.utils import estimator_checks as ec
 
 import interpretable
-from interpretable.params import InvalidParameterError, Interval, StrOptions
+from interpretable.params import Interval, InvalidParameterError, StrOptions
 
 from .cases import CASES
 
