@@ -27,7 +27,6 @@ MOVED_MODULES = {
     "interpretable.estimators.classifier": "interpretable.estimators.core.classifier",
     "interpretable.estimators.training": "interpretable.estimators.core.training",
     "interpretable.estimators.nets": "interpretable.estimators.core.nets",
-    "interpretable.estimators.params": "interpretable.estimators.core.params",
     "interpretable.estimators.batch": "interpretable.estimators.core.batch",
     "interpretable.estimators.persistence": "interpretable.estimators.core.persistence",
     "interpretable.estimators.model_folder": "interpretable.estimators.core.model_folder",

@@ -152,6 +152,7 @@ def make_explainable_pipeline(*steps, memory=None, verbose=False) -> Explainable
     >>> [name for name, _ in pipe.steps]
     ['functiontransformer', 'embeddingbagclassifier']
     """
-    from sklearn.pipeline import _name_estimators
+    from sklearn.pipeline import make_pipeline
 
-    return ExplainablePipeline(_name_estimators(steps), memory=memory, verbose=verbose)
+    # make_pipeline names the steps (lower-cased class names, numbered when repeated)
+    return ExplainablePipeline(make_pipeline(*steps).steps, memory=memory, verbose=verbose)

@@ -40,7 +40,7 @@ PUBLIC_MODULES = ["interpretable", "interpretable.explanation", "interpretable.m
                   "interpretable.attribution", "interpretable.estimators.explainers",
                   "interpretable.datasets", "interpretable.text", "interpretable.pipeline",
                   "interpretable.streaming", "interpretable.scale", "interpretable.tracking",
-                  "interpretable.reproduce"]
+                  "interpretable.reproduce", "interpretable.params"]
 
 
 def env(**extra):

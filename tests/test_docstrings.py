@@ -6,6 +6,8 @@ that validates, and every Examples section in the package runs.
   validated once, on the class that defines it) and fails listing every offender with its
   errors among :data:`CHECKS`.
 * ``test_validation_catches_a_broken_docstring``: the check fails on a bad docstring.
+* ``test_class_docstrings_are_the_source``: every public class's ``__doc__`` is the docstring
+  written in its source (nothing expands or rewrites docstrings at import).
 * ``test_examples_run`` runs the doctests of every module of the package that has one (with
   ELLIPSIS and NORMALIZE_WHITESPACE; examples fit tiny models for 1-2 epochs), leaving out
   the docstrings whose optional dependency is missing (:data:`REQUIRES`).
@@ -13,12 +15,15 @@ that validates, and every Examples section in the package runs.
 
 from __future__ import annotations
 
+import ast
 import doctest
 import importlib
 import importlib.util
 import inspect
 import os
 import pkgutil
+import re
+import textwrap
 import types
 import warnings
 
@@ -51,6 +56,7 @@ MODULES = (
     "interpretable.progress",
     "interpretable.scale",
     "interpretable.text",
+    "interpretable.params",
 )
 
 #: numpydoc checks that must pass: every check (a docstring, a one-line capitalised summary
@@ -173,6 +179,24 @@ def test_validation_catches_a_broken_docstring():
     codes = {error.split()[0] for error in docstring_errors(f"{__name__}._broken")}
     assert {"SS02", "SS03", "PR01", "PR02", "RT01", "EX01"} <= codes
     assert docstring_errors(f"{__name__}.test_public_docstrings")  # no docstring: GL08
+
+
+def _source_docstring(cls: type) -> str | None:
+    """The docstring of ``cls``'s class statement, as its source writes it."""
+    node = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+    return ast.get_docstring(node, clean=False)
+
+
+def test_class_docstrings_are_the_source():
+    """The documentation is the source's: each public class's ``__doc__`` (and each of its
+    bases' in the package) is the docstring literal of its class statement, with no
+    placeholder line such as ``{training_parameters}`` left to expand."""
+    classes = {base for obj in public_objects().values() if inspect.isclass(obj)
+               for base in obj.__mro__ if base.__module__.startswith("interpretable")}
+    assert len(classes) > 50, "the public classes were not found"
+    for cls in sorted(classes, key=lambda c: f"{c.__module__}.{c.__qualname__}"):
+        assert cls.__doc__ == _source_docstring(cls), f"{cls.__module__}.{cls.__qualname__}"
+        assert not re.search(r"^\s*\{\w+\}\s*$", cls.__doc__ or "", re.MULTILINE), cls
 
 
 def package_modules() -> list[str]:

@@ -7,11 +7,13 @@ import re
 import warnings
 from collections import Counter
 from itertools import chain, repeat
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..params import Interval, validate_estimator_parameters
 from ..validation import check_texts
 from .output import TextOutputMixin
 from .tokenize import sentence_tokens, word_tokenize
@@ -74,19 +76,16 @@ class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstima
     array([[3, 6, 1]])
     """
 
+    _parameter_constraints = {"lowercase": ["boolean"],
+                              "min_freq": [Interval(Integral, 1, None, closed="left")],
+                              "max_vocab": [Interval(Integral, 1, None, closed="left"), None],
+                              "max_len": [Interval(Integral, 1, None, closed="left"), None]}
+
     def __init__(self, lowercase=True, min_freq=1, max_vocab=None, max_len=2048):
         self.lowercase = lowercase
         self.min_freq = min_freq
         self.max_vocab = max_vocab
         self.max_len = max_len
-
-    def _validate_params(self):
-        if not isinstance(self.min_freq, (int, np.integer)) or self.min_freq < 1:
-            raise ValueError(f"min_freq must be a positive integer, got {self.min_freq!r}.")
-        for name in ("max_vocab", "max_len"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, (int, np.integer)) or value < 1):
-                raise ValueError(f"{name} must be None or a positive integer, got {value!r}.")
 
     def tokenize(self, text: str) -> list[str]:
         """Return the tokens of one text as the model sees them (lower-cased, truncated).
@@ -181,7 +180,7 @@ class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstima
         >>> TextEncoder(min_freq=2).fit(["a good film", "a bad film"]).index_to_token_
         ['<pad>', '<unk>', 'a', 'film']
         """
-        self._validate_params()
+        validate_estimator_parameters(self)
         counts = Counter(tok for tokens in self.tokenize_many(X) for tok in tokens)
         kept = sorted(
             (tok for tok, c in counts.items()

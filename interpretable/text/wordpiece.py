@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval
 
+from ..params import Interval, validate_estimator_parameters
 from ..validation import check_texts
 
 __all__ = ["WordPieceEncoder", "WordPieces"]
@@ -156,7 +156,7 @@ class WordPieceEncoder(BaseEstimator):
         >>> len(encoder.index_to_token_)
         30522
         """
-        self._validate_params()
+        validate_estimator_parameters(self)
         from transformers import AutoTokenizer
 
         if self.checkpoint is None:

@@ -1,6 +1,6 @@
 """The public model contract, on every estimator in ``cases.CASES``: pure and thread-safe
-explain / predict, one explain signature, declarative parameter validation with scikit-learn's
-machinery, transactional fit, and the package layout rules."""
+explain / predict, one explain signature, declarative parameter validation
+(:mod:`interpretable.params`), transactional fit, and the package layout rules."""
 
 import ast
 import copy
@@ -16,6 +16,7 @@ from sklearn.base import clone
 from sklearn.utils import estimator_checks as ec
 
 import interpretable
+from interpretable.params import Interval, InvalidParameterError, StrOptions
 
 from .cases import CASES
 
@@ -138,9 +139,41 @@ def test_every_parameter_has_a_constraint(case):
     assert set(est._parameter_constraints) == set(est.get_params(deep=False))
 
 
+def _invalid_values(constraint) -> list:
+    """Values of a constraint's own type that it refuses: beyond an interval's bounds (and an
+    excluded bound), a string not among the options, a negative verbosity or seed."""
+    if isinstance(constraint, StrOptions):
+        return ["not " + " or ".join(sorted(constraint.options))]
+    if isinstance(constraint, Interval):
+        left, right, closed = constraint.left, constraint.right, constraint.closed
+        values = [] if left is None else [left - 1] + ([left] if closed in ("right", "neither")
+                                                       else [])
+        return values + ([] if right is None else
+                         [right + 1] + ([right] if closed in ("left", "neither") else []))
+    return [-1] if constraint in ("verbose", "random_state") else []
+
+
 @pytest.mark.parametrize("case", CASES, ids=str)
-@pytest.mark.parametrize("check", [ec.check_param_validation, ec.check_valid_tag_types,
-                                   ec.check_estimator_tags_renamed,
+def test_invalid_parameters_are_refused_naming_them(case):
+    """What scikit-learn's check_param_validation verifies, on the package's constraints (its
+    check reads scikit-learn's private constraint classes): for every parameter, a value of no
+    accepted type and values of an accepted type that its constraint refuses make ``fit`` raise
+    an InvalidParameterError (a ValueError and a TypeError) naming the parameter, what it
+    accepts and the value, before any training."""
+    X, y, _ = case.data()
+    est = case.make()
+    name = type(est).__name__
+    bad_type = type("BadType", (), {})()
+    for param, constraints in est._parameter_constraints.items():
+        for value in [bad_type, *(v for c in constraints for v in _invalid_values(c))]:
+            bad = clone(est).set_params(**{param: value})
+            with pytest.raises(InvalidParameterError, match=rf"The '{param}' parameter of "
+                                                            rf"{name} must be .* Got .* instead\."):
+                bad.fit(X, y) if y is not None else bad.fit(X)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+@pytest.mark.parametrize("check", [ec.check_valid_tag_types, ec.check_estimator_tags_renamed,
                                    ec.check_no_attributes_set_in_init,
                                    ec.check_estimators_overwrite_params],
                          ids=lambda c: c.__name__)
@@ -271,8 +304,28 @@ def test_layout(path):
             assert not private, (here, module, private)
 
 
+def test_no_private_scikit_learn_names():
+    """scikit-learn is used through its public API only: no module of the package imports a
+    private module or name of it (parameter validation is :mod:`interpretable.params`)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and not node.level \
+                    and (node.module or "").split(".")[0] == "sklearn":
+                parts = node.module.split(".") + [alias.name for alias in node.names]
+            elif isinstance(node, ast.Import):
+                parts = [part for alias in node.names if alias.name.split(".")[0] == "sklearn"
+                         for part in alias.name.split(".")]
+            else:
+                continue
+            if any(part.startswith("_") for part in parts):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, found
+
+
 #: the layers, lowest first: a module may import its own layer and those below it
-LAYERS = [{"__init__", "_compat", "nn", "validation", "progress", "files", "datasets"},
+LAYERS = [{"__init__", "_compat", "nn", "validation", "params", "progress", "files",
+           "datasets"},
           {"text", "attribution"}, {"explanation"}, {"estimators"},
           {"metrics", "pipeline", "streaming", "scale", "tracking"}, {"reproduce", "__main__"}]
 #: estimators/: what every family shares, and one subpackage per model family
@@ -359,8 +412,6 @@ def test_parameters_changed_after_fit_are_checked_at_inference(case):
 def test_degenerate_architectures_are_refused_at_fit(case):
     """Every size that would build a zero-width layer (or no heads, no layers) is a ValueError
     naming it, raised before training."""
-    from sklearn.utils._param_validation import Interval
-
     X, y, _ = case.data()
     est = case.make()
     sizes = [name for name, constraints in est._parameter_constraints.items()

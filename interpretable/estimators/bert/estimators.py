@@ -23,14 +23,13 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
 
 from ...nn.bcos.bert import BcosBertClassifier
 from ...nn.bert_classifier import BertClassifier
+from ...params import Interval, StrOptions
 from ...text import WordPieceEncoder
 from ...validation import check_targets
 from ..core.base import Batch
-from ..core.params import stores_params
 from ..text.base import TextClassifierBase, trim_collate
 from .checkpoint import BertCheckpoint
 from .explainers import BcosTextContributions, BertAttention, BertRollout
@@ -49,23 +48,74 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
 
     Parameters
     ----------
-    checkpoint : None, str, path or dict
+    checkpoint : None, str, path or dict, default=None
         None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of a
         BERT-family model (``transformers`` layout: ``config.json``, weights and tokeniser;
         never downloads). A dict: the fields of a BERT config, randomly initialised, with the
         bundled tokeniser (``vocab_size`` must be its 30,522): tests, training from scratch.
-    pooling : {"mean", "cls"}
+    pooling : {"mean", "cls"}, default="mean"
         The sequence vector: the mean of the real tokens' final states (how
         sentence-transformers trained MiniLM) or the ``[CLS]`` state.
-    max_length : int in [3, 512]
+    max_length : int in [3, 512], default=64
         Word pieces per text, ``[CLS]`` and ``[SEP]`` included. Longer texts keep their first
         ``max_length - 2`` pieces: fit, predict and explain warn, and explanations record the
         pieces cut off (``truncated``).
-    warmup : float in [0, 1)
+    warmup : float in [0, 1), default=0.1
         Share of the training steps over which the learning rate rises linearly from 0; it
         then falls linearly to 0.
-    {class_weight}
-    {training_parameters}
+    class_weight : None, "balanced" or dict {label: weight}, default=None
+        Weights of the classes in the training loss (multiplied with ``sample_weight``);
+        ``"balanced"``: ``n_samples / (n_classes * count(label))`` as in scikit-learn.
+    lr : float > 0, default=2e-05
+        Learning rate.
+    max_epochs : int >= 1, default=1
+        Number of passes over the training data.
+    batch_size : int >= 1, default=32
+        Mini-batch size for training and inference (``explain`` and the metrics take their own
+        ``batch_size``).
+    optimizer : {"adam", "adamw", "sgd", "rmsprop"}, default="adamw"
+        The torch optimizer.
+    weight_decay : float >= 0, default=0.0
+        L2 penalty (decoupled for ``"adamw"``), passed to the optimizer.
+    device : "auto", "cpu", "cuda", "cuda:N" or torch.device, default="auto"
+        ``"auto"`` uses CUDA when available.
+    random_state : int, RandomState or None, default=None
+        Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
+        is left untouched.
+    verbose : int, default=0
+        When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
+        logging takes it, else printed: plain text unless standard output is a terminal) and,
+        on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
+        ``explain`` (see :mod:`interpretable.progress`).
+    callbacks : list or None, default=None
+        The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+        your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
+        with deep copies: the callbacks passed here are never changed.
+    validation_fraction : float in (0, 1) or None, default=None
+        Share of the training data held out (stratified for classifiers, seeded by
+        ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
+        (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
+    early_stopping : bool, default=False
+        Stop when the validation loss (the training loss without ``validation_fraction``) has
+        not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
+        (skorch's ``EarlyStopping(load_best=True)``).
+    n_iter_no_change : int >= 1, default=5
+        Patience of ``early_stopping``, in epochs.
+    warm_start : bool, default=False
+        When True, fitting a fitted estimator continues training its weights (the vocabulary,
+        classes and input size stay those of the first fit; other labels, a changed input
+        size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
+        state starts afresh.
+    precision : {"float32", "bf16"}, default="float32"
+        ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
+        the weights stay float32), while prediction and explanations always run in the
+        parameters' own precision, so inherent explanations stay exact.
+    accelerator : accelerate.Accelerator or None, default=None
+        Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
+        ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
+        with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
+        the accelerator (``Accelerator(mixed_precision="bf16")``). See
+        :mod:`interpretable.scale`.
 
     Attributes
     ----------
@@ -118,13 +168,31 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
     }
     _module_class = BertClassifier
 
-    @stores_params
     def __init__(self, *, checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.checkpoint = checkpoint
+        self.pooling = pooling
+        self.max_length = max_length
+        self.warmup = warmup
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     # ------------------------------------------------------------------ module
     def _module_options(self) -> dict:
@@ -260,13 +328,13 @@ class BcosTextClassifier(BertTextClassifier):
 
     Parameters
     ----------
-    b : float >= 1 or list of floats
+    b : float >= 1 or list of floats, default=1.5
         The B-cos exponent, one for all encoder layers or one per layer; the pooler and
         classifier take the last. Larger ``b`` presses weights to align with their inputs
         (sparser, more readable explanations); ``b = 1`` removes the alignment pressure: the
         model is the converted network (biases removed, dense rows normalised), still
         dynamic linear, so its contributions stay exact.
-    gain : {"matched", "unit"}
+    gain : {"matched", "unit"}, default="matched"
         The constant factor of every B-cos layer. ``"unit"``: none (γ = 1, the authors'
         B-cos LM). ``"matched"``: γ = :func:`~interpretable.nn.bcos.bert_layers.alignment_gain`
         of its fan-in and ``b``, so that each layer keeps, at conversion, the output scale
@@ -274,7 +342,7 @@ class BcosTextClassifier(BertTextClassifier):
         ``|cos|^(B-1)`` (about 0.2 in MiniLM at B = 1.5), the converted encoder starts with
         branches 20-40 times below the residual stream and logits near 0.004, and
         fine-tuning is slow. γ is a constant: contributions stay exact; at ``b = 1`` it is 1.
-    b_anneal : float in [0, 1]
+    b_anneal : float in [0, 1], default=0.5
         Share of the training steps over which every layer's exponent rises linearly from 1
         (the converted network, closest to the pretrained one) to ``b`` (with its matched
         gain); 0: ``b`` from the start. The fitted model has exponent ``b``; a
@@ -292,8 +360,59 @@ class BcosTextClassifier(BertTextClassifier):
     warmup : float in [0, 1), default=0.1
         Share of the training steps over which the learning rate rises linearly from 0; it
         then falls linearly to 0.
-    {class_weight}
-    {training_parameters}
+    class_weight : None, "balanced" or dict {label: weight}, default=None
+        Weights of the classes in the training loss (multiplied with ``sample_weight``);
+        ``"balanced"``: ``n_samples / (n_classes * count(label))`` as in scikit-learn.
+    lr : float > 0, default=2e-05
+        Learning rate.
+    max_epochs : int >= 1, default=1
+        Number of passes over the training data.
+    batch_size : int >= 1, default=32
+        Mini-batch size for training and inference (``explain`` and the metrics take their own
+        ``batch_size``).
+    optimizer : {"adam", "adamw", "sgd", "rmsprop"}, default="adamw"
+        The torch optimizer.
+    weight_decay : float >= 0, default=0.0
+        L2 penalty (decoupled for ``"adamw"``), passed to the optimizer.
+    device : "auto", "cpu", "cuda", "cuda:N" or torch.device, default="auto"
+        ``"auto"`` uses CUDA when available.
+    random_state : int, RandomState or None, default=None
+        Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
+        is left untouched.
+    verbose : int, default=0
+        When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
+        logging takes it, else printed: plain text unless standard output is a terminal) and,
+        on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
+        ``explain`` (see :mod:`interpretable.progress`).
+    callbacks : list or None, default=None
+        The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+        your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
+        with deep copies: the callbacks passed here are never changed.
+    validation_fraction : float in (0, 1) or None, default=None
+        Share of the training data held out (stratified for classifiers, seeded by
+        ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
+        (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
+    early_stopping : bool, default=False
+        Stop when the validation loss (the training loss without ``validation_fraction``) has
+        not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
+        (skorch's ``EarlyStopping(load_best=True)``).
+    n_iter_no_change : int >= 1, default=5
+        Patience of ``early_stopping``, in epochs.
+    warm_start : bool, default=False
+        When True, fitting a fitted estimator continues training its weights (the vocabulary,
+        classes and input size stay those of the first fit; other labels, a changed input
+        size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
+        state starts afresh.
+    precision : {"float32", "bf16"}, default="float32"
+        ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
+        the weights stay float32), while prediction and explanations always run in the
+        parameters' own precision, so inherent explanations stay exact.
+    accelerator : accelerate.Accelerator or None, default=None
+        Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
+        ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
+        with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
+        the accelerator (``Accelerator(mixed_precision="bf16")``). See
+        :mod:`interpretable.scale`.
 
     Attributes
     ----------
@@ -343,14 +462,35 @@ class BcosTextClassifier(BertTextClassifier):
     }
     _module_class = BcosBertClassifier
 
-    @stores_params
     def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, checkpoint=None, pooling="mean",
                  max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.b = b
+        self.gain = gain
+        self.b_anneal = b_anneal
+        self.checkpoint = checkpoint
+        self.pooling = pooling
+        self.max_length = max_length
+        self.warmup = warmup
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _callbacks(self) -> list:
         """BERT's learning-rate schedule and the annealing of the exponent."""

@@ -23,12 +23,11 @@ import logging
 from importlib import import_module
 from pathlib import Path
 
-import numpy as np
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval
 
 from ...nn.tensors import resolve_device
+from ...params import validate_estimator_parameters
 from ...progress import SHOW_PROGRESS, report
 from ...validation import check_random_state_seed
 from .batch import Batch
@@ -39,10 +38,8 @@ from .training import (
     TRAINING_CONSTRAINTS,
     TrainingDivergedError,
     check_sample_weight,
-    expand_parameter_docs,
     fit_transactionally,
     warm_started,
-    with_defaults,
 )
 
 # TrainingDivergedError and TrainingNet keep their public home of version 0.1 here. The skorch
@@ -66,12 +63,60 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
     """Base class of the neural estimators.
 
     Every estimator takes the training parameters below, declared in its own ``__init__`` and
-    documented in its docstring from :data:`~interpretable.estimators.core.training.TRAINING_DOC`
-    (the token ``{training_parameters}`` there expands to them).
+    documented in its own docstring.
 
     Parameters
     ----------
-    {training_parameters}
+    lr : float > 0
+        Learning rate.
+    max_epochs : int >= 1
+        Number of passes over the training data.
+    batch_size : int >= 1
+        Mini-batch size for training and inference (``explain`` and the metrics take their own
+        ``batch_size``).
+    optimizer : {"adam", "adamw", "sgd", "rmsprop"}
+        The torch optimizer.
+    weight_decay : float >= 0
+        L2 penalty (decoupled for ``"adamw"``), passed to the optimizer.
+    device : "auto", "cpu", "cuda", "cuda:N" or torch.device
+        ``"auto"`` uses CUDA when available.
+    random_state : int, RandomState or None
+        Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
+        is left untouched.
+    verbose : int
+        When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
+        logging takes it, else printed: plain text unless standard output is a terminal) and,
+        on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
+        ``explain`` (see :mod:`interpretable.progress`).
+    callbacks : list or None
+        The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+        your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
+        with deep copies: the callbacks passed here are never changed.
+    validation_fraction : float in (0, 1) or None
+        Share of the training data held out (stratified for classifiers, seeded by
+        ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
+        (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
+    early_stopping : bool
+        Stop when the validation loss (the training loss without ``validation_fraction``) has
+        not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
+        (skorch's ``EarlyStopping(load_best=True)``).
+    n_iter_no_change : int >= 1
+        Patience of ``early_stopping``, in epochs.
+    warm_start : bool
+        When True, fitting a fitted estimator continues training its weights (the vocabulary,
+        classes and input size stay those of the first fit; other labels, a changed input
+        size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
+        state starts afresh.
+    precision : {"float32", "bf16"}
+        ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
+        the weights stay float32), while prediction and explanations always run in the
+        parameters' own precision, so inherent explanations stay exact.
+    accelerator : accelerate.Accelerator or None
+        Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
+        ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
+        with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
+        the accelerator (``Accelerator(mixed_precision="bf16")``). See
+        :mod:`interpretable.scale`.
 
     See Also
     --------
@@ -107,9 +152,6 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
             raise TypeError(f"{cls.__qualname__} is saved as {cls.saved_as!r}, which "
                             f"{known.__module__}.{known.__qualname__} is saved as already.")
         NeuralEstimator._saved_classes[cls.saved_as] = cls
-        cls.__doc__ = expand_parameter_docs(cls.__doc__)
-        if "__init__" in vars(cls):
-            cls.__doc__ = with_defaults(cls.__doc__, cls.__init__)
 
     def __sklearn_tags__(self):
         """Texts or symbol sequences, never 2-d arrays (image estimators override this); fits
@@ -169,18 +211,11 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         return params, dropped, fitted
 
     # ------------------------------------------------------------------ validation
-    def _validate_params(self) -> None:
-        """scikit-learn's constraint validation (``_parameter_constraints``, merged up the class
-        hierarchy by the subclasses), plus: no bool where a number is expected, and the
-        estimator's own :meth:`_check_params`."""
-        super()._validate_params()
-        params = self.get_params(deep=False)
-        for name, constraints in self._parameter_constraints.items():
-            numeric = any(isinstance(c, Interval) for c in constraints)
-            boolean = any(c in ("boolean", bool) for c in constraints)
-            if numeric and not boolean and isinstance(params[name], (bool, np.bool_)):
-                raise ValueError(f"The {name!r} parameter of {type(self).__name__} must be a "
-                                 f"number, got the bool {params[name]!r}.")
+    def _validate_parameters(self) -> None:
+        """Check the parameters against ``_parameter_constraints`` (merged up the class
+        hierarchy by the subclasses; :mod:`interpretable.params`: no bool where a number is
+        expected), then the estimator's own :meth:`_check_params`."""
+        validate_estimator_parameters(self)
         self._check_params()
 
     # ------------------------------------------------------------------ training
@@ -223,7 +258,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         >>> clf.classes_
         array(['neg', 'pos'], dtype='<U3')
         """
-        self._validate_params()
+        self._validate_parameters()
         return fit_transactionally(self, type(self)._fit, X, y, sample_weight)
 
     def _start_fit(self) -> int:
@@ -371,5 +406,3 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
     def __sklearn_is_fitted__(self):
         return hasattr(self, "module_")
 
-
-NeuralEstimator.__doc__ = expand_parameter_docs(NeuralEstimator.__doc__)

@@ -13,9 +13,9 @@ import copy
 from collections.abc import Iterator, Mapping
 
 import torch
-from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
+from ...params import validate_parameters
 from ...progress import SHOW_PROGRESS, interactive, progress_bar
 from ...validation import check_batch_size
 from .explainer import explainers_for, get_explainer
@@ -56,9 +56,8 @@ class BatchedInference:
         and ``set_params`` made invalid after fit."""
         check_is_fitted(self, "module_")
         names = self._inference_parameters
-        validate_parameter_constraints({k: self._parameter_constraints[k] for k in names},
-                                       {k: getattr(self, k) for k in names},
-                                       caller_name=type(self).__name__)
+        validate_parameters({k: self._parameter_constraints[k] for k in names},
+                            {k: getattr(self, k) for k in names}, type(self).__name__)
 
     def _trim_batch(self, batch: dict) -> dict:
         """Per-batch preprocessing of the device tensors (text models cut padding)."""

@@ -23,9 +23,14 @@ import numpy as np
 import torch
 from safetensors import SafetensorError, safe_open
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
 from ...nn.tensors import resolve_device
+from ...params import (
+    InvalidParameterError,
+    parameter_names,
+    validate_estimator_parameters,
+    validate_parameters,
+)
 from .model_folder import (
     CONFIG_FILE,
     FORMAT_VERSION,
@@ -138,9 +143,9 @@ def _config(estimator) -> dict:
         except TypeError:
             dropped.append(key)
     try:  # load takes the device from its argument
-        validate_parameter_constraints(
+        validate_parameters(
             {k: estimator._parameter_constraints[k] for k in dropped if k != "device"},
-            dict.fromkeys(dropped), caller_name=name)
+            dict.fromkeys(dropped), name)
     except InvalidParameterError as exc:
         raise TypeError(f"cannot save {name}: parameter(s) {dropped} cannot be stored as JSON "
                         f"and None cannot replace them ({exc}); {_TRUSTED_USE}.") from None
@@ -247,7 +252,7 @@ def _estimator_from_config(config, cls, device):
             or not all(isinstance(k, str) for k in dropped):
         raise ValueError(f"{CONFIG_FILE}: params must be an object and dropped_params a list "
                          "of parameter names.")
-    stored, names = {*params, *dropped}, set(klass._get_param_names())
+    stored, names = {*params, *dropped}, set(parameter_names(klass))
     wrong = sorted(stored - names) + sorted(names - stored) + sorted(set(params) & set(dropped))
     if wrong:
         raise ValueError(f"{CONFIG_FILE}: params must name each parameter of {name} once; "
@@ -255,7 +260,7 @@ def _estimator_from_config(config, cls, device):
     try:
         estimator = klass(**{**{k: from_jsonable(v) for k, v in params.items()},
                              **dict.fromkeys(dropped), "device": device})
-        estimator._validate_params()
+        estimator._validate_parameters()
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{CONFIG_FILE} params: {exc}") from exc
     estimator.device_ = resolve_device(device)
@@ -263,7 +268,7 @@ def _estimator_from_config(config, cls, device):
         estimator._set_fitted_state(from_jsonable(fitted))
         for value in vars(estimator).values():
             if isinstance(value, BaseEstimator):
-                value._validate_params()
+                validate_estimator_parameters(value)
     except Exception as exc:  # noqa: BLE001 - any failure means the fitted state is unusable
         raise ValueError(f"{CONFIG_FILE} has an invalid fitted state "
                          f"({type(exc).__name__}: {exc}).") from exc

@@ -27,9 +27,9 @@ import copy
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import validate_parameter_constraints
 
 from ...nn.tensors import resolve_device
+from ...params import parameter_names, validate_parameters
 from .model_folder import FORMAT_VERSION
 from .persistence import from_jsonable, restore_estimator, to_jsonable
 from .training import is_fitted_attribute
@@ -177,13 +177,12 @@ def set_estimator_state(estimator, state) -> None:
 
 def _checked_params(cls, params) -> dict:
     """The parameters of a state: each of ``cls`` once, each valid."""
-    names = set(cls._get_param_names())
+    names = set(parameter_names(cls))
     if not isinstance(params, dict) or params.keys() != names:
         found = sorted(params) if isinstance(params, dict) else type(params).__name__
         raise ValueError(f"the state's params must name each parameter of {cls.__name__} "
                          f"once, got {found}.")
-    validate_parameter_constraints(cls._parameter_constraints, params,
-                                   caller_name=cls.__name__)
+    validate_parameters(cls._parameter_constraints, params, cls.__name__)
     return params
 
 

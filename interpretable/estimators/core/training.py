@@ -1,8 +1,8 @@
 """How the neural estimators train: skorch nets with small overridable steps, the training
 controls as callbacks, warm start and the fit transaction.
 
-This module holds what importing an estimator needs (the training parameters' constraints and
-documentation, the fit transaction, warm start); the skorch side (:class:`TrainingNet`, the
+This module holds what importing an estimator needs (the training parameters' constraints,
+the fit transaction, warm start); the skorch side (:class:`TrainingNet`, the
 callbacks, :func:`~.nets.train_module`) lives in :mod:`.nets`, imported at the first fit.
 
 An estimator says *what* to train (a module factory, a criterion, tensors and per-phase
@@ -22,15 +22,13 @@ the net from the estimator's training parameters and trains it:
 from __future__ import annotations
 
 import copy
-import inspect
-import re
-import textwrap
 from collections.abc import Iterator
 from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+
+from ...params import HasMethods, Interval, StrOptions
 
 __all__ = [
     "TRAINING_CONSTRAINTS",
@@ -42,10 +40,6 @@ __all__ = [
     "warm_started",
     "fit_transactionally",
     "is_fitted_attribute",
-    "TRAINING_DOC",
-    "CLASS_WEIGHT_DOC",
-    "expand_parameter_docs",
-    "with_defaults",
 ]
 
 OPTIMIZERS = {
@@ -77,142 +71,6 @@ TRAINING_CONSTRAINTS: dict = {
     "precision": [StrOptions(set(PRECISIONS))],
     "accelerator": [HasMethods(["prepare", "unwrap_model", "reduce"]), None],
 }
-
-#: numpydoc of the training parameters (``{training_parameters}`` in an estimator docstring)
-TRAINING_DOC = """\
-lr : float > 0
-    Learning rate.
-max_epochs : int >= 1
-    Number of passes over the training data.
-batch_size : int >= 1
-    Mini-batch size for training and inference (``explain`` and the metrics take their own
-    ``batch_size``).
-optimizer : {"adam", "adamw", "sgd", "rmsprop"}
-    The torch optimizer.
-weight_decay : float >= 0
-    L2 penalty (decoupled for ``"adamw"``), passed to the optimizer.
-device : "auto", "cpu", "cuda", "cuda:N" or torch.device
-    ``"auto"`` uses CUDA when available.
-random_state : int, RandomState or None
-    Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
-    is left untouched.
-verbose : int
-    When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
-    logging takes it, else printed: plain text unless standard output is a terminal) and,
-    on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-    ``explain`` (see :mod:`interpretable.progress`).
-callbacks : list or None
-    The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
-    your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
-    with deep copies: the callbacks passed here are never changed.
-validation_fraction : float in (0, 1) or None
-    Share of the training data held out (stratified for classifiers, seeded by
-    ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
-    (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
-early_stopping : bool
-    Stop when the validation loss (the training loss without ``validation_fraction``) has
-    not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
-    (skorch's ``EarlyStopping(load_best=True)``).
-n_iter_no_change : int >= 1
-    Patience of ``early_stopping``, in epochs.
-warm_start : bool
-    When True, fitting a fitted estimator continues training its weights (the vocabulary,
-    classes and input size stay those of the first fit; other labels, a changed input
-    size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
-    state starts afresh.
-precision : {"float32", "bf16"}
-    ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
-    the weights stay float32), while prediction and explanations always run in the
-    parameters' own precision, so inherent explanations stay exact.
-accelerator : accelerate.Accelerator or None
-    Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
-    ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
-    with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
-    the accelerator (``Accelerator(mixed_precision="bf16")``). See
-    :mod:`interpretable.scale`.
-"""
-#: numpydoc of the classifiers' ``class_weight`` (``{class_weight}`` in a docstring)
-CLASS_WEIGHT_DOC = """\
-class_weight : None, "balanced" or dict {label: weight}
-    Weights of the classes in the training loss (multiplied with ``sample_weight``);
-    ``"balanced"``: ``n_samples / (n_classes * count(label))`` as in scikit-learn.
-"""
-
-
-def expand_parameter_docs(doc: str | None) -> str | None:
-    """``doc`` with the lines ``{training_parameters}`` and ``{class_weight}`` replaced by
-    :data:`TRAINING_DOC` and :data:`CLASS_WEIGHT_DOC`, indented as the token: every estimator
-    documents every parameter, each written once in the source."""
-    if doc is None:
-        return None
-    for token, text in (("{training_parameters}", TRAINING_DOC),
-                        ("{class_weight}", CLASS_WEIGHT_DOC)):
-        doc = re.sub(rf"^([ \t]*){re.escape(token)}[ \t]*$",
-                     lambda m, text=text: textwrap.indent(text.rstrip(), m.group(1)),
-                     doc, flags=re.MULTILINE)
-    return doc
-
-
-def _default_text(value) -> str:
-    """A default as scikit-learn's docstrings write it (``"auto"``, ``None``, ``(32,)``)."""
-    return f'"{value}"' if isinstance(value, str) else repr(value)
-
-
-def with_defaults(doc: str | None, init) -> str | None:
-    r"""Append ``, default=<value>`` to each Parameters entry that names no default.
-
-    The defaults are read from the signature of ``init``, so shared entries
-    (:data:`TRAINING_DOC`) show each estimator's own.
-
-    Parameters
-    ----------
-    doc : str or None
-        A numpydoc docstring.
-    init : callable
-        The ``__init__`` whose parameters the entries document.
-
-    Returns
-    -------
-    str or None
-        The docstring.
-
-    Examples
-    --------
-    >>> from interpretable.estimators.core.training import with_defaults
-    >>> def init(self, lr=0.01, device="auto"):
-    ...     pass
-    >>> print(with_defaults("Model.\n\nParameters\n----------\nlr : float\n    Rate.\n"
-    ...                     "device : str, default=\"cpu\"\n", init))
-    Model.
-    <BLANKLINE>
-    Parameters
-    ----------
-    lr : float, default=0.01
-        Rate.
-    device : str, default="cpu"
-    <BLANKLINE>
-    """
-    if doc is None:
-        return None
-    parameters = inspect.signature(init).parameters
-    lines = doc.split("\n")
-    indent = None  # the Parameters section's indentation while inside it
-    for i, line in enumerate(lines):
-        underlined = i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"}
-        if underlined and line.strip():
-            indent = line[:len(line) - len(line.lstrip())] if line.strip() == "Parameters" \
-                else None
-            continue
-        match = re.fullmatch(r"(\s*)(\w+) : (.+?)\s*", line)
-        if indent is None or match is None or match.group(1) != indent:
-            continue
-        parameter = parameters.get(match.group(2))
-        if parameter is not None and parameter.default is not inspect.Parameter.empty \
-                and "default=" not in match.group(3):
-            lines[i] = f"{indent}{match.group(2)} : {match.group(3)}, " \
-                       f"default={_default_text(parameter.default)}"
-    return "\n".join(lines)
-
 
 class TrainingDivergedError(RuntimeError):
     """Raised when the training loss or the weights become NaN or infinite; the estimator keeps

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from numbers import Real
 
-from sklearn.utils._param_validation import Interval
-
 from ...nn.seat import RobustCriterion, RobustTrainer
-from ..core.params import stores_params
+from ...params import Interval
 from .phases import SEATVariant, TrainingPhase
 
 __all__ = ["Vanilla", "AttentionRP", "AttentionAT", "WordAT"]
@@ -53,9 +51,8 @@ class _Robust(SEATVariant):
     _parameter_constraints = {"epsilon": [Interval(Real, 0, None, closed="neither")]}
     fine_tunes_base = True
 
-    @stores_params
     def __init__(self, epsilon=0.1):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.epsilon = epsilon
 
     def first_phase(self, phase: TrainingPhase, seed: int) -> TrainingPhase:
         """Return the attention model's training phase with the perturbed loss added.
@@ -179,6 +176,5 @@ class WordAT(_Robust):
 
     name = "word-at"
 
-    @stores_params
     def __init__(self, epsilon=1.0):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.epsilon = epsilon

@@ -16,7 +16,6 @@ import torch
 import torch.nn.functional as F
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
-from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ...nn.attention import AttentionTextModule
@@ -24,9 +23,9 @@ from ...nn.bert_encoder import BertEncoder
 from ...nn.losses import OutputCrossEntropy, prediction_divergence
 from ...nn.recurrent import RECURRENT_KINDS
 from ...nn.seat import top_k_overlap
+from ...params import HasMethods, StrOptions
 from ...text import WordPieceEncoder
 from ...validation import check_targets
-from ..core.params import stores_params
 from ..core.persistence import from_jsonable, to_jsonable
 from ..text.attention import AttentionClassifierBase, AttentionTextClassifier
 from ..text.base import trim_collate
@@ -70,20 +69,20 @@ class SEATClassifier(AttentionTextClassifier):
 
     Parameters
     ----------
-    variant : str, a variant object or None
+    variant : str, a variant object or None, default="seat"
         The training procedure (:mod:`interpretable.estimators.seat.variants`):
         ``SEAT(...)`` (objective (6); None or ``"seat"``: its defaults), ``AuthorsSEAT(...)``
         (the authors' code), ``Vanilla()`` or a baseline ``AttentionRP(epsilon)``,
         ``AttentionAT(epsilon)``, ``WordAT(epsilon)``; a name (``"authors"``, ``"vanilla"``,
         ``"attention-rp"``, ``"attention-at"``, ``"word-at"``) takes that variant's defaults.
         Grid-searchable as ``variant__<parameter>``.
-    base_estimator : fitted attention text classifier or None
+    base_estimator : fitted attention text classifier or None, default=None
         Vanilla model to start from (any attention text classifier; SEAT revises it,
         baselines fine-tune it, ``Vanilla()`` copies it), architecture and vocabulary
         included. An unfitted one is cloned and fitted first; ``clone`` (and
         ``GridSearchCV``) unfits parameters: wrap a fitted model in
         ``sklearn.frozen.FrozenEstimator`` to keep it.
-    encoder : {"rnn", "lstm", "bilstm", "orthogonal", "minilm"} or nn.Module
+    encoder : {"rnn", "lstm", "bilstm", "orthogonal", "minilm"} or nn.Module, default="lstm"
         ``"minilm"``: the bundled MiniLM-L6 (``bert`` extra, word-piece tokens, fine-tuned;
         ``embeddings`` must be None); a :class:`~interpretable.nn.bert_encoder.BertEncoder`
         instance (e.g. randomly initialised) works the same way with the MiniLM tokeniser.
@@ -102,8 +101,59 @@ class SEATClassifier(AttentionTextClassifier):
     text_encoder : TextEncoder, WordPieceEncoder or None, default=None
         Tokenisation and vocabulary (None: ``TextEncoder()``, or with a BERT encoder
         :class:`~interpretable.text.WordPieceEncoder`).
-    {class_weight}
-    {training_parameters}
+    class_weight : None, "balanced" or dict {label: weight}, default=None
+        Weights of the classes in the training loss (multiplied with ``sample_weight``);
+        ``"balanced"``: ``n_samples / (n_classes * count(label))`` as in scikit-learn.
+    lr : float > 0, default=0.001
+        Learning rate.
+    max_epochs : int >= 1, default=10
+        Number of passes over the training data.
+    batch_size : int >= 1, default=64
+        Mini-batch size for training and inference (``explain`` and the metrics take their own
+        ``batch_size``).
+    optimizer : {"adam", "adamw", "sgd", "rmsprop"}, default="adam"
+        The torch optimizer.
+    weight_decay : float >= 0, default=0.0
+        L2 penalty (decoupled for ``"adamw"``), passed to the optimizer.
+    device : "auto", "cpu", "cuda", "cuda:N" or torch.device, default="auto"
+        ``"auto"`` uses CUDA when available.
+    random_state : int, RandomState or None, default=None
+        Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
+        is left untouched.
+    verbose : int, default=0
+        When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
+        logging takes it, else printed: plain text unless standard output is a terminal) and,
+        on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
+        ``explain`` (see :mod:`interpretable.progress`).
+    callbacks : list or None, default=None
+        The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+        your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
+        with deep copies: the callbacks passed here are never changed.
+    validation_fraction : float in (0, 1) or None, default=None
+        Share of the training data held out (stratified for classifiers, seeded by
+        ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
+        (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
+    early_stopping : bool, default=False
+        Stop when the validation loss (the training loss without ``validation_fraction``) has
+        not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
+        (skorch's ``EarlyStopping(load_best=True)``).
+    n_iter_no_change : int >= 1, default=5
+        Patience of ``early_stopping``, in epochs.
+    warm_start : bool, default=False
+        When True, fitting a fitted estimator continues training its weights (the vocabulary,
+        classes and input size stay those of the first fit; other labels, a changed input
+        size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
+        state starts afresh.
+    precision : {"float32", "bf16"}, default="float32"
+        ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
+        the weights stay float32), while prediction and explanations always run in the
+        parameters' own precision, so inherent explanations stay exact.
+    accelerator : accelerate.Accelerator or None, default=None
+        Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
+        ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
+        with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
+        the accelerator (``Accelerator(mixed_precision="bf16")``). See
+        :mod:`interpretable.scale`.
 
     Attributes
     ----------
@@ -163,7 +213,6 @@ class SEATClassifier(AttentionTextClassifier):
     }
     views = ("model", "vanilla")
 
-    @stores_params
     def __init__(self, *, variant="seat", base_estimator=None, encoder="lstm", embeddings=None,
                  embed_dim=50, hidden_size=128, attention_size=None, freeze_embeddings=False,
                  dropout=0.0, text_encoder=None, lr=1e-3, max_epochs=10, batch_size=64,
@@ -171,7 +220,32 @@ class SEATClassifier(AttentionTextClassifier):
                  verbose=0, class_weight=None, callbacks=None, validation_fraction=None,
                  early_stopping=False, n_iter_no_change=5, warm_start=False,
                  precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.variant = variant
+        self.base_estimator = base_estimator
+        self.encoder = encoder
+        self.embeddings = embeddings
+        self.embed_dim = embed_dim
+        self.hidden_size = hidden_size
+        self.attention_size = attention_size
+        self.freeze_embeddings = freeze_embeddings
+        self.dropout = dropout
+        self.text_encoder = text_encoder
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     # ------------------------------------------------------------------ validation
     def _variant(self) -> SEATVariant:

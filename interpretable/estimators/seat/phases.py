@@ -19,6 +19,8 @@ import torch
 from sklearn.base import BaseEstimator
 from skorch.callbacks import Callback
 
+from ...params import validate_estimator_parameters
+
 __all__ = ["TrainingPhase", "SEATVariant", "RecordTerms"]
 
 
@@ -196,9 +198,9 @@ class SEATVariant(BaseEstimator):
         >>> SEAT(k=0).check(SEATClassifier())
         Traceback (most recent call last):
         ...
-        sklearn.utils._param_validation.InvalidParameterError: The 'k' parameter of SEAT must be ...
+        interpretable.params.InvalidParameterError: The 'k' parameter of SEAT must be ...
         """
-        self._validate_params()
+        validate_estimator_parameters(self)
 
     def first_phase(self, phase: TrainingPhase, seed: int) -> TrainingPhase:
         """Return the attention model's training phase, as this variant trains it.

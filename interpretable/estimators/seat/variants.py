@@ -23,8 +23,6 @@ from __future__ import annotations
 import copy
 from numbers import Integral, Real
 
-from sklearn.utils._param_validation import Interval, StrOptions
-
 from ...nn.attacks import NORMS, check_clamp
 from ...nn.seat import (
     AUTHORS_PARAM_GROUPS,
@@ -33,7 +31,7 @@ from ...nn.seat import (
     SEATCriterion,
     SEATTrainer,
 )
-from ..core.params import stores_params
+from ...params import Interval, StrOptions
 from .baselines import AttentionAT, AttentionRP, Vanilla, WordAT
 from .phases import RecordTerms, SEATVariant, TrainingPhase
 
@@ -115,10 +113,18 @@ class SEAT(SEATVariant):
     has_second_phase = True
     _parameter_constraints = {**_PGD, "divergence": [StrOptions({"bce", "kl"})]}
 
-    @stores_params
     def __init__(self, k=4, lambda_topk=1.0, lambda_stability=1.0, pgd_radius=0.05, pgd_steps=5,
                  pgd_step_size=None, pgd_norm="l2", divergence="bce", epochs=None, lr=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.k = k
+        self.lambda_topk = lambda_topk
+        self.lambda_stability = lambda_stability
+        self.pgd_radius = pgd_radius
+        self.pgd_steps = pgd_steps
+        self.pgd_step_size = pgd_step_size
+        self.pgd_norm = pgd_norm
+        self.divergence = divergence
+        self.epochs = epochs
+        self.lr = lr
 
     def _options(self, defaults: dict) -> dict:
         return {"lr": self.lr or defaults["lr"],
@@ -232,11 +238,19 @@ class AuthorsSEAT(SEAT):
     keeps_vanilla_attention = False
     _parameter_constraints = {**_PGD, "pgd_clamp": [tuple, None]}
 
-    @stores_params
     def __init__(self, k=7, lambda_topk=1000.0, lambda_stability=1.0, pgd_radius=0.01,
                  pgd_steps=10, pgd_step_size=None, pgd_norm="linf", pgd_clamp=None, epochs=None,
                  lr=0.01):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.k = k
+        self.lambda_topk = lambda_topk
+        self.lambda_stability = lambda_stability
+        self.pgd_radius = pgd_radius
+        self.pgd_steps = pgd_steps
+        self.pgd_step_size = pgd_step_size
+        self.pgd_norm = pgd_norm
+        self.pgd_clamp = pgd_clamp
+        self.epochs = epochs
+        self.lr = lr
 
     def check(self, estimator) -> None:
         """Validate the parameters and that the estimator trains with Adam or AdamW.

@@ -23,11 +23,11 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
 from skorch.callbacks import GradientNormClipping
 
 from ...nn.isan import ISAN
 from ...nn.losses import SequenceLoss
+from ...params import Interval, StrOptions
 from ..core.base import Batch, NeuralEstimator
 from .alphabet import UNKNOWN, SymbolAlphabet, next_symbol_windows
 from .explainers import ISANContributions
@@ -55,7 +55,56 @@ class SequenceEstimator(SymbolAlphabet, NeuralEstimator):
         Parameter precision.
     clip_grad : float or None
         Gradient-norm clipping threshold.
-    {training_parameters}
+    lr : float > 0
+        Learning rate.
+    max_epochs : int >= 1
+        Number of passes over the training data.
+    batch_size : int >= 1
+        Mini-batch size for training and inference (``explain`` and the metrics take their own
+        ``batch_size``).
+    optimizer : {"adam", "adamw", "sgd", "rmsprop"}
+        The torch optimizer.
+    weight_decay : float >= 0
+        L2 penalty (decoupled for ``"adamw"``), passed to the optimizer.
+    device : "auto", "cpu", "cuda", "cuda:N" or torch.device
+        ``"auto"`` uses CUDA when available.
+    random_state : int, RandomState or None
+        Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
+        is left untouched.
+    verbose : int
+        When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
+        logging takes it, else printed: plain text unless standard output is a terminal) and,
+        on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
+        ``explain`` (see :mod:`interpretable.progress`).
+    callbacks : list or None
+        The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+        your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
+        with deep copies: the callbacks passed here are never changed.
+    validation_fraction : float in (0, 1) or None
+        Share of the training data held out (stratified for classifiers, seeded by
+        ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
+        (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
+    early_stopping : bool
+        Stop when the validation loss (the training loss without ``validation_fraction``) has
+        not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
+        (skorch's ``EarlyStopping(load_best=True)``).
+    n_iter_no_change : int >= 1
+        Patience of ``early_stopping``, in epochs.
+    warm_start : bool
+        When True, fitting a fitted estimator continues training its weights (the vocabulary,
+        classes and input size stay those of the first fit; other labels, a changed input
+        size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
+        state starts afresh.
+    precision : {"float32", "bf16"}
+        ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
+        the weights stay float32), while prediction and explanations always run in the
+        parameters' own precision, so inherent explanations stay exact.
+    accelerator : accelerate.Accelerator or None
+        Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
+        ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
+        with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
+        the accelerator (``Accelerator(mixed_precision="bf16")``). See
+        :mod:`interpretable.scale`.
 
     Attributes
     ----------

@@ -20,12 +20,11 @@ from numbers import Integral
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval
 
 from ...nn.char_lstm import CharLSTM
 from ...nn.tensors import pad_sequences
+from ...params import Interval
 from ...validation import check_documents
-from ..core.params import stores_params
 from .base import DTYPES, ISANBase
 from .explainers import StepGradient, StepInputXGradient, StepIntegratedGradients
 from .language_model_base import LanguageModelBase, split_words
@@ -57,7 +56,56 @@ class ISANLanguageModel(ISANBase, LanguageModelBase):
         Gradient-norm clipping threshold.
     init_gain : float, default=1.0
         The maps ``W_c`` start at ``init_gain · I`` (plus small noise).
-    {training_parameters}
+    lr : float > 0, default=0.002
+        Learning rate.
+    max_epochs : int >= 1, default=10
+        Number of passes over the training data.
+    batch_size : int >= 1, default=32
+        Mini-batch size for training and inference (``explain`` and the metrics take their own
+        ``batch_size``).
+    optimizer : {"adam", "adamw", "sgd", "rmsprop"}, default="adam"
+        The torch optimizer.
+    weight_decay : float >= 0, default=0.0
+        L2 penalty (decoupled for ``"adamw"``), passed to the optimizer.
+    device : "auto", "cpu", "cuda", "cuda:N" or torch.device, default="auto"
+        ``"auto"`` uses CUDA when available.
+    random_state : int, RandomState or None, default=None
+        Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
+        is left untouched.
+    verbose : int, default=0
+        When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
+        logging takes it, else printed: plain text unless standard output is a terminal) and,
+        on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
+        ``explain`` (see :mod:`interpretable.progress`).
+    callbacks : list or None, default=None
+        The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+        your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
+        with deep copies: the callbacks passed here are never changed.
+    validation_fraction : float in (0, 1) or None, default=None
+        Share of the training data held out (stratified for classifiers, seeded by
+        ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
+        (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
+    early_stopping : bool, default=False
+        Stop when the validation loss (the training loss without ``validation_fraction``) has
+        not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
+        (skorch's ``EarlyStopping(load_best=True)``).
+    n_iter_no_change : int >= 1, default=5
+        Patience of ``early_stopping``, in epochs.
+    warm_start : bool, default=False
+        When True, fitting a fitted estimator continues training its weights (the vocabulary,
+        classes and input size stay those of the first fit; other labels, a changed input
+        size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
+        state starts afresh.
+    precision : {"float32", "bf16"}, default="float32"
+        ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
+        the weights stay float32), while prediction and explanations always run in the
+        parameters' own precision, so inherent explanations stay exact.
+    accelerator : accelerate.Accelerator or None, default=None
+        Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
+        ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
+        with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
+        the accelerator (``Accelerator(mixed_precision="bf16")``). See
+        :mod:`interpretable.scale`.
 
     Attributes
     ----------
@@ -94,14 +142,33 @@ class ISANLanguageModel(ISANBase, LanguageModelBase):
     _parameter_constraints = {**ISANBase._parameter_constraints,
                               **LanguageModelBase._parameter_constraints}
 
-    @stores_params
     def __init__(self, hidden_size=128, *, seq_len=100, min_count=2, dtype="float32",
                  clip_grad=1.0, init_gain=1.0, lr=2e-3, max_epochs=10, batch_size=32,
                  optimizer="adam", weight_decay=0.0, device="auto",
                  random_state=None, verbose=0, callbacks=None, validation_fraction=None,
                  early_stopping=False, n_iter_no_change=5, warm_start=False, precision="float32",
                  accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.hidden_size = hidden_size
+        self.seq_len = seq_len
+        self.min_count = min_count
+        self.dtype = dtype
+        self.clip_grad = clip_grad
+        self.init_gain = init_gain
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _next_log_probs(self, batch: dict) -> torch.Tensor:
         """Finite for texts of any length (the state is rescaled, see
@@ -228,7 +295,56 @@ class LSTMLanguageModel(LanguageModelBase):
         Parameter precision.
     clip_grad : float or None, default=1.0
         Gradient-norm clipping threshold.
-    {training_parameters}
+    lr : float > 0, default=0.002
+        Learning rate.
+    max_epochs : int >= 1, default=10
+        Number of passes over the training data.
+    batch_size : int >= 1, default=32
+        Mini-batch size for training and inference (``explain`` and the metrics take their own
+        ``batch_size``).
+    optimizer : {"adam", "adamw", "sgd", "rmsprop"}, default="adam"
+        The torch optimizer.
+    weight_decay : float >= 0, default=0.0
+        L2 penalty (decoupled for ``"adamw"``), passed to the optimizer.
+    device : "auto", "cpu", "cuda", "cuda:N" or torch.device, default="auto"
+        ``"auto"`` uses CUDA when available.
+    random_state : int, RandomState or None, default=None
+        Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
+        is left untouched.
+    verbose : int, default=0
+        When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
+        logging takes it, else printed: plain text unless standard output is a terminal) and,
+        on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
+        ``explain`` (see :mod:`interpretable.progress`).
+    callbacks : list or None, default=None
+        The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+        your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
+        with deep copies: the callbacks passed here are never changed.
+    validation_fraction : float in (0, 1) or None, default=None
+        Share of the training data held out (stratified for classifiers, seeded by
+        ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
+        (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
+    early_stopping : bool, default=False
+        Stop when the validation loss (the training loss without ``validation_fraction``) has
+        not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
+        (skorch's ``EarlyStopping(load_best=True)``).
+    n_iter_no_change : int >= 1, default=5
+        Patience of ``early_stopping``, in epochs.
+    warm_start : bool, default=False
+        When True, fitting a fitted estimator continues training its weights (the vocabulary,
+        classes and input size stay those of the first fit; other labels, a changed input
+        size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
+        state starts afresh.
+    precision : {"float32", "bf16"}, default="float32"
+        ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
+        the weights stay float32), while prediction and explanations always run in the
+        parameters' own precision, so inherent explanations stay exact.
+    accelerator : accelerate.Accelerator or None, default=None
+        Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
+        ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
+        with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
+        the accelerator (``Accelerator(mixed_precision="bf16")``). See
+        :mod:`interpretable.scale`.
 
     Attributes
     ----------
@@ -265,14 +381,34 @@ class LSTMLanguageModel(LanguageModelBase):
                               "embedding_dim": [Interval(Integral, 1, None, closed="left")],
                               "num_layers": [Interval(Integral, 1, None, closed="left")]}
 
-    @stores_params
     def __init__(self, hidden_size=128, *, embedding_dim=32, num_layers=1, seq_len=100,
                  min_count=2, dtype="float32", clip_grad=1.0, lr=2e-3, max_epochs=10,
                  batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
                  random_state=None, verbose=0, callbacks=None,
                  validation_fraction=None, early_stopping=False, n_iter_no_change=5,
                  warm_start=False, precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.hidden_size = hidden_size
+        self.embedding_dim = embedding_dim
+        self.num_layers = num_layers
+        self.seq_len = seq_len
+        self.min_count = min_count
+        self.dtype = dtype
+        self.clip_grad = clip_grad
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _build_module(self):
         module = CharLSTM(self.n_symbols_, self.hidden_size, self.n_outputs_,

@@ -15,10 +15,10 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval
 from torch.nn import functional as F
 
 from ...nn.losses import IGNORE_INDEX
+from ...params import Interval
 from ...validation import check_documents, check_random_state_seed
 from .alphabet import UNKNOWN, next_symbol_windows
 from .base import SequenceEstimator

@@ -9,9 +9,9 @@ from numbers import Integral
 import numpy as np
 import torch
 from sklearn.base import clone
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ...nn.losses import OutputCrossEntropy
+from ...params import HasMethods, Interval, StrOptions
 from ...validation import check_targets, check_text_inputs
 from ..core.base import Batch
 from ..core.classifier import NeuralClassifier

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 from numbers import Real
 
-from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
 from ...nn.attention import CONICITY_KINDS
 from ...nn.losses import DiversityLoss
-from ..core.params import stores_params
+from ...params import Interval, StrOptions
 from .attention import AttentionClassifierBase
 from .explainers import DetachedGradient
 
@@ -43,12 +42,12 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
 
     Parameters
     ----------
-    cell : {"vanilla", "diversity", "orthogonal"}
+    cell : {"vanilla", "diversity", "orthogonal"}, default="diversity"
         Encoder variant (see module docstring).
-    diversity_weight : float >= 0
+    diversity_weight : float >= 0, default=0.5
         The weight λ of the conicity term; used when ``cell="diversity"`` (0.5 in the paper for
         most tasks, 0.1 for SNLI, 0.2 for CNN), ignored otherwise.
-    conicity : {"absolute", "signed"}
+    conicity : {"absolute", "signed"}, default="absolute"
         Cosine used by the conicity penalty: ``"absolute"`` averages ``|cos(h_t, mean(H))|``
         (the authors' code, default), ``"signed"`` the signed cosine of the paper's text (its
         penalty is lowest for anti-aligned states, so the trained conicity can turn negative).
@@ -66,8 +65,59 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
         Dropout on encoder input and context vector.
     text_encoder : TextEncoder or None, default=None
         Tokenisation and vocabulary (cloned and fitted; None: ``TextEncoder()``).
-    {class_weight}
-    {training_parameters}
+    class_weight : None, "balanced" or dict {label: weight}, default=None
+        Weights of the classes in the training loss (multiplied with ``sample_weight``);
+        ``"balanced"``: ``n_samples / (n_classes * count(label))`` as in scikit-learn.
+    lr : float > 0, default=0.001
+        Learning rate.
+    max_epochs : int >= 1, default=10
+        Number of passes over the training data.
+    batch_size : int >= 1, default=64
+        Mini-batch size for training and inference (``explain`` and the metrics take their own
+        ``batch_size``).
+    optimizer : {"adam", "adamw", "sgd", "rmsprop"}, default="adam"
+        The torch optimizer.
+    weight_decay : float >= 0, default=0.0
+        L2 penalty (decoupled for ``"adamw"``), passed to the optimizer.
+    device : "auto", "cpu", "cuda", "cuda:N" or torch.device, default="auto"
+        ``"auto"`` uses CUDA when available.
+    random_state : int, RandomState or None, default=None
+        Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
+        is left untouched.
+    verbose : int, default=0
+        When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
+        logging takes it, else printed: plain text unless standard output is a terminal) and,
+        on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
+        ``explain`` (see :mod:`interpretable.progress`).
+    callbacks : list or None, default=None
+        The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+        your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
+        with deep copies: the callbacks passed here are never changed.
+    validation_fraction : float in (0, 1) or None, default=None
+        Share of the training data held out (stratified for classifiers, seeded by
+        ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
+        (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
+    early_stopping : bool, default=False
+        Stop when the validation loss (the training loss without ``validation_fraction``) has
+        not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
+        (skorch's ``EarlyStopping(load_best=True)``).
+    n_iter_no_change : int >= 1, default=5
+        Patience of ``early_stopping``, in epochs.
+    warm_start : bool, default=False
+        When True, fitting a fitted estimator continues training its weights (the vocabulary,
+        classes and input size stay those of the first fit; other labels, a changed input
+        size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
+        state starts afresh.
+    precision : {"float32", "bf16"}, default="float32"
+        ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
+        the weights stay float32), while prediction and explanations always run in the
+        parameters' own precision, so inherent explanations stay exact.
+    accelerator : accelerate.Accelerator or None, default=None
+        Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
+        ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
+        with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
+        the accelerator (``Accelerator(mixed_precision="bf16")``). See
+        :mod:`interpretable.scale`.
 
     Attributes
     ----------
@@ -112,7 +162,6 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
         "conicity": [StrOptions(set(CONICITY_KINDS))],
     }
 
-    @stores_params
     def __init__(self, *, cell="diversity", diversity_weight=0.5, conicity="absolute",
                  embeddings=None, embed_dim=50,
                  hidden_size=128, attention_size=None, freeze_embeddings=False, dropout=0.0,
@@ -120,7 +169,32 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
                  weight_decay=0.0, device="auto", random_state=None, verbose=0,
                  class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.cell = cell
+        self.diversity_weight = diversity_weight
+        self.conicity = conicity
+        self.embeddings = embeddings
+        self.embed_dim = embed_dim
+        self.hidden_size = hidden_size
+        self.attention_size = attention_size
+        self.freeze_embeddings = freeze_embeddings
+        self.dropout = dropout
+        self.text_encoder = text_encoder
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def architecture(self) -> dict:
         """Return what shapes the module, with the encoder of ``cell``.

@@ -15,13 +15,13 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
 from ...datasets.images import eval_crops
 from ...nn.bcos.layers import explanation_mode
 from ...nn.losses import logits_of
 from ...nn.tensors import make_generator
+from ...params import Interval, StrOptions
 from ...validation import check_batch_size, check_images, check_targets
 from ..core.base import Batch
 from ..core.classifier import NeuralClassifier

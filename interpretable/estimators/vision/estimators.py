@@ -13,7 +13,6 @@ import os
 from numbers import Integral, Real
 
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
 from ...nn.bcos.holistic_vit import ATTENTION_PRIORS, BcosViT
@@ -21,7 +20,7 @@ from ...nn.bcos.layers import encode_image
 from ...nn.bcos.simple_vit import BcosSimpleViT
 from ...nn.losses import OneHotBCE
 from ...nn.vit import ViT
-from ..core.params import stores_params
+from ...params import Interval, StrOptions
 from .base import VisionTransformerClassifier
 from .explainers import BcosContributions
 from .pretrained import (
@@ -64,41 +63,41 @@ class BcosViTClassifier(VisionTransformerClassifier):
 
     Parameters
     ----------
-    patch_size : int
+    patch_size : int, default=4
         (holistic) Kernel size and stride of the last stem convolution (one token per patch).
-    embed_dim : int
+    embed_dim : int, default=64
         (holistic) Token dimension.
-    depth : int
+    depth : int, default=4
         (holistic) Number of transformer blocks.
-    num_heads : int
+    num_heads : int, default=4
         (holistic) Attention heads per block.
-    mlp_ratio : float
+    mlp_ratio : float, default=2.0
         (holistic) MLP hidden size as a multiple of ``embed_dim``.
-    stem_channels : tuple of int
+    stem_channels : tuple of int, default=(32,)
         (holistic) Channels of the 3×3 B-cos convolutions of the CNN tokeniser before the patch
         layer.
-    attention_prior : {"multiplicative", "additive", "none"}
+    attention_prior : {"multiplicative", "additive", "none"}, default="multiplicative"
         (holistic) Learned per-layer, per-head prior ``B``: ``SM(R)·SM(B)``, ``SM(R+B)`` or
         none.
-    b : float
+    b : float, default=2.0
         (holistic) B-cos exponent B (1 = linear, 2 in the paper).
-    max_out : int
+    max_out : int, default=2
         (holistic) Units per neuron pooled by MaxOut in the stem, attention and MLP layers
         (1 = none).
-    scale_factor : float or None
+    scale_factor : float or None, default=None
         (holistic) f in the per-layer output scaling γ = f/√fan_in (None: 30; see
         :class:`~interpretable.nn.bcos.holistic_vit.BcosViT` for why not the paper's 15 / 150).
-    output_scale : float
+    output_scale : float, default=1.0
         (holistic) Factor applied to the classifier output before the logit bias (the paper's
         10⁻³ compensates features scaled by 10³; no such scaling here, so 1).
-    logit_bias : float or None
+    logit_bias : float or None, default=None
         Fixed logit bias (None: log(p/(1-p)) with p = 1/n_classes, as log(0.01/0.99) for
         ImageNet in the paper and log(1/999) in the released v2 models).
-    stem_stride : int
+    stem_stride : int, default=1
         (holistic) Stride of the first 3×3 stem convolution (the patch convolution then uses
         ``patch_size / stem_stride``; must divide ``patch_size``). 1 keeps the full resolution;
         2, as in the ``bcos`` package's stem, is about 1.3× faster (see README, Performance).
-    architecture : None, "holistic", a released name or a dict
+    architecture : None, "holistic", a released name or a dict, default=None
         The network. None: the holistic ViT of the paper, or with ``pretrained`` the released
         model it names. ``"holistic"``: the paper's ViT, sized by the parameters marked
         (holistic). A name of :data:`~interpretable.nn.bcos.zoo.PRETRAINED`
@@ -109,17 +108,17 @@ class BcosViTClassifier(VisionTransformerClassifier):
         one). With a v2 architecture the (holistic) parameters must keep their defaults (a
         ValueError names those that do not); images must be multiples of the token stride
         (16 for the released models).
-    pretrained : None, a released name or a path
+    pretrained : None, a released name or a path, default=None
         Start ``fit`` from these weights: a released name (read from the torch hub cache;
         download it once with ``from_pretrained(name, download=True)``) or a ``.pth`` file in
         the ``bcos`` key layout (``architecture`` says which network unless its file name is a
         released one). ``fit`` puts a new classifier on it for the labels of y and trains as
         ``finetune`` says; ``clone`` keeps the parameter, so every fit starts from it.
-    finetune : "all", "head" or int k >= 1
+    finetune : "all", "head" or int k >= 1, default="all"
         What ``fit`` trains from ``pretrained`` weights: every weight; only the classifier
         (its LayerNorm and B-cos layer: fastest, the backbone's features as they are); or the
         last k transformer blocks and the classifier. Without ``pretrained``: "all".
-    image_size : "auto", None or int
+    image_size : "auto", None or int, default="auto"
         The inputs. None: images as given, an array ``(n, H, W[, C])`` of the training size and
         channels. An int s: any images (arrays of any size, lists of differently sized arrays,
         PIL images, file paths), converted to RGB, their shorter side resized to round(s·8/7)
@@ -128,24 +127,75 @@ class BcosViTClassifier(VisionTransformerClassifier):
         (``explanation.images``) and ``explanation.crop_boxes`` gives each crop's box in its
         source image. "auto": 224 (the released models' transform) for a released
         architecture or ``pretrained`` weights, else None.
-    zoom_out : (low, high) or None
+    zoom_out : (low, high) or None, default=None
         Random zoom-out augmentation: at every epoch, a training image is (with
         ``zoom_out_probability``) shrunk by a factor drawn uniformly from [low, high]
         (0 < low <= high <= 1) and placed at a random position on a black canvas. The paper
         trains with random resized crops, so its models know objects at many scales; models
         trained on centred MNIST digits do not, and the downscaled cells of the grid pointing
         game are then out of distribution. None: no augmentation.
-    zoom_out_probability : float
+    zoom_out_probability : float, default=0.5
         Share of the training images zoomed out at each epoch (with ``zoom_out``).
-    lr_decay_at : float or None
+    lr_decay_at : float or None, default=0.6
         The learning rate is divided by 10 after this fraction of ``max_epochs`` (the paper:
         after 60 of 100 epochs); None keeps it constant.
-    warmup : float in [0, 1) or "auto"
+    warmup : float in [0, 1) or "auto", default="auto"
         Share of the training steps over which the learning rate rises linearly to ``lr``
         (``lr_decay_at`` applies after it). "auto": 0.1 from ``pretrained`` weights (the
         gradients of a new classifier would otherwise disturb the pretrained features), else 0.
-    {class_weight}
-    {training_parameters}
+    class_weight : None, "balanced" or dict {label: weight}, default=None
+        Weights of the classes in the training loss (multiplied with ``sample_weight``);
+        ``"balanced"``: ``n_samples / (n_classes * count(label))`` as in scikit-learn.
+    lr : float > 0, default=0.002
+        Learning rate.
+    max_epochs : int >= 1, default=15
+        Number of passes over the training data.
+    batch_size : int >= 1, default=32
+        Mini-batch size for training and inference (``explain`` and the metrics take their own
+        ``batch_size``).
+    optimizer : {"adam", "adamw", "sgd", "rmsprop"}, default="adam"
+        The torch optimizer.
+    weight_decay : float >= 0, default=0.0
+        L2 penalty (decoupled for ``"adamw"``), passed to the optimizer.
+    device : "auto", "cpu", "cuda", "cuda:N" or torch.device, default="auto"
+        ``"auto"`` uses CUDA when available.
+    random_state : int, RandomState or None, default=None
+        Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
+        is left untouched.
+    verbose : int, default=0
+        When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
+        logging takes it, else printed: plain text unless standard output is a terminal) and,
+        on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
+        ``explain`` (see :mod:`interpretable.progress`).
+    callbacks : list or None, default=None
+        The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+        your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
+        with deep copies: the callbacks passed here are never changed.
+    validation_fraction : float in (0, 1) or None, default=None
+        Share of the training data held out (stratified for classifiers, seeded by
+        ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
+        (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
+    early_stopping : bool, default=False
+        Stop when the validation loss (the training loss without ``validation_fraction``) has
+        not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
+        (skorch's ``EarlyStopping(load_best=True)``).
+    n_iter_no_change : int >= 1, default=5
+        Patience of ``early_stopping``, in epochs.
+    warm_start : bool, default=False
+        When True, fitting a fitted estimator continues training its weights (the vocabulary,
+        classes and input size stay those of the first fit; other labels, a changed input
+        size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
+        state starts afresh.
+    precision : {"float32", "bf16"}, default="float32"
+        ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
+        the weights stay float32), while prediction and explanations always run in the
+        parameters' own precision, so inherent explanations stay exact.
+    accelerator : accelerate.Accelerator or None, default=None
+        Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
+        ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
+        with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
+        the accelerator (``Accelerator(mixed_precision="bf16")``). See
+        :mod:`interpretable.scale`.
 
     Attributes
     ----------
@@ -224,7 +274,6 @@ class BcosViTClassifier(VisionTransformerClassifier):
                          "pretrained": None, "finetune": "all", "warmup": "auto"}
     _fitted_since_0_1 = {**VisionTransformerClassifier._fitted_since_0_1, "architecture_": None}
 
-    @stores_params
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), attention_prior="multiplicative", b=2.0, max_out=2,
                  scale_factor=None, output_scale=1.0, logit_bias=None, stem_stride=1, *,
@@ -235,7 +284,43 @@ class BcosViTClassifier(VisionTransformerClassifier):
                  class_weight=None, callbacks=None, validation_fraction=None,
                  early_stopping=False, n_iter_no_change=5, warm_start=False,
                  precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.patch_size = patch_size
+        self.embed_dim = embed_dim
+        self.depth = depth
+        self.num_heads = num_heads
+        self.mlp_ratio = mlp_ratio
+        self.stem_channels = stem_channels
+        self.attention_prior = attention_prior
+        self.b = b
+        self.max_out = max_out
+        self.scale_factor = scale_factor
+        self.output_scale = output_scale
+        self.logit_bias = logit_bias
+        self.stem_stride = stem_stride
+        self.architecture = architecture
+        self.pretrained = pretrained
+        self.finetune = finetune
+        self.image_size = image_size
+        self.zoom_out = zoom_out
+        self.zoom_out_probability = zoom_out_probability
+        self.lr = lr
+        self.lr_decay_at = lr_decay_at
+        self.warmup = warmup
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     @classmethod
     def from_pretrained(cls, name_or_path, *, architecture=None, classes=None,
@@ -289,7 +374,7 @@ class BcosViTClassifier(VisionTransformerClassifier):
         array(['cat', 'dog'], dtype='<U3')
         """
         estimator = cls(architecture=architecture, pretrained=name_or_path, **params)
-        estimator._validate_params()
+        estimator._validate_parameters()
         estimator._start_fit()
         crop = estimator._crop_size()
         side = crop or RELEASED_CROP
@@ -471,8 +556,59 @@ class ViTClassifier(VisionTransformerClassifier):
     lr_decay_at : float or None, default=0.6
         The learning rate is divided by 10 after this fraction of ``max_epochs``; None keeps
         it constant.
-    {class_weight}
-    {training_parameters}
+    class_weight : None, "balanced" or dict {label: weight}, default=None
+        Weights of the classes in the training loss (multiplied with ``sample_weight``);
+        ``"balanced"``: ``n_samples / (n_classes * count(label))`` as in scikit-learn.
+    lr : float > 0, default=0.002
+        Learning rate.
+    max_epochs : int >= 1, default=15
+        Number of passes over the training data.
+    batch_size : int >= 1, default=32
+        Mini-batch size for training and inference (``explain`` and the metrics take their own
+        ``batch_size``).
+    optimizer : {"adam", "adamw", "sgd", "rmsprop"}, default="adam"
+        The torch optimizer.
+    weight_decay : float >= 0, default=0.0
+        L2 penalty (decoupled for ``"adamw"``), passed to the optimizer.
+    device : "auto", "cpu", "cuda", "cuda:N" or torch.device, default="auto"
+        ``"auto"`` uses CUDA when available.
+    random_state : int, RandomState or None, default=None
+        Seeds initialisation, shuffling, dropout and the validation split; the global torch RNG
+        is left untouched.
+    verbose : int, default=0
+        When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
+        logging takes it, else printed: plain text unless standard output is a terminal) and,
+        on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
+        ``explain`` (see :mod:`interpretable.progress`).
+    callbacks : list or None, default=None
+        The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
+        your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
+        with deep copies: the callbacks passed here are never changed.
+    validation_fraction : float in (0, 1) or None, default=None
+        Share of the training data held out (stratified for classifiers, seeded by
+        ``random_state``); its loss (``valid_loss``) and, for classifiers, accuracy
+        (``valid_acc``) are recorded in ``history_`` after every epoch. None: train on all.
+    early_stopping : bool, default=False
+        Stop when the validation loss (the training loss without ``validation_fraction``) has
+        not improved for ``n_iter_no_change`` epochs, and restore the weights of the best epoch
+        (skorch's ``EarlyStopping(load_best=True)``).
+    n_iter_no_change : int >= 1, default=5
+        Patience of ``early_stopping``, in epochs.
+    warm_start : bool, default=False
+        When True, fitting a fitted estimator continues training its weights (the vocabulary,
+        classes and input size stay those of the first fit; other labels, a changed input
+        size or architecture raise a ``ValueError``); ``history_`` grows. The optimizer
+        state starts afresh.
+    precision : {"float32", "bf16"}, default="float32"
+        ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
+        the weights stay float32), while prediction and explanations always run in the
+        parameters' own precision, so inherent explanations stay exact.
+    accelerator : accelerate.Accelerator or None, default=None
+        Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
+        ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
+        with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
+        the accelerator (``Accelerator(mixed_precision="bf16")``). See
+        :mod:`interpretable.scale`.
 
     Attributes
     ----------
@@ -507,7 +643,6 @@ class ViTClassifier(VisionTransformerClassifier):
         "dropout": [Interval(Real, 0, 1, closed="left")],
     }
 
-    @stores_params
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=(32,), dropout=0.0, *, image_size="auto", zoom_out=None,
                  zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6, max_epochs=15,
@@ -515,7 +650,33 @@ class ViTClassifier(VisionTransformerClassifier):
                  random_state=None, verbose=0, class_weight=None, callbacks=None,
                  validation_fraction=None, early_stopping=False, n_iter_no_change=5,
                  warm_start=False, precision="float32", accelerator=None):
-        """Store the parameters unchanged (see the class docstring)."""
+        self.patch_size = patch_size
+        self.embed_dim = embed_dim
+        self.depth = depth
+        self.num_heads = num_heads
+        self.mlp_ratio = mlp_ratio
+        self.stem_channels = stem_channels
+        self.dropout = dropout
+        self.image_size = image_size
+        self.zoom_out = zoom_out
+        self.zoom_out_probability = zoom_out_probability
+        self.lr = lr
+        self.lr_decay_at = lr_decay_at
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.class_weight = class_weight
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.precision = precision
+        self.accelerator = accelerator
 
     def _make_module(self, in_channels, image_size, n_classes):
         return ViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
