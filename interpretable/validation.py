@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 import narwhals.stable.v2 as nw
 import numpy as np
 import torch
+from scipy import sparse
 
 __all__ = [
     "check_texts",
@@ -24,6 +25,14 @@ __all__ = [
 ]
 
 
+def _refuse_sparse(X, what: str) -> None:
+    """A scipy sparse matrix or array (a vectorizer's output passed by mistake) is refused,
+    saying so (scikit-learn's convention for estimators without sparse support)."""
+    if sparse.issparse(X):
+        raise TypeError(f"{what} is a sparse {type(X).__name__}: sparse input is not supported; "
+                        "pass the samples themselves (texts, images or symbol sequences).")
+
+
 def as_column(X, what: str = "X"):
     """A one-column table as its column, anything else unchanged.
 
@@ -31,8 +40,9 @@ def as_column(X, what: str = "X"):
     column as a Series (the index kept: it becomes the explanation's sample ids), others their
     native column (polars Series, pyarrow ChunkedArray). A 2-d numpy array of texts ``(n, 1)``
     (e.g. a ``ColumnTransformer``'s output) gives ``(n,)``. A table with several columns is
-    refused naming them.
+    refused naming them, a sparse matrix as such.
     """
+    _refuse_sparse(X, what)
     if isinstance(X, np.ndarray) and X.ndim == 2 and X.shape[1] == 1 and X.dtype.kind in "OUS":
         return X[:, 0]
     try:
@@ -44,8 +54,9 @@ def as_column(X, what: str = "X"):
             return X
     columns = list(X.columns) if frame is None else frame.columns
     if len(columns) != 1:
+        first = columns[0].item() if hasattr(columns[0], "item") else columns[0]  # numpy names
         raise ValueError(f"{what} is a {type(X).__name__} with columns {columns[:10]}; pass "
-                         f"the one column to use, e.g. {what}[{str(columns[0])!r}].")
+                         f"the one column to use, e.g. {what}[{first!r}].")
     return frame.get_column(columns[0]).to_native()
 
 
@@ -139,6 +150,7 @@ def check_images(X, *, channels: int | None = None, what: str = "X") -> np.ndarr
     a message saying how to pass them. Float pixels within 1e-6 outside [0, 1] (rounding) are
     clipped. ``channels`` (the count seen in ``fit``) is enforced when given.
     """
+    _refuse_sparse(X, what)
     if isinstance(X, torch.Tensor):
         X = X.detach().cpu().numpy()
     if isinstance(X, (list, tuple)) and len(X) == 0:
@@ -195,8 +207,8 @@ def check_images(X, *, channels: int | None = None, what: str = "X") -> np.ndarr
 
 
 def check_targets(y, n_samples: int | None = None, what: str = "y") -> np.ndarray:
-    """Validate classification targets: 1-d, one label type, no missing values, at least two
-    classes."""
+    """Validate classification targets: 1-d, one label type, no missing values, not continuous
+    (non-integer floats), at least two classes."""
     if y is None:
         raise ValueError(f"{what} is required for fitting a classifier.")
     y = _as_values(as_column(y, what))
@@ -223,6 +235,11 @@ def check_targets(y, n_samples: int | None = None, what: str = "y") -> np.ndarra
         if len(kinds) > 1:
             raise ValueError(f"{what} mixes label types {sorted(kinds)}; use one type for all "
                              "labels (e.g. all str).")
+    if y.dtype.kind == "f" and not np.array_equal(y, np.round(y)):
+        example = float(y[(y != np.round(y)).argmax()])
+        raise ValueError(f"Unknown label type: {what} is continuous (non-integer floats such as "
+                         f"{example!r}); a classifier needs class labels (str, int or "
+                         "integer-valued floats).")
     if len(np.unique(y)) < 2:
         raise ValueError(
             f"{what} has a single class ({np.asarray(y[0]).tolist()!r}); a classifier needs at "

@@ -16,6 +16,16 @@ from .base import NeuralEstimator
 
 __all__ = ["NeuralClassifier"]
 
+#: scikit-learn's classifier checks that fit on generated 2-d numeric arrays (see
+#: :data:`~.base.TABULAR_CHECKS`)
+TABULAR_CLASSIFIER_CHECKS = (
+    "check_class_weight_classifiers", "check_classifier_data_not_an_array",
+    "check_classifiers_classes", "check_classifiers_one_label",
+    "check_classifiers_one_label_sample_weights", "check_classifiers_regression_target",
+    "check_classifiers_train", "check_decision_proba_consistency", "check_requires_y_none",
+    "check_supervised_y_2d",
+)
+
 
 def _shown(classes: np.ndarray, limit: int = 20) -> str:
     """The classes for an error message (the first ``limit`` of many)."""
@@ -256,6 +266,9 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
     def score(self, X, y, sample_weight=None) -> float:
         """Return the accuracy on ``X`` and ``y``.
 
+        As :meth:`sklearn.base.ClassifierMixin.score`: labels of ``y`` not seen in ``fit``
+        (a rare class missing from a cross-validation training fold) count as wrong predictions.
+
         Parameters
         ----------
         X : sequence of shape (n_samples,)
@@ -270,11 +283,6 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         float
             The (weighted) share of correct predictions.
 
-        Raises
-        ------
-        ValueError
-            If ``y`` holds labels not seen in ``fit``.
-
         Examples
         --------
         >>> from interpretable import EmbeddingBagClassifier
@@ -283,13 +291,10 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
         >>> 0.0 <= clf.score(X, y) <= 1.0
         True
+        >>> clf.score(["good film"], ["meh"])  # a label not seen in fit is never predicted
+        0.0
         """
         self._check_fitted()
-        y = np.asarray(y)
-        unseen = np.setdiff1d(np.unique(y), self.classes_)
-        if unseen.size:
-            raise ValueError(f"y contains labels not seen in fit: {unseen.tolist()[:5]}; the "
-                             f"model knows classes_ = {_shown(self.classes_)}.")
         return super().score(X, y, sample_weight=sample_weight)
 
     def target_indices(self, target, logits) -> np.ndarray:

@@ -85,14 +85,18 @@ class DivergenceGuard(Callback):
 class TrainingStepCallback(Callback):
     """Base of the callbacks that act at every training step: :meth:`at_step` runs before
     the first step and after each one, with ``step_`` (0-based) of ``total_`` steps (the
-    batches of ``max_epochs`` epochs of the training split, ``steps_per_epoch_`` each)."""
+    batches of ``max_epochs`` epochs of the training split, ``steps_per_epoch_`` each, per
+    process when Accelerate distributes the batches)."""
 
     def on_train_begin(self, net, **kwargs):
         self.step_, self.total_ = 0, None
 
     def on_epoch_begin(self, net, dataset_train=None, **kwargs):
         if self.total_ is None:
-            self.steps_per_epoch_ = math.ceil(len(dataset_train) / net.batch_size)
+            # each of Accelerate's processes takes every num_processes-th batch
+            processes = getattr(getattr(net, "accelerator", None), "num_processes", 1)
+            batches = math.ceil(len(dataset_train) / net.batch_size)
+            self.steps_per_epoch_ = math.ceil(batches / processes)
             self.total_ = self.steps_per_epoch_ * net.max_epochs
             self.at_step(net)
 

@@ -78,10 +78,11 @@ class TrainingDivergedError(RuntimeError):
 
 
 def check_sample_weight(sample_weight, n_samples: int) -> np.ndarray | None:
-    """``sample_weight`` as a checked float64 array ``(n,)``, or None."""
+    """``sample_weight`` as a checked float64 array ``(n,)``, or None: a copy, writable even
+    when the input is not (a pandas Series gives a read-only view, which torch warns about)."""
     if sample_weight is None:
         return None
-    weight = np.asarray(sample_weight, dtype=np.float64)
+    weight = np.array(sample_weight, dtype=np.float64)
     if weight.shape != (n_samples,):
         raise ValueError(f"sample_weight must have shape ({n_samples},), got {weight.shape}.")
     if not np.isfinite(weight).all() or (weight < 0).any() or not weight.sum() > 0:

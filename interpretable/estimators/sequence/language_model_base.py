@@ -20,6 +20,7 @@ from torch.nn import functional as F
 from ...nn.losses import IGNORE_INDEX
 from ...params import Interval
 from ...validation import check_documents, check_random_state_seed
+from ..core.base import TABULAR_CHECKS
 from .alphabet import UNKNOWN, next_symbol_windows
 from .base import SequenceEstimator
 
@@ -45,6 +46,11 @@ class LanguageModelBase(SequenceEstimator):
                               "seq_len": [Interval(Integral, 2, None, closed="left")]}
     _inference_parameters = (*SequenceEstimator._inference_parameters, "seq_len")
     levels = ("char", "word")
+    _expected_failed_checks = dict.fromkeys(
+        TABULAR_CHECKS + ("check_fit2d_1sample", "check_estimator_sparse_array",
+                          "check_estimator_sparse_matrix", "check_estimator_sparse_tag"),
+        "passes targets y to fit, which a language model refuses: it is fitted on texts alone, "
+        "fit(X)")
 
     def _check_inputs(self, X) -> list[str]:
         return check_documents(X)

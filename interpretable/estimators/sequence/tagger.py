@@ -19,6 +19,7 @@ from ...nn.losses import IGNORE_INDEX
 from ...nn.tensors import pad_sequences
 from ...params import StrOptions
 from ...validation import check_sequence_targets, check_sequences
+from ..core.base import TABULAR_CHECKS
 from .base import ISANBase
 
 __all__ = ["ISANSequenceTagger"]
@@ -134,6 +135,13 @@ class ISANSequenceTagger(ISANBase):
     """
 
     saved_as = "ISANSequenceTagger"
+    _expected_failed_checks = {
+        **dict.fromkeys(TABULAR_CHECKS + ("check_fit2d_1sample",),
+                        "fits on 2-d numeric data with one label per sample: the tagger takes "
+                        "symbol sequences with one label per position"),
+        "check_fit1d": "fits on a 1-d float array: a number is not a sequence, refused with a "
+                       "TypeError where the check wants a ValueError",
+    }
 
     _parameter_constraints = {**ISANBase._parameter_constraints,
                               "loss": [StrOptions({"cross_entropy", "squared"})]}
@@ -169,11 +177,18 @@ class ISANSequenceTagger(ISANBase):
     def _check_inputs(self, X) -> list:
         return check_sequences(X)
 
+    def __sklearn_tags__(self):
+        """Symbol sequences with per-position targets ``y``, which ``fit`` requires."""
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
     def _fit(self, X, y, sample_weight=None):
         seed = self._start_fit()
         seqs = check_sequences(X)
         if y is None:
-            raise ValueError(f"{type(self).__name__} needs per-position targets: fit(X, Y).")
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None; it needs per-position targets: fit(X, Y).")
         Y = check_sequence_targets(y, [len(s) for s in seqs])
         stacked = np.concatenate(Y)
         if not self._continues():

@@ -13,8 +13,8 @@ from sklearn.base import clone
 from ...nn.losses import OutputCrossEntropy
 from ...params import HasMethods, Interval, StrOptions
 from ...validation import check_targets, check_text_inputs
-from ..core.base import Batch
-from ..core.classifier import NeuralClassifier
+from ..core.base import TABULAR_CHECKS, Batch
+from ..core.classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
 from .explainers import Gradient, InputXGradient, IntegratedGradients
 
 __all__ = ["TextClassifierBase", "resolve_embeddings", "trim_padding", "trim_collate"]
@@ -78,6 +78,13 @@ class TextClassifierBase(NeuralClassifier):
         "freeze_embeddings": ["boolean"],
     }
     _supports_pairs = False
+    _expected_failed_checks = {
+        **dict.fromkeys(TABULAR_CHECKS + TABULAR_CLASSIFIER_CHECKS,
+                        "fits on 2-d numeric data, which a text classifier refuses: it takes "
+                        "texts (a 1-d sequence of str)"),
+        "check_fit1d": "fits on a 1-d float array: a number is not a text, refused with a "
+                       "TypeError where the check wants a ValueError",
+    }
     #: model variants :meth:`forward_batch` can run (SEAT adds its vanilla attention)
     views: tuple[str, ...] = ("model",)
 

@@ -23,8 +23,8 @@ from ...nn.losses import logits_of
 from ...nn.tensors import make_generator
 from ...params import Interval, StrOptions
 from ...validation import check_batch_size, check_images, check_targets
-from ..core.base import Batch
-from ..core.classifier import NeuralClassifier
+from ..core.base import TABULAR_CHECKS, Batch
+from ..core.classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
 from .augmentation import ZoomOutBatches
 from .explainers import (
     FinalAttention,
@@ -131,12 +131,17 @@ class VisionTransformerClassifier(NeuralClassifier):
     #: saved by 0.1 load with them), and likewise fitted attributes
     _params_since_0_1 = {"image_size": "auto"}
     _fitted_since_0_1 = {"crop_size_": None}
+    _expected_failed_checks = dict.fromkeys(
+        TABULAR_CHECKS + TABULAR_CLASSIFIER_CHECKS + ("check_fit2d_1sample",),
+        "fits on 2-d numeric data, which an image classifier refuses: it takes image batches "
+        "(n, H, W) or (n, H, W, C)")
 
     def __sklearn_tags__(self):
-        """Inputs are images ``(n, H, W)`` or ``(n, H, W, C)``."""
+        """Inputs are images ``(n, H, W)`` or ``(n, H, W, C)``, pixels never negative."""
         tags = super().__sklearn_tags__()
         tags.input_tags.string = False
         tags.input_tags.three_d_array = True
+        tags.input_tags.positive_only = True
         return tags
 
     # ------------------------------------------------------------------ subclass hooks
