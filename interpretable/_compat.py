@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
 
@@ -77,11 +78,16 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec):
-        """The new module object itself (its ``__name__`` and ``__spec__`` stay the new ones)."""
+        """The new module object itself (its ``__name__`` stays the new one)."""
         return importlib.import_module(MOVED_MODULES[spec.name])
 
     def exec_module(self, module):
-        """Nothing to run: the new module is imported already."""
+        """Nothing to run: the new module is imported already. The import system has just
+        given it the old path's spec; it gets its own back (``importlib.util.find_spec``,
+        ``importlib.reload`` and doctest read it)."""
+        if module.__spec__.loader is self:
+            module.__spec__ = importlib.machinery.PathFinder.find_spec(
+                module.__name__, sys.modules[module.__name__.rpartition(".")[0]].__path__)
 
 
 def install() -> None:

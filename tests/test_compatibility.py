@@ -122,9 +122,14 @@ def test_module_paths_of_version_0_2_import_the_moved_modules(old):
     """``import interpretable.estimators.bcos_text`` (0.1 / 0.2) is the module where the code
     lives now: the same object, nothing copied or run twice."""
     import importlib
+    import importlib.util
 
     new = interpretable._compat.MOVED_MODULES[old]
-    assert importlib.import_module(old) is importlib.import_module(new)
+    module = importlib.import_module(old)
+    assert module is importlib.import_module(new)
+    # the module keeps its own spec (doctest, reload and find_spec read it)
+    assert module.__spec__.name == new and module.__spec__.origin.endswith(".py")
+    assert importlib.util.find_spec(new).origin == module.__file__
 
 
 def test_pickles_naming_old_module_paths_load():
