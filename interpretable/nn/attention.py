@@ -179,8 +179,8 @@ class AttentionTextModule(nn.Module):
         """``(B, T)`` ids -> ``(B, T, E)`` embeddings."""
         return self.embedding(tokens)
 
-    def encode(self, embedded: torch.Tensor, mask: torch.Tensor,
-               encoder: Optional[nn.Module] = None) -> torch.Tensor:
+    def hidden_states(self, embedded: torch.Tensor, mask: torch.Tensor,
+                      encoder: Optional[nn.Module] = None) -> torch.Tensor:
         """``(B, T, E)``, ``(B, T)`` -> hidden ``(B, T, H)``, zero on padding."""
         encoder = self.encoder if encoder is None else encoder
         hidden = encoder(self.dropout(embedded), mask)
@@ -195,10 +195,10 @@ class AttentionTextModule(nn.Module):
         last = (mask.sum(1) - 1).clamp_min(0)
         return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
 
-    def encode_query(self, query: torch.Tensor, query_lengths: torch.Tensor) -> torch.Tensor:
+    def query_state(self, query: torch.Tensor, query_lengths: torch.Tensor) -> torch.Tensor:
         """Query ids ``(B, Tq)`` and lengths ``(B,)`` -> final query state ``(B, H)``."""
         qmask = lengths_to_mask(query_lengths, query.shape[1])
-        qhidden = self.encode(self.embed(query), qmask, self.query_encoder)
+        qhidden = self.hidden_states(self.embed(query), qmask, self.query_encoder)
         return self.final_state(qhidden, qmask, self.query_encoder)
 
     def attention_weights(self, hidden: torch.Tensor, mask: torch.Tensor,
@@ -248,8 +248,8 @@ class AttentionTextModule(nn.Module):
         mask = lengths_to_mask(lengths.to(tokens.device), tokens.shape[1])
         if embedded is None:
             embedded = self.embed(tokens)
-        hidden = self.encode(embedded, mask)
-        query_state = (self.encode_query(query, query_lengths.to(query.device)) if self.pair
+        hidden = self.hidden_states(embedded, mask)
+        query_state = (self.query_state(query, query_lengths.to(query.device)) if self.pair
                        else None)
         if attention is None:
             attention = self.attention_weights(hidden, mask, query_state, attention_layer)

@@ -188,8 +188,8 @@ class SEATTrainer(nn.Module):
         core = self.core
         with torch.no_grad():
             mask = lengths_to_mask(lengths.to(tokens.device), tokens.shape[1])
-            hidden = core.encode(core.embed(tokens), mask)
-            q = core.encode_query(query, query_lengths) if core.pair else None
+            hidden = core.hidden_states(core.embed(tokens), mask)
+            q = core.query_state(query, query_lengths) if core.pair else None
             w = self.vanilla_attention(hidden, mask, q)
             vanilla_probs = F.softmax(core.decode(hidden, w, q), dim=-1)
         w_tilde = core.attention_weights(hidden, mask, q)
@@ -239,8 +239,8 @@ class RobustTrainer(nn.Module):
         embedded = core.embed(tokens)
         if self.method == "word-at" and not embedded.requires_grad:
             embedded = embedded.detach().requires_grad_(True)
-        hidden = core.encode(embedded, mask)
-        q = core.encode_query(query, query_lengths) if core.pair else None
+        hidden = core.hidden_states(embedded, mask)
+        q = core.query_state(query, query_lengths) if core.pair else None
         w = core.attention_weights(hidden, mask, q)
         logits = core.decode(hidden, w, q)
         if self.method == "attention-rp":
