@@ -13,6 +13,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 
+from ..optional import import_optional
 from ..validation import check_texts
 
 __all__ = ["WordPieceEncoder", "WordPieces"]
@@ -157,7 +158,7 @@ class WordPieceEncoder(BaseEstimator):
         30522
         """
         self._validate_params()
-        from transformers import AutoTokenizer
+        AutoTokenizer = import_optional("transformers", "the word-piece tokeniser").AutoTokenizer
 
         if self.checkpoint is None:
             from ..datasets import load_minilm
