@@ -225,12 +225,13 @@ class BcosBertClassifier(nn.Module):
     @classmethod
     def from_pretrained(cls, path, n_classes: int, **options) -> BcosBertClassifier:
         """Convert the BERT model in a local directory (``transformers``; never downloads)."""
-        from .bert_encoder import _transformers
+        from .bert_encoder import quiet_loading
 
         path = Path(path)
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"{path} is not a transformers model directory")
-        bert = _transformers().BertModel.from_pretrained(str(path), local_files_only=True)
+        with quiet_loading() as tf:
+            bert = tf.BertModel.from_pretrained(str(path), local_files_only=True)
         return cls.from_bert(bert, None, n_classes, **options)
 
     def anneal(self, progress: float) -> None:
