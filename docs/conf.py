@@ -62,7 +62,8 @@ autosummary_generate = True
 autosummary_imported_members = False
 # (no "inherited-members" default: with Sphinx 9 a default of False overrides the class
 # template's ``:inherited-members:``, and the estimators' pages then list none of the methods
-# they inherit: fit, predict, explain, ...)
+# they inherit: fit, predict, explain, ...; scikit-learn's docstrings that cite its
+# ``metadata_routing`` label link to the note in api.rst)
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_typehints = "none"          # the numpydoc Parameters sections document the types
 autodoc_member_order = "bysource"
