@@ -353,16 +353,19 @@ def check_batch_size(batch_size, default: int) -> int:
 @functools.cache
 def _not_the_caller() -> tuple[str, ...]:
     """The files whose frames a warning skips to reach the user's call: this package's,
-    scikit-learn's and skorch's (pipelines, the fit context, training), contextlib's."""
+    scikit-learn's and skorch's (pipelines, the fit context, training), contextlib's and the
+    frozen standard modules' (``runpy`` of ``python -m``)."""
     folders = [os.path.dirname(spec.origin) + os.sep for spec in map(
         importlib.util.find_spec, (__package__, "sklearn", "skorch")) if spec and spec.origin]
-    return (*folders, contextlib.__file__)
+    return (*folders, contextlib.__file__, "<frozen ")
 
 
 def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
     """Warn at the user's call: the first frame outside the package (and outside scikit-learn
     and skorch, whose wrappers call it), whatever the call path (``fit``, ``predict``,
-    ``explain``, a pipeline), so the warning shows the user's line, not the package's.
+    ``explain``, a pipeline), so the warning shows the user's line, not the package's. Called
+    from the package alone (``python -m interpretable ...``), it warns at the outermost
+    package frame.
 
     Parameters
     ----------
@@ -382,6 +385,9 @@ def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
     ('texts were truncated', False)
     """
     frame, level = sys._getframe(1), 2
+    outermost = level  # the outermost frame that is not frozen, if all are skipped
     while frame is not None and frame.f_code.co_filename.startswith(_not_the_caller()):
+        if not frame.f_code.co_filename.startswith("<frozen "):
+            outermost = level
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level)
+    warnings.warn(message, category, stacklevel=level if frame is not None else outermost)
