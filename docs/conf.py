@@ -60,7 +60,11 @@ myst_heading_anchors = 3
 # API reference: one page per public object, written by autosummary into api/generated/
 autosummary_generate = True
 autosummary_imported_members = False
-autodoc_default_options = {"members": True, "inherited-members": False, "show-inheritance": True}
+# (no "inherited-members" default: with Sphinx 9 a default of False overrides the class
+# template's ``:inherited-members:``, and the estimators' pages then list none of the methods
+# they inherit: fit, predict, explain, ...; scikit-learn's docstrings that cite its
+# ``metadata_routing`` label link to the note in api.rst)
+autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_typehints = "none"          # the numpydoc Parameters sections document the types
 autodoc_member_order = "bysource"
 numpydoc_show_class_members = False  # members are listed by the class template
@@ -141,9 +145,10 @@ def _write_docstring_warnings(app, exception):
 
 
 def _skip_member(app, what, name, obj, skip, options):
-    """scikit-learn's metadata-routing methods (``set_fit_request``, ...) are documented by
-    scikit-learn; their docstrings cite its glossary."""
-    if re.fullmatch(r"set_\w+_request", name):
+    """scikit-learn's metadata-routing methods (``set_fit_request``, ...,
+    ``get_metadata_routing``) are documented by scikit-learn; their docstrings cite its
+    glossary."""
+    if re.fullmatch(r"set_\w+_request|get_metadata_routing", name):
         return True
     return None
 

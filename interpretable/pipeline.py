@@ -76,7 +76,8 @@ class ExplainablePipeline(Pipeline):
         X : sequence or pandas object of shape (n_samples,)
             The samples, as the pipeline takes them.
         **explain_kwargs
-            Passed to the final estimator's ``explain`` (e.g. ``method``, ``target``).
+            Passed to the final estimator's ``explain`` (e.g. ``method``, ``target``,
+            ``contrast``).
 
         Returns
         -------

@@ -12,7 +12,7 @@
   ``joblib.parallel_backend("dask")`` fits the candidates on the cluster's workers.
 
 ``accelerate``, ``dask`` and ``distributed`` come with the ``scale`` extra
-(``pip install interpretable[scale]``); they are imported only when used.
+(``pip install "interpretable-models[scale]"``); they are imported only when used.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import pandas as pd
 
 from .explanation import citing_samples
 from .files import replacing, reporting
+from .optional import import_optional
 from .streaming import explanations_to_frame
 
 __all__ = ["save_on_main_process", "explain_to_parquet"]
@@ -75,7 +76,7 @@ def _partitions(data) -> tuple[list, list]:
     """The partitions of a Dask collection as delayed objects (lists for a Bag, blocks of whole
     samples for an Array) and the sample counts of those whose samples are numbered by position
     (Bag: delayed, Array: known; none for DataFrames, whose pandas index numbers them)."""
-    import dask
+    dask = import_optional("dask", "explain_to_parquet")
     import dask.array as da
     import dask.bag as db
     import dask.dataframe as dd
@@ -198,8 +199,8 @@ def explain_to_parquet(estimator, data, path, *, client=None, chunk_size: int = 
     >>> [f.name for f in files]
     ['part-00000.parquet', 'part-00001.parquet']
     """
-    import dask
-    from distributed import default_client
+    dask = import_optional("dask", "explain_to_parquet")
+    default_client = import_optional("distributed", "explain_to_parquet").default_client
 
     client = default_client() if client is None else client
     folder = Path(path)

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from . import __version__
+from .optional import import_optional
 
 __all__ = ["log_model", "save_model", "load_model"]
 
@@ -90,7 +91,7 @@ def log_model(estimator, name: str = "model", *, input_example=None, signature=N
     (1,)
     >>> mlflow.set_tracking_uri(None); del os.environ["MLFLOW_ALLOW_FILE_STORE"]
     """
-    import mlflow
+    mlflow = import_optional("mlflow", "log_model")
 
     with tempfile.TemporaryDirectory() as folder:
         saved = estimator.save(Path(folder) / DATA)
@@ -137,7 +138,7 @@ def save_model(estimator, path, *, input_example=None, signature=None, pip_requi
     >>> tracking.load_model(str(path)).classes_
     array(['neg', 'pos'], dtype='<U3')
     """
-    import mlflow
+    mlflow = import_optional("mlflow", "save_model")
 
     with tempfile.TemporaryDirectory() as folder:
         saved = estimator.save(Path(folder) / DATA)
@@ -182,7 +183,7 @@ def load_model(model_uri: str, *, dst_path=None, device="auto"):
     >>> tracking.load_model(str(path), device="cpu").predict(["bad film"]).shape
     (1,)
     """
-    from mlflow.artifacts import download_artifacts
+    download_artifacts = import_optional("mlflow.artifacts", "load_model").download_artifacts
     from mlflow.models import Model
 
     local = Path(download_artifacts(artifact_uri=model_uri, dst_path=dst_path))

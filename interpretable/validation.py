@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib.util
 import numbers
+import os
+import sys
+import warnings
 from collections.abc import Iterable, Sequence
 
 import narwhals.stable.v2 as nw
@@ -22,6 +28,7 @@ __all__ = [
     "as_column",
     "check_random_state_seed",
     "check_batch_size",
+    "warn_caller",
 ]
 
 
@@ -358,3 +365,46 @@ def check_batch_size(batch_size, default: int) -> int:
             or batch_size < 1:
         raise ValueError(f"batch_size must be None or an integer >= 1, got {batch_size!r}.")
     return int(batch_size)
+
+
+@functools.cache
+def _not_the_caller() -> tuple[str, ...]:
+    """The files whose frames a warning skips to reach the user's call: this package's,
+    scikit-learn's and skorch's (pipelines, the fit context, training), contextlib's and the
+    frozen standard modules' (``runpy`` of ``python -m``)."""
+    folders = [os.path.dirname(spec.origin) + os.sep for spec in map(
+        importlib.util.find_spec, (__package__, "sklearn", "skorch")) if spec and spec.origin]
+    return (*folders, contextlib.__file__, "<frozen ")
+
+
+def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warn at the user's call: the first frame outside the package (and outside scikit-learn
+    and skorch, whose wrappers call it), whatever the call path (``fit``, ``predict``,
+    ``explain``, a pipeline), so the warning shows the user's line, not the package's. Called
+    from the package alone (``python -m interpretable ...``), it warns at the outermost
+    package frame.
+
+    Parameters
+    ----------
+    message : str
+        The warning.
+    category : type of Warning, default=UserWarning
+        Its class.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from interpretable.validation import warn_caller
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_caller("texts were truncated")
+    >>> str(caught[0].message), caught[0].filename.endswith("validation.py")  # the caller's
+    ('texts were truncated', False)
+    """
+    frame, level = sys._getframe(1), 2
+    outermost = level  # the outermost frame that is not frozen, if all are skipped
+    while frame is not None and frame.f_code.co_filename.startswith(_not_the_caller()):
+        if not frame.f_code.co_filename.startswith("<frozen "):
+            outermost = level
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level if frame is not None else outermost)

@@ -117,6 +117,42 @@ def test_over_long_texts_are_truncated_with_a_warning_and_the_explanation_says_s
         clf.predict([long])
 
 
+def test_truncation_warnings_point_at_the_callers_line(fitted):
+    """fit, predict and explain warn at the user's call (this file), not at the package's
+    source line; so does the TextEncoder of the other text models."""
+    from interpretable import EmbeddingBagClassifier
+    from interpretable.text import TextEncoder
+
+    clf, X, y = fitted
+    long = " ".join(["great"] * 40)
+    calls = {"fit": lambda: clone(clf).set_params(max_epochs=1).fit([long] + X[1:], y),
+             "predict": lambda: clf.predict([long]),
+             "explain": lambda: clf.explain([long], level="word"),
+             "bag": lambda: EmbeddingBagClassifier(text_encoder=TextEncoder(max_len=3),
+                                                   max_epochs=1).fit([long] + X[1:], y)}
+    for name, call in calls.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        truncation = [w for w in caught if "longer than max_len" in str(w.message)]
+        assert truncation, name
+        assert {w.filename for w in truncation} == {__file__}, (name, truncation[0].filename)
+
+
+def test_missing_transformers_names_the_extra(monkeypatch):
+    """Without transformers: an ImportError that says which extra installs it."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    X, y = sentiment(n=8)
+    with pytest.raises(ImportError, match=r'pip install "interpretable-models\[bert\]"'):
+        tiny(max_epochs=1).fit(X, y)
+    from interpretable.nn.bert_encoder import BertEncoder
+
+    with pytest.raises(ImportError, match=r"interpretable-models\[bert\]"):
+        BertEncoder.from_config(TINY)
+
+
 # Blank texts are predicted from no evidence (tests/conformance/test_bad_input.py).
 @pytest.mark.parametrize("bad, error, match", [
     ([3], TypeError, "str"),
@@ -230,12 +266,21 @@ def test_a_local_checkpoint_folder_is_converted(tmp_path):
 
 
 # ---------------------------------------------------------------------------- the real MiniLM
-def test_converted_minilm_fine_tunes_and_explains_exactly():
+def test_converted_minilm_fine_tunes_and_explains_exactly(capfd):
+    """... and loads the MiniLM quietly: no "Loading weights" bar, no load report;
+    transformers' own settings are restored afterwards."""
+    import transformers
+
     X, y = sentiment(n=16)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # transformers' load report of the unused pooler
-        clf = BcosTextClassifier(max_length=16, batch_size=8, random_state=0,
-                                 device="cpu").fit(X, y)
+    bars = transformers.logging.is_progress_bar_enabled()
+    verbosity = transformers.logging.get_verbosity()
+    capfd.readouterr()
+    clf = BcosTextClassifier(max_length=16, batch_size=8, random_state=0,
+                             device="cpu").fit(X, y)
+    printed = capfd.readouterr()
+    assert "Loading weights" not in printed.err + printed.out
+    assert transformers.logging.is_progress_bar_enabled() == bars
+    assert transformers.logging.get_verbosity() == verbosity
     assert clf.config_["num_hidden_layers"] == 6 and clf.text_encoder_.max_len == 16
     exp = clf.explain([TEXT], level="word", dtype="float64")
     assert exp.completeness_error[0] <= 1e-9 and exp.units[0][1] == "naïve"

@@ -1,4 +1,4 @@
-"""B-cos v2 ViTs (nn.bcos_v2) and their checkpoint loader (nn.bcos_zoo): the released
+"""B-cos v2 ViTs (nn.bcos.simple_vit) and their checkpoint loader (nn.bcos.zoo): the released
 architectures' sizes, complete explanations with the positional term, thread safety, and the
 loader's refusals. The equality with the ``bcos`` package itself is checked by
 ``benchmarks/check_bcos_zoo.py`` (it needs ``bcos``'s own venv)."""

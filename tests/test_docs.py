@@ -182,3 +182,47 @@ def test_docs_build(tmp_path):
     assert not missing, f"add to docs/api.rst: {missing}"
     for page in ("install", "quickstart", "reproductions", "performance", "guide/models"):
         assert (html / f"{page}.html").exists()
+    assert_pages_list_the_methods(html / "generated")
+
+
+#: the methods every page of an estimator / an explanation must list, inherited ones included
+ESTIMATOR_METHODS = ("fit", "predict", "predict_proba", "explain", "save", "load")
+EXPLANATION_METHODS = ("plot", "to_html", "to_frame")
+
+
+def assert_pages_list_the_methods(generated: Path) -> None:
+    """Each estimator's API page documents fit, predict, explain, ... (inherited from the
+    bases), explain's ``contrast`` and its methods' options; each explanation class's page
+    documents plot, to_html and to_frame."""
+    from sklearn.base import BaseEstimator
+
+    from interpretable.estimators.core.base import NeuralEstimator
+    from interpretable.explanation import GlobalExplanation
+    from interpretable.explanation._base import Explanation
+
+    checked = 0
+    for page in generated.glob("*.html"):
+        module, _, name = page.stem.rpartition(".")
+        try:
+            obj = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, ValueError):
+            continue
+        if not isinstance(obj, type):
+            continue
+        if issubclass(obj, BaseEstimator) and hasattr(obj, "explain"):
+            expected = [m for m in ESTIMATOR_METHODS if hasattr(obj, m)]
+        elif issubclass(obj, (Explanation, GlobalExplanation)):
+            expected = list(EXPLANATION_METHODS)
+        else:
+            continue
+        text = page.read_text(encoding="utf-8")
+        absent = [m for m in expected if f'id="{page.stem}.{m}"' not in text]
+        assert not absent, f"{page.name} does not document {absent}"
+        if issubclass(obj, NeuralEstimator):  # explain's contrast and its methods' options
+            assert "contrast" in text and "n_steps=" in text, page.name
+        checked += 1
+    assert checked >= 15, checked  # the 11 estimators, the explanation containers
+    for name in ("BcosTextClassifier", "ISANLanguageModel"):  # the concrete ones have them all
+        text = (generated / f"interpretable.{name}.html").read_text(encoding="utf-8")
+        assert all(f'id="interpretable.{name}.{m}"' in text for m in ("fit", "predict",
+                                                                        "explain"))

@@ -229,9 +229,55 @@ def test_pairs_show_the_query():
     assert exp.to_frame()["query"].tolist() == ["where ?", "where ?", "who", "who"]
 
 
+def test_text_plot_colours_the_words_and_returns_the_figure():
+    """plot() of a token explanation: a Figure (pyplot holds none) with each word on the colour
+    of its attribution, the same colours as the HTML view; the bar chart of the strongest."""
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    exp = _tokens()
+    fig = exp.plot()
+    assert isinstance(fig, Figure) and plt.get_fignums() == []
+    words = {t.get_text(): t for t in fig.axes[0].texts}
+    html = {text: background for background, _, text in _cells(exp.to_html())}
+    for word in ("A", "null"):
+        assert words[word.lower()].get_bbox_patch().get_facecolor()[:3] == pytest.approx(
+            tuple(int(html[word][i:i + 2], 16) / 255 for i in (1, 3, 5)), abs=1e-6)
+    assert words["<b>"].get_color() == "white"  # saturated blue: white text
+    assert any(t.startswith("sample 1 · target 0 (p=0.30): logit(0) = +1.5") for t in words)
+    bars = exp.plot("bars", k=1)
+    assert [len(ax.patches) for ax in bars.axes] == [1, 1]
+    assert bars.axes[0].get_yticklabels()[0].get_text() == "<b>"  # the strongest, |-2|
+    _, ax = plt.subplots()
+    assert exp.plot("bars", sample=1, ax=ax) is ax.figure and len(ax.patches) == 2
+    plt.close("all")
+    with pytest.raises(ValueError, match="ax= draws one sample"):
+        exp.plot(ax=ax)
+    with pytest.raises(ValueError, match="kind"):
+        exp.plot("heads")
+
+
+@pytest.mark.parametrize("make", [_tokens, _image, _sequence,
+                                  lambda: global_explanation([_tokens()] * 2)],
+                         ids=["tokens", "image", "sequence", "corpus"])
+def test_every_explanation_plots_renders_and_exports(make):
+    from matplotlib.figure import Figure
+
+    from interpretable.estimators.bert.explainers import WordPieceExplanation
+
+    explanation = make()
+    assert isinstance(explanation.plot(), Figure)
+    assert isinstance(explanation.to_html(), str)
+    assert isinstance(explanation.to_frame(), pd.DataFrame)
+    assert all(callable(getattr(WordPieceExplanation, name, None))
+               for name in ("plot", "to_html", "to_frame"))
+
+
 # ---------------------------------------------------------------------------- image view
-@pytest.mark.parametrize("kind, n_axes", [("overview", 2 * 3 + 2), ("contributions", 2 + 2),
-                                          ("weights", 2), ("heads", 2 + 1)])
+# overview: input, map, its parts from x and 1 − x, W(x) colour view and a colour bar per
+# sample; heads: per sample its input, the 2 component maps and a colour bar
+@pytest.mark.parametrize("kind, n_axes", [("overview", 2 * 5 + 2), ("contributions", 2 + 2),
+                                          ("weights", 2), ("heads", 2 * 4)])
 def test_image_plot_returns_a_figure_pyplot_does_not_hold(kind, n_axes):
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
@@ -247,6 +293,53 @@ def test_image_titles_name_classes_and_probabilities():
     titles = [ax.get_title() for ax in exp.plot().axes]
     assert "sample 1 · predicted 5 (p=0.50)" in titles
     assert any(t.startswith("contributions to 4 (p=0.30)") for t in titles)
+
+
+def _texts(fig) -> str:
+    return " ".join(t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text")))
+
+
+def test_image_overview_splits_object_and_background_and_has_a_caption():
+    """The map's exact parts from x and from 1 − x sum to it; the colour view and the maps
+    are explained by a caption; the maps share one symmetric scale per row."""
+    exp = _image()
+    x = np.zeros((2, 2, 3, 1))
+    x[:, :, 1] = 1.0  # a vertical stroke on a black background
+    encoded = np.concatenate([x, 1 - x], axis=-1)
+    exp = dataclasses.replace(exp, images=x, values=(exp.weights * encoded).sum(-1))
+    fig = exp.plot()
+    for i in range(2):
+        from_x, from_inverse = exp._parts(i)
+        np.testing.assert_allclose(from_x + from_inverse, exp.values[i])
+        assert (from_x[:, [0, 2]] == 0).all() and (from_inverse[:, 1] == 0).all()
+        assert from_x[:, 1].sum() > 0  # the stroke's share, apart from the background's
+    caption = _texts(fig)
+    assert "W(x) colour view: each pixel in the input colour" in caption
+    assert "'from x' is what its value contributes" in caption and "symmetric" in caption
+    maps = [a.images[0] for a in fig.axes if a.get_title().startswith(("contrib", "from"))]
+    assert len(maps) == 2 * 3
+    for image in maps:
+        low, high = image.get_clim()
+        assert -low == high > 0
+    assert len(exp.plot(split=False).axes) == 2 * 3 + 2
+
+
+def test_image_positive_evidence_and_sample_selection():
+    exp = _image()
+    fig = exp.plot("contributions", evidence="positive")
+    for ax in [a for a in fig.axes if a.get_title().startswith("contributions")]:
+        low, high = ax.images[0].get_clim()
+        assert low == 0 < high and ax.images[0].get_array().min() >= 0
+    assert "positive evidence only" in _texts(fig)
+    one = exp.plot(sample=1)
+    assert [a.get_title() for a in one.axes][0] == "sample 1 · predicted 5"
+    heads = exp.plot("heads", sample=[1, 0])
+    titles = [a.get_title() for a in heads.axes]
+    assert titles[0] == "sample 1 · predicted 5" and "sample 0 · predicted 3" in titles
+    with pytest.raises(ValueError, match="sample must be"):
+        exp.plot(sample=2)
+    with pytest.raises(ValueError, match="evidence"):
+        exp.plot(evidence="negative")
 
 
 @pytest.mark.parametrize("channels", [1, 3])

@@ -179,6 +179,32 @@ def test_released_checkpoints_come_only_from_the_hub_cache_unless_download(tmp_p
                       f"{checkpoint_path(name).name}", "4b0824b1c1")]
 
 
+def test_offline_download_names_the_url_the_cache_and_the_alternative(tmp_path, monkeypatch):
+    """No network: torch.hub's opener raises URLError (nothing is downloaded); from_pretrained
+    raises an OSError naming the URL, the cache path and the local-path alternative, and
+    leaves no file in the cache."""
+    import urllib.error
+
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path))
+    opened = []
+
+    def offline(request, *args, **kwargs):
+        opened.append(getattr(request, "full_url", request))
+        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(torch.hub, "urlopen", offline)
+    name = "vitc_ti_patch1_14"
+    cached = checkpoint_path(name)
+    with pytest.raises(OSError) as raised:
+        BcosViTClassifier.from_pretrained(name, download=True)
+    message = str(raised.value)
+    assert not isinstance(raised.value, urllib.error.URLError)
+    assert opened and opened[0] in message and "releases/download" in opened[0]
+    assert str(cached) in message and "name resolution" in message
+    assert "from_pretrained('/path/to/" in message
+    assert not cached.exists()
+
+
 # ---------------------------------------------------------------------------- parameters
 @pytest.mark.parametrize("params, match", [
     (dict(architecture=TINY, embed_dim=32, depth=2), r"\['embed_dim', 'depth'\] apply to the "

@@ -86,7 +86,7 @@ def _figures(explanation, maps_only=False) -> list:
         return [explanation.plot(kind) for kind in kinds]
     if isinstance(explanation, SequenceExplanation) or hasattr(explanation, "top"):
         return [explanation.plot() if hasattr(explanation, "top") else explanation.plot(0)]
-    return []
+    return [explanation.plot("text"), explanation.plot("bars")]
 
 
 def _rendered(fig) -> bytes:

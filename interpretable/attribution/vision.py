@@ -29,6 +29,7 @@ import torch
 from torch.nn import functional as F
 
 from ..nn.bcos.layers import explanation_mode
+from ..nn.losses import explained_logits
 
 __all__ = ["METHODS", "attribute", "gradcam", "inherent", "inherent_terms"]
 
@@ -54,11 +55,13 @@ def _to_pixels(tokens: torch.Tensor, grid_size, image_size) -> torch.Tensor:
                          align_corners=False)[:, 0]
 
 
-def inherent(model, x: torch.Tensor, target=None
+def inherent(model, x: torch.Tensor, target=None, contrast=None
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Compute the exact B-cos contributions in one forward and one backward pass.
 
-    ``contributions.sum((1, 2)) + model.logit_bias`` equals the target logits.
+    ``contributions.sum((1, 2)) + model.logit_bias`` equals the target logits (with
+    ``contrast``: the target logits minus the contrast-weighted logits, and the logit bias's
+    share ``model.logit_bias * (1 - contrast.sum(1))``).
 
     Parameters
     ----------
@@ -68,13 +71,16 @@ def inherent(model, x: torch.Tensor, target=None
         Encoded images.
     target : torch.Tensor of shape (B,) or None, default=None
         The explained classes (None: the predicted ones).
+    contrast : torch.Tensor of shape (B, K) or None, default=None
+        Weights over the classes whose weighted logits are subtracted from the target's
+        (``1/K`` each: the mean logit); see :func:`~interpretable.nn.losses.explained_logits`.
 
     Returns
     -------
     contributions : torch.Tensor of shape (B, H, W)
         The contribution maps.
     weights : torch.Tensor of shape (B, C, H, W)
-        The rows ``W(x)`` of the explained logits.
+        The rows ``W(x)`` of the explained logits (or logit differences).
     logits : torch.Tensor of shape (B, K)
         The logits.
 
@@ -102,11 +108,12 @@ def inherent(model, x: torch.Tensor, target=None
         logits = model(x)
         if target is None:
             target = logits.argmax(1)
-        weights, = torch.autograd.grad(logits.gather(1, target[:, None]).sum(), x)
+        weights, = torch.autograd.grad(explained_logits(logits, target, contrast).sum(), x)
     return (weights * x).sum(1).detach(), weights, logits.detach()
 
 
-def inherent_terms(model, x: torch.Tensor, target) -> tuple[torch.Tensor, list[str]]:
+def inherent_terms(model, x: torch.Tensor, target, contrast=None
+                   ) -> tuple[torch.Tensor, list[str]]:
     """Compute the exact contribution maps of every residual-stream term of a B-cos ViT.
 
     The terms are the token embedding, each (layer, head) and each MLP; their maps sum to the
@@ -120,6 +127,9 @@ def inherent_terms(model, x: torch.Tensor, target) -> tuple[torch.Tensor, list[s
         Encoded images.
     target : torch.Tensor of shape (B,)
         The explained classes.
+    contrast : torch.Tensor of shape (B, K) or None, default=None
+        Explain the target logit minus these weights' combination of the logits (see
+        :func:`inherent`).
 
     Returns
     -------
@@ -146,8 +156,7 @@ def inherent_terms(model, x: torch.Tensor, target) -> tuple[torch.Tensor, list[s
     with explanation_mode(), torch.enable_grad():
         _, terms = model.term_logits(x)                       # (B, T, K)
         n_terms = terms.shape[1]
-        index = target.view(-1, 1, 1).expand(-1, n_terms, 1)
-        selected = terms.gather(2, index).squeeze(2) * model.output_scale   # (B, T)
+        selected = explained_logits(terms, target, contrast) * model.output_scale   # (B, T)
         # one backward pass per term (faster than a vmapped batched-gradient call here)
         grads = torch.stack([torch.autograd.grad(selected[:, t].sum(), x,
                                                  retain_graph=t < n_terms - 1)[0]

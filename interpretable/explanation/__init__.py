@@ -14,6 +14,8 @@ columns of :data:`FRAME_COLUMNS` that apply to its input kind (no all-missing co
     step               int64  step of the explained logit, in units of the level (sequences)
     component          str    "total", or the model component (e.g. "layer0.head1") (images)
     target             label  the class / symbol whose logit is explained
+    contrast           str    with ``explain(contrast=...)``: "mean" (the mean logit is
+                              subtracted) or the class whose logit is subtracted
     attribution        float64 contribution of the unit to that logit
     prediction         label  the model's prediction for the sample (or step)
     method             str    explanation method ("inherent", "attention", ...)

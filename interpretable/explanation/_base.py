@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from ._frame import labels
+from ._frame import labels, texts
 
 
 def relative_error(total, logit, magnitude):
@@ -80,9 +80,55 @@ class Explanation:
         return self.to_html()
 
 
+def _is_mean(contrast) -> bool:
+    return isinstance(contrast, str) and contrast == "mean"
+
+
 class ClassifierExplanation(Explanation):
-    """Explanations of one class per sample (tokens, images): probabilities and the
-    per-sample table."""
+    """Explanations of one class per sample (tokens, images): probabilities, what is explained
+    (a logit, or with ``contrast`` a difference of logits) and the per-sample table."""
+
+    def explained(self, i: int | None = None) -> str:
+        """Say what the values explain, for the views' titles and legends.
+
+        Parameters
+        ----------
+        i : int or None, default=None
+            A sample's position; None: a description that fits every sample.
+
+        Returns
+        -------
+        str
+            E.g. ``"logit(cat)"``, ``"logit(cat) − mean logit"`` or ``"logit(cat) −
+            logit(dog)"`` for a sample; ``"the target's logit"`` or ``"the target's logit −
+            the mean logit"`` for all.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import TokenExplanation
+        >>> explanation = TokenExplanation(
+        ...     units=[["good"], ["bad"]], values=[np.array([0.5]), np.array([-1.0])],
+        ...     target=np.array(["pos", "neg"]), prediction=np.array(["pos", "neg"]),
+        ...     method="inherent", contrast=np.array(["mean", "pos"], dtype=object))
+        >>> explanation.explained(0), explanation.explained(1)
+        ('logit(pos) − mean logit', 'logit(neg) − logit(pos)')
+        >>> explanation.explained()
+        "the target's logit − the contrast's logit"
+        """
+        if i is not None:
+            text = f"logit({self.target[i]})"
+            if self.contrast is None:
+                return text
+            other = self.contrast[i]
+            return f"{text} − {'mean logit' if _is_mean(other) else f'logit({other})'}"
+        if self.contrast is None:
+            return "the target's logit"
+        others = {str(c) for c in self.contrast}
+        if len(others) > 1:
+            return "the target's logit − the contrast's logit"
+        other = next(iter(others), "mean")
+        return f"the target's logit − {'the mean logit' if other == 'mean' else f'logit({other})'}"
 
     def probabilities(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Return the probabilities of the target and of the predicted class of each sample.
@@ -117,6 +163,7 @@ class ClassifierExplanation(Explanation):
         probabilities = self.probabilities()
         return {
             "sample": self.ids(), "target": labels(self.target),
+            "contrast": None if self.contrast is None else texts(self.contrast),
             "prediction": labels(self.prediction), "logit": self.logit, "bias": self.bias,
             "target_probability": None if probabilities is None else probabilities[0],
             "prediction_probability": None if probabilities is None else probabilities[1],

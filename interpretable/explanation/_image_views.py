@@ -84,36 +84,73 @@ def _suptitle(fig, title: str, maps) -> None:
     fig.suptitle(f"{title}\n{caption}" if caption else title, fontsize=9)
 
 
-def _colour_bar(fig, image, ax) -> None:
-    fig.colorbar(image, ax=ax, shrink=0.8).ax.tick_params(labelsize=7)
+def _colour_bar(fig, image, ax, label: str = "") -> None:
+    bar = fig.colorbar(image, ax=ax, shrink=0.8)
+    bar.ax.tick_params(labelsize=7)
+    bar.set_label(label, fontsize=7)
+
+
+def _samples(sample, n: int) -> list[int]:
+    """The positions drawn: every sample (None), one (int) or several (a list)."""
+    chosen = list(range(n)) if sample is None else np.atleast_1d(sample).tolist()
+    bad = [i for i in chosen if isinstance(i, bool) or not isinstance(i, int) or not -n <= i < n]
+    if not chosen or bad:
+        raise ValueError(f"sample must be None, a position or a list of positions in "
+                         f"[-{n}, {n}), got {sample!r}.")
+    return [i % n for i in chosen]
+
+
+#: the caption's sentences, per panel (``plot("overview")``)
+_CAPTIONS = {
+    "contributions": "contributions: each pixel's exact share of {what} (the map plus the bias "
+                     "sums to it); {colours}; one symmetric scale per row, clipped at the "
+                     "{percentile:g}th percentile of |value|.",
+    "split": "B-cos reads a pixel as [x, 1 − x]: 'from x' is what its value contributes (the "
+             "object's strokes), 'from 1 − x' what its inverse contributes (mostly the "
+             "background); the two sum to the contribution map.",
+    "weights": "W(x) colour view: each pixel in the input colour that the dynamic weights "
+               "align with (grey levels for greyscale inputs), opaque where it contributes "
+               "positively, black where it does not.",
+}
 
 
 class ImageViews:
     """``plot`` and ``to_html`` of :class:`~interpretable.explanation.ImageExplanation`."""
 
     # ------------------------------------------------------------------ figures
-    def plot(self, kind: str = "overview", *, sample: int = 0, ncols: int = 4,
-             percentile: float = 99.9):
+    def plot(self, kind: str = "overview", *, sample=None, ncols: int = 4,
+             percentile: float = 99.9, evidence: str = "all", split: bool = True):
         """Draw the explanation as a matplotlib figure.
 
         The figure is not registered with pyplot: display it, save it or add it to a
         notebook cell's output, where it shows as an image even in a fresh kernel; it is
-        never shown twice. Red raises the target's logit, blue lowers it (one purple scale
-        for class-independent methods such as attention rollout).
+        never shown twice. Maps use one diverging scale centred at 0 with symmetric limits:
+        red raises what is explained (the target's logit, or with ``explain(contrast=...)``
+        a difference of logits), blue lowers it (one purple scale for class-independent
+        methods such as attention rollout). A caption says what each panel shows.
 
         Parameters
         ----------
         kind : {"overview", "contributions", "weights", "heads"}, default="overview"
             ``"overview"``: one row per sample: the input, the contribution map with a colour
-            bar and, when ``W(x)`` is known, its colour view; ``"contributions"`` or
-            ``"weights"``: a grid of one of them; ``"heads"``: the component maps
-            (``by="head"``) of one sample on one shared scale.
-        sample : int, default=0
-            The sample shown by ``kind="heads"`` (its position).
+            bar, with ``split`` its two exact parts, and when ``W(x)`` is known its colour
+            view; ``"contributions"`` or ``"weights"``: a grid of one of them; ``"heads"``:
+            per sample, the input and the component maps (``explain(by="head")``) on one
+            scale.
+        sample : int, list of int or None, default=None
+            The samples drawn (positions); None: all of them.
         ncols : int, default=4
-            Columns of the grids.
+            Columns of the grids (``"heads"``: panels per row, the input included).
         percentile : float, default=99.9
-            Maps are clipped at this percentile of ``|value|``, per map.
+            Maps are clipped at this percentile of ``|value|`` (per row of the overview, per
+            sample of ``"heads"``, per map otherwise).
+        evidence : {"all", "positive"}, default="all"
+            ``"positive"`` shows only what raises the explained logit (white to red), as the
+            B-cos papers draw their maps.
+        split : bool, default=True
+            In the overview, also draw the contribution map's two exact parts for B-cos's
+            ``[x, 1 − x]`` input encoding (when ``W(x)`` is known): from the pixel's value
+            ``x`` (the object) and from ``1 − x`` (the background).
 
         Returns
         -------
@@ -123,7 +160,8 @@ class ImageViews:
         Raises
         ------
         ValueError
-            If ``kind`` is unknown or its data is missing.
+            If ``kind``, ``sample`` or ``evidence`` is not one of the above or the data of
+            ``kind`` is missing.
 
         Examples
         --------
@@ -136,61 +174,108 @@ class ImageViews:
         ...     bias=np.array([1.0, 0.5]))
         >>> figure = explanation.plot(kind="contributions", ncols=2)
         >>> figure.savefig("contributions.png")
+        >>> len(explanation.plot(sample=1).axes)  # the input, its map and the map's colour bar
+        3
         """
         from ._figure import ViewFigure
 
         if kind not in PLOT_KINDS:
             raise ValueError(f"kind must be one of {list(PLOT_KINDS)}, got {kind!r}.")
+        if evidence not in ("all", "positive"):
+            raise ValueError(f"evidence must be 'all' or 'positive', got {evidence!r}.")
         if kind == "weights" and self.weights is None:
             raise ValueError("this explanation carries no dynamic weights W(x).")
+        chosen = _samples(sample, len(self))
+        positive = evidence == "positive" and not self.class_independent
         if kind == "heads":
-            return self._plot_heads(ViewFigure, sample, ncols, percentile)
-        n = len(self)
+            return self._plot_heads(ViewFigure, chosen, ncols, percentile, positive)
+        panels = [kind]
         if kind == "overview":
+            parts = split and self._parts(0) is not None
             panels = [p for p, known in (("input", self.images is not None),
-                                         ("contributions", True),
+                                         ("contributions", True), ("from x", parts),
+                                         ("from 1 − x", parts),
                                          ("weights", self.weights is not None)) if known]
-            cells = [(i, p) for i in range(n) for p in panels]
-            nrows, ncols = n, len(panels)
-        else:
-            cells = [(i, kind) for i in range(n)]
-            ncols = max(1, min(ncols, n))
-            nrows = -(-n // ncols)
-        fig = ViewFigure(figsize=(2.6 * ncols, 2.5 * nrows), layout="constrained")
-        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        cells = [(i, p) for i in chosen for p in panels]
+        width = len(panels) if kind == "overview" else max(1, min(ncols, len(cells)))
+        nrows = -(-len(cells) // width)
+        fig = ViewFigure(figsize=(2.6 * width, 2.5 * nrows + 0.6), layout="constrained")
+        axes = fig.subplots(nrows, width, squeeze=False).ravel()
         for ax in axes:
             ax.set_axis_off()
-        for ax, (i, panel) in zip(axes, cells):
-            self._draw(fig, ax, i, panel, percentile)
-        _suptitle(fig, f"{plot_text(self.method)} explanation",
-                  [self.values[i] for i, panel in cells if panel == "contributions"])
+        drawn = []  # the maps shown, for the caption on NaN and ±∞
+        for i in chosen:
+            row = [ax for ax, (j, _) in zip(axes, cells) if j == i]
+            maps = [] if kind == "weights" else [self.values[i]]
+            maps += list(self._parts(i)) if "from x" in panels else []
+            lim = _limit(np.stack(maps), percentile) if maps else 1.0
+            image = None
+            for ax, panel in zip(row, panels):
+                image = self._draw(ax, i, panel, percentile, lim, positive) or image
+            if image is not None:
+                _colour_bar(fig, image, row, "contribution" + " (positive)" * positive)
+            drawn += maps
+        what = plot_text(self.explained(), limit=80)
+        _suptitle(fig, f"{plot_text(self.method)} explanation of {what}", drawn)
+        fig.supxlabel(self._caption(panels, what, percentile, positive), fontsize=7,
+                      wrap=True)
         return fig
 
-    def _draw(self, fig, ax, i: int, panel: str, percentile: float) -> None:
+    def _caption(self, panels, what: str, percentile: float, positive: bool) -> str:
+        colours = ("purple: more weight (the same for every target)" if self.class_independent
+                   else "red raises it, white is 0 (positive evidence only)" if positive
+                   else "red raises it, blue lowers it, white is 0")
+        keys = [k for k, p in (("contributions", "contributions"), ("split", "from x"),
+                               ("weights", "weights")) if p in panels]
+        return " ".join(_CAPTIONS[k].format(what=what, colours=colours, percentile=percentile)
+                        for k in keys)
+
+    def _parts(self, i: int):
+        """The contribution map's exact parts ``(H, W)`` from ``x`` and from ``1 − x`` (B-cos's
+        input encoding), or None without ``W(x)`` and the input."""
+        if self.weights is None or self.images is None \
+                or self.weights.shape[-1] != 2 * self.images.shape[-1]:
+            return None
+        x = np.asarray(self.images[i], dtype=np.float64)
+        w = np.asarray(self.weights[i], dtype=np.float64)
+        channels = x.shape[-1]
+        return (w[..., :channels] * x).sum(-1), (w[..., channels:] * (1 - x)).sum(-1)
+
+    def _draw(self, ax, i: int, panel: str, percentile: float, lim: float, positive: bool):
+        """One panel of sample ``i``; the colour-mapped image of a map panel (else None)."""
         if panel == "input":
             image = self.images[i]
             ax.imshow(image[..., 0] if image.shape[-1] == 1 else image, cmap="gray",
                       vmin=0, vmax=1)
             ax.set_title(f"sample {plot_text(self.ids()[i])} · predicted "
                          f"{self._label(i, 'prediction')}", fontsize=8)
-        elif panel == "contributions":
-            image = self._show_map(ax, self.values[i], _limit(self.values[i], percentile))
-            _colour_bar(fig, image, ax)
-            logit = "" if self.logit is None else f"\nlogit {value_text(self.logit[i])}"
-            ax.set_title(f"contributions to {self._label(i, 'target')}{logit}", fontsize=8)
-        else:
+            return None
+        if panel == "weights":
             ax.set_facecolor("black")
             ax.set_axis_on()
             ax.set_xticks([])
             ax.set_yticks([])
             ax.imshow(weights_to_rgba(self.weights[i], self.values[i], percentile))
             ax.set_title(f"W(x) colour view → {plot_text(self.target[i])}", fontsize=8)
+            return None
+        if panel == "contributions":
+            values = self.values[i]
+            title = f"contributions to {self._label(i, 'target')}"
+            if self.logit is not None:
+                title += f"\n{plot_text(self.explained(i))} = {value_text(self.logit[i])}"
+        else:
+            values = self._parts(i)[panel != "from x"]
+            title = f"{panel}: {value_text(values.sum())}"
+        ax.set_title(title, fontsize=8)
+        return self._show_map(ax, values, lim, positive)
 
-    def _show_map(self, ax, values: np.ndarray, lim: float):
-        """``values`` on the colour scale of the method, clipped at ``±lim``."""
+    def _show_map(self, ax, values: np.ndarray, lim: float, positive: bool = False):
+        """``values`` on the colour scale of the method, clipped at ``±lim`` (``positive``:
+        at 0 and ``lim``, white to red)."""
         signed = not self.class_independent
-        return ax.imshow(np.clip(values, -lim, lim), vmin=-lim if signed else 0, vmax=lim,
-                         cmap=colormap(signed).with_extremes(bad=NAN_COLOUR))
+        low = -lim if signed and not positive else 0
+        cmap = colormap(signed, positive=positive).with_extremes(bad=NAN_COLOUR)
+        return ax.imshow(np.clip(values, low, lim), vmin=low, vmax=lim, cmap=cmap)
 
     def _label(self, i: int, which: str) -> str:
         """``"cat (p=0.93)"``: the target or predicted class with its probability if known."""
@@ -200,23 +285,35 @@ class ImageViews:
             label += f" (p={probabilities[which == 'prediction'][i]:.2f})"
         return label
 
-    def _plot_heads(self, ViewFigure, sample: int, ncols: int, percentile: float):
+    def _plot_heads(self, ViewFigure, chosen: list, ncols: int, percentile: float,
+                    positive: bool):
+        """Per sample, a block of panels: its input, then its component maps on one scale."""
         if self.components is None:
             raise ValueError("this explanation has no components; use explain(by='head').")
-        maps, names = self.components[sample], self.component_names
-        lim = _limit(maps, percentile)
-        ncols = max(1, min(ncols, len(names)))
-        nrows = -(-len(names) // ncols)
-        fig = ViewFigure(figsize=(2.2 * ncols + 0.8, 2.3 * nrows), layout="constrained")
-        axes = fig.subplots(nrows, ncols, squeeze=False)
-        for ax in axes.ravel():
-            ax.set_axis_off()
-        for ax, name, values in zip(axes.ravel(), names, maps):
-            image = self._show_map(ax, values, lim)
-            ax.set_title(f"{plot_text(name)}: {value_text(values.sum())}", fontsize=8)
-        _colour_bar(fig, image, axes)
-        _suptitle(fig, f"{plot_text(self.ids()[sample])}: contributions to "
-                       f"{self._label(sample, 'target')} by component", maps)
+        names = list(self.component_names)
+        first = 1 if self.images is not None else 0
+        ncols = max(1, min(ncols, len(names) + first))
+        nrows = -(-(len(names) + first) // ncols)
+        fig = ViewFigure(figsize=(2.2 * ncols + 0.8, (2.3 * nrows + 0.5) * len(chosen)),
+                         layout="constrained")
+        blocks = np.atleast_1d(fig.subfigures(len(chosen), 1, squeeze=False).ravel())
+        for block, i in zip(blocks, chosen):
+            maps = self.components[i]
+            lim = _limit(maps, percentile)
+            axes = block.subplots(nrows, ncols, squeeze=False).ravel()
+            for ax in axes:
+                ax.set_axis_off()
+            if first:
+                self._draw(axes[0], i, "input", percentile, lim, positive)
+            for ax, name, values in zip(axes[first:], names, maps):
+                image = self._show_map(ax, values, lim, positive)
+                ax.set_title(f"{plot_text(name)}: {value_text(values.sum())}", fontsize=8)
+            _colour_bar(block, image, axes, "contribution")
+            block.suptitle(f"sample {plot_text(self.ids()[i])} · target "
+                           f"{self._label(i, 'target')}: contributions to "
+                           f"{plot_text(self.explained(i))} by component", fontsize=9)
+        _suptitle(fig, f"{plot_text(self.method)}: the components' maps sum to the "
+                       "contribution map", [self.components[i] for i in chosen])
         return fig
 
     # ------------------------------------------------------------------ HTML
@@ -257,6 +354,6 @@ class ImageViews:
                       title=f"{self.method} pixel contributions", signed=signed,
                       targets=target_names(self.target), weights=self.weights is not None,
                       shown=len(shown), total=len(self), samples=table_cells(samples),
-                      png=figure_png(shown.plot()),
-                      scale=legend(None, signed, "the target's logit", per="map",
+                      png=figure_png(shown.plot()), explains=self.explained(),
+                      scale=legend(None, signed, self.explained(), per="row",
                                    values=[shown.values]))

@@ -101,20 +101,27 @@ _CELL = '<span class="ie-tok" style="background:{};color:{}" data-value="{}" tit
 _NAN_CELL = '<span class="ie-tok ie-nan" data-value="{}" title="{}">{}</span>'
 
 
-def heat_cells(texts, values, scale: float, signed: bool, labels=None) -> list[Markup]:
-    """Heat-map ``<span>`` cells of ``texts`` coloured by ``values`` (colours computed for all
-    at once): white blended towards the end colour by ``|value| / scale`` (±∞: the end
-    colour; NaN: hatched grey) with black or white text, whichever contrasts more (WCAG); the
-    value in ``data-value`` and ``title`` (``label: value``; the labels default to the
-    texts). Texts are escaped."""
+def cell_colours(values, scale: float, signed: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The heat-map colours of ``values`` (n,): sRGB ``(n, 3)`` (0-255), white blended towards
+    the end colour by ``|value| / scale`` (±∞: the end colour; NaN: white), and whether white
+    text contrasts more with each than black (WCAG)."""
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         t = np.minimum(np.abs(values) / scale, 1.0) if scale > 0 else np.zeros_like(values)
-    t = np.where(np.isinf(values), 1.0, t)
+    t = np.nan_to_num(np.where(np.isinf(values), 1.0, t), nan=0.0)
     end = np.where((values > 0)[:, None], POSITIVE, NEGATIVE) if signed else np.array(SEQUENTIAL)
     rgb = np.rint(255 + (end - 255) * t[:, None]).astype(int)
     lum = luminance(rgb)
-    white = 1.05 / (lum + 0.05) > (lum + 0.05) / 0.05
+    return rgb, 1.05 / (lum + 0.05) > (lum + 0.05) / 0.05
+
+
+def heat_cells(texts, values, scale: float, signed: bool, labels=None) -> list[Markup]:
+    """Heat-map ``<span>`` cells of ``texts`` coloured by ``values`` (colours computed for all
+    at once, :func:`cell_colours`; NaN: hatched grey) with black or white text, whichever
+    contrasts more (WCAG); the value in ``data-value`` and ``title`` (``label: value``; the
+    labels default to the texts). Texts are escaped."""
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    rgb, white = cell_colours(values, scale, signed)
     labels = texts if labels is None else labels
     return [Markup(_NAN_CELL.format(f"{value:.6g}", escape(_text(f"{label}: {value_text(value)}")),
                                     escape(_text(text))) if np.isnan(value) else
@@ -204,11 +211,13 @@ def render(template: str, *, kind: str, method: str, standalone: bool, title: st
         kind=kind, method=method, standalone=standalone, title=title, **context)
 
 
-def colormap(signed: bool):
-    """The same scale as a matplotlib colormap (diverging for signed values)."""
+def colormap(signed: bool, positive: bool = False):
+    """The same scale as a matplotlib colormap (diverging for signed values; ``positive``:
+    its positive half, white to red)."""
     from matplotlib.colors import LinearSegmentedColormap
 
-    stops = [NEGATIVE, WHITE, POSITIVE] if signed else [WHITE, SEQUENTIAL]
-    return LinearSegmentedColormap.from_list(
-        "interpretable_signed" if signed else "interpretable_weight",
-        [tuple(c / 255 for c in rgb) for rgb in stops])
+    stops = ([WHITE, POSITIVE] if positive else [NEGATIVE, WHITE, POSITIVE]) if signed \
+        else [WHITE, SEQUENTIAL]
+    name = ("interpretable_positive" if positive else "interpretable_signed") if signed \
+        else "interpretable_weight"
+    return LinearSegmentedColormap.from_list(name, [tuple(c / 255 for c in rgb) for rgb in stops])

@@ -59,6 +59,10 @@ class ImageExplanation(ImageViews, ClassifierExplanation):
     crop_boxes : ndarray of shape (n, 4) or None, default=None
         (top, left, bottom, right) of each image in its source image (source pixels) when
         ``images`` are the crops the model saw.
+    contrast : ndarray of shape (n,) or None, default=None
+        With ``explain(contrast=...)``: per sample ``"mean"`` (the maps explain the target's
+        logit minus the mean logit) or the class whose logit is subtracted; ``logit`` then
+        holds that difference. None: the target's logit.
 
     See Also
     --------
@@ -95,8 +99,10 @@ class ImageExplanation(ImageViews, ClassifierExplanation):
     sample_ids: np.ndarray | None = None
     class_independent: bool = False
     crop_boxes: np.ndarray | None = None
+    contrast: np.ndarray | None = None
     _per_sample = ("values", "target", "prediction", "images", "weights", "logit",
-                   "bias", "components", "inputs", "proba", "sample_ids", "crop_boxes")
+                   "bias", "components", "inputs", "proba", "sample_ids", "crop_boxes",
+                   "contrast")
 
     def __post_init__(self):
         if np.ndim(self.values) != 3:
@@ -165,6 +171,7 @@ class ImageExplanation(ImageViews, ClassifierExplanation):
             "col": pixel % w,
             "component": np.tile(np.repeat(texts(names), h * w), n),
             "target": labels(self.target)[rows],
+            "contrast": None if self.contrast is None else texts(self.contrast)[rows],
             "attribution": maps.reshape(-1).astype(np.float64),
             "prediction": labels(self.prediction)[rows],
             "method": np.full(len(rows), self.method, dtype=object),

@@ -11,6 +11,7 @@ import pandas as pd
 from ._base import ClassifierExplanation, check_kind
 from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels, texts
 from ._style import fmt, heat_cells, legend, render, row_scales, target_names, value_text
+from ._text_views import TextViews
 
 # Treebank tokens that stand for other characters of the text: `` and '' for a double quote
 _QUOTES = {"``": ("``", '"', "''"), "''": ("''", '"')}
@@ -86,7 +87,7 @@ def _top_tokens(units, values, signed: bool, k: int = 3) -> str:
 
 
 @dataclass
-class TokenExplanation(ClassifierExplanation):
+class TokenExplanation(TextViews, ClassifierExplanation):
     """Per-token attributions of text classifiers, as returned by ``explain``.
 
     Indexing (``explanation[i]``, slices, index arrays) gives a sub-explanation; ``len`` is
@@ -121,6 +122,10 @@ class TokenExplanation(ClassifierExplanation):
         The caller's ids (e.g. a pandas index); None: 0..n-1.
     class_independent : bool, default=False
         Whether the values are the same for every target (attention).
+    contrast : ndarray of shape (n,) or None, default=None
+        With ``explain(contrast=...)``: per sample ``"mean"`` (the values explain the target's
+        logit minus the mean logit) or the class whose logit is subtracted; ``logit`` then
+        holds that difference. None: the target's logit.
 
     See Also
     --------
@@ -158,8 +163,9 @@ class TokenExplanation(ClassifierExplanation):
     classes: np.ndarray | None = None
     sample_ids: np.ndarray | None = None
     class_independent: bool = False
+    contrast: np.ndarray | None = None
     _per_sample = ("units", "values", "target", "prediction", "logit", "bias", "queries",
-                   "inputs", "proba", "sample_ids")
+                   "inputs", "proba", "sample_ids", "contrast")
 
     def __post_init__(self):
         for i, (tok, att) in enumerate(zip(self.units, self.values)):
@@ -247,6 +253,7 @@ class TokenExplanation(ClassifierExplanation):
             "char_end": None if spans is None else pd.arrays.IntegerArray(spans[:, 1],
                                                                           spans[:, 1] < 0),
             "target": labels(self.target)[rows],
+            "contrast": None if self.contrast is None else texts(self.contrast)[rows],
             "attribution": np.concatenate(self.values).astype(np.float64),
             "prediction": labels(self.prediction)[rows],
             "method": np.full(len(rows), self.method, dtype=object),
@@ -297,8 +304,10 @@ class TokenExplanation(ClassifierExplanation):
         return render("tokens.html", kind="tokens", method=self.method, standalone=standalone,
                       title=f"{self.method} token attributions", signed=signed,
                       targets=target_names(self.target), rows=rows,
+                      explains=("the logit of the row's target class" if self.contrast is None
+                                else self.explained()),
                       scale=legend(None if scale == "row" else scales[0], signed,
-                                   "the target's logit", values=self.values))
+                                   self.explained(), values=self.values))
 
     def _html_row(self, i: int, scale: float, signed: bool, per_row: bool, probabilities,
                   texts) -> dict:
@@ -314,6 +323,7 @@ class TokenExplanation(ClassifierExplanation):
             "target_p": "" if probabilities is None else f" (p={probabilities[0][i]:.2f})",
             "prediction_p": "" if probabilities is None else f" (p={probabilities[1][i]:.2f})",
             "logit": None if self.logit is None else value_text(self.logit[i]),
+            "explained": "logit" if self.contrast is None else f"{self.explained(i)} =",
             "scale": fmt(scale) if per_row else None, "query": query,
             "pieces": pieces, "tail": tail, "top": _top_tokens(units, values, signed)}
 

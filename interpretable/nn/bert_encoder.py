@@ -10,12 +10,13 @@ LayerNorm and transformer layers::
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from torch import nn
 
-__all__ = ["BertEncoder"]
+__all__ = ["BertEncoder", "quiet_loading"]
 
 
 def _transformers():
@@ -23,9 +24,27 @@ def _transformers():
         import transformers
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "the BERT encoder needs the 'bert' extra: pip install 'interpretable[bert]'"
-        ) from exc
+            "the BERT encoder needs the optional dependency 'transformers', which is not "
+            'installed: pip install "interpretable-models[bert]" (the \'bert\' extra).',
+            name=exc.name) from exc
     return transformers
+
+
+@contextmanager
+def quiet_loading():
+    """Load pretrained weights without transformers' messages and "Loading weights" progress
+    bar (the unused pooler weights, for one, are expected); its previous logging verbosity and
+    progress-bar setting are restored afterwards. Yields the ``transformers`` module."""
+    tf = _transformers()
+    verbosity, bars = tf.logging.get_verbosity(), tf.logging.is_progress_bar_enabled()
+    tf.logging.set_verbosity_error()
+    tf.logging.disable_progress_bar()
+    try:
+        yield tf
+    finally:
+        tf.logging.set_verbosity(verbosity)
+        if bars:
+            tf.logging.enable_progress_bar()
 
 
 class BertEncoder(nn.Module):
@@ -57,15 +76,10 @@ class BertEncoder(nn.Module):
         path = Path(path)
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"{path} is not a transformers model directory")
-        tf = _transformers()
-        verbosity = tf.logging.get_verbosity()
-        tf.logging.set_verbosity_error()  # the unused pooler weights are expected
-        try:
+        with quiet_loading() as tf:
             model = tf.BertModel.from_pretrained(
                 str(path), local_files_only=True, add_pooling_layer=False
             )
-        finally:
-            tf.logging.set_verbosity(verbosity)
         return cls(model)
 
     @classmethod

@@ -16,7 +16,7 @@ from torch.nn import functional as F
 from .attention import AttentionOutput, conicity
 
 __all__ = ["OutputCrossEntropy", "OneHotBCE", "DiversityLoss", "SequenceLoss", "IGNORE_INDEX",
-           "logits_of", "weighted_mean", "reduce_loss", "prediction_divergence"]
+           "logits_of", "explained_logits", "weighted_mean", "reduce_loss", "prediction_divergence"]
 
 #: target value of positions that are not scored (padding, context-only positions)
 IGNORE_INDEX = -100
@@ -25,6 +25,24 @@ IGNORE_INDEX = -100
 def logits_of(output) -> torch.Tensor:
     """The logits of a module output: the tensor itself or the first element of a tuple."""
     return output[0] if isinstance(output, tuple) else output
+
+
+def explained_logits(logits: torch.Tensor, target: torch.Tensor,
+                     contrast: torch.Tensor | None = None) -> torch.Tensor:
+    """What an explanation explains: the ``target`` logit of each sample, or with ``contrast``
+    that logit minus the ``contrast``-weighted sum of all logits.
+
+    ``logits (B, ..., K)`` (e.g. per model term ``(B, T, K)``), ``target (B,)`` class indices,
+    ``contrast (B, K)`` weights over the classes (``1/K`` each: the mean logit; a one-hot row:
+    another class's logit) -> ``(B, ...)``. The difference is linear in the logits, so the
+    exact decompositions of the logits carry over to it term by term."""
+    shape = (len(logits),) + (1,) * (logits.dim() - 1)
+    index = target.to(logits.device).long().view(shape).expand(*logits.shape[:-1], 1)
+    chosen = logits.gather(-1, index).squeeze(-1)
+    if contrast is None:
+        return chosen
+    weights = contrast.to(logits).view(*shape[:-1], logits.shape[-1])
+    return chosen - (logits * weights).sum(-1)
 
 
 def weighted_mean(values: torch.Tensor, sample_weight=None) -> torch.Tensor:

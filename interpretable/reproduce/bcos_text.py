@@ -28,6 +28,7 @@ import logging
 import re
 import statistics
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -279,20 +280,29 @@ def run(quick: bool = False, b=None, dataset="rotten-tomatoes", epochs=None, tra
     return results
 
 
+#: the demo's fine-tuning: 640 snippets, 4 epochs (80 steps of 32), B annealed from 1 to 1.5
+#: over the whole run, lr 8e-5: held-out accuracy .714 on 500 snippets (.725 on the first
+#: 200) in about 150 s of one CPU core; the former 1 epoch at 5e-5 reached .590
+DEMO = dict(b=1.5, b_anneal=1.0, max_epochs=4, lr=8e-5, max_length=48)
+
+
 def demo():
-    """A B-cos MiniLM fine-tuned on 640 reviews (about 45 s of CPU): word-level exact
-    contributions of two reviews."""
+    """A B-cos MiniLM fine-tuned on 640 reviews (about 2.5 minutes of one CPU core): its
+    held-out accuracy and the word-level exact contributions of two reviews."""
     import torch
 
     from ..estimators.bert.estimators import BcosTextClassifier
 
     torch.set_num_threads(1)
-    X_train, X_test, y_train, y_test = split("rotten-tomatoes", 640, 200)
+    X_train, X_test, y_train, y_test = split("rotten-tomatoes", 640, 500)
     start = time.perf_counter()
-    clf = BcosTextClassifier(b=1.5, max_length=48, lr=BERT["lr"], random_state=0,
-                             device="cpu").fit(X_train, y_train)
-    print(f"B-cos MiniLM ({len(X_train)} snippets, {time.perf_counter() - start:.0f} s): held-out "
-          f"accuracy {clf.score(X_test, y_test):.3f}")
+    with warnings.catch_warnings():  # 3 % of the snippets are cut to 48 word pieces: known
+        warnings.filterwarnings("ignore", ".* longer than max_length", UserWarning)
+        clf = BcosTextClassifier(**DEMO, random_state=0, device="cpu").fit(X_train, y_train)
+        accuracy = clf.score(X_test, y_test)
+    print(f"B-cos MiniLM ({len(X_train)} snippets, {DEMO['max_epochs']} epochs, "
+          f"{time.perf_counter() - start:.0f} s): accuracy {accuracy:.3f} on {len(X_test)} "
+          "held-out snippets")
     texts = ["a gorgeous, witty and heartfelt film", "dull, lifeless and far too long"]
     explanation = clf.explain(texts, level="word")
     frame = explanation.to_frame()[["sample", "token", "attribution", "prediction"]]

@@ -4,7 +4,6 @@ vocabulary's reserved ids and the methods that read a fitted one are in :mod:`.v
 from __future__ import annotations
 
 import re
-import warnings
 from collections import Counter
 from itertools import chain, repeat
 from numbers import Integral
@@ -14,7 +13,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..params import Interval, validate_estimator_parameters
-from ..validation import check_texts
+from ..validation import check_texts, warn_caller
 from .output import TextOutputMixin
 from .tokenize import sentence_tokens, word_tokenize
 from .vocabulary import PAD, PAD_TOKEN, UNK, UNK_TOKEN, VocabularyMixin
@@ -141,11 +140,11 @@ class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstima
             too_long = [i for i, tokens in enumerate(tokenized) if len(tokens) > self.max_len]
             if too_long:
                 longest = max(too_long, key=lambda i: len(tokenized[i]))
-                warnings.warn(
+                warn_caller(
                     f"{len(too_long)} text(s) longer than max_len={self.max_len} tokens were "
                     f"truncated to their first {self.max_len} (the longest: X[{longest}], "
                     f"{len(tokenized[longest])} tokens); TextEncoder(max_len=None) keeps every "
-                    "token.", UserWarning, stacklevel=2)
+                    "token.")
             tokenized = [tokens[: self.max_len] for tokens in tokenized]
         empty = [i for i, tokens in enumerate(tokenized)
                  if not tokens and not (allow_blank and not texts[i].strip())]

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from ..optional import import_optional
 from ..params import Interval, validate_estimator_parameters
 from ..validation import check_texts
 
@@ -157,7 +158,7 @@ class WordPieceEncoder(BaseEstimator):
         30522
         """
         validate_estimator_parameters(self)
-        from transformers import AutoTokenizer
+        AutoTokenizer = import_optional("transformers", "the word-piece tokeniser").AutoTokenizer
 
         if self.checkpoint is None:
             from ..datasets import load_minilm

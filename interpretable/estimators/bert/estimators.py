@@ -18,7 +18,6 @@ model loads without the data package or the checkpoint folder.
 from __future__ import annotations
 
 import os
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -28,7 +27,7 @@ from ...nn.bcos.bert import BcosBertClassifier
 from ...nn.bert_classifier import BertClassifier
 from ...params import Interval, StrOptions
 from ...text import WordPieceEncoder
-from ...validation import check_targets
+from ...validation import check_targets, warn_caller
 from ..core.base import Batch
 from ..text.base import TextClassifierBase, trim_collate
 from .checkpoint import BertCheckpoint
@@ -204,10 +203,9 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
         aligned = [self.text_encoder_.align(text) for text in texts]
         cut = [i for i, a in enumerate(aligned) if a.dropped]
         if cut:
-            warnings.warn(f"{len(cut)} of {len(texts)} texts (e.g. #{cut[0]}) are longer than "
-                          f"max_length={self.max_length} word pieces: the model sees their "
-                          f"first {self.max_length - 2} pieces only.", UserWarning,
-                          stacklevel=3)
+            warn_caller(f"{len(cut)} of {len(texts)} texts (e.g. #{cut[0]}) are longer than "
+                        f"max_length={self.max_length} word pieces: the model sees their first "
+                        f"{self.max_length - 2} pieces only.")
         units = [a.pieces for a in aligned]
         ids, lengths = self.text_encoder_.encode_tokens(units)
         return Batch({"tokens": torch.from_numpy(ids), "lengths": torch.from_numpy(lengths)},

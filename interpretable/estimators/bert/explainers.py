@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from ...explanation import TokenExplanation
+from ...nn.losses import explained_logits
 from ..core.explainer import Attributions, Explainer
 
 __all__ = [
@@ -161,17 +162,21 @@ def _targets(logits: torch.Tensor, target) -> torch.Tensor:
 class BcosTextContributions(BertExplainer):
     """The exact B-cos contributions of the word pieces; ``bias`` holds the position /
     token-type share (``position_type``) and the fixed logit bias. ``dtype="float64"``
-    explains a float64 copy of the model (completeness to ~1e-16)."""
+    explains a float64 copy of the model (completeness to ~1e-16). ``contrast="mean"`` or a
+    label explains the logit minus the mean logit or another class's logit, as exactly."""
 
     name = "inherent"
     dtypes = ("float32", "float64")
 
-    def attribute(self, estimator, batch, target, *, level="piece") -> Attributions:
-        """(``level`` is applied by :meth:`assemble`.)"""
+    def attribute(self, estimator, batch, target, *, level="piece",
+                  contrast=None) -> Attributions:
+        """(``level`` is applied by :meth:`assemble`; ``contrast (B, C)``: the weights of the
+        subtracted logits.)"""
         chosen = None if target is None else torch.as_tensor(np.asarray(target))
-        c = estimator.module_.contributions(batch["tokens"], batch["lengths"], chosen)
+        c = estimator.module_.contributions(batch["tokens"], batch["lengths"], chosen,
+                                            contrast=contrast)
         return Attributions(values=c.pieces, logits=c.logits, target=c.target,
-                            logit=c.logits.gather(1, c.target[:, None])[:, 0],
+                            logit=explained_logits(c.logits, c.target, contrast),
                             bias=c.bias + c.position_type,
                             extras={"position_type": c.position_type})
 

@@ -297,7 +297,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         self._check_fitted()
         return super().score(X, y, sample_weight=sample_weight)
 
-    def target_indices(self, target, logits) -> np.ndarray:
+    def target_indices(self, target, logits, what: str = "target") -> np.ndarray:
         """Return the indices into ``classes_`` of the logits to explain.
 
         Parameters
@@ -306,6 +306,8 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
             None: the predicted classes; else one label for all samples or one per sample.
         logits : array-like of shape (n_samples, n_classes)
             The samples' logits (only their number is read unless ``target`` is None).
+        what : str, default="target"
+            The argument's name in error messages.
 
         Returns
         -------
@@ -335,10 +337,11 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         if labels.ndim == 0:
             labels = np.full(n, labels.item(), dtype=labels.dtype)
         if labels.ndim != 1 or len(labels) != n:
-            raise ValueError(f"target must be one label or {n} labels, got shape {labels.shape}.")
+            raise ValueError(f"{what} must be one label or {n} labels, got shape "
+                             f"{labels.shape}.")
         unseen = sorted(set(labels.tolist()) - set(self.classes_.tolist()), key=str)
         if unseen:
-            raise ValueError(f"target contains labels not seen in fit: {unseen[:5]}; the "
+            raise ValueError(f"{what} contains labels not seen in fit: {unseen[:5]}; the "
                              f"model knows classes_ = {_shown(self.classes_)}.")
         return np.searchsorted(self.classes_, labels)
 
@@ -368,3 +371,52 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         array([0])
         """
         return None if target is None else self.target_indices(target, np.empty((len(batch), 0)))
+
+    def contrast_weights(self, contrast, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return what a contrastive explanation subtracts from the target's logit.
+
+        Parameters
+        ----------
+        contrast : "mean", label or array-like of shape (n_samples,)
+            ``"mean"``: the mean of all the classes' logits; a label (one for all samples, or
+            one per sample): that class's logit.
+        n_samples : int
+            The number of explained samples.
+
+        Returns
+        -------
+        weights : ndarray of shape (n_samples, n_classes)
+            The weights over ``classes_`` of the subtracted logits (``1/n_classes`` each, or
+            one-hot).
+        names : ndarray of shape (n_samples,)
+            What is subtracted per sample: ``"mean"`` or the contrast label.
+
+        Raises
+        ------
+        ValueError
+            If a label was not seen in fit, the number of labels is not ``n_samples``, or
+            ``"mean"`` is ambiguous (a class is named ``"mean"``: pass it once per sample).
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> X = ["good movie", "great film", "bad movie", "awful film", "a film"]
+        >>> y = ["pos", "pos", "neg", "neg", "neutral"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+        >>> weights, names = clf.contrast_weights("neg", 2)
+        >>> weights.tolist(), names.tolist()
+        ([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]], ['neg', 'neg'])
+        >>> clf.contrast_weights("mean", 1)[0].round(3).tolist()
+        [[0.333, 0.333, 0.333]]
+        """
+        n_classes = len(self.classes_)
+        if isinstance(contrast, str) and contrast == "mean":
+            if "mean" in self.classes_.tolist():
+                raise ValueError('contrast="mean" is ambiguous: a class is named "mean"; '
+                                 'pass contrast=["mean"] * n_samples for that class.')
+            return (np.full((n_samples, n_classes), 1.0 / n_classes),
+                    np.full(n_samples, "mean", dtype=object))
+        index = self.target_indices(contrast, np.empty((n_samples, 0)), what="contrast")
+        weights = np.zeros((n_samples, n_classes))
+        weights[np.arange(n_samples), index] = 1.0
+        return weights, self.classes_[index].astype(object)

@@ -9,6 +9,7 @@ reads the class attributes the explainer contract declares (``applies``, ``prepa
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import numpy as np
@@ -98,9 +99,12 @@ class ExplainLoop:
     def explain(self, estimator, X, target=None, *, batch_size=None, **options):
         """Explain ``X`` with this method: the lower-level call behind ``estimator.explain``.
 
-        Encode, resolve the targets, run :meth:`attribute` over the estimator's batches (in its
-        inference order), :meth:`assemble`. Accepts the per-sample options too
-        (``embedding_offset (n, T, E)`` for the text methods that declare it).
+        Encode, resolve the targets (and a ``contrast`` option into per-sample weights over the
+        classes,
+        :meth:`~interpretable.estimators.core.classifier.NeuralClassifier.contrast_weights`), run
+        :meth:`attribute` over the estimator's batches (in its inference order),
+        :meth:`assemble`. Accepts the per-sample options too (``embedding_offset (n, T, E)``
+        for the text methods that declare it).
 
         Parameters
         ----------
@@ -142,6 +146,7 @@ class ExplainLoop:
             raise ValueError(f"method={self.name!r} does not explain "
                              f"{type(estimator).__name__}.")
         self.check_options(options)
+        contrast = options.pop("contrast", None)
         dtype = options.pop("dtype", None)
         if dtype is not None:
             if dtype not in self.dtypes:
@@ -154,6 +159,9 @@ class ExplainLoop:
         per_sample = {k: options.pop(k) for k in self.per_sample_options
                       if options.get(k) is not None}
         n = len(encoded)
+        if contrast is not None:  # (n, C) weights of the subtracted logits, and their names
+            weights, contrast = estimator.contrast_weights(contrast, n)
+            per_sample["contrast"] = torch.from_numpy(weights)
         fields: dict[str, list] = {}
         for rows, batch in estimator.iter_batches(encoded.inputs, batch_size, ordered=True):
             index = torch.arange(n)[rows] if isinstance(rows, slice) else rows
@@ -163,7 +171,10 @@ class ExplainLoop:
                 column = fields.setdefault(name, [None] * n)
                 for i, row in zip(index.tolist(), _rows(value)):
                     column[i] = row
-        return with_sample_ids(self.assemble(estimator, encoded, fields, **options), X)
+        explanation = self.assemble(estimator, encoded, fields, **options)
+        if contrast is not None:
+            explanation = dataclasses.replace(explanation, contrast=contrast)
+        return with_sample_ids(explanation, X)
 
 
 def _take(values, index: torch.Tensor):

@@ -216,7 +216,8 @@ class BatchedInference:
         return new
 
     # ------------------------------------------------------------------ explain
-    def explain(self, X, target=None, *, method=None, batch_size=None, **options):
+    def explain(self, X, target=None, *, contrast=None, method=None, batch_size=None,
+                **options):
         """Explain the ``target`` outputs of ``X`` with ``method``.
 
         Parameters
@@ -225,6 +226,16 @@ class BatchedInference:
             Inputs as for ``predict``.
         target : label, array-like of shape (n_samples,) or None, default=None
             None: the predicted class (symbol); one label for all samples, or one per sample.
+        contrast : "mean", label, array-like of shape (n_samples,) or None, default=None
+            Explain a difference of logits instead of the target's logit (classifiers):
+            ``"mean"``, the target's logit minus the mean of all the classes' logits (what
+            sets the target apart from the other classes: in a multi-class problem every word
+            may raise the target's own logit); a label (one for all samples, or one per
+            sample), the target's logit minus that class's logit. Exact methods stay exact:
+            the difference is linear in the logits, so ``sum(values) + bias == logit``, where
+            ``logit`` holds the difference; the views and ``to_frame()``'s ``contrast`` column
+            say what is explained. The methods that take it list ``contrast`` among their
+            options in the Notes.
         method : str, Explainer or None, default=None
             One of :attr:`explain_methods` (None: the first, the estimator's default), or an
             explainer object (:mod:`interpretable.estimators.explainers`). The methods and
@@ -232,7 +243,12 @@ class BatchedInference:
         batch_size : int or None, default=None
             Mini-batch size (None: the estimator's ``batch_size``).
         **options
-            Options of ``method`` (e.g. ``n_steps`` of integrated gradients).
+            Options of ``method``, its keyword-only parameters: e.g. ``n_steps`` of integrated
+            gradients, ``level`` (``"piece"`` / ``"word"``, ``"char"`` / ``"word"``) of the
+            BERT-family and sequence methods, ``by="head"`` of the B-cos image maps,
+            ``dtype="float64"`` of the exact methods, ``positions`` / ``window`` of ISAN. Each
+            method's options and defaults are listed in the Notes and documented on its class
+            (:mod:`interpretable.estimators.explainers`).
 
         Returns
         -------
@@ -244,8 +260,8 @@ class BatchedInference:
         TypeError
             If ``method`` does not take one of the ``options`` (the error names it).
         ValueError
-            If ``method`` does not apply to the estimator, or ``target`` holds a label not
-            seen in fit.
+            If ``method`` does not apply to the estimator or does not explain a ``contrast``,
+            or ``target`` or ``contrast`` holds a label not seen in fit.
 
         Notes
         -----
@@ -265,9 +281,19 @@ class BatchedInference:
         [['good', 'film']]
         >>> clf.explain(["good film"], method="integrated_gradients", n_steps=8).method
         'integrated_gradients'
+        >>> contrastive = clf.explain(["good film"], target="pos", contrast="neg")
+        >>> contrastive.contrast, bool(contrastive.completeness_error[0] < 1e-6)
+        (array(['neg'], dtype=object), True)
         """
         self._check_fitted()
         explainer = get_explainer(self, method)
+        if contrast is not None:
+            if "contrast" not in explainer.options():
+                raise ValueError(
+                    f"method={explainer.name!r} does not explain a contrast; the methods of "
+                    f"{type(self).__name__} that do: "
+                    f"{[e.name for e in explainers_for(self) if 'contrast' in e.options()]}.")
+            options["contrast"] = contrast
         explainer.check_options(options, public=True)
         shown = SHOW_PROGRESS.set(bool(self.verbose))  # this call (and thread) only
         try:

@@ -21,7 +21,7 @@ import torch
 
 from ...attribution.text import attribute_tokens
 from ...explanation import TokenExplanation
-from ...nn.losses import logits_of
+from ...nn.losses import explained_logits, logits_of
 from ..core.explainer import Attributions, Explainer
 
 __all__ = ["TokenExplainer", "MeanEmbeddingContributions", "Attention", "VanillaAttention",
@@ -147,19 +147,23 @@ def _real_tokens(batch: dict, length: int) -> torch.Tensor:
 
 class MeanEmbeddingContributions(TokenExplainer):
     """Exact contributions ``W_c e(x_t) / T`` of every token to the logit of class ``c``; with
-    the bias ``b_c`` they reproduce the logit (``completeness_error``)."""
+    the bias ``b_c`` they reproduce the logit (``completeness_error``).
+
+    contrast : None, "mean" or a label: explain the logit minus the mean logit or another
+        class's logit (the difference of the contributions, exact as well)."""
 
     name = "inherent"
 
-    def attribute(self, estimator, batch, target) -> Attributions:
+    def attribute(self, estimator, batch, target, *, contrast=None) -> Attributions:
         module = estimator.module_
         with torch.no_grad():
             contributions = module.token_contributions(batch["tokens"], batch["lengths"])
             logits = estimator.forward_batch(batch)
         t = _chosen(logits, target)
-        rows = torch.arange(len(t), device=t.device)
-        return Attributions(values=contributions[rows, :, t], logits=logits, target=t,
-                            logit=logits[rows, t], bias=module.output.bias.detach()[t])
+        bias = module.output.bias.detach().expand_as(logits)
+        return Attributions(values=explained_logits(contributions, t, contrast), logits=logits,
+                            target=t, logit=explained_logits(logits, t, contrast),
+                            bias=explained_logits(bias, t, contrast))
 
 
 class Attention(TokenExplainer):

@@ -18,6 +18,7 @@ import torch
 from ...attribution.vision import attribute, inherent, inherent_terms
 from ...explanation import ImageExplanation
 from ...nn.bcos.simple_vit import BcosSimpleViT, contributions
+from ...nn.losses import explained_logits
 from ..core.explainer import Attributions, Explainer
 
 __all__ = ["ImageExplainer", "BcosContributions", "Rollout", "FinalAttention", "GradSAM",
@@ -145,6 +146,8 @@ class BcosContributions(ImageExplainer):
         ``values`` (for v2 models the positional embedding's share stays in ``bias``).
     dtype : None or "float64": explain with a float64 copy of the model (completeness to
         ~1e-12 instead of float32 rounding, which is relatively large for logits near 0).
+    contrast : None, "mean" or a label: explain the target's logit minus the mean logit or
+        another class's logit (maps, components and ``W(x)`` of the difference, as exact).
     """
 
     name = "inherent"
@@ -155,23 +158,28 @@ class BcosContributions(ImageExplainer):
             raise ValueError(f"by must be None or 'head', got {by!r}.")
         return {"by": by}
 
-    def attribute(self, estimator, batch, target, *, by=None) -> Attributions:
+    def attribute(self, estimator, batch, target, *, by=None, contrast=None) -> Attributions:
         module = estimator.module_
         x = batch["x"].to(next(module.parameters()).dtype)
         chosen = None if target is None else \
             torch.as_tensor(np.asarray(target), dtype=torch.long, device=x.device)
         if isinstance(module, BcosSimpleViT):
-            maps, weights, positional, logits, t = contributions(module, x, chosen)
-            bias = positional.double() + module.logit_bias
+            maps, weights, positional, logits, t = contributions(module, x, chosen, contrast)
+            bias = positional.double().cpu()
         else:
-            maps, weights, logits = inherent(module, x, chosen)
+            maps, weights, logits = inherent(module, x, chosen, contrast)
             t = logits.argmax(1) if chosen is None else chosen
-            bias = torch.full((len(t),), float(module.logit_bias), dtype=torch.float64)
+            bias = torch.zeros(len(t), dtype=torch.float64)
+        # the logit bias, the same for every class: its share of the explained difference
+        bias = bias + explained_logits(torch.full(logits.shape, float(module.logit_bias),
+                                                  dtype=torch.float64), t.cpu(),
+                                       None if contrast is None else contrast.cpu())
         extras = {"weights": weights.permute(0, 2, 3, 1)}
         if by == "head":
-            extras["components"] = inherent_terms(module, x, t)[0]
+            extras["components"] = inherent_terms(module, x, t, contrast)[0]
         return Attributions(values=maps, logits=logits, target=t,
-                            logit=logits.gather(1, t[:, None])[:, 0], bias=bias, extras=extras)
+                            logit=explained_logits(logits, t, contrast), bias=bias,
+                            extras=extras)
 
     def component_names(self, estimator, *, by=None) -> list:
         return list(estimator.module_.term_names()) if by == "head" else []

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..losses import explained_logits
 from .bert_layers import BcosBertLayer, BcosLayerNorm, BertBcosLinear, unscaled_bcos_linear
 from .layers import explanation_mode
 
@@ -76,11 +77,13 @@ _TOP_KEYS = {
 
 class PieceContributions(NamedTuple):
     """Exact split of the explained logits:
-    ``pieces.sum(1) + position_type + bias == logits.gather(1, target[:, None])[:, 0]``.
+    ``pieces.sum(1) + position_type + bias == logits.gather(1, target[:, None])[:, 0]``
+    (with a ``contrast``: ``explained_logits(logits, target, contrast)``).
 
     pieces (B, T): ``Σ_e W(x)[t, e] · word_embedding[t, e]`` per word piece (0 on padding);
     position_type (B,): ``Σ_t Σ_e W(x)[t, e] · (position + token type embedding)[t, e]``;
-    bias (B,): the fixed logit bias; logits (B, C): the logits of the same forward pass;
+    bias (B,): the fixed logit bias (its share of the contrast); logits (B, C): the logits of
+    the same forward pass;
     target (B,): the explained classes.
     """
     pieces: torch.Tensor
@@ -225,12 +228,13 @@ class BcosBertClassifier(nn.Module):
     @classmethod
     def from_pretrained(cls, path, n_classes: int, **options) -> BcosBertClassifier:
         """Convert the BERT model in a local directory (``transformers``; never downloads)."""
-        from ..bert_encoder import _transformers
+        from ..bert_encoder import quiet_loading
 
         path = Path(path)
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"{path} is not a transformers model directory")
-        bert = _transformers().BertModel.from_pretrained(str(path), local_files_only=True)
+        with quiet_loading() as tf:
+            bert = tf.BertModel.from_pretrained(str(path), local_files_only=True)
         return cls.from_bert(bert, None, n_classes, **options)
 
     def anneal(self, progress: float) -> None:
@@ -341,10 +345,13 @@ class BcosBertClassifier(nn.Module):
     # -- explanation -------------------------------------------------------------------------
     def contributions(self, tokens: torch.Tensor, lengths: torch.Tensor | None = None,
                       target=None, *, attention_mask: torch.Tensor | None = None,
-                      token_types: torch.Tensor | None = None) -> PieceContributions:
+                      token_types: torch.Tensor | None = None,
+                      contrast: torch.Tensor | None = None) -> PieceContributions:
         """Exact B-cos explanation of the ``target`` logits (default: the predicted classes;
-        an int or (B,) class indices): one forward and one backward pass in explanation
-        mode. The model is not changed; call it in eval mode (dropout is random)."""
+        an int or (B,) class indices), or with ``contrast (B, C)`` of the target logit minus
+        the ``contrast``-weighted logits (:func:`~interpretable.nn.losses.explained_logits`):
+        one forward and one backward pass in explanation mode. The model is not changed; call it in eval
+        mode (dropout is random)."""
         mask = self.padding_mask(tokens, lengths, attention_mask)
         with explanation_mode(), torch.enable_grad():
             words = self.embed(tokens).detach()
@@ -352,11 +359,13 @@ class BcosBertClassifier(nn.Module):
             summed = (words + position_type).requires_grad_()
             logits = self.head(self.encode(summed, mask, need_probs=False)[0], mask)
             target = self._check_target(target, logits)
-            weight, = torch.autograd.grad(logits.gather(1, target[:, None]).sum(), summed)
+            weight, = torch.autograd.grad(explained_logits(logits, target, contrast).sum(),
+                                          summed)
         return PieceContributions(
             pieces=(weight * words).sum(-1),
             position_type=(weight * position_type).sum((1, 2)),
-            bias=logits.new_full(target.shape, self.logit_bias),
+            bias=explained_logits(logits.new_full(logits.shape, self.logit_bias).detach(),
+                                  target, contrast),
             logits=logits.detach(), target=target)
 
     @staticmethod

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..losses import explained_logits
 from .layers import BcosConv2d, BcosLinear, conv_layout, dynamic_weight, explanation_mode
 
 __all__ = [
@@ -350,12 +351,15 @@ class Contributions(NamedTuple):
 
 
 def contributions(model: BcosSimpleViT, x: torch.Tensor,
-                  target: torch.Tensor | Sequence[int] | int | None = None) -> Contributions:
+                  target: torch.Tensor | Sequence[int] | int | None = None,
+                  contrast: torch.Tensor | None = None) -> Contributions:
     """One forward and one backward pass in explanation mode for the whole batch.
 
     x: encoded images (B, C, H, W); target: (B,), one class for all, or None (the predicted
-    classes). The gradients with respect to the input and to a per-image copy of the
-    positional embedding give both linear terms of the logit; nothing in ``model`` changes.
+    classes); contrast (B, K) or None: explain the target logit minus the contrast-weighted
+    logits (:func:`~interpretable.nn.losses.explained_logits`). The gradients with respect to
+    the input and to a per-image copy of the positional embedding give both linear terms of
+    the logit; nothing in ``model`` changes.
     """
     if x.dim() != 4:
         raise ValueError(f"x must have shape (B, C, H, W), got {tuple(x.shape)}")
@@ -370,7 +374,7 @@ def contributions(model: BcosSimpleViT, x: torch.Tensor,
         logits = model.forward_head(model.forward_features(x, positional)[0])
         if target is None:
             target = logits.argmax(1)
-        selected = logits.gather(1, target[:, None]).sum()
+        selected = explained_logits(logits, target, contrast).sum()
         weights, positional_weights = torch.autograd.grad(selected, (x, positional))
     return Contributions(maps=(weights * x).sum(1).detach(), weights=weights,
                          positional=(positional_weights * positional).sum((1, 2)).detach(),

@@ -144,13 +144,25 @@ def checkpoint_path(name: str) -> Path:
 
 
 def download_checkpoint(name: str, progress: bool = True) -> Path:
-    """Download the named checkpoint into the hub cache (unless already there); its path."""
+    """Download the named checkpoint into the hub cache (unless already there); its path.
+
+    Without a connection (or when the server refuses) an OSError names the URL, the cache path
+    and the alternatives: put the file there, or pass the path of a copy to ``from_pretrained``
+    / :func:`load_checkpoint`."""
     path = checkpoint_path(name)
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         spec = _spec(name)
-        torch.hub.download_url_to_file(spec.url, str(path), hash_prefix=spec.sha256_prefix,
-                                       progress=progress)
+        try:
+            torch.hub.download_url_to_file(spec.url, str(path), hash_prefix=spec.sha256_prefix,
+                                           progress=progress)
+        except OSError as exc:  # URLError, HTTPError, timeouts, refused connections
+            reason = getattr(exc, "reason", None) or exc
+            raise OSError(
+                f"could not download {spec.name} from {spec.url} to the torch hub cache "
+                f"({path}): {reason}. Offline, download the file on another machine and put "
+                f"it at {path}, or pass the path of your copy instead of the name "
+                f"(BcosViTClassifier.from_pretrained('/path/to/{spec.file_name}'))") from exc
     return path
 
 

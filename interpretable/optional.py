@@ -1,0 +1,56 @@
+"""Optional dependencies, imported where they are used: a missing one raises an ImportError
+(:class:`ModuleNotFoundError`) that names the extra which installs it."""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["EXTRAS", "import_optional"]
+
+#: the extra of ``interpretable-models`` that installs each optional top-level module
+EXTRAS = {"transformers": "bert", "polars": "polars", "skops": "tracking", "mlflow": "tracking",
+          "accelerate": "scale", "dask": "scale", "distributed": "scale",
+          "ipywidgets": "notebook"}
+
+
+def import_optional(name: str, purpose: str = ""):
+    """Import an optional dependency, or say which extra installs it.
+
+    Parameters
+    ----------
+    name : str
+        The module, e.g. ``"transformers"`` or ``"dask.bag"``; its top-level package must be
+        one of :data:`EXTRAS`.
+    purpose : str, default=""
+        What needs it (e.g. ``"the MiniLM tokeniser"``), for the message.
+
+    Returns
+    -------
+    module
+        The imported module.
+
+    Raises
+    ------
+    ModuleNotFoundError
+        If the package is not installed (an ImportError naming the extra:
+        ``pip install "interpretable-models[bert]"``). An error raised inside the package
+        itself (e.g. one of its own dependencies missing) propagates unchanged.
+
+    Examples
+    --------
+    >>> from interpretable.optional import EXTRAS, import_optional
+    >>> EXTRAS["transformers"]  # what installs it: pip install "interpretable-models[bert]"
+    'bert'
+    """
+    top = name.partition(".")[0]
+    extra = EXTRAS[top]
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] != top:
+            raise
+        needs = f"{purpose} needs" if purpose else "this needs"
+        raise ModuleNotFoundError(
+            f"{needs} the optional dependency {top!r}, which is not installed: "
+            f'pip install "interpretable-models[{extra}]" (the {extra!r} extra).',
+            name=exc.name) from exc
