@@ -350,8 +350,8 @@ class BcosBertClassifier(nn.Module):
         """Exact B-cos explanation of the ``target`` logits (default: the predicted classes;
         an int or (B,) class indices), or with ``contrast (B, C)`` of the target logit minus
         the ``contrast``-weighted logits (:func:`~interpretable.nn.losses.explained_logits`):
-        one forward and one backward pass in explanation mode. The model is not changed; call it in eval
-        mode (dropout is random)."""
+        one forward and one backward pass in explanation mode. The model is not changed; call
+        it in eval mode (dropout is random)."""
         mask = self.padding_mask(tokens, lengths, attention_mask)
         with explanation_mode(), torch.enable_grad():
             words = self.embed(tokens).detach()
