@@ -28,7 +28,7 @@ MOVED_MODULES = {
     "interpretable.estimators.classifier": "interpretable.estimators.core.classifier",
     "interpretable.estimators.training": "interpretable.estimators.core.training",
     "interpretable.estimators.nets": "interpretable.estimators.core.nets",
-    "interpretable.estimators.batch": "interpretable.estimators.core.batch",
+    "interpretable.estimators.batch": "interpretable.estimators.core.encoded",
     "interpretable.estimators.persistence": "interpretable.estimators.core.persistence",
     "interpretable.estimators.model_folder": "interpretable.estimators.core.model_folder",
     "interpretable.estimators.state": "interpretable.estimators.core.state",

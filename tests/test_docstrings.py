@@ -42,7 +42,7 @@ MODULES = (
     "interpretable.attribution.text",
     "interpretable.attribution.vision",
     "interpretable.attribution.quantus_adapter",
-    "interpretable.estimators.core.batch",
+    "interpretable.estimators.core.encoded",
     "interpretable.estimators.explainers",
     "interpretable.estimators.seat.variants",
     "interpretable.estimators.seat.baselines",

@@ -28,7 +28,7 @@ from ...nn.bert_classifier import BertClassifier
 from ...params import Interval, StrOptions
 from ...text import WordPieceEncoder
 from ...validation import check_targets, warn_caller
-from ..core.base import Batch
+from ..core.base import EncodedInputs
 from ..text.base import TextClassifierBase, trim_collate
 from .checkpoint import BertCheckpoint
 from .explainers import BcosTextContributions, BertAttention, BertRollout
@@ -198,7 +198,7 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
         return {"pooling": self.pooling}
 
     # ------------------------------------------------------------------ inputs
-    def _encode_texts(self, texts, queries) -> Batch:
+    def _encode_texts(self, texts, queries) -> EncodedInputs:
         """Word pieces of ``texts`` (``max_length`` at most, with a warning)."""
         aligned = [self.text_encoder_.align(text) for text in texts]
         cut = [i for i, a in enumerate(aligned) if a.dropped]
@@ -208,8 +208,8 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
                         f"{self.max_length - 2} pieces only.")
         units = [a.pieces for a in aligned]
         ids, lengths = self.text_encoder_.encode_tokens(units)
-        return Batch({"tokens": torch.from_numpy(ids), "lengths": torch.from_numpy(lengths)},
-                     units=units, texts=texts)
+        return EncodedInputs({"tokens": torch.from_numpy(ids),
+                              "lengths": torch.from_numpy(lengths)}, units=units, texts=texts)
 
     def word_pieces(self, X) -> list:
         """Return how the model sees each text: its word pieces, aligned with its words.

@@ -8,7 +8,7 @@ A concrete estimator subclasses :class:`NeuralEstimator` (or
 in its own ``__init__`` and in ``_parameter_constraints``, and implements
 
 * ``_fit(X, y, sample_weight)``: set the fitted attributes and train with :meth:`_fit_net`;
-* ``encode(X) -> Batch``: validated inputs as module keyword tensors (public: explainers,
+* ``encode(X) -> EncodedInputs``: validated inputs as module keyword tensors (public: explainers,
   metrics and attribution methods work from it);
 * ``_build_module()`` and ``_get_fitted_state()`` / ``_set_fitted_state(state)`` for
   :meth:`save` / :meth:`load`.
@@ -30,7 +30,7 @@ from ...nn.tensors import resolve_device
 from ...params import validate_estimator_parameters
 from ...progress import SHOW_PROGRESS, report
 from ...validation import check_random_state_seed
-from .batch import Batch
+from .encoded import EncodedInputs
 from .inference import BatchedInference
 from .persistence import load_estimator, save_estimator
 from .state import EstimatorState
@@ -46,7 +46,7 @@ from .training import (
 # side (.nets: skorch takes ~0.8 s to import) is imported at the first fit, so importing the
 # estimators that need no skorch class at import time (the text classifiers, the ViTs) does
 # not import it (`python -X importtime -c "from interpretable import EmbeddingBagClassifier"`).
-__all__ = ["Batch", "NeuralEstimator", "SHOW_PROGRESS", "TrainingDivergedError",  # noqa: F822
+__all__ = ["EncodedInputs", "NeuralEstimator", "SHOW_PROGRESS", "TrainingDivergedError",  # noqa: F822
            "TrainingNet"]
 
 
@@ -188,8 +188,8 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         """Train: set the fitted attributes (``module_``, ``history_``, ...) on ``self``."""
         raise NotImplementedError
 
-    def encode(self, X) -> Batch:
-        """Validate inputs and encode them as a :class:`Batch` of module inputs (CPU tensors).
+    def encode(self, X) -> EncodedInputs:
+        """Validate inputs and encode them as :class:`EncodedInputs` (module inputs, CPU tensors).
 
         Every estimator implements it (text, image and sequence estimators encode differently).
 
@@ -200,7 +200,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
 
         Returns
         -------
-        Batch
+        EncodedInputs
             The encoded samples.
 
         Examples

@@ -350,7 +350,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
 
         Parameters
         ----------
-        batch : Batch
+        batch : EncodedInputs
             Encoded samples (:meth:`encode`).
         target : label, array-like of shape (n_samples,) or None
             As in :meth:`explain`.

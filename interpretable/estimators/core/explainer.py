@@ -119,7 +119,7 @@ class Explainer(ExplainLoop):
         ----------
         estimator : fitted estimator
             The explained estimator.
-        encoded : Batch
+        encoded : EncodedInputs
             The encoded samples (``estimator.encode(X)``).
         fields : dict of str to list
             Every field of :class:`Attributions` as a list with one entry per sample, in input
@@ -160,7 +160,7 @@ class Explainer(ExplainLoop):
         ----------
         estimator : fitted estimator
             The explained estimator.
-        encoded : Batch
+        encoded : EncodedInputs
             The encoded samples (``estimator.encode(X)``).
         target : object
             The explained targets, as given to ``explain``.

@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ...nn.losses import IGNORE_INDEX
 from ...nn.tensors import pad_sequences
-from ..core.batch import Batch
+from ..core.encoded import EncodedInputs
 
 __all__ = ["UNKNOWN", "SymbolAlphabet", "next_symbol_windows"]
 
@@ -114,7 +114,7 @@ class SymbolAlphabet:
         return np.fromiter((vocab.get(c, 0) for c in sequence), dtype=np.int64,
                            count=len(sequence))
 
-    def encode(self, X) -> Batch:
+    def encode(self, X) -> EncodedInputs:
         """Validate sequences and encode them as module inputs.
 
         Parameters
@@ -124,7 +124,7 @@ class SymbolAlphabet:
 
         Returns
         -------
-        Batch
+        EncodedInputs
             ``inputs``: ids ``x (n, T)`` right-padded with 0 and ``lengths (n,)``; ``units``:
             the sequences.
 
@@ -140,4 +140,4 @@ class SymbolAlphabet:
         self._check_fitted()
         seqs = self._check_inputs(X)
         x, lengths = pad_sequences([self.encode_symbols(s) for s in seqs], 0)
-        return Batch({"x": x, "lengths": lengths}, units=seqs)
+        return EncodedInputs({"x": x, "lengths": lengths}, units=seqs)

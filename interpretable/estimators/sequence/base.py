@@ -28,7 +28,7 @@ from skorch.callbacks import GradientNormClipping
 from ...nn.isan import ISAN
 from ...nn.losses import SequenceLoss
 from ...params import Interval, StrOptions
-from ..core.base import Batch, NeuralEstimator
+from ..core.base import EncodedInputs, NeuralEstimator
 from .alphabet import UNKNOWN, SymbolAlphabet, next_symbol_windows
 from .explainers import ISANContributions
 from .isan_maps import ISANMaps
@@ -210,12 +210,12 @@ class SequenceEstimator(SymbolAlphabet, NeuralEstimator):
         return out
 
     # ---------------------------------------------------------------- explanation
-    def explained_targets(self, batch: Batch, target) -> list:
+    def explained_targets(self, batch: EncodedInputs, target) -> list:
         """Return one explained target per sequence of an encoded batch.
 
         Parameters
         ----------
-        batch : Batch
+        batch : EncodedInputs
             Encoded sequences (:meth:`encode`).
         target : object or list
             One target for all sequences, or a list of one per sequence;

@@ -61,7 +61,7 @@ class StepExplainer(Explainer):
         ----------
         estimator : fitted sequence estimator
             The explained estimator.
-        encoded : Batch
+        encoded : EncodedInputs
             The encoded samples (``estimator.encode(X)``).
         target : object
             The explained targets.
@@ -103,7 +103,7 @@ class StepExplainer(Explainer):
 
         Parameters
         ----------
-        encoded : Batch
+        encoded : EncodedInputs
             The encoded sequences.
         positions : list of int or None, default=None
             The explained steps (None: all).
@@ -145,7 +145,7 @@ class StepExplainer(Explainer):
         ----------
         estimator : fitted sequence estimator
             The explained estimator.
-        encoded : Batch
+        encoded : EncodedInputs
             The encoded samples (``estimator.encode(X)``).
         fields : dict of str to list
             Every field of :class:`Attributions` as a list with one entry per sequence.

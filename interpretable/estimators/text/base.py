@@ -13,7 +13,7 @@ from sklearn.base import clone
 from ...nn.losses import OutputCrossEntropy
 from ...params import HasMethods, Interval, StrOptions
 from ...validation import check_targets, check_text_inputs
-from ..core.base import TABULAR_CHECKS, Batch
+from ..core.base import TABULAR_CHECKS, EncodedInputs
 from ..core.classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
 from .explainers import Gradient, InputXGradient, IntegratedGradients
 
@@ -117,13 +117,13 @@ class TextClassifierBase(NeuralClassifier):
             raise ValueError(f"this model was fitted on {kind}; got the other kind of input.")
         return texts, queries
 
-    def _encode_texts(self, texts, queries) -> Batch:
+    def _encode_texts(self, texts, queries) -> EncodedInputs:
         tokens, inputs = self._encoded(texts, "tokens", "lengths")
         query_tokens = None
         if queries is not None:
             query_tokens, query_inputs = self._encoded(queries, "query", "query_lengths")
             inputs.update(query_inputs)
-        return Batch(inputs, units=tokens, queries=query_tokens,
+        return EncodedInputs(inputs, units=tokens, queries=query_tokens,
                      texts=texts if queries is None else list(zip(texts, queries)))
 
     def _encoded(self, texts, ids_key: str, lengths_key: str) -> tuple[list, dict]:
@@ -138,7 +138,7 @@ class TextClassifierBase(NeuralClassifier):
         ids, lengths = torch.from_numpy(ids), torch.from_numpy(lengths)
         return tokens, {ids_key: ids, lengths_key: lengths.clamp(min=1)}
 
-    def encode(self, X) -> Batch:
+    def encode(self, X) -> EncodedInputs:
         """Validate and encode texts (or pairs) as module inputs.
 
         Parameters
@@ -148,7 +148,7 @@ class TextClassifierBase(NeuralClassifier):
 
         Returns
         -------
-        Batch
+        EncodedInputs
             ``inputs``: ``tokens (n, T)``, ``lengths (n,)`` [, ``query``, ``query_lengths``];
             ``units``: the tokens of each text.
 

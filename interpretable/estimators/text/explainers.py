@@ -54,7 +54,7 @@ class TokenExplainer(Explainer):
         ----------
         estimator : fitted estimator
             The explained estimator.
-        encoded : Batch
+        encoded : EncodedInputs
             The encoded samples (``estimator.encode(X)``).
         fields : dict of str to list
             Every field of :class:`Attributions` as a list with one entry per sample, in input

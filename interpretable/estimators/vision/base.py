@@ -23,7 +23,7 @@ from ...nn.losses import logits_of
 from ...nn.tensors import make_generator
 from ...params import Interval, StrOptions
 from ...validation import check_batch_size, check_images, check_targets
-from ..core.base import TABULAR_CHECKS, Batch
+from ..core.base import TABULAR_CHECKS, EncodedInputs
 from ..core.classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
 from .augmentation import ZoomOutBatches
 from .explainers import (
@@ -35,7 +35,7 @@ from .explainers import (
     Rollout,
 )
 
-__all__ = ["ImageBatch", "VisionTransformerClassifier", "INFERENCE_MEMORY", "activation_bytes",
+__all__ = ["EncodedImages", "VisionTransformerClassifier", "INFERENCE_MEMORY", "activation_bytes",
            "resize_size"]
 
 #: bytes the activations of one inference batch may take on CPU (on CUDA: half the free memory)
@@ -52,8 +52,8 @@ def resize_size(crop_size: int) -> int:
 
 
 @dataclass(frozen=True)
-class ImageBatch(Batch):
-    """A :class:`~interpretable.estimators.core.base.Batch` of images with their crop boxes.
+class EncodedImages(EncodedInputs):
+    """A :class:`~interpretable.estimators.core.base.EncodedInputs` of images with their crop boxes.
 
     Parameters
     ----------
@@ -282,7 +282,7 @@ class VisionTransformerClassifier(NeuralClassifier):
         self.module_.requires_grad_(True)  # layers frozen for fine-tuning
 
     # ------------------------------------------------------------------ inference
-    def encode(self, X) -> ImageBatch:
+    def encode(self, X) -> EncodedImages:
         """Validate images against the fitted input rules (``image_size``) and encode them.
 
         Parameters
@@ -293,7 +293,7 @@ class VisionTransformerClassifier(NeuralClassifier):
 
         Returns
         -------
-        ImageBatch
+        EncodedImages
             ``inputs``: ``{"x": model input (n, C', H, W)}``; ``images``: float32
             ``(n, H, W, C)``, the crops the model sees; ``crop_boxes``.
 
@@ -318,7 +318,7 @@ class VisionTransformerClassifier(NeuralClassifier):
         if tuple(images.shape[1:3]) != tuple(self.image_shape_):
             raise ValueError(f"X has images of size {tuple(images.shape[1:3])} but the "
                              f"estimator was fitted on {tuple(self.image_shape_)}.")
-        return ImageBatch({"x": self._encode(images)}, images=images, crop_boxes=boxes)
+        return EncodedImages({"x": self._encode(images)}, images=images, crop_boxes=boxes)
 
     def iter_batches(self, inputs, batch_size=None, *, ordered: bool = False):
         """Yield the mini-batches of encoded images, bounded in memory.

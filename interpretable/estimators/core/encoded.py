@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Batch"]
+__all__ = ["EncodedInputs"]
 
 
 @dataclass(frozen=True)
-class Batch:
+class EncodedInputs:
     """Encoded samples, the public way from user inputs to model inputs.
 
     What every estimator's ``encode(X)`` returns; ``len`` is the number of samples.
@@ -36,8 +36,8 @@ class Batch:
     >>> from interpretable import EmbeddingBagClassifier
     >>> X = ["good movie", "great film", "bad movie", "awful film"]
     >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
-    >>> batch = clf.fit(X, ["pos", "pos", "neg", "neg"]).encode(["good film", "bad"])
-    >>> len(batch), sorted(batch.inputs), batch.units
+    >>> encoded = clf.fit(X, ["pos", "pos", "neg", "neg"]).encode(["good film", "bad"])
+    >>> len(encoded), sorted(encoded.inputs), encoded.units
     (2, ['lengths', 'tokens'], [['good', 'film'], ['bad']])
     """
 
@@ -49,3 +49,7 @@ class Batch:
 
     def __len__(self) -> int:
         return len(next(iter(self.inputs.values())))
+
+
+#: the name of versions 0.1 and 0.2 (kept for code that imports it)
+Batch = EncodedInputs
