@@ -37,11 +37,12 @@ absolute error ``|sum(values) + bias - logit|`` relative to the size of what is 
 ``max(|logit|, sum|values| + |bias|)``. That is the scale of floating-point rounding in
 the sum, so the error stays meaningful for logits near 0 (float32 gives ~1e-7, float64 ~1e-16).
 
-Views: ``to_html()`` (and ``_repr_html_`` in notebooks) for every container, ``plot()``
-(a matplotlib ``Figure`` without pyplot, with ``_repr_png_``: an image in Jupyter) for
-images, sequences and the corpus view. One colour scale
-everywhere: red raises the explained logit, blue lowers it, white is 0; class-independent
-methods (attention) use one purple scale and are flagged.
+Views: ``to_html()`` (and ``_repr_html_`` in notebooks) and ``plot()`` (a matplotlib
+``Figure`` without pyplot, with ``_repr_png_``: an image in Jupyter) for every container:
+texts, images, sequences and the corpus view. One colour scale everywhere: red raises the
+explained logit (or, with ``explain(contrast=...)``, the explained difference of logits), blue
+lowers it, white is 0; class-independent methods (attention) use one purple scale and are
+flagged.
 """
 
 from ._base import concat_explanations, with_sample_ids
