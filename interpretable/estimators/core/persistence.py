@@ -25,6 +25,7 @@ from safetensors import SafetensorError, safe_open
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
+from ...files import check_regular
 from ...nn.tensors import resolve_device
 from .model_folder import (
     CONFIG_FILE,
@@ -159,6 +160,7 @@ def load_estimator(cls, path, device="auto"):
 
     def read(config, weights_file: Path):
         try:
+            check_regular(weights_file)  # safetensors would block on a named pipe
             with safe_open(str(weights_file), framework="pt") as f:
                 shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
                 return restore_estimator(config, cls, device, shapes, f.get_tensor)
