@@ -3,8 +3,9 @@
 * ``ci`` (the default): few examples per property, a fixed seed (``fixed_seed``), a deadline
   per example, the example database of this folder (``hypothesis-db``, committed: what any run
   found once is replayed first by every run).
-* ``long`` (``HYPOTHESIS_PROFILE=long``, ``make fuzz``): many examples, random seeds, the same
-  database.
+* ``long`` (``HYPOTHESIS_PROFILE=long``, ``make fuzz``): ``FUZZ_EXAMPLES`` examples per
+  property (default 300), random seeds, the same database; ``make fuzz`` bounds the whole run
+  in time (``FUZZ_TIME``).
 """
 
 import os
@@ -20,8 +21,9 @@ DATABASE = DirectoryBasedExampleDatabase(Path(__file__).parent / "hypothesis-db"
 _COMMON = dict(database=DATABASE, print_blob=True,
                suppress_health_check=[HealthCheck.function_scoped_fixture,
                                       HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("ci", max_examples=8, deadline=5000, **_COMMON)
-settings.register_profile("long", max_examples=2000, deadline=60000, **_COMMON)
+settings.register_profile("ci", max_examples=8, deadline=30000, **_COMMON)
+settings.register_profile("long", max_examples=int(os.environ.get("FUZZ_EXAMPLES", 300)),
+                          deadline=60000, **_COMMON)
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 settings.load_profile(PROFILE)
 
