@@ -112,6 +112,9 @@ def read_image(image, what: str = "image") -> np.ndarray:
     return pixels
 
 
+_EMPTY = "X is empty: at least one image is required (a non-empty sequence or array)."
+
+
 def _image_items(X) -> list:
     """The images of ``X`` (not yet read): an array's images, or the items of a sequence."""
     if isinstance(X, (str, Path, Image.Image)):
@@ -121,14 +124,14 @@ def _image_items(X) -> list:
             raise ValueError(f"an image array must have shape (n, H, W[, C]), got "
                              f"{tuple(X.shape)}")
         if len(X) == 0:  # as check_images says it
-            raise ValueError("X is empty: at least one image is required.")
+            raise ValueError(_EMPTY)
         return list(X)
     if hasattr(X, "tolist") and not isinstance(X, Sequence):  # a pandas Series of paths
         X = X.tolist()
     if not isinstance(X, Sequence):
         raise ValueError("X must be a non-empty sequence of images")
     if len(X) == 0:
-        raise ValueError("X is empty: at least one image is required.")
+        raise ValueError(_EMPTY)
     return list(X)
 
 
