@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-gpu install docs dist bench bench-summary bench-bcos-package check-bcos-zoo clean
+.PHONY: demo test fuzz test-gpu install docs dist bench bench-summary bench-bcos-package check-bcos-zoo clean
 
 $(BIN)/python:
 	@echo ">> creating $(VENV)"
@@ -31,6 +31,18 @@ demo: install
 test: install
 	@echo ">> running the test suite"
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# Long property-based fuzzing of every public entry point (tests/fuzz, Hypothesis profile
+# "long"): FUZZ_EXAMPLES examples per property, stopped after FUZZ_TIME (an interrupted run
+# still prints its statistics). Failing examples land in tests/fuzz/hypothesis-db: commit them
+# with their fix, `make test` replays them.
+FUZZ_TIME ?= 45m
+FUZZ_EXAMPLES ?= 300
+fuzz: install
+	@echo ">> fuzzing for at most $(FUZZ_TIME)"
+	HYPOTHESIS_PROFILE=long FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) OMP_NUM_THREADS=1 timeout -s INT \
+		$(FUZZ_TIME) $(BIN)/python -m pytest -q -p no:cacheprovider tests/fuzz \
+		--hypothesis-show-statistics $(PYTEST_ARGS)
 
 # The documentation site in docs/_build/html (offline; the gallery's plot_ examples run, about
 # a minute). Warnings are errors, those of the package's docstrings too

@@ -6,22 +6,27 @@
 * Writers of one target take turns through :func:`exclusive`, a lock file that the operating
   system releases when its process dies. The writer holding it is the only live one, so it can
   delete what killed writers left behind without touching a write in progress.
+* :func:`open_regular` / :func:`check_regular` refuse to read anything but a regular file (a
+  FIFO would block the reader forever, a device never end) with an ``OSError`` naming it.
 * :func:`reporting` turns an ``OSError`` that names no file (a failed ``write``, a writer
   library's own error) into one naming the target.
 """
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import secrets
 import shutil
+import stat
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from filelock import FileLock
 
-__all__ = ["exclusive", "reporting", "fsync", "remove", "replacing", "leftovers"]
+__all__ = ["exclusive", "reporting", "fsync", "remove", "replacing", "leftovers", "open_regular",
+           "check_regular"]
 
 STAGED, REPLACED = "partial", "replaced"
 
@@ -30,6 +35,38 @@ def exclusive(lock_file: Path):
     """Context manager holding an exclusive lock on ``lock_file`` (created if needed) across
     threads and processes; it waits while another writer holds it."""
     return FileLock(str(lock_file))
+
+
+def _not_regular(path, mode: int) -> OSError:
+    kinds = [(stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket")]
+    kind = next((name for test, name in kinds if test(mode)), "not a plain file")
+    return OSError(errno.EINVAL, f"not a regular file ({kind}), refused", str(path))
+
+
+def check_regular(path) -> None:
+    """Raise an ``OSError`` naming ``path`` unless it is a regular file (or a link to one);
+    for files that a library opens by name. ``FileNotFoundError`` if it does not exist."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise _not_regular(path, mode)
+
+
+def open_regular(path):
+    """``open(path, "rb")`` for a regular file (or a link to one) only: a named pipe, a device,
+    a socket or a folder raise an ``OSError`` naming ``path``. Opened without blocking and
+    checked on the opened file, so that nothing swapped in meanwhile can block the reader."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                         | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode)
+        return os.fdopen(descriptor, "rb")  # O_NONBLOCK changes nothing for regular files
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 @contextmanager

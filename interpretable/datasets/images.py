@@ -14,6 +14,7 @@ import torch
 from PIL import Image
 from torch.nn import functional as F
 
+from ..files import open_regular
 from ..validation import check_images
 
 __all__ = [
@@ -84,7 +85,7 @@ def read_image(image, what: str = "image") -> np.ndarray:
     """
     if isinstance(image, (str, Path)):
         try:
-            with Image.open(image) as opened:
+            with open_regular(image) as file, Image.open(file) as opened:  # no named pipes
                 image = opened.convert("RGB")
         except FileNotFoundError:
             raise FileNotFoundError(f"{what}: no image file at {image}") from None
@@ -111,6 +112,9 @@ def read_image(image, what: str = "image") -> np.ndarray:
     return pixels
 
 
+_EMPTY = "X is empty: at least one image is required (a non-empty sequence or array)."
+
+
 def _image_items(X) -> list:
     """The images of ``X`` (not yet read): an array's images, or the items of a sequence."""
     if isinstance(X, (str, Path, Image.Image)):
@@ -119,11 +123,15 @@ def _image_items(X) -> list:
         if X.ndim not in (3, 4):
             raise ValueError(f"an image array must have shape (n, H, W[, C]), got "
                              f"{tuple(X.shape)}")
+        if len(X) == 0:  # as check_images says it
+            raise ValueError(_EMPTY)
         return list(X)
     if hasattr(X, "tolist") and not isinstance(X, Sequence):  # a pandas Series of paths
         X = X.tolist()
-    if not isinstance(X, Sequence) or len(X) == 0:
+    if not isinstance(X, Sequence):
         raise ValueError("X must be a non-empty sequence of images")
+    if len(X) == 0:
+        raise ValueError(_EMPTY)
     return list(X)
 
 

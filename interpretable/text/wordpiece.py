@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from numbers import Integral
 from typing import NamedTuple
 
@@ -19,6 +20,9 @@ from ..validation import check_texts
 __all__ = ["WordPieceEncoder", "WordPieces"]
 
 _MAX_POSITIONS = 512
+#: a lone surrogate (``errors="surrogateescape"`` decoding makes them), which ``tokenizers``
+#: cannot take: it reads as U+FFFD, one code point for one, so offsets stay those of the text
+_SURROGATE = re.compile("[\ud800-\udfff]")
 #: the tokeniser settings a fitted encoder stores (with its vocabulary) and their types
 _SETTINGS = {"lowercase": bool, "strip_accents": (bool, type(None)), "clean_text": bool,
              "handle_chinese_chars": bool, "continuing_subword_prefix": str,
@@ -203,7 +207,8 @@ class WordPieceEncoder(BaseEstimator):
         >>> pieces.words.tolist(), pieces.dropped
         ([-1, 0, 0, 0, 0, 0, 1, -1], 1)
         """
-        encoding = self._tokenizer.encode(text, add_special_tokens=False)
+        encoding = self._tokenizer.encode(_SURROGATE.sub("\ufffd", text),
+                                          add_special_tokens=False)
         kept = self._limit - 2
         words = np.array(encoding.word_ids[:kept], dtype=np.int64)
         offsets = np.array(encoding.offsets[:kept], dtype=np.int64).reshape(-1, 2)

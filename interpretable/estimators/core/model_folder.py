@@ -25,7 +25,7 @@ from pathlib import Path
 
 from safetensors.torch import save as serialize
 
-from ...files import exclusive, fsync, remove, reporting
+from ...files import exclusive, fsync, open_regular, remove, reporting
 
 FORMAT_VERSION = 2
 CONFIG_FILE = "config.json"
@@ -173,7 +173,7 @@ def read_config(path: Path):
     """The decoded config.json of ``path``, bounded in size and nesting."""
     config_file = path / CONFIG_FILE
     try:
-        with open(config_file, "rb") as f:
+        with open_regular(config_file) as f:  # a named pipe would block: refused
             data = f.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise FileNotFoundError(f"{config_file} does not exist; is {path} a saved estimator?"

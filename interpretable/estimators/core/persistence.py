@@ -24,6 +24,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from sklearn.base import BaseEstimator
 
+from ...files import check_regular
 from ...nn.tensors import resolve_device
 from ...params import (
     InvalidParameterError,
@@ -164,6 +165,7 @@ def load_estimator(cls, path, device="auto"):
 
     def read(config, weights_file: Path):
         try:
+            check_regular(weights_file)  # safetensors would block on a named pipe
             with safe_open(str(weights_file), framework="pt") as f:
                 shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
                 return restore_estimator(config, cls, device, shapes, f.get_tensor)

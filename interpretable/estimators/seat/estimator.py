@@ -319,8 +319,10 @@ class SEATClassifier(AttentionTextClassifier):
             embeddings=None if embeddings is None else torch.as_tensor(embeddings),
             freeze_embeddings=arch["freeze_embeddings"], pair=self.pair_input_,
             dropout=arch["dropout"], attention_size=arch["attention_size"])
-        if self.variant_.keeps_vanilla_attention:  # w beside w~
-            module.vanilla_attention = copy.deepcopy(module.attention)
+        if self.variant_.keeps_vanilla_attention:  # w beside w~, frozen as fit leaves it
+            # (torch picks its matmul kernels by requires_grad: a loaded model computes w
+            # bit-identically only if its flags are the fitted model's)
+            module.vanilla_attention = copy.deepcopy(module.attention).requires_grad_(False)
         return module
 
     def _attention_layer(self, view: str):

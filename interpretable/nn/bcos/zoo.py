@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import pickle
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,6 +186,8 @@ def _verify_hash(path: Path, spec: PretrainedViT) -> None:
 
 def _read_state_dict(path: Path) -> Mapping[str, torch.Tensor]:
     """A plain {name: tensor} checkpoint, memory-mapped; ValueError for anything else."""
+    if not stat.S_ISREG(os.stat(path).st_mode):  # torch.load would block on a named pipe
+        raise ValueError(f"{path} is not a regular file (a folder, a named pipe, a device).")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except pickle.UnpicklingError as exc:
