@@ -12,10 +12,9 @@ import os
 from pathlib import Path
 
 import pytest
+from conformance.cases import CASES
 from hypothesis import HealthCheck, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
-
-from conformance.cases import CASES
 
 DATABASE = DirectoryBasedExampleDatabase(Path(__file__).parent / "hypothesis-db")
 _COMMON = dict(database=DATABASE, print_blob=True,

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import event, given
-from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
 
 from .conftest import examples, fixed_seed
 

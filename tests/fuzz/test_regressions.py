@@ -10,7 +10,6 @@ import sys
 import numpy as np
 import pytest
 import torch
-
 from conformance.cases import CASES
 
 from .conftest import examples, fixed_seed  # noqa: F401  (the profile is loaded)
