@@ -27,6 +27,7 @@ W(x)_t·(position_t + type_t)`` exactly: the same per-token totals, split into t
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from numbers import Real
 from pathlib import Path
@@ -71,6 +72,7 @@ _TOP_KEYS = {
     "embedding_norm.weight": "embeddings.LayerNorm.weight",
     "pooler.weight": "pooler.dense.weight",
     "classifier.weight": None,
+    "log_logit_scale": None,
 }
 
 
@@ -124,6 +126,17 @@ class BcosBertClassifier(nn.Module):
             layer in MiniLM at B = 1.5), so a converted encoder starts with its branches
             20-40 times below the residual stream and logits near 0.004; matched gains keep
             the pretrained scale (see :class:`~interpretable.estimators.BcosTextClassifier`).
+        row_gains: give every B-cos layer of the encoder and the pooler a fixed gain per
+            output (:class:`~interpretable.nn.bcos_bert_layers.BertBcosLinear`), set by
+            :meth:`from_bert` to the row norms of the checkpoint's weights: at B = 1 the
+            converted encoder is then exactly the bias-free pretrained one (B-cosification,
+            Arya et al., NeurIPS 2024) instead of one with unit-norm rows (B-cos LM).
+        logit_scale: a constant factor of the logits (the classifier is a cosine-style layer
+            whose logits are at most γ‖x‖; LP-FT, Kumar et al. 2022, scales such heads).
+        learn_logit_scale: train the factor (a parameter ``log_logit_scale``, starting at
+            ``log(logit_scale)``); a constant of the input, so contributions stay exact.
+        pooler: the B-cos pooler between pooling and classifier (B-cos LM's); False: the
+            classifier reads the pooled vector, as the conventional model's does.
     """
 
     def __init__(self, vocab_size: int, n_classes: int, *, hidden_size: int = 384,
@@ -132,7 +145,9 @@ class BcosBertClassifier(nn.Module):
                  layer_norm_eps: float = 1e-12, pad_token_id: int | None = 0,
                  b: float | Sequence[float] = 2.0, head_b: float | None = None,
                  pooling: str = "cls", dropout: float = 0.1, attention_dropout: float = 0.1,
-                 logit_bias: float = 0.0, matched: bool = False):
+                 logit_bias: float = 0.0, matched: bool = False, row_gains: bool = False,
+                 logit_scale: float = 1.0, learn_logit_scale: bool = False,
+                 pooler: bool = True):
         super().__init__()
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size={hidden_size} must be divisible by "
@@ -145,6 +160,8 @@ class BcosBertClassifier(nn.Module):
             raise ValueError(f"b must be a number or one per layer ({num_layers}), got "
                              f"{len(layer_b)} values")
         head_b = layer_b[-1] if head_b is None else _check_exponent(head_b, "head_b")
+        if not (isinstance(logit_scale, Real) and 0 < logit_scale < float("inf")):
+            raise ValueError(f"logit_scale must be a positive number, got {logit_scale!r}")
         self.pooling = pooling
         self.dropout = float(dropout)
         self.logit_bias = float(logit_bias)
@@ -154,15 +171,21 @@ class BcosBertClassifier(nn.Module):
         self.embedding_norm = BcosLayerNorm(hidden_size, layer_norm_eps)
         self.layers = nn.ModuleList(
             BcosBertLayer(hidden_size, num_heads, intermediate_size, layer_b_i, layer_norm_eps,
-                          self.dropout, float(attention_dropout), matched)
+                          self.dropout, float(attention_dropout), matched, row_gains)
             for layer_b_i in layer_b)
-        self.pooler = unscaled_bcos_linear(hidden_size, hidden_size, head_b, matched)
+        self.pooler = (unscaled_bcos_linear(hidden_size, hidden_size, head_b, matched, row_gains)
+                       if pooler else None)
         self.classifier = unscaled_bcos_linear(hidden_size, n_classes, head_b, matched)
+        # fixed: a float rebuilt from the options; learned: the parameter log_logit_scale
+        self.logit_scale = float(logit_scale)
+        self.log_logit_scale = (nn.Parameter(torch.tensor(math.log(logit_scale)))
+                                if learn_logit_scale else None)
 
     # -- construction ------------------------------------------------------------------------
     @staticmethod
     def checkpoint_key(name: str) -> str | None:
-        """The BERT checkpoint key a parameter is converted from (None for the classifier)."""
+        """The BERT checkpoint key a parameter is converted from (None for the classifier and
+        the logit scale)."""
         if name.startswith("layers."):
             _, index, rest = name.split(".", 2)
             return f"encoder.layer.{index}.{_LAYER_KEYS[rest]}"
@@ -220,6 +243,11 @@ class BcosBertClassifier(nn.Module):
                     raise ValueError(f"{key!r} has shape {tuple(source[key].shape)}, "
                                      f"{name} needs {tuple(param.shape)}")
                 param.copy_(source[key])
+            for name, module in model.named_modules():  # row gains: the checkpoint's norms
+                key = cls.checkpoint_key(f"{name}.weight") \
+                    if isinstance(module, BertBcosLinear) else None
+                if key and key in source and module.row_gain is not None:
+                    module.row_gain.copy_(torch.linalg.vector_norm(source[key].double(), dim=1))
         return model
 
     @classmethod
@@ -310,8 +338,12 @@ class BcosBertClassifier(nn.Module):
         else:
             weights = mask.to(hidden.dtype).unsqueeze(-1)
             pooled = (hidden * weights).sum(1) / weights.sum(1)
-        pooled = F.dropout(self.pooler(pooled), self.dropout, self.training)
-        return self.classifier(pooled) + self.logit_bias
+        if self.pooler is not None:
+            pooled = self.pooler(pooled)
+        pooled = F.dropout(pooled, self.dropout, self.training)
+        logits = self.classifier(pooled)
+        scale = self.logit_scale if self.log_logit_scale is None else self.log_logit_scale.exp()
+        return (logits if scale == 1.0 else logits * scale) + self.logit_bias
 
     def forward_with_attention(self, tokens: torch.Tensor,
                                lengths: torch.Tensor | None = None, *,
