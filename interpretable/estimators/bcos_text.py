@@ -203,11 +203,15 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
                       sample_weight=self._training_weights(y_index, sample_weight),
                       callbacks=self._training_callbacks(),
                       iterator_train__collate_fn=trim_collate,
-                      iterator_valid__collate_fn=trim_collate)
+                      iterator_valid__collate_fn=trim_collate, **self._net_options())
 
     def _training_callbacks(self) -> list:
         return [("lr_schedule", WarmupLinearSchedule(self.warmup)),
                 ("weight_norm_guard", WeightNormGuard())]
+
+    def _net_options(self) -> dict:
+        """Further keywords of the skorch net (e.g. optimizer parameter groups)."""
+        return {}
 
     # ------------------------------------------------------------------ forward
     def forward_with_attention(self, batch: dict, *, embedded=None):
@@ -280,6 +284,24 @@ class BcosTextClassifier(BertTextClassifier):
         (the converted network, closest to the pretrained one) to ``b`` (with its matched
         gain); 0: ``b`` from the start. The fitted model has exponent ``b``; a
         ``warm_start`` continuation trains at ``b``.
+    row_norms : {"unit", "pretrained"}
+        ``"unit"``: every B-cos row is unit-norm (B-cos LM). ``"pretrained"``: each output of
+        the converted dense layers and pooler keeps its checkpoint row's norm as a fixed gain
+        (B-cosification, Arya et al. 2024): at ``b = 1`` the encoder is exactly the
+        pretrained one without biases. Either way contributions stay exact.
+    pooler : bool
+        Keep the converted pooler (a B-cos layer between the pooled vector and the
+        classifier, B-cos LM's head). False: the classifier reads the pooled vector, like the
+        conventional model's.
+    logit_scale : float > 0 or "learned"
+        A constant factor of the logits. The classifier is a cosine-style (B-cos, unit-norm
+        rows) layer, its logits at most ``γ‖x‖``; ``"learned"``: a trained factor starting
+        at 1 (a constant of the input: contributions stay exact).
+    head_lr : float > 0 or None
+        Peak learning rate of the new classifier (and a learned logit scale), on the same
+        warm-up / decay schedule; None: ``lr``. The classifier starts random while the
+        encoder is pretrained: a higher rate lets it fit the encoder's features early, as
+        LP-FT (Kumar et al., ICLR 2022) fits the head first.
     checkpoint : None, str, path or dict, default=None
         None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of a
         BERT-family model (``transformers`` layout; never downloads). A dict: the fields of
@@ -336,11 +358,16 @@ class BcosTextClassifier(BertTextClassifier):
         "b": [Interval(Real, 1, None, closed="left"), list, tuple],
         "gain": [StrOptions({"matched", "unit"})],
         "b_anneal": [Interval(Real, 0, 1, closed="both")],
+        "row_norms": [StrOptions({"unit", "pretrained"})],
+        "pooler": ["boolean"],
+        "logit_scale": [Interval(Real, 0, None, closed="neither"), StrOptions({"learned"})],
+        "head_lr": [Interval(Real, 0, None, closed="neither"), None],
     }
     _module_class = BcosBertClassifier
 
     @stores_params
-    def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, checkpoint=None, pooling="mean",
+    def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, row_norms="unit", pooler=True,
+                 logit_scale=1.0, head_lr=None, checkpoint=None, pooling="mean",
                  max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
@@ -361,4 +388,15 @@ class BcosTextClassifier(BertTextClassifier):
 
     def _module_options(self) -> dict:
         b = list(self.b) if isinstance(self.b, (list, tuple)) else float(self.b)
-        return {**super()._module_options(), "b": b, "matched": self.gain == "matched"}
+        learned = self.logit_scale == "learned"
+        return {**super()._module_options(), "b": b, "matched": self.gain == "matched",
+                "row_gains": self.row_norms == "pretrained", "pooler": bool(self.pooler),
+                "logit_scale": 1.0 if learned else float(self.logit_scale),
+                "learn_logit_scale": learned}
+
+    def _net_options(self) -> dict:
+        """``head_lr``: the classifier and the logit scale in their own parameter group."""
+        if self.head_lr is None:
+            return {}
+        return {"optimizer__param_groups": [("classifier.*", {"lr": float(self.head_lr)}),
+                                            ("log_logit_scale", {"lr": float(self.head_lr)})]}

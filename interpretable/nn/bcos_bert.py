@@ -342,8 +342,11 @@ class BcosBertClassifier(nn.Module):
             pooled = self.pooler(pooled)
         pooled = F.dropout(pooled, self.dropout, self.training)
         logits = self.classifier(pooled)
-        scale = self.logit_scale if self.log_logit_scale is None else self.log_logit_scale.exp()
-        return (logits if scale == 1.0 else logits * scale) + self.logit_bias
+        if self.log_logit_scale is not None:
+            logits = logits * self.log_logit_scale.exp()
+        elif self.logit_scale != 1.0:
+            logits = logits * self.logit_scale
+        return logits + self.logit_bias
 
     def forward_with_attention(self, tokens: torch.Tensor,
                                lengths: torch.Tensor | None = None, *,
