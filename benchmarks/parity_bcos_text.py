@@ -58,8 +58,10 @@ def main(args):
         path.write_text(json.dumps(out, indent=1) + "\n")
         print(f"[seed {seed}] {name}: accuracy {accuracy:.4f} ({seconds:.0f} s)", flush=True)
 
-    models = ([("minilm", BertTextClassifier, {})] if args.conventional else []) + \
-        [(name, BcosTextClassifier, params) for name, params in args.variant]
+    models = [(name, BcosTextClassifier, params) for name, params in args.variant]
+    if args.conventional:  # first, or after the B-cos variants with --conventional-last
+        models.insert(len(models) if args.conventional_last else 0,
+                      ("minilm", BertTextClassifier, {}))
     for seed in args.seeds:
         fitted = {}
         for name, cls, params in models:
@@ -99,6 +101,7 @@ if __name__ == "__main__":
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--speed", type=int, default=256, help="texts timed (0: no timing)")
     parser.add_argument("--conventional", action="store_true")
+    parser.add_argument("--conventional-last", action="store_true")
     parser.add_argument("--variant", nargs=2, action="append", default=[],
                         metavar=("NAME", "JSON"))
     args = parser.parse_args()
