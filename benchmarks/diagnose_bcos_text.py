@@ -17,8 +17,9 @@ of the original (biases kept) and of the bias-free original:
 
 The variants separate the biases (original vs bias-free), the unit-norm rows (``unit`` vs
 ``row_gains``, the pretrained row norms kept as fixed gains), the exponent ``b`` (1, 1.25,
-1.5, 2, per layer) and the gains (``matched`` vs the authors' γ = 1). Writes
-``benchmarks/results/bcos_text_diagnosis.json``.
+1.5, 2, per layer), the gains (``matched`` vs the authors' γ = 1) and ``gate_biases`` (the
+query / key biases and the intermediate bias kept inside the dynamic weights). Writes
+``benchmarks/results/<out>.json`` (default ``bcos_text_diagnosis``).
 """
 import argparse
 import copy
@@ -45,6 +46,11 @@ VARIANTS = {  # name -> BcosBertClassifier options
     "bcos_b2_matched_row_gains": dict(b=2.0, matched=True, row_gains=True),
     "bcos_b1-1-1.25-1.25-1.5-1.5_matched_row_gains": dict(
         b=[1.0, 1.0, 1.25, 1.25, 1.5, 1.5], matched=True, row_gains=True),
+    "bcos_b1_unit_rows_gate_biases": dict(b=1.0, gate_biases=True),
+    "bcos_b1_row_gains_gate_biases": dict(b=1.0, row_gains=True, gate_biases=True),
+    "bcos_b1.5_matched_unit_rows_gate_biases": dict(b=1.5, matched=True, gate_biases=True),
+    "bcos_b1.5_matched_row_gains_gate_biases": dict(b=1.5, matched=True, row_gains=True,
+                                                    gate_biases=True),
 }
 
 
@@ -98,7 +104,7 @@ def probe(train, test, y_train, y_test):
     return float(clf.fit(train, y_train).score(test, y_test))
 
 
-def main(n_train=2000, n_test=500, seed=0):
+def main(n_train=2000, n_test=500, seed=0, variants=None, out="bcos_text_diagnosis"):
     import transformers
 
     from interpretable.datasets import load_minilm
@@ -125,6 +131,8 @@ def main(n_train=2000, n_test=500, seed=0):
                "bias_free_original": hf_vectors(bias_free, encoder, texts)}
     pooler_vectors = {}
     for name, options in VARIANTS.items():
+        if variants and name not in variants:
+            continue
         torch.manual_seed(seed)
         model = BcosBertClassifier.from_bert(bert, None, 2, pooling="mean", **options).eval()
         vectors[name], pooler_vectors[name] = bcos_vectors(model, encoder, texts)
@@ -150,6 +158,8 @@ def main(n_train=2000, n_test=500, seed=0):
     logits["conventional_linear"] = float(
         conventional(torch.from_numpy(vectors["original"][n:])).detach().std())
     for name in ("bcos_b1.5_matched_unit_rows", "bcos_b1.5_matched_row_gains"):
+        if name not in pooler_vectors:
+            continue
         torch.manual_seed(seed)
         model = BcosBertClassifier.from_bert(bert, None, 2, pooling="mean",
                                              **VARIANTS[name]).eval()
@@ -162,7 +172,7 @@ def main(n_train=2000, n_test=500, seed=0):
            "pooling": "mean", "variants": results, "initial_logit_std": logits,
            "seconds": time.perf_counter() - start, "torch": torch.__version__,
            "python": platform.python_version()}
-    (RESULTS / "bcos_text_diagnosis.json").write_text(json.dumps(out, indent=1) + "\n")
+    (RESULTS / f"{out}.json").write_text(json.dumps(out, indent=1) + "\n")
     return out
 
 
@@ -171,5 +181,7 @@ if __name__ == "__main__":
     parser.add_argument("--train", type=int, default=2000)
     parser.add_argument("--test", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variants", nargs="+", default=None, help="default: all")
+    parser.add_argument("--out", default="bcos_text_diagnosis")
     args = parser.parse_args()
-    main(args.train, args.test, args.seed)
+    main(args.train, args.test, args.seed, args.variants, args.out)

@@ -304,9 +304,9 @@ def test_reproduction_runs_end_to_end_on_a_tiny_setting(monkeypatch, tmp_path):
 # ---------------------------------------------------------------------------- parity options
 OPTIONS = {"pretrained_rows": dict(row_norms="pretrained"), "no_pooler": dict(pooler=False),
            "fixed_scale": dict(logit_scale=3.0), "learned_scale": dict(logit_scale="learned"),
-           "head_lr": dict(head_lr=3e-2),
+           "head_lr": dict(head_lr=3e-2), "gate_biases": dict(gate_biases=True),
            "all": dict(row_norms="pretrained", pooler=False, logit_scale="learned",
-                       head_lr=3e-2, b=[1.0, 1.5])}
+                       head_lr=3e-2, gate_biases=True, b=[1.0, 1.5])}
 
 
 @pytest.fixture(scope="module")
@@ -375,6 +375,13 @@ def test_pretrained_row_norms_at_b_one_are_the_bias_free_checkpoint(bert_folder)
     real = mask[..., None]
     torch.testing.assert_close(states["pretrained"] * real, theirs * real, rtol=1e-4, atol=1e-5)
     assert not torch.allclose(states["unit"] * real, theirs * real, rtol=1e-2, atol=1e-2)
+    # gate_biases: the query / key / intermediate biases come from the checkpoint
+    gated = tiny(checkpoint=str(folder), gate_biases=True, lr=1e-12, max_epochs=1).fit(X, y)
+    layer, theirs = gated.module_.layers[1], bert.encoder.layer[1]
+    for ours, source in ((layer.attention.query.bias, theirs.attention.self.query.bias),
+                         (layer.attention.key.bias, theirs.attention.self.key.bias),
+                         (layer.feed_forward.gate_bias, theirs.intermediate.dense.bias)):
+        torch.testing.assert_close(ours.detach(), source.detach(), rtol=0, atol=1e-6)
 
 
 def test_logit_scale_multiplies_the_logits_and_head_lr_trains_the_head_alone():
@@ -411,6 +418,7 @@ def test_parity_options_clone_grid_search_and_validate():
     for params, match in ((dict(row_norms="raw"), "row_norms"), (dict(pooler="no"), "pooler"),
                           (dict(logit_scale=0.0), "logit_scale"),
                           (dict(logit_scale="fixed"), "logit_scale"),
-                          (dict(head_lr=-1.0), "head_lr")):
+                          (dict(head_lr=-1.0), "head_lr"),
+                          (dict(gate_biases=1), "gate_biases")):
         with pytest.raises(ValueError, match=match):
             tiny(**params).fit(X, y)

@@ -293,6 +293,11 @@ class BcosTextClassifier(BertTextClassifier):
         Keep the converted pooler (a B-cos layer between the pooled vector and the
         classifier, B-cos LM's head). False: the classifier reads the pooled vector, like the
         conventional model's.
+    gate_biases : bool
+        Keep the checkpoint's biases where they only shape dynamic weights: the query and key
+        biases (inside the attention probabilities) and the intermediate bias (inside the
+        GELU gate: ``x·Φ(x + bias)``). The linear path stays bias-free: contributions stay
+        exact.
     logit_scale : float > 0 or "learned"
         A constant factor of the logits. The classifier is a cosine-style (B-cos, unit-norm
         rows) layer, its logits at most ``γ‖x‖``; ``"learned"``: a trained factor starting
@@ -360,6 +365,7 @@ class BcosTextClassifier(BertTextClassifier):
         "b_anneal": [Interval(Real, 0, 1, closed="both")],
         "row_norms": [StrOptions({"unit", "pretrained"})],
         "pooler": ["boolean"],
+        "gate_biases": ["boolean"],
         "logit_scale": [Interval(Real, 0, None, closed="neither"), StrOptions({"learned"})],
         "head_lr": [Interval(Real, 0, None, closed="neither"), None],
     }
@@ -367,7 +373,8 @@ class BcosTextClassifier(BertTextClassifier):
 
     @stores_params
     def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, row_norms="unit", pooler=True,
-                 logit_scale=1.0, head_lr=None, checkpoint=None, pooling="mean",
+                 gate_biases=False, logit_scale=1.0, head_lr=None, checkpoint=None,
+                 pooling="mean",
                  max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
@@ -391,6 +398,7 @@ class BcosTextClassifier(BertTextClassifier):
         learned = self.logit_scale == "learned"
         return {**super()._module_options(), "b": b, "matched": self.gain == "matched",
                 "row_gains": self.row_norms == "pretrained", "pooler": bool(self.pooler),
+                "gate_biases": bool(self.gate_biases),
                 "logit_scale": 1.0 if learned else float(self.logit_scale),
                 "learn_logit_scale": learned}
 

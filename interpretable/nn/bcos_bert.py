@@ -58,6 +58,9 @@ _CONFIG_FIELDS = {
 _LAYER_KEYS = {
     "attention.query.weight": "attention.self.query.weight",
     "attention.key.weight": "attention.self.key.weight",
+    "attention.query.bias": "attention.self.query.bias",
+    "attention.key.bias": "attention.self.key.bias",
+    "feed_forward.gate_bias": "intermediate.dense.bias",
     "attention.value.weight": "attention.self.value.weight",
     "attention.output.weight": "attention.output.dense.weight",
     "attention.norm.weight": "attention.output.LayerNorm.weight",
@@ -137,6 +140,10 @@ class BcosBertClassifier(nn.Module):
             ``log(logit_scale)``); a constant of the input, so contributions stay exact.
         pooler: the B-cos pooler between pooling and classifier (B-cos LM's); False: the
             classifier reads the pooled vector, as the conventional model's does.
+        gate_biases: keep the checkpoint's biases where they only shape dynamic weights:
+            the query and key biases (in the attention probabilities) and the intermediate
+            bias (in the GELU gate, ``x·Φ(x + bias)``); the linear path stays bias-free, so
+            contributions stay exact.
     """
 
     def __init__(self, vocab_size: int, n_classes: int, *, hidden_size: int = 384,
@@ -147,7 +154,7 @@ class BcosBertClassifier(nn.Module):
                  pooling: str = "cls", dropout: float = 0.1, attention_dropout: float = 0.1,
                  logit_bias: float = 0.0, matched: bool = False, row_gains: bool = False,
                  logit_scale: float = 1.0, learn_logit_scale: bool = False,
-                 pooler: bool = True):
+                 pooler: bool = True, gate_biases: bool = False):
         super().__init__()
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size={hidden_size} must be divisible by "
@@ -171,7 +178,8 @@ class BcosBertClassifier(nn.Module):
         self.embedding_norm = BcosLayerNorm(hidden_size, layer_norm_eps)
         self.layers = nn.ModuleList(
             BcosBertLayer(hidden_size, num_heads, intermediate_size, layer_b_i, layer_norm_eps,
-                          self.dropout, float(attention_dropout), matched, row_gains)
+                          self.dropout, float(attention_dropout), matched, row_gains,
+                          gate_biases)
             for layer_b_i in layer_b)
         self.pooler = (unscaled_bcos_linear(hidden_size, hidden_size, head_b, matched, row_gains)
                        if pooler else None)

@@ -99,13 +99,17 @@ def _fusable() -> bool:
         return torch.is_grad_enabled()
 
 
-def gated_gelu(x: torch.Tensor) -> torch.Tensor:
+def gated_gelu(x: torch.Tensor, gate_bias: torch.Tensor | None = None) -> torch.Tensor:
     """GELU as ``x·Φ(x)`` with the gate ``Φ(x)`` (standard normal CDF) a dynamic weight
-    (without gradients: the fused ``F.gelu``, the same function)."""
-    if not torch.is_grad_enabled():
+    (without gradients: the fused ``F.gelu``, the same function). ``gate_bias``: the gate is
+    ``Φ(x + bias)`` (the pretrained bias kept where it is a dynamic weight; the linear path
+    ``x`` stays bias-free)."""
+    if gate_bias is None and not torch.is_grad_enabled():
         return F.gelu(x)
     with dynamic_weight():
-        gate = torch.special.ndtr(x)
+        gate = torch.special.ndtr(x if gate_bias is None else x + gate_bias)
+    if not torch.is_grad_enabled():
+        return gate.mul_(x)
     return x * gate
 
 
@@ -136,14 +140,16 @@ class BcosSelfAttention(nn.Module):
     ``forward(x (B, T, H), mask_bias (B, 1, 1, T)) -> (out (B, T, H), probs (B, h, T, T))``."""
 
     def __init__(self, hidden_size: int, num_heads: int, b: float, eps: float, dropout: float,
-                 attention_dropout: float, matched: bool = False, row_gains: bool = False):
+                 attention_dropout: float, matched: bool = False, row_gains: bool = False,
+                 gate_biases: bool = False):
         super().__init__()
         self.num_heads = num_heads
         self.head_dim = hidden_size // num_heads
         self.dropout = dropout
         self.attention_dropout = attention_dropout
-        self.query = nn.Linear(hidden_size, hidden_size, bias=False)
-        self.key = nn.Linear(hidden_size, hidden_size, bias=False)
+        # Q and K only shape the probabilities (a dynamic weight): their biases may stay
+        self.query = nn.Linear(hidden_size, hidden_size, bias=gate_biases)
+        self.key = nn.Linear(hidden_size, hidden_size, bias=gate_biases)
         self.value = nn.Linear(hidden_size, hidden_size, bias=False)
         self.output = unscaled_bcos_linear(hidden_size, hidden_size, b, matched, row_gains)
         self.norm = BcosLayerNorm(hidden_size, eps)
@@ -180,20 +186,24 @@ class BcosSelfAttention(nn.Module):
 
 
 class BcosFeedForward(nn.Module):
-    """Post-LN feed-forward block: B-cos intermediate layer, ``x·Φ(x)``, B-cos output layer,
-    residual, :class:`BcosLayerNorm`. (B, T, H) -> (B, T, H)."""
+    """Post-LN feed-forward block: B-cos intermediate layer, ``x·Φ(x)`` (``gate_biases``:
+    ``x·Φ(x + bias)``), B-cos output layer, residual, :class:`BcosLayerNorm`.
+    (B, T, H) -> (B, T, H)."""
 
     def __init__(self, hidden_size: int, intermediate_size: int, b: float, eps: float,
-                 dropout: float, matched: bool = False, row_gains: bool = False):
+                 dropout: float, matched: bool = False, row_gains: bool = False,
+                 gate_biases: bool = False):
         super().__init__()
         self.dropout = dropout
+        # the intermediate bias, kept in the GELU gate only (None: Φ(x))
+        self.gate_bias = nn.Parameter(torch.zeros(intermediate_size)) if gate_biases else None
         self.intermediate = unscaled_bcos_linear(hidden_size, intermediate_size, b, matched,
                                                  row_gains)
         self.output = unscaled_bcos_linear(intermediate_size, hidden_size, b, matched, row_gains)
         self.norm = BcosLayerNorm(hidden_size, eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.output(gated_gelu(self.intermediate(x)))
+        out = self.output(gated_gelu(self.intermediate(x), self.gate_bias))
         return self.norm(x + F.dropout(out, self.dropout, self.training))
 
 
@@ -203,12 +213,12 @@ class BcosBertLayer(nn.Module):
 
     def __init__(self, hidden_size: int, num_heads: int, intermediate_size: int, b: float,
                  eps: float, dropout: float, attention_dropout: float, matched: bool = False,
-                 row_gains: bool = False):
+                 row_gains: bool = False, gate_biases: bool = False):
         super().__init__()
         self.attention = BcosSelfAttention(hidden_size, num_heads, b, eps, dropout,
-                                           attention_dropout, matched, row_gains)
+                                           attention_dropout, matched, row_gains, gate_biases)
         self.feed_forward = BcosFeedForward(hidden_size, intermediate_size, b, eps, dropout,
-                                            matched, row_gains)
+                                            matched, row_gains, gate_biases)
 
     def forward(self, x: torch.Tensor, mask_bias: torch.Tensor, need_probs: bool = True):
         x, probs = self.attention(x, mask_bias, need_probs)
