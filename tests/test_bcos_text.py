@@ -299,6 +299,11 @@ def test_reproduction_runs_end_to_end_on_a_tiny_setting(monkeypatch, tmp_path):
     assert 'data-method="inherent"' in (tmp_path / "view.html").read_text()
     json.dumps(results, default=float)
     assert repro.results_suffix({"dataset": "convention", "b": [1.5]}) == "-convention-b1.5"
+    assert repro.results_suffix({"bcos_lr": 1e-4, "bcos_params": {"gate_biases": True}}) == \
+        "-bcoslr0.0001-gate_biases-True"
+    models = repro.make_models(repro.SETTINGS["quick"], 0, 5e-5, 1e-4, {"pooler": False})
+    assert models["bcos_minilm_b1.5"].get_params()["lr"] == 1e-4
+    assert not models["bcos_minilm_b1.5"].pooler and models["minilm"].lr == 5e-5
 
 
 # ---------------------------------------------------------------------------- parity options
