@@ -285,28 +285,20 @@ class BcosTextClassifier(BertTextClassifier):
         gain); 0: ``b`` from the start. The fitted model has exponent ``b``; a
         ``warm_start`` continuation trains at ``b``.
     row_norms : {"unit", "pretrained"}
-        ``"unit"``: every B-cos row is unit-norm (B-cos LM). ``"pretrained"``: each output of
-        the converted dense layers and pooler keeps its checkpoint row's norm as a fixed gain
-        (B-cosification, Arya et al. 2024): at ``b = 1`` the encoder is exactly the
-        pretrained one without biases. Either way contributions stay exact.
+        ``"unit"``: unit-norm B-cos rows (B-cos LM). ``"pretrained"``: each converted row keeps
+        its checkpoint norm as a fixed gain (B-cosification): at ``b = 1`` the encoder is
+        exactly the bias-free checkpoint.
     pooler : bool
-        Keep the converted pooler (a B-cos layer between the pooled vector and the
-        classifier, B-cos LM's head). False: the classifier reads the pooled vector, like the
-        conventional model's.
+        Keep the converted B-cos pooler (B-cos LM's); False: the classifier reads the pooling.
     gate_biases : bool
-        Keep the checkpoint's biases where they only shape dynamic weights: the query and key
-        biases (inside the attention probabilities) and the intermediate bias (inside the
-        GELU gate: ``x·Φ(x + bias)``). The linear path stays bias-free: contributions stay
-        exact.
+        Keep the checkpoint's query / key biases (inside the attention probabilities) and
+        intermediate bias (inside the GELU gate, ``x·Φ(x + bias)``); the linear path stays
+        bias-free.
     logit_scale : float > 0 or "learned"
-        A constant factor of the logits. The classifier is a cosine-style (B-cos, unit-norm
-        rows) layer, its logits at most ``γ‖x‖``; ``"learned"``: a trained factor starting
-        at 1 (a constant of the input: contributions stay exact).
+        A constant factor of the (cosine-style, bounded) logits, or a trained one from 1.
     head_lr : float > 0 or None
         Peak learning rate of the new classifier (and a learned logit scale), on the same
-        warm-up / decay schedule; None: ``lr``. The classifier starts random while the
-        encoder is pretrained: a higher rate lets it fit the encoder's features early, as
-        LP-FT (Kumar et al., ICLR 2022) fits the head first.
+        schedule (LP-FT style); None: ``lr``. Every option keeps contributions exact.
     checkpoint : None, str, path or dict, default=None
         None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of a
         BERT-family model (``transformers`` layout; never downloads). A dict: the fields of
@@ -374,8 +366,7 @@ class BcosTextClassifier(BertTextClassifier):
     @stores_params
     def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, row_norms="unit", pooler=True,
                  gate_biases=False, logit_scale=1.0, head_lr=None, checkpoint=None,
-                 pooling="mean",
-                 max_length=64, warmup=0.1,
+                 pooling="mean", max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
@@ -404,7 +395,6 @@ class BcosTextClassifier(BertTextClassifier):
 
     def _net_options(self) -> dict:
         """``head_lr``: the classifier and the logit scale in their own parameter group."""
-        if self.head_lr is None:
-            return {}
-        return {"optimizer__param_groups": [("classifier.*", {"lr": float(self.head_lr)}),
-                                            ("log_logit_scale", {"lr": float(self.head_lr)})]}
+        head = {"lr": float(self.head_lr or 0)}
+        return {} if self.head_lr is None else {"optimizer__param_groups": [
+            ("classifier.*", head), ("log_logit_scale", head)]}

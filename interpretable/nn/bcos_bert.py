@@ -3,7 +3,8 @@ converted into a dynamic-linear network, then fine-tuned on the task.
 
 The conversion, as in the authors' code:
 
-* every bias is removed (Q/K/V, dense layers, LayerNorms, pooler, classifier);
+* every bias is removed (Q/K/V, dense layers, LayerNorms, pooler, classifier; ``gate_biases``
+  keeps those of Q, K and the GELU gate, which only shape dynamic weights);
 * the attention output, intermediate and output dense layers, the pooler and the classifier
   are B-cos linear layers: unit-norm rows, exponent B, no MaxOut, no scale factor (γ = 1);
 * Q, K and V stay plain (bias-free) linear maps; the softmax attention probabilities are a
@@ -125,25 +126,11 @@ class BcosBertClassifier(nn.Module):
         logit_bias: a fixed constant added to every logit (0 in B-cos LM).
         matched: scale every B-cos layer by the constant
             :func:`~interpretable.nn.bcos_bert_layers.alignment_gain` (False: γ = 1, the
-            authors'). B-cos layers shrink their outputs by ``|cos|^(B-1)`` (about 0.2 per
-            layer in MiniLM at B = 1.5), so a converted encoder starts with its branches
-            20-40 times below the residual stream and logits near 0.004; matched gains keep
-            the pretrained scale (see :class:`~interpretable.estimators.BcosTextClassifier`).
-        row_gains: give every B-cos layer of the encoder and the pooler a fixed gain per
-            output (:class:`~interpretable.nn.bcos_bert_layers.BertBcosLinear`), set by
-            :meth:`from_bert` to the row norms of the checkpoint's weights: at B = 1 the
-            converted encoder is then exactly the bias-free pretrained one (B-cosification,
-            Arya et al., NeurIPS 2024) instead of one with unit-norm rows (B-cos LM).
-        logit_scale: a constant factor of the logits (the classifier is a cosine-style layer
-            whose logits are at most γ‖x‖; LP-FT, Kumar et al. 2022, scales such heads).
-        learn_logit_scale: train the factor (a parameter ``log_logit_scale``, starting at
-            ``log(logit_scale)``); a constant of the input, so contributions stay exact.
-        pooler: the B-cos pooler between pooling and classifier (B-cos LM's); False: the
-            classifier reads the pooled vector, as the conventional model's does.
-        gate_biases: keep the checkpoint's biases where they only shape dynamic weights:
-            the query and key biases (in the attention probabilities) and the intermediate
-            bias (in the GELU gate, ``x·Φ(x + bias)``); the linear path stays bias-free, so
-            contributions stay exact.
+            authors'), keeping the pretrained scale (see
+            :class:`~interpretable.estimators.BcosTextClassifier`).
+        row_gains, logit_scale, learn_logit_scale, pooler, gate_biases: as
+            :class:`~interpretable.estimators.BcosTextClassifier`'s ``row_norms``,
+            ``logit_scale`` and ``gate_biases`` (:meth:`from_bert` sets the row gains).
     """
 
     def __init__(self, vocab_size: int, n_classes: int, *, hidden_size: int = 384,
@@ -184,16 +171,14 @@ class BcosBertClassifier(nn.Module):
         self.pooler = (unscaled_bcos_linear(hidden_size, hidden_size, head_b, matched, row_gains)
                        if pooler else None)
         self.classifier = unscaled_bcos_linear(hidden_size, n_classes, head_b, matched)
-        # fixed: a float rebuilt from the options; learned: the parameter log_logit_scale
-        self.logit_scale = float(logit_scale)
+        self.logit_scale = float(logit_scale)  # learned: the parameter log_logit_scale
         self.log_logit_scale = (nn.Parameter(torch.tensor(math.log(logit_scale)))
                                 if learn_logit_scale else None)
 
     # -- construction ------------------------------------------------------------------------
     @staticmethod
     def checkpoint_key(name: str) -> str | None:
-        """The BERT checkpoint key a parameter is converted from (None for the classifier and
-        the logit scale)."""
+        """The BERT checkpoint key a parameter is converted from (None: new)."""
         if name.startswith("layers."):
             _, index, rest = name.split(".", 2)
             return f"encoder.layer.{index}.{_LAYER_KEYS[rest]}"
@@ -346,15 +331,10 @@ class BcosBertClassifier(nn.Module):
         else:
             weights = mask.to(hidden.dtype).unsqueeze(-1)
             pooled = (hidden * weights).sum(1) / weights.sum(1)
-        if self.pooler is not None:
-            pooled = self.pooler(pooled)
+        pooled = pooled if self.pooler is None else self.pooler(pooled)
         pooled = F.dropout(pooled, self.dropout, self.training)
-        logits = self.classifier(pooled)
-        if self.log_logit_scale is not None:
-            logits = logits * self.log_logit_scale.exp()
-        elif self.logit_scale != 1.0:
-            logits = logits * self.logit_scale
-        return logits + self.logit_bias
+        scale = self.logit_scale if self.log_logit_scale is None else self.log_logit_scale.exp()
+        return self.classifier(pooled) * scale + self.logit_bias
 
     def forward_with_attention(self, tokens: torch.Tensor,
                                lengths: torch.Tensor | None = None, *,
