@@ -344,3 +344,131 @@ def test_reproduction_runs_end_to_end_on_a_tiny_setting(monkeypatch, tmp_path):
     assert 'data-method="inherent"' in (tmp_path / "view.html").read_text()
     json.dumps(results, default=float)
     assert repro.results_suffix({"dataset": "convention", "b": [1.5]}) == "-convention-b1.5"
+    assert repro.results_suffix({"bcos_lr": 1e-4, "bcos_params": {"gate_biases": True}}) == \
+        "-bcoslr0.0001-gate_biases-True"
+    models = repro.make_models(repro.SETTINGS["quick"], 0, 5e-5, 1e-4, {"pooler": False})
+    assert models["bcos_minilm_b1.5"].get_params()["lr"] == 1e-4
+    assert not models["bcos_minilm_b1.5"].pooler and models["minilm"].lr == 5e-5
+
+
+# ---------------------------------------------------------------------------- parity options
+OPTIONS = {"pretrained_rows": dict(row_norms="pretrained"), "no_pooler": dict(pooler=False),
+           "fixed_scale": dict(logit_scale=3.0), "learned_scale": dict(logit_scale="learned"),
+           "head_lr": dict(head_lr=3e-2), "gate_biases": dict(gate_biases=True),
+           "all": dict(row_norms="pretrained", pooler=False, logit_scale="learned",
+                       head_lr=3e-2, gate_biases=True, b=[1.0, 1.5])}
+
+
+@pytest.fixture(scope="module")
+def bert_folder(tmp_path_factory):
+    """A tiny random BERT checkpoint folder (weights with row norms far from 1, biases)."""
+    import transformers
+
+    from interpretable.datasets import load_minilm
+
+    folder = tmp_path_factory.mktemp("bert")
+    torch.manual_seed(0)
+    bert = transformers.BertModel(transformers.BertConfig(**TINY))
+    with torch.no_grad():
+        for name, param in bert.named_parameters():
+            if name.endswith("dense.weight"):
+                param.mul_(torch.rand(param.shape[0], 1) * 20 + 1)  # rows of varied norms
+            elif name.endswith("bias"):
+                param.normal_()
+    bert.save_pretrained(folder)
+    transformers.AutoTokenizer.from_pretrained(str(load_minilm()), local_files_only=True) \
+        .save_pretrained(folder)
+    return folder, bert
+
+
+@pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())
+def test_every_parity_option_keeps_contributions_complete_and_saves_bit_identically(
+        options, bert_folder, tmp_path):
+    X, y = sentiment(n=48)
+    clf = tiny(checkpoint=str(bert_folder[0]), max_epochs=2, **options).fit(X, y)
+    texts = X[:4] + [TEXT]
+    for level in ("piece", "word"):
+        exp = clf.explain(texts, "pos", level=level, dtype="float64")
+        assert exp.completeness_error.max() <= 1e-9
+    loaded = BcosTextClassifier.load(clf.save(tmp_path / "model"), device="cpu")
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+    np.testing.assert_array_equal(np.concatenate(loaded.explain([TEXT]).values),
+                                  np.concatenate(clf.explain([TEXT]).values))
+    assert loaded.get_params() == clf.get_params() | {"device": "cpu"}
+
+
+def test_pretrained_row_norms_at_b_one_are_the_bias_free_checkpoint(bert_folder):
+    """row_norms="pretrained", b = 1: the converted encoder is the checkpoint without biases;
+    unit-norm rows are not."""
+    import copy
+
+    folder, bert = bert_folder
+    X, y = sentiment(n=32)
+    bias_free = copy.deepcopy(bert).eval()
+    with torch.no_grad():
+        for name, param in bias_free.named_parameters():
+            if name.endswith("bias"):
+                param.zero_()
+    states = {}
+    for rows in ("pretrained", "unit"):
+        clf = tiny(checkpoint=str(folder), b=1.0, b_anneal=0.0, row_norms=rows, lr=1e-12,
+                   max_epochs=1).fit(X, y)
+        batch = clf.encode(X[:6]).inputs
+        module = clf.module_
+        mask = module.padding_mask(batch["tokens"], batch["lengths"])
+        with torch.no_grad():
+            summed = module.embed(batch["tokens"]) + module.position_type_embeddings(
+                batch["tokens"])
+            states[rows] = module.encode(summed, mask, need_probs=False)[0]
+            theirs = bias_free(input_ids=batch["tokens"],
+                               attention_mask=mask.long()).last_hidden_state
+    real = mask[..., None]
+    torch.testing.assert_close(states["pretrained"] * real, theirs * real, rtol=1e-4, atol=1e-5)
+    assert not torch.allclose(states["unit"] * real, theirs * real, rtol=1e-2, atol=1e-2)
+    # gate_biases: the query / key / intermediate biases come from the checkpoint
+    gated = tiny(checkpoint=str(folder), gate_biases=True, lr=1e-12, max_epochs=1).fit(X, y)
+    layer, theirs = gated.module_.layers[1], bert.encoder.layer[1]
+    for ours, source in ((layer.attention.query.bias, theirs.attention.self.query.bias),
+                         (layer.attention.key.bias, theirs.attention.self.key.bias),
+                         (layer.feed_forward.gate_bias, theirs.intermediate.dense.bias)):
+        torch.testing.assert_close(ours.detach(), source.detach(), rtol=0, atol=1e-6)
+
+
+def test_logit_scale_multiplies_the_logits_and_head_lr_trains_the_head_alone():
+    X, y = sentiment(n=32)
+    clf = tiny(logit_scale=3.0, max_epochs=1).fit(X, y)
+    unscaled = clone(clf).set_params(logit_scale=1.0)
+    unscaled.__dict__.update({k: v for k, v in vars(clf).items() if k.endswith("_")})
+    unscaled.module_ = unscaled._build_module()
+    unscaled.module_.load_state_dict(clf.module_.state_dict())
+    unscaled.module_.eval()
+    np.testing.assert_allclose(clf.decision_function(X[:8]),
+                               3 * unscaled.decision_function(X[:8]), rtol=1e-5, atol=1e-6)
+    # encoder at a negligible rate, the head at a high one: only the head moves
+    start = tiny(lr=1e-12, max_epochs=1).fit(X, y).module_.state_dict()
+    moved = tiny(lr=1e-12, head_lr=1e-1, logit_scale="learned").fit(X, y).module_.state_dict()
+    for name, value in moved.items():
+        if name in ("classifier.weight", "log_logit_scale"):
+            assert not torch.allclose(value, start.get(name, torch.zeros(())), atol=1e-4), name
+        else:
+            torch.testing.assert_close(value, start[name], rtol=0, atol=1e-6)
+
+
+def test_parity_options_clone_grid_search_and_validate():
+    X, y = sentiment(n=48)
+    grid = {"row_norms": ["unit", "pretrained"], "pooler": [True, False],
+            "logit_scale": [2.0, "learned"], "head_lr": [None, 1e-2]}
+    clf = tiny(max_epochs=1, row_norms="pretrained", pooler=False, logit_scale="learned",
+               head_lr=1e-2)
+    assert clone(clf).get_params() == clf.get_params()
+    search = GridSearchCV(tiny(max_epochs=1), {k: v for k, v in grid.items()
+                                               if k in ("pooler", "logit_scale")}, cv=2)
+    search.fit(X, y)
+    assert set(search.best_params_) == {"pooler", "logit_scale"}
+    for params, match in ((dict(row_norms="raw"), "row_norms"), (dict(pooler="no"), "pooler"),
+                          (dict(logit_scale=0.0), "logit_scale"),
+                          (dict(logit_scale="fixed"), "logit_scale"),
+                          (dict(head_lr=-1.0), "head_lr"),
+                          (dict(gate_biases=1), "gate_biases")):
+        with pytest.raises(ValueError, match=match):
+            tiny(**params).fit(X, y)

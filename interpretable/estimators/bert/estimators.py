@@ -266,13 +266,17 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
                       sample_weight=self._training_weights(y_index, sample_weight),
                       callbacks=self._callbacks(),
                       iterator_train__collate_fn=trim_collate,
-                      iterator_valid__collate_fn=trim_collate)
+                      iterator_valid__collate_fn=trim_collate, **self._net_options())
 
     def _callbacks(self) -> list:
         """BERT's learning-rate schedule: linear warm-up, then linear decay to 0."""
         from ..core.nets import LearningRateSchedule  # skorch: imported at the first fit
 
         return [("lr_schedule", LearningRateSchedule(self.warmup, decay="linear"))]
+
+    def _net_options(self) -> dict:
+        """Further keywords of the skorch net (e.g. optimizer parameter groups)."""
+        return {}
 
     # ------------------------------------------------------------------ forward
     def forward_with_attention(self, batch: dict, *, embedded=None):
@@ -345,6 +349,21 @@ class BcosTextClassifier(BertTextClassifier):
         (the converted network, closest to the pretrained one) to ``b`` (with its matched
         gain); 0: ``b`` from the start. The fitted model has exponent ``b``; a
         ``warm_start`` continuation trains at ``b``.
+    row_norms : {"unit", "pretrained"}
+        ``"unit"``: unit-norm B-cos rows (B-cos LM). ``"pretrained"``: each converted row keeps
+        its checkpoint norm as a fixed gain (B-cosification): at ``b = 1`` the encoder is
+        exactly the bias-free checkpoint.
+    pooler : bool
+        Keep the converted B-cos pooler (B-cos LM's); False: the classifier reads the pooling.
+    gate_biases : bool
+        Keep the checkpoint's query / key biases (inside the attention probabilities) and
+        intermediate bias (inside the GELU gate, ``x·Φ(x + bias)``); the linear path stays
+        bias-free.
+    logit_scale : float > 0 or "learned"
+        A constant factor of the (cosine-style, bounded) logits, or a trained one from 1.
+    head_lr : float > 0 or None
+        Peak learning rate of the new classifier (and a learned logit scale), on the same
+        schedule (LP-FT style); None: ``lr``. Every option keeps contributions exact.
     checkpoint : None, str, path or dict, default=None
         None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of a
         BERT-family model (``transformers`` layout; never downloads). A dict: the fields of
@@ -457,11 +476,17 @@ class BcosTextClassifier(BertTextClassifier):
         "b": [Interval(Real, 1, None, closed="left"), list, tuple],
         "gain": [StrOptions({"matched", "unit"})],
         "b_anneal": [Interval(Real, 0, 1, closed="both")],
+        "row_norms": [StrOptions({"unit", "pretrained"})],
+        "pooler": ["boolean"],
+        "gate_biases": ["boolean"],
+        "logit_scale": [Interval(Real, 0, None, closed="neither"), StrOptions({"learned"})],
+        "head_lr": [Interval(Real, 0, None, closed="neither"), None],
     }
     _module_class = BcosBertClassifier
 
-    def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, checkpoint=None, pooling="mean",
-                 max_length=64, warmup=0.1,
+    def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, row_norms="unit", pooler=True,
+                 gate_biases=False, logit_scale=1.0, head_lr=None, checkpoint=None,
+                 pooling="mean", max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
@@ -469,6 +494,11 @@ class BcosTextClassifier(BertTextClassifier):
         self.b = b
         self.gain = gain
         self.b_anneal = b_anneal
+        self.row_norms = row_norms
+        self.pooler = pooler
+        self.gate_biases = gate_biases
+        self.logit_scale = logit_scale
+        self.head_lr = head_lr
         self.checkpoint = checkpoint
         self.pooling = pooling
         self.max_length = max_length
@@ -506,4 +536,15 @@ class BcosTextClassifier(BertTextClassifier):
 
     def _module_options(self) -> dict:
         b = list(self.b) if isinstance(self.b, (list, tuple)) else float(self.b)
-        return {**super()._module_options(), "b": b, "matched": self.gain == "matched"}
+        learned = self.logit_scale == "learned"
+        return {**super()._module_options(), "b": b, "matched": self.gain == "matched",
+                "row_gains": self.row_norms == "pretrained", "pooler": bool(self.pooler),
+                "gate_biases": bool(self.gate_biases),
+                "logit_scale": 1.0 if learned else float(self.logit_scale),
+                "learn_logit_scale": learned}
+
+    def _net_options(self) -> dict:
+        """``head_lr``: the classifier and the logit scale in their own parameter group."""
+        head = {"lr": float(self.head_lr or 0)}
+        return {} if self.head_lr is None else {"optimizer__param_groups": [
+            ("classifier.*", head), ("log_logit_scale", head)]}

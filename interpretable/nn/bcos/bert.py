@@ -3,7 +3,8 @@ converted into a dynamic-linear network, then fine-tuned on the task.
 
 The conversion, as in the authors' code:
 
-* every bias is removed (Q/K/V, dense layers, LayerNorms, pooler, classifier);
+* every bias is removed (Q/K/V, dense layers, LayerNorms, pooler, classifier; ``gate_biases``
+  keeps those of Q, K and the GELU gate, which only shape dynamic weights);
 * the attention output, intermediate and output dense layers, the pooler and the classifier
   are B-cos linear layers: unit-norm rows, exponent B, no MaxOut, no scale factor (γ = 1);
 * Q, K and V stay plain (bias-free) linear maps; the softmax attention probabilities are a
@@ -27,6 +28,7 @@ W(x)_t·(position_t + type_t)`` exactly: the same per-token totals, split into t
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from numbers import Real
 from pathlib import Path
@@ -58,6 +60,9 @@ _CONFIG_FIELDS = {
 _LAYER_KEYS = {
     "attention.query.weight": "attention.self.query.weight",
     "attention.key.weight": "attention.self.key.weight",
+    "attention.query.bias": "attention.self.query.bias",
+    "attention.key.bias": "attention.self.key.bias",
+    "feed_forward.gate_bias": "intermediate.dense.bias",
     "attention.value.weight": "attention.self.value.weight",
     "attention.output.weight": "attention.output.dense.weight",
     "attention.norm.weight": "attention.output.LayerNorm.weight",
@@ -72,6 +77,7 @@ _TOP_KEYS = {
     "embedding_norm.weight": "embeddings.LayerNorm.weight",
     "pooler.weight": "pooler.dense.weight",
     "classifier.weight": None,
+    "log_logit_scale": None,
 }
 
 
@@ -123,10 +129,11 @@ class BcosBertClassifier(nn.Module):
         logit_bias: a fixed constant added to every logit (0 in B-cos LM).
         matched: scale every B-cos layer by the constant
             :func:`~interpretable.nn.bcos.bert_layers.alignment_gain` (False: γ = 1, the
-            authors'). B-cos layers shrink their outputs by ``|cos|^(B-1)`` (about 0.2 per
-            layer in MiniLM at B = 1.5), so a converted encoder starts with its branches
-            20-40 times below the residual stream and logits near 0.004; matched gains keep
-            the pretrained scale (see :class:`~interpretable.estimators.BcosTextClassifier`).
+            authors'), keeping the pretrained scale (see
+            :class:`~interpretable.estimators.BcosTextClassifier`).
+        row_gains, logit_scale, learn_logit_scale, pooler, gate_biases: as
+            :class:`~interpretable.estimators.BcosTextClassifier`'s ``row_norms``,
+            ``logit_scale`` and ``gate_biases`` (:meth:`from_bert` sets the row gains).
     """
 
     def __init__(self, vocab_size: int, n_classes: int, *, hidden_size: int = 384,
@@ -135,7 +142,9 @@ class BcosBertClassifier(nn.Module):
                  layer_norm_eps: float = 1e-12, pad_token_id: int | None = 0,
                  b: float | Sequence[float] = 2.0, head_b: float | None = None,
                  pooling: str = "cls", dropout: float = 0.1, attention_dropout: float = 0.1,
-                 logit_bias: float = 0.0, matched: bool = False):
+                 logit_bias: float = 0.0, matched: bool = False, row_gains: bool = False,
+                 logit_scale: float = 1.0, learn_logit_scale: bool = False,
+                 pooler: bool = True, gate_biases: bool = False):
         super().__init__()
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size={hidden_size} must be divisible by "
@@ -148,6 +157,8 @@ class BcosBertClassifier(nn.Module):
             raise ValueError(f"b must be a number or one per layer ({num_layers}), got "
                              f"{len(layer_b)} values")
         head_b = layer_b[-1] if head_b is None else _check_exponent(head_b, "head_b")
+        if not (isinstance(logit_scale, Real) and 0 < logit_scale < float("inf")):
+            raise ValueError(f"logit_scale must be a positive number, got {logit_scale!r}")
         self.pooling = pooling
         self.dropout = float(dropout)
         self.logit_bias = float(logit_bias)
@@ -157,15 +168,20 @@ class BcosBertClassifier(nn.Module):
         self.embedding_norm = BcosLayerNorm(hidden_size, layer_norm_eps)
         self.layers = nn.ModuleList(
             BcosBertLayer(hidden_size, num_heads, intermediate_size, layer_b_i, layer_norm_eps,
-                          self.dropout, float(attention_dropout), matched)
+                          self.dropout, float(attention_dropout), matched, row_gains,
+                          gate_biases)
             for layer_b_i in layer_b)
-        self.pooler = unscaled_bcos_linear(hidden_size, hidden_size, head_b, matched)
+        self.pooler = (unscaled_bcos_linear(hidden_size, hidden_size, head_b, matched, row_gains)
+                       if pooler else None)
         self.classifier = unscaled_bcos_linear(hidden_size, n_classes, head_b, matched)
+        self.logit_scale = float(logit_scale)  # learned: the parameter log_logit_scale
+        self.log_logit_scale = (nn.Parameter(torch.tensor(math.log(logit_scale)))
+                                if learn_logit_scale else None)
 
     # -- construction ------------------------------------------------------------------------
     @staticmethod
     def checkpoint_key(name: str) -> str | None:
-        """The BERT checkpoint key a parameter is converted from (None for the classifier)."""
+        """The BERT checkpoint key a parameter is converted from (None: new)."""
         if name.startswith("layers."):
             _, index, rest = name.split(".", 2)
             return f"encoder.layer.{index}.{_LAYER_KEYS[rest]}"
@@ -223,6 +239,11 @@ class BcosBertClassifier(nn.Module):
                     raise ValueError(f"{key!r} has shape {tuple(source[key].shape)}, "
                                      f"{name} needs {tuple(param.shape)}")
                 param.copy_(source[key])
+            for name, module in model.named_modules():  # row gains: the checkpoint's norms
+                key = cls.checkpoint_key(f"{name}.weight") \
+                    if isinstance(module, BertBcosLinear) else None
+                if key and key in source and module.row_gain is not None:
+                    module.row_gain.copy_(torch.linalg.vector_norm(source[key].double(), dim=1))
         return model
 
     @classmethod
@@ -314,8 +335,10 @@ class BcosBertClassifier(nn.Module):
         else:
             weights = mask.to(hidden.dtype).unsqueeze(-1)
             pooled = (hidden * weights).sum(1) / weights.sum(1)
-        pooled = F.dropout(self.pooler(pooled), self.dropout, self.training)
-        return self.classifier(pooled) + self.logit_bias
+        pooled = pooled if self.pooler is None else self.pooler(pooled)
+        pooled = F.dropout(pooled, self.dropout, self.training)
+        scale = self.logit_scale if self.log_logit_scale is None else self.log_logit_scale.exp()
+        return self.classifier(pooled) * scale + self.logit_bias
 
     def forward_with_attention(self, tokens: torch.Tensor,
                                lengths: torch.Tensor | None = None, *,

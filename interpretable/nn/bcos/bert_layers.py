@@ -34,13 +34,32 @@ class BertBcosLinear(BcosLinear):
     from 1 while training (:meth:`anneal`), and a forward pass without gradients computed in
     place: ``a · (|a| / ‖x‖)^(B-1)`` in four passes over the outputs and one allocation
     (``sqrt`` at B = 1.5). With gradients (training, explanation mode) the forward pass is
-    :class:`BcosLinear`'s."""
+    :class:`BcosLinear`'s.
 
-    def __init__(self, in_features: int, out_features: int, b: float, matched: bool = False):
+    ``row_gains``: a fixed (not trained) gain ``g_i`` per output, the buffer ``row_gain``
+    (ones until set, e.g. to the row norms of the converted checkpoint: then at B = 1 the
+    layer is exactly the pretrained bias-free map ``wᵀx``; B-cosification, Arya et al. 2024,
+    keeps the raw weights). Output ``g_i γ |cos(x, ŵ_i)|^(B-1) ŵ_iᵀx``; a constant, so the layer
+    stays dynamic linear. Without it (the default) every row is unit-norm (B-cos LM)."""
+
+    def __init__(self, in_features: int, out_features: int, b: float, matched: bool = False,
+                 row_gains: bool = False):
         gain = alignment_gain(in_features, b) if matched else 1.0
         super().__init__(in_features, out_features, b=b, max_out=1,
                          scale=gain * math.sqrt(in_features))  # γ = scale / √in_features
         self.target_b, self.matched = float(b), bool(matched)
+        # None: not in the state dict (models saved without row gains load unchanged)
+        self.register_buffer("row_gain", torch.ones(out_features) if row_gains else None)
+
+    def _scaled_unit_weight(self) -> torch.Tensor:
+        """``(γ g_i)^(1/B) ŵ_i``: for ``a = (γ g_i)^(1/B) ŵ_iᵀx``, ``|a/‖x‖|^(B-1) a =
+        g_i γ |cos|^(B-1) ŵ_iᵀx``, so the row gains, like γ, cost no pass over the outputs."""
+        if self.row_gain is None:
+            return super()._scaled_unit_weight()
+        w = self.weight
+        norm = torch.linalg.vector_norm(w, dim=1, keepdim=True).clamp_min(1e-12)
+        gain = (self.row_gain.to(w.dtype)[:, None] * self.scale) ** (1.0 / self.b)
+        return w * (gain / norm)
 
     def anneal(self, progress: float) -> None:
         """Set the exponent to ``1 + progress · (B - 1)`` (``progress`` in [0, 1]; 1: the
@@ -61,12 +80,13 @@ class BertBcosLinear(BcosLinear):
 
 
 def unscaled_bcos_linear(in_features: int, out_features: int, b: float,
-                         matched: bool = False) -> BertBcosLinear:
+                         matched: bool = False, row_gains: bool = False) -> BertBcosLinear:
     """B-cos LM's linear layer ``γ |cos(x, ŵ)|^(B-1) ŵᵀx``: unit-norm rows, no MaxOut and
     γ = 1 (the scale factor f = √in_features cancels :class:`BcosLinear`'s 1/√in_features),
     or with ``matched`` γ = :func:`alignment_gain` (a constant: the layer stays dynamic
-    linear). B = 1 gives the plain linear map of the unit-norm rows."""
-    return BertBcosLinear(in_features, out_features, b, matched)
+    linear). B = 1 gives the plain linear map of the unit-norm rows (``row_gains``: see
+    :class:`BertBcosLinear`)."""
+    return BertBcosLinear(in_features, out_features, b, matched, row_gains)
 
 
 def _fusable() -> bool:
@@ -79,13 +99,17 @@ def _fusable() -> bool:
         return torch.is_grad_enabled()
 
 
-def gated_gelu(x: torch.Tensor) -> torch.Tensor:
+def gated_gelu(x: torch.Tensor, gate_bias: torch.Tensor | None = None) -> torch.Tensor:
     """GELU as ``x·Φ(x)`` with the gate ``Φ(x)`` (standard normal CDF) a dynamic weight
-    (without gradients: the fused ``F.gelu``, the same function)."""
-    if not torch.is_grad_enabled():
+    (without gradients: the fused ``F.gelu``, the same function). ``gate_bias``: the gate is
+    ``Φ(x + bias)`` (the pretrained bias kept where it is a dynamic weight; the linear path
+    ``x`` stays bias-free)."""
+    if gate_bias is None and not torch.is_grad_enabled():
         return F.gelu(x)
     with dynamic_weight():
-        gate = torch.special.ndtr(x)
+        gate = torch.special.ndtr(x if gate_bias is None else x + gate_bias)
+    if not torch.is_grad_enabled():
+        return gate.mul_(x)
     return x * gate
 
 
@@ -116,16 +140,18 @@ class BcosSelfAttention(nn.Module):
     ``forward(x (B, T, H), mask_bias (B, 1, 1, T)) -> (out (B, T, H), probs (B, h, T, T))``."""
 
     def __init__(self, hidden_size: int, num_heads: int, b: float, eps: float, dropout: float,
-                 attention_dropout: float, matched: bool = False):
+                 attention_dropout: float, matched: bool = False, row_gains: bool = False,
+                 gate_biases: bool = False):
         super().__init__()
         self.num_heads = num_heads
         self.head_dim = hidden_size // num_heads
         self.dropout = dropout
         self.attention_dropout = attention_dropout
-        self.query = nn.Linear(hidden_size, hidden_size, bias=False)
-        self.key = nn.Linear(hidden_size, hidden_size, bias=False)
+        # Q and K only shape the probabilities (a dynamic weight): their biases may stay
+        self.query = nn.Linear(hidden_size, hidden_size, bias=gate_biases)
+        self.key = nn.Linear(hidden_size, hidden_size, bias=gate_biases)
         self.value = nn.Linear(hidden_size, hidden_size, bias=False)
-        self.output = unscaled_bcos_linear(hidden_size, hidden_size, b, matched)
+        self.output = unscaled_bcos_linear(hidden_size, hidden_size, b, matched, row_gains)
         self.norm = BcosLayerNorm(hidden_size, eps)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
@@ -160,19 +186,24 @@ class BcosSelfAttention(nn.Module):
 
 
 class BcosFeedForward(nn.Module):
-    """Post-LN feed-forward block: B-cos intermediate layer, ``x·Φ(x)``, B-cos output layer,
-    residual, :class:`BcosLayerNorm`. (B, T, H) -> (B, T, H)."""
+    """Post-LN feed-forward block: B-cos intermediate layer, ``x·Φ(x)`` (``gate_biases``:
+    ``x·Φ(x + bias)``), B-cos output layer, residual, :class:`BcosLayerNorm`.
+    (B, T, H) -> (B, T, H)."""
 
     def __init__(self, hidden_size: int, intermediate_size: int, b: float, eps: float,
-                 dropout: float, matched: bool = False):
+                 dropout: float, matched: bool = False, row_gains: bool = False,
+                 gate_biases: bool = False):
         super().__init__()
         self.dropout = dropout
-        self.intermediate = unscaled_bcos_linear(hidden_size, intermediate_size, b, matched)
-        self.output = unscaled_bcos_linear(intermediate_size, hidden_size, b, matched)
+        # the intermediate bias, kept in the GELU gate only (None: Φ(x))
+        self.gate_bias = nn.Parameter(torch.zeros(intermediate_size)) if gate_biases else None
+        self.intermediate = unscaled_bcos_linear(hidden_size, intermediate_size, b, matched,
+                                                 row_gains)
+        self.output = unscaled_bcos_linear(intermediate_size, hidden_size, b, matched, row_gains)
         self.norm = BcosLayerNorm(hidden_size, eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.output(gated_gelu(self.intermediate(x)))
+        out = self.output(gated_gelu(self.intermediate(x), self.gate_bias))
         return self.norm(x + F.dropout(out, self.dropout, self.training))
 
 
@@ -181,12 +212,13 @@ class BcosBertLayer(nn.Module):
     None with ``need_probs=False``)."""
 
     def __init__(self, hidden_size: int, num_heads: int, intermediate_size: int, b: float,
-                 eps: float, dropout: float, attention_dropout: float, matched: bool = False):
+                 eps: float, dropout: float, attention_dropout: float, matched: bool = False,
+                 row_gains: bool = False, gate_biases: bool = False):
         super().__init__()
         self.attention = BcosSelfAttention(hidden_size, num_heads, b, eps, dropout,
-                                           attention_dropout, matched)
+                                           attention_dropout, matched, row_gains, gate_biases)
         self.feed_forward = BcosFeedForward(hidden_size, intermediate_size, b, eps, dropout,
-                                            matched)
+                                            matched, row_gains, gate_biases)
 
     def forward(self, x: torch.Tensor, mask_bias: torch.Tensor, need_probs: bool = True):
         x, probs = self.attention(x, mask_bias, need_probs)
