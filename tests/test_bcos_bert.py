@@ -158,7 +158,7 @@ def test_conversion_copies_the_weights_and_b_1_is_bert_without_biases():
     mask = torch.arange(9) < LENGTHS[:, None]
     reference = bert(tokens, attention_mask=mask.long(), output_attentions=True)
     summed = model.embed(tokens) + model.position_type_embeddings(tokens)
-    hidden, attentions = model.encode(summed, mask)
+    hidden, attentions = model.hidden_states(summed, mask)
     torch.testing.assert_close(hidden[mask], reference.last_hidden_state[mask], rtol=0,
                                atol=1e-12)
     for ours, theirs in zip(attentions, reference.attentions):

@@ -39,7 +39,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..losses import explained_logits
-from .bert_layers import BcosBertLayer, BcosLayerNorm, BertBcosLinear, unscaled_bcos_linear
+from .bert_layers import BcosBertLayer, BertBcosLayerNorm, BertBcosLinear, unscaled_bcos_linear
 from .layers import explanation_mode
 
 __all__ = ["POOLINGS", "BcosBertClassifier", "PieceContributions"]
@@ -165,7 +165,7 @@ class BcosBertClassifier(nn.Module):
         self.word_embeddings = nn.Embedding(vocab_size, hidden_size, padding_idx=pad_token_id)
         self.position_embeddings = nn.Embedding(max_positions, hidden_size)
         self.token_type_embeddings = nn.Embedding(type_vocab_size, hidden_size)
-        self.embedding_norm = BcosLayerNorm(hidden_size, layer_norm_eps)
+        self.embedding_norm = BertBcosLayerNorm(hidden_size, layer_norm_eps)
         self.layers = nn.ModuleList(
             BcosBertLayer(hidden_size, num_heads, intermediate_size, layer_b_i, layer_norm_eps,
                           self.dropout, float(attention_dropout), matched, row_gains,
@@ -313,7 +313,8 @@ class BcosBertClassifier(nn.Module):
             raise ValueError("every sample needs at least one real token")
         return mask
 
-    def encode(self, summed: torch.Tensor, mask: torch.Tensor, need_probs: bool = True):
+    def hidden_states(self, summed: torch.Tensor, mask: torch.Tensor,
+                      need_probs: bool = True):
         """Summed embeddings (B, T, H), mask (B, T) -> (hidden states (B, T, H),
         [attention probabilities (B, heads, T, T)] per layer); ``need_probs=False``: no
         probabilities (an empty list), fused attention where it computes the same."""
@@ -350,7 +351,7 @@ class BcosBertClassifier(nn.Module):
         mask = self.padding_mask(tokens, lengths, attention_mask)
         words = self.embed(tokens) if embedded is None else embedded
         summed = words + self.position_type_embeddings(tokens, token_types)
-        hidden, attentions = self.encode(summed, mask, need_probs)
+        hidden, attentions = self.hidden_states(summed, mask, need_probs)
         return self.head(hidden, mask), attentions
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor | None = None, *,
@@ -380,7 +381,7 @@ class BcosBertClassifier(nn.Module):
             words = self.embed(tokens).detach()
             position_type = self.position_type_embeddings(tokens, token_types).detach()
             summed = (words + position_type).requires_grad_()
-            logits = self.head(self.encode(summed, mask, need_probs=False)[0], mask)
+            logits = self.head(self.hidden_states(summed, mask, need_probs=False)[0], mask)
             target = self._check_target(target, logits)
             weight, = torch.autograd.grad(explained_logits(logits, target, contrast).sum(),
                                           summed)

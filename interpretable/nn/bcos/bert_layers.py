@@ -16,7 +16,7 @@ from torch.nn import functional as F
 
 from .layers import BcosLinear, dynamic_weight
 
-__all__ = ["BcosBertLayer", "BcosFeedForward", "BcosLayerNorm", "BcosSelfAttention",
+__all__ = ["BcosBertLayer", "BcosFeedForward", "BertBcosLayerNorm", "BcosSelfAttention",
            "BertBcosLinear", "alignment_gain", "gated_gelu", "unscaled_bcos_linear"]
 
 
@@ -113,7 +113,7 @@ def gated_gelu(x: torch.Tensor, gate_bias: torch.Tensor | None = None) -> torch.
     return x * gate
 
 
-class BcosLayerNorm(nn.Module):
+class BertBcosLayerNorm(nn.Module):
     """Bias-free LayerNorm ``γ ⊙ (x - mean(x)) / σ(x)`` with ``1/σ(x)`` a dynamic weight:
     (..., D) -> (..., D) (without gradients: the fused ``F.layer_norm``, the same function)."""
 
@@ -136,7 +136,7 @@ class BcosLayerNorm(nn.Module):
 
 class BcosSelfAttention(nn.Module):
     """Post-LN self-attention block: bias-free Q/K/V, softmax probabilities as a dynamic
-    weight, B-cos output projection, residual, :class:`BcosLayerNorm`.
+    weight, B-cos output projection, residual, :class:`BertBcosLayerNorm`.
     ``forward(x (B, T, H), mask_bias (B, 1, 1, T)) -> (out (B, T, H), probs (B, h, T, T))``."""
 
     def __init__(self, hidden_size: int, num_heads: int, b: float, eps: float, dropout: float,
@@ -152,7 +152,7 @@ class BcosSelfAttention(nn.Module):
         self.key = nn.Linear(hidden_size, hidden_size, bias=gate_biases)
         self.value = nn.Linear(hidden_size, hidden_size, bias=False)
         self.output = unscaled_bcos_linear(hidden_size, hidden_size, b, matched, row_gains)
-        self.norm = BcosLayerNorm(hidden_size, eps)
+        self.norm = BertBcosLayerNorm(hidden_size, eps)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, H) -> (B, heads, T, head_dim)."""
@@ -187,7 +187,7 @@ class BcosSelfAttention(nn.Module):
 
 class BcosFeedForward(nn.Module):
     """Post-LN feed-forward block: B-cos intermediate layer, ``x·Φ(x)`` (``gate_biases``:
-    ``x·Φ(x + bias)``), B-cos output layer, residual, :class:`BcosLayerNorm`.
+    ``x·Φ(x + bias)``), B-cos output layer, residual, :class:`BertBcosLayerNorm`.
     (B, T, H) -> (B, T, H)."""
 
     def __init__(self, hidden_size: int, intermediate_size: int, b: float, eps: float,
@@ -200,7 +200,7 @@ class BcosFeedForward(nn.Module):
         self.intermediate = unscaled_bcos_linear(hidden_size, intermediate_size, b, matched,
                                                  row_gains)
         self.output = unscaled_bcos_linear(intermediate_size, hidden_size, b, matched, row_gains)
-        self.norm = BcosLayerNorm(hidden_size, eps)
+        self.norm = BertBcosLayerNorm(hidden_size, eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.output(gated_gelu(self.intermediate(x), self.gate_bias))
