@@ -81,7 +81,7 @@ def bcos_vectors(model, encoder, texts):
     for ids, lengths in batches(encoder, texts):
         mask = model.padding_mask(ids, lengths)
         summed = model.embed(ids) + model.position_type_embeddings(ids)
-        vector = mean_pool(model.encode(summed, mask, need_probs=False)[0], lengths)
+        vector = mean_pool(model.hidden_states(summed, mask, need_probs=False)[0], lengths)
         pooled.append(vector)
         pooler.append(model.pooler(vector) if model.pooler is not None else vector)
     return torch.cat(pooled).numpy(), torch.cat(pooler).numpy()
