@@ -3,6 +3,7 @@
 runs the quickstart there; the data packages install with one command."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,9 @@ from interpretable.__main__ import main
 from interpretable.datasets.packages import DATA_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from docs_blocks import NOT_RUN, python_blocks  # noqa: E402, I001
+
 #: what the wheel is built from (the tests and benchmarks are not part of it)
 SOURCES = ("interpretable", "setup.cfg", "pyproject.toml", "README.md")
 QUICKSTART = """
@@ -81,25 +85,46 @@ def test_wheel_holds_the_package_its_templates_and_entry_point(wheel):
     assert wheel.stat().st_size < 1_000_000
 
 
-@pytest.mark.slow
-def test_wheel_installs_into_a_fresh_venv_and_runs_the_quickstart(wheel, tmp_path):
+def _fresh_venv(tmp_path: Path, wheel: Path, requirement: str) -> tuple[Path, dict]:
+    """A new venv with ``requirement`` (the wheel, with extras) installed from nothing but the
+    wheel: the test environment's packages (torch, transformers, ...) are visible to it, so
+    nothing is downloaded. Returns its python and the environment to run it in."""
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", venv])
     python = venv / "bin" / "python"
     site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"])
                 .strip())
-    # the test environment's packages (torch, ...), so that nothing is downloaded; a plain
-    # path line does not run that environment's .pth files (its editable install of the
-    # checkout stays out), and the venv's own site-packages comes first
+    # a plain path line does not run that environment's .pth files (its editable install of
+    # the checkout stays out), and the venv's own site-packages comes first
     (site / "test-environment.pth").write_text(
         "\n".join(sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     _run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-index",
-          wheel], env=env, cwd=tmp_path)
-    out = _run([python, "-c", QUICKSTART], env={**env, "OMP_NUM_THREADS": "1"}, cwd=tmp_path)
+          requirement], env=env, cwd=tmp_path)
+    return python, {**env, "OMP_NUM_THREADS": "1"}
+
+
+@pytest.mark.slow
+def test_wheel_installs_into_a_fresh_venv_and_runs_the_quickstart(wheel, tmp_path):
+    python, env = _fresh_venv(tmp_path, wheel, str(wheel))
+    out = _run([python, "-c", QUICKSTART], env=env, cwd=tmp_path)
     assert f"quickstart ok {__version__}" in out
-    assert "installed" in _run([venv / "bin" / "interpretable", "data", "status"], env=env,
+    assert "installed" in _run([python.parent / "interpretable", "data", "status"], env=env,
                                cwd=tmp_path)
+
+
+@pytest.mark.slow
+def test_readme_text_example_runs_after_the_readme_install_line(wheel, tmp_path):
+    """What a newcomer does: the README's install line (its extras), then the README's text
+    example, in a fresh venv."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    extras = re.search(r'pip install "interpretable-models\[([\w,]+)\]"', readme).group(1)
+    assert "bert" in extras.split(",")  # the text example needs transformers
+    (example,) = [code for _, code in python_blocks(readme) if "BcosTextClassifier(" in code
+                  and not code.startswith(NOT_RUN)]
+    python, env = _fresh_venv(tmp_path, wheel, f"{wheel}[{extras}]")
+    out = _run([python, "-c", example], env=env, cwd=tmp_path)
+    assert "attribution" in out and "char_start" in out  # the printed table
 
 
 def test_data_packages_install_with_one_command(capsys):
