@@ -419,7 +419,7 @@ def test_pretrained_row_norms_at_b_one_are_the_bias_free_checkpoint(bert_folder)
         with torch.no_grad():
             summed = module.embed(batch["tokens"]) + module.position_type_embeddings(
                 batch["tokens"])
-            states[rows] = module.encode(summed, mask, need_probs=False)[0]
+            states[rows] = module.hidden_states(summed, mask, need_probs=False)[0]
             theirs = bias_free(input_ids=batch["tokens"],
                                attention_mask=mask.long()).last_hidden_state
     real = mask[..., None]

@@ -209,7 +209,8 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
         units = [a.pieces for a in aligned]
         ids, lengths = self.text_encoder_.encode_tokens(units)
         return EncodedInputs({"tokens": torch.from_numpy(ids),
-                              "lengths": torch.from_numpy(lengths)}, units=units, texts=texts)
+                              "lengths": torch.from_numpy(lengths)}, units=units, texts=texts,
+                             alignments=aligned)
 
     def word_pieces(self, X) -> list:
         """Return how the model sees each text: its word pieces, aligned with its words.

@@ -127,7 +127,7 @@ class BertExplainer(Explainer):
                  **options) -> WordPieceExplanation:
         logits = torch.as_tensor(np.stack(fields["logits"]), dtype=torch.float64)
         bias = fields.get("bias")
-        aligned = [estimator.text_encoder_.align(text) for text in encoded.texts]
+        aligned = encoded.alignments  # the word pieces encode aligned with the texts
         units, values, biases, spans = [], [], [], []
         for i, (tokens, text, pieces) in enumerate(zip(encoded.units, encoded.texts, aligned)):
             row = np.asarray(fields["values"][i][: len(tokens)], dtype=np.float64)

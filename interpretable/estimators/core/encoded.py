@@ -30,6 +30,9 @@ class EncodedInputs:
         The validated float images in [0, 1].
     texts : list or None, default=None
         The validated original texts (or ``(text, query)`` pairs).
+    alignments : list or None, default=None
+        Per sample, how its units map back to its text (the BERT-family models:
+        :class:`~interpretable.text.wordpiece.WordPieces`, computed once by ``encode``).
 
     Examples
     --------
@@ -46,6 +49,7 @@ class EncodedInputs:
     queries: list | None = None
     images: np.ndarray | None = None
     texts: list | None = None
+    alignments: list | None = None
 
     def __len__(self) -> int:
         return len(next(iter(self.inputs.values())))
