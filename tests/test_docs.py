@@ -218,8 +218,11 @@ def assert_pages_list_the_methods(generated: Path) -> None:
         text = page.read_text(encoding="utf-8")
         absent = [m for m in expected if f'id="{page.stem}.{m}"' not in text]
         assert not absent, f"{page.name} does not document {absent}"
-        if issubclass(obj, NeuralEstimator):  # explain's contrast and its methods' options
-            assert "contrast" in text and "n_steps=" in text, page.name
+        if issubclass(obj, NeuralEstimator):  # explain's contrast, its methods and options
+            assert "contrast" in text, page.name
+            for explainer in getattr(obj, "explainers", ()):
+                assert explainer.name in text, (page.name, explainer.name)
+                assert all(option in text for option in explainer.options()), page.name
         checked += 1
     assert checked >= 15, checked  # the 11 estimators, the explanation containers
     for name in ("BcosTextClassifier", "ISANLanguageModel"):  # the concrete ones have them all

@@ -13,6 +13,8 @@ A missing file or key fails the build (a warning, an error under ``-W``).
 
 from __future__ import annotations
 
+import importlib
+
 import json
 from functools import cache
 from pathlib import Path
@@ -349,7 +351,28 @@ class ExplainMethods(_Markdown):
         return self.render(describe_explainers(estimators).splitlines())
 
 
+def explain_methods_of(app, what, name, obj, options, lines):
+    """``autodoc-process-docstring``: the page of an estimator's ``explain`` lists the methods
+    that estimator offers and their options (its class's ``explainers``), as a last section;
+    the docstring in the source stays as written."""
+    owner, _, method = name.rpartition(".")
+    if what != "method" or method != "explain":
+        return
+    module, _, cls_name = owner.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), cls_name)
+    except (ImportError, AttributeError, ValueError):
+        return
+    if not getattr(cls, "explainers", None):
+        return
+    from interpretable.estimators.explainers import describe_explainers
+
+    lines += ["", f".. rubric:: The methods of {cls_name}", "",
+              *describe_explainers([cls]).splitlines(), ""]
+
+
 def setup(app):
     app.add_directive("results-table", ResultsTable)
     app.add_directive("explain-methods", ExplainMethods)
+    app.connect("autodoc-process-docstring", explain_methods_of, priority=600)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
