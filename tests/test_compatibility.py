@@ -62,6 +62,10 @@ def _rows(value) -> list:
 #: SEAT, whose inner PGD maximisation amplifies rounding (39x): each gets 5x its spread.
 REFIT_SLACK = {"SEATClassifier-seat": 200.0}
 REFIT_SLACK_DEFAULT = 5.0
+#: A loaded model computes with the same weights, but another processor's kernels
+#: (ATEN_CPU_CAPABILITY=default) round differently: the B-cos ViT's probabilities moved by
+#: 1.3e-5 (3.4e-5 relative) there, so loaded models are compared at 10x the base tolerance.
+LOADED_SLACK = 10.0
 
 
 def _check_outputs(est, case, slack=1.0):
@@ -97,7 +101,7 @@ def test_models_saved_by_version_0_1_load_and_agree(case):
     cls = getattr(interpretable, case.name.split("-")[0])
     est = cls.load(DATA / case.name, device="cpu")
     assert type(est) is cls
-    _check_outputs(est, case)
+    _check_outputs(est, case, slack=LOADED_SLACK)
 
 
 @pytest.mark.parametrize("case", ALL, ids=str)
