@@ -10,7 +10,8 @@ side, default all), the conventional MiniLM (``--conventional``) and every B-cos
 parameters over the defaults) with the reproduction's budget (one epoch, lr 5e-5, batch 32,
 at most 64 word pieces, 10 % warm-up) and each seed of ``--seeds`` (the estimators'
 ``random_state``; the split stays the same). Records accuracy and training seconds per seed,
-the mean over seeds, and, for the first seed, predict throughput of each B-cos variant over
+the mean over seeds (``--save DIR``: each fitted model saved as ``DIR/<name>_seed<seed>``,
+for :mod:`benchmarks.faithfulness_bcos_text`), and, for the first seed, predict throughput of each B-cos variant over
 the conventional model's and explain / predict (256 test texts, one thread, median of 3).
 ``benchmarks/results/<out>.json`` is rewritten after every fit.
 """
@@ -71,6 +72,8 @@ def main(args):
                 warnings.simplefilter("ignore")
                 clf.fit(X_train, y_train)
             record(name, seed, clf, time.perf_counter() - start)
+            if args.save:
+                clf.save(Path(args.save) / f"{name}_seed{seed}")
             fitted[name] = clf
         if seed == args.seeds[0] and "minilm" in fitted and args.speed:
             X = X_test[:args.speed]
@@ -102,6 +105,7 @@ if __name__ == "__main__":
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--speed", type=int, default=256, help="texts timed (0: no timing)")
     parser.add_argument("--conventional", action="store_true")
+    parser.add_argument("--save", default=None, help="folder to save every fitted model in")
     parser.add_argument("--conventional-last", action="store_true")
     parser.add_argument("--variant", nargs=2, action="append", default=[],
                         metavar=("NAME", "JSON"))
