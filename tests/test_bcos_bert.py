@@ -10,6 +10,7 @@ from torch.nn import functional as F
 from interpretable.nn.bcos.bert import POOLINGS, BcosBertClassifier
 from interpretable.nn.bcos.bert_layers import unscaled_bcos_linear
 from interpretable.nn.bcos.layers import explanation_mode
+from interpretable.nn.encoder_families import checkpoint_key
 
 TINY_BERT = {"vocab_size": 60, "hidden_size": 16, "num_hidden_layers": 2,
              "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 24,
@@ -144,7 +145,7 @@ def test_conversion_copies_the_weights_and_b_1_is_bert_without_biases():
     source = bert.state_dict()
     for name, value in model.state_dict().items():
         if name != "classifier.weight":
-            key = BcosBertClassifier.checkpoint_key(name)
+            key = checkpoint_key("bert", name)
             assert torch.equal(value, source[key]), name
     model.double().eval()
     bert.double()
@@ -270,7 +271,8 @@ def test_bad_options_are_named(options, error, match):
 
 @pytest.mark.parametrize("config, match", [
     ({**TINY_BERT, "hidden_act": "relu"}, "hidden_act='gelu'"),
-    ({**TINY_BERT, "position_embedding_type": "relative_key"}, "absolute position"),
+    ({**TINY_BERT, "position_embedding_type": "relative_key"},
+     "position_embedding_type='absolute'"),
     ({k: v for k, v in TINY_BERT.items() if k != "intermediate_size"}, "intermediate_size"),
 ])
 def test_unsupported_configs_are_refused(config, match):
@@ -280,9 +282,9 @@ def test_unsupported_configs_are_refused(config, match):
 
 def test_bad_checkpoints_are_refused():
     state = bert_model().state_dict()
-    with pytest.raises(TypeError, match="BERT model or its state dict"):
+    with pytest.raises(TypeError, match="BERT-family model or its state dict"):
         BcosBertClassifier.from_bert([1, 2], TINY_BERT, 2)
-    with pytest.raises(ValueError, match="needs its BERT config"):
+    with pytest.raises(ValueError, match="needs its encoder config"):
         BcosBertClassifier.from_bert(state, None, 2)
     missing = {k: v for k, v in state.items() if "layer.1.output.dense.weight" not in k}
     with pytest.raises(ValueError, match="no 'encoder.layer.1.output.dense.weight'"):

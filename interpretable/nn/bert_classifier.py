@@ -5,8 +5,6 @@ whole. ``forward(tokens (B, T), lengths (B,), embedded=None) -> logits (B, C)``;
 replaces the word-piece embeddings (gradient attributions, embedding perturbations)."""
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -49,6 +47,14 @@ class BertClassifier(nn.Module):
         return cls(BertEncoder.from_pretrained(path), n_classes, **options)
 
     @classmethod
+    def from_bert(cls, bert, config, n_classes: int, **options) -> BertClassifier:
+        """A ``transformers`` base model of a supported family (``config``: None, its own)
+        with a new classifier; the model becomes this module's encoder."""
+        if config is not None:
+            raise ValueError("the encoder brings its own config")
+        return cls(BertEncoder(bert), n_classes, **options)
+
+    @classmethod
     def from_config(cls, config: dict, n_classes: int, **options) -> BertClassifier:
         """Randomly initialised, with the structure of a BERT config (dict of its fields)."""
         return cls(BertEncoder.from_config(dict(config)), n_classes, **options)
@@ -81,14 +87,4 @@ class BertClassifier(nn.Module):
         per layer), the probabilities recomputed from each layer's input (the fused
         attention of the forward pass does not return them)."""
         logits, mask, states = self._run(tokens, lengths, embedded, True)
-        bias = torch.zeros(mask.shape, dtype=states[0].dtype, device=mask.device)
-        bias = bias.masked_fill_(~mask, torch.finfo(bias.dtype).min)[:, None, None]
-        attentions = []
-        for layer, hidden in zip(self.encoder.bert.encoder.layer, states):
-            attention = layer.attention.self
-            heads = (*hidden.shape[:-1], -1, attention.attention_head_size)
-            query = attention.query(hidden).view(heads).transpose(1, 2)
-            key = attention.key(hidden).view(heads).transpose(1, 2)
-            scores = query @ key.transpose(-1, -2) / math.sqrt(attention.attention_head_size)
-            attentions.append((scores + bias).softmax(-1))
-        return logits, attentions
+        return logits, self.encoder.attention_probabilities(states, mask)

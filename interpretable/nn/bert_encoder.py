@@ -1,22 +1,29 @@
-"""BERT / MiniLM encoder plug-in for :class:`~interpretable.nn.attention.AttentionTextModule`.
+"""Encoders of the BERT lineage (BERT, RoBERTa / XLM-RoBERTa, DistilBERT, ELECTRA:
+:mod:`~interpretable.nn.encoder_families`) from ``transformers``, as the conventional text
+models use them: :func:`load_encoder` reads a local checkpoint folder once, :class:`BertEncoder`
+wraps its base model for :class:`~interpretable.nn.attention.AttentionTextModule` and
+:class:`~interpretable.nn.bert_classifier.BertClassifier`.
 
 Needs the ``bert`` extra (``transformers``). The word-piece embedding table moves into the
-attention module (its ``embed`` step, so embedding perturbations and gradient attributions
-work as for the recurrent encoders); this module adds BERT's position / segment embeddings,
+module that owns the ``embed`` step (so embedding perturbations and gradient attributions
+work as for the recurrent encoders); this module adds the position / segment embeddings,
 LayerNorm and transformer layers::
 
-    hidden = BERT(inputs_embeds=embedded, attention_mask=mask).last_hidden_state   (B, T, H)
+    hidden = encoder(inputs_embeds=embedded, attention_mask=mask).last_hidden_state   (B, T, H)
 """
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from torch import nn
 
-__all__ = ["BertEncoder", "quiet_loading"]
+from .encoder_families import FAMILIES, encoder_family, encoder_options
+
+__all__ = ["BertEncoder", "load_encoder", "quiet_loading"]
 
 
 def _transformers():
@@ -47,48 +54,75 @@ def quiet_loading():
             tf.logging.enable_progress_bar()
 
 
+def load_encoder(path, *, pooler: bool = False):
+    """The base model of the encoder in a local ``transformers`` folder: its config, then its
+    weights, each read once (never downloads). A family that does not convert is refused
+    before the weights are read (ValueError listing the supported ones); ``pooler``: keep the
+    pooler of the families that have one (the B-cos conversion uses it)."""
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path} is not a transformers model directory (no "
+                                "config.json)")
+    with quiet_loading() as tf:
+        config = tf.AutoConfig.from_pretrained(str(path), local_files_only=True)
+        return tf.AutoModel.from_pretrained(str(path), config=config, local_files_only=True,
+                                            **_pooler_option(config.to_dict(), pooler))
+
+
+def _pooler_option(config: dict, pooler: bool) -> dict:
+    """``add_pooling_layer`` for the families whose base model takes it."""
+    return {} if not FAMILIES[encoder_family(config)].pooler else {"add_pooling_layer": pooler}
+
+
 class BertEncoder(nn.Module):
     """``forward(embedded (B, T, E), mask (B, T) bool) -> hidden (B, T, H)``.
 
-    Build with :meth:`from_pretrained` (a local model directory, ``local_files_only=True``) or
-    :meth:`from_config` (random initialisation, e.g. a tiny ``BertConfig`` in tests).
-    ``word_embeddings`` holds the ``(vocab, E)`` word-piece table to pass to
-    ``AttentionTextModule(embeddings=...)``; the copy inside BERT is dropped.
+    Build with :meth:`from_pretrained` (a local model directory, ``local_files_only=True``),
+    :meth:`from_config` (random initialisation, e.g. a tiny config in tests) or from a base
+    model of a supported family (:func:`load_encoder`). ``word_embeddings`` holds the
+    ``(vocab, E)`` word-piece table to pass to ``AttentionTextModule(embeddings=...)``; the
+    copy inside the model is dropped. The model is kept as ``bert`` whatever its family.
     """
 
     def __init__(self, bert):
         super().__init__()
-        if not hasattr(bert, "embeddings") or not hasattr(bert.embeddings, "word_embeddings"):
-            raise TypeError(f"expected a transformers BertModel, got {type(bert).__name__}")
+        if not hasattr(bert, "embeddings") or not hasattr(bert.embeddings, "word_embeddings") \
+                or not hasattr(bert, "config"):
+            raise TypeError("expected a transformers base model of the BERT lineage, got "
+                            f"{type(bert).__name__}")
+        config = bert.config.to_dict()
+        self.family = encoder_family(config)
+        options = encoder_options(config)
         table = bert.embeddings.word_embeddings
         self.word_embeddings = None if table is None else table.weight.detach().clone()
         bert.embeddings.word_embeddings = None  # the attention module owns the table
+        if getattr(bert, "pooler", None) is not None:
+            bert.pooler = None  # unused: the classifiers pool the hidden states themselves
         for module in bert.modules():  # e.g. position_ids: saved with the weights, so that a
             for name, buffer in list(module.named_buffers(recurse=False)):  # structure-only
                 module.register_buffer(name, buffer, persistent=True)  # build loads them
         self.bert = bert
-        self.output_size = int(bert.config.hidden_size)
-        self.pad_token_id = int(bert.config.pad_token_id or 0)
+        self.output_size = options["hidden_size"]
+        self.head_size = options["hidden_size"] // options["num_heads"]
+        self.pad_token_id = options["pad_token_id"]
 
     @classmethod
     def from_pretrained(cls, path) -> "BertEncoder":
         """Load pretrained weights from a local directory (never downloads)."""
-        path = Path(path)
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"{path} is not a transformers model directory")
-        with quiet_loading() as tf:
-            model = tf.BertModel.from_pretrained(
-                str(path), local_files_only=True, add_pooling_layer=False
-            )
-        return cls(model)
+        return cls(load_encoder(path))
 
     @classmethod
     def from_config(cls, config) -> "BertEncoder":
-        """Randomly initialised BERT from a ``BertConfig`` or a dict of its fields."""
+        """Randomly initialised encoder of a supported family from a ``transformers``
+        config or the dict of its fields (no ``model_type``: BERT; missing fields take the
+        family's ``transformers`` defaults)."""
         tf = _transformers()
         if isinstance(config, dict):
-            config = tf.BertConfig(**config)
-        return cls(tf.BertModel(config, add_pooling_layer=False))
+            encoder_family(config)  # refuses other model types, naming the supported ones
+            fields = {k: v for k, v in config.items() if k != "model_type"}
+            config = tf.AutoConfig.for_model(config.get("model_type", "bert"), **fields)
+        return cls(tf.AutoModel.from_config(config,
+                                            **_pooler_option(config.to_dict(), False)))
 
     @property
     def vocab_size(self) -> int:
@@ -101,3 +135,22 @@ class BertEncoder(nn.Module):
     def final_state(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The ``[CLS]`` state (position 0), ``(B, H)``."""
         return hidden[:, 0]
+
+    def attention_probabilities(self, states, mask: torch.Tensor) -> list:
+        """The attention probabilities (B, heads, T, T) of every layer, recomputed from each
+        layer's input ``states[i]`` (B, T, H) (the fused attention of the forward pass does
+        not return them) and the mask (B, T) of real tokens."""
+        family = FAMILIES[self.family]
+        layers = self.bert.get_submodule(family.layers.format("").rstrip("."))
+        query_name = family.layer_keys["attention.query.weight"].removesuffix(".weight")
+        key_name = family.layer_keys["attention.key.weight"].removesuffix(".weight")
+        bias = torch.zeros(mask.shape, dtype=states[0].dtype, device=mask.device)
+        bias = bias.masked_fill_(~mask, torch.finfo(bias.dtype).min)[:, None, None]
+        probabilities = []
+        for layer, hidden in zip(layers, states):
+            heads = (*hidden.shape[:-1], -1, self.head_size)
+            query = layer.get_submodule(query_name)(hidden).view(heads).transpose(1, 2)
+            key = layer.get_submodule(key_name)(hidden).view(heads).transpose(1, 2)
+            scores = query @ key.transpose(-1, -2) / math.sqrt(self.head_size)
+            probabilities.append((scores + bias).softmax(-1))
+        return probabilities

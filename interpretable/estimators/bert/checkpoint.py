@@ -1,106 +1,62 @@
-"""The checkpoint side of the BERT-family text classifiers
-(:mod:`interpretable.estimators.bert.estimators`): the BERT config fields a fitted model keeps
-(:data:`BERT_FIELDS`, checked by :func:`check_bert_config`) and :class:`BertCheckpoint`, their
-hooks that read the checkpoint (folder and config), build the module from it, check the
-tokeniser against the config and keep the config in the fitted state.
+"""The pretrained encoder behind the BERT-family text classifiers, read once per fit.
+
+:func:`read_checkpoint` turns the estimators' ``checkpoint`` parameter (None: the bundled
+MiniLM; a local ``transformers`` folder of BERT, RoBERTa / XLM-RoBERTa, DistilBERT or ELECTRA;
+a config dict: a random encoder) into an :class:`EncoderCheckpoint`: the config fields the
+fitted model keeps (:func:`encoder_config`, validated by
+:func:`~interpretable.nn.encoder_families.encoder_options`), the folder its tokeniser comes
+from and the base model it was read into. The estimators build their networks from it.
 """
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
+from typing import Any, NamedTuple
 
-import torch
+from ...nn.encoder_families import FAMILIES, encoder_family, encoder_options
 
-__all__ = ["BERT_FIELDS", "BertCheckpoint", "check_bert_config"]
-
-#: the BERT config fields a fitted model keeps (``config_``): what rebuilds its structure
-BERT_FIELDS = {"vocab_size": int, "hidden_size": int, "num_hidden_layers": int,
-               "num_attention_heads": int, "intermediate_size": int,
-               "max_position_embeddings": int, "type_vocab_size": int,
-               "layer_norm_eps": float, "pad_token_id": int, "hidden_dropout_prob": float,
-               "attention_probs_dropout_prob": float, "hidden_act": str,
-               "position_embedding_type": str}
-_OPTIONAL = {"pad_token_id": 0, "hidden_act": "gelu", "position_embedding_type": "absolute"}
+__all__ = ["EncoderCheckpoint", "encoder_config", "read_checkpoint"]
 
 
-def check_bert_config(config) -> dict:
-    """The fields of :data:`BERT_FIELDS` of a BERT config dict, type-checked (ValueError)."""
-    if not isinstance(config, dict):
-        raise ValueError(f"a BERT config must be a dict, got {type(config).__name__}.")
-    fields = {**_OPTIONAL, **{k: v for k, v in config.items() if k in BERT_FIELDS}}
-    missing = sorted(BERT_FIELDS.keys() - fields.keys())
-    if missing:
-        raise ValueError(f"the BERT config lacks {missing}.")
-    for name, kind in BERT_FIELDS.items():
-        value = fields[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float
-                                                     else kind):
-            raise ValueError(f"BERT config field {name!r} must be {kind.__name__}, got "
-                             f"{value!r}.")
-        if kind is int and value < (0 if name == "pad_token_id" else 1):
-            raise ValueError(f"BERT config field {name!r} must be positive, got {value}.")
-    return fields
+class EncoderCheckpoint(NamedTuple):
+    """A ``checkpoint`` as read by :func:`read_checkpoint`.
 
-
-class BertCheckpoint:
-    """The checkpoint and config hooks of the BERT-family text classifiers.
-
-    The mixin of :class:`~interpretable.estimators.bert.estimators.BertTextClassifier`, placed
-    before :class:`~interpretable.estimators.text.base.TextClassifierBase` in its bases: it
-    reads the ``checkpoint`` parameter and the fitted ``config_``, and builds the
-    estimator's ``_module_class`` with its ``_module_options()``.
-
-    See Also
-    --------
-    check_bert_config : The config fields a fitted model keeps, type-checked.
+    config: the encoder config fields a fitted model keeps (``config_``);
+    folder: the local folder of the encoder and its tokeniser (None: a random encoder with
+    the bundled tokeniser);
+    model: the ``transformers`` base model read from ``folder`` (None for a config dict).
     """
+    config: dict
+    folder: Path | None
+    model: Any
 
-    # ------------------------------------------------------------------ module
-    def _build_module(self) -> torch.nn.Module:
-        """The structure, from the fitted attributes alone (saved weights are loaded into
-        it)."""
-        return self._module_class.from_config(self.config_, len(self.classes_),
-                                              **self._module_options())
 
-    def _initial_module(self) -> torch.nn.Module:
-        """The module training starts from: the converted / pretrained checkpoint."""
-        if isinstance(self.checkpoint, dict):
-            return self._build_module()
-        return self._module_class.from_pretrained(self._checkpoint_folder(),
-                                                  len(self.classes_), **self._module_options())
+def encoder_config(config: dict) -> dict:
+    """The fields of an encoder config (a ``config.json`` dict) that rebuild the encoder's
+    structure: its ``model_type`` and the fields its family reads, validated (ValueError
+    naming the problem; no ``model_type``: BERT, as in models saved before 0.3)."""
+    family = FAMILIES[encoder_family(config)]
+    encoder_options(config)
+    read = {"model_type", *family.fields.values(), *family.defaults, *family.required}
+    return {"model_type": config.get("model_type", "bert"),
+            **{k: v for k, v in config.items() if k in read}}
 
-    def _checkpoint_folder(self) -> Path:
-        if self.checkpoint is not None:
-            return Path(self.checkpoint)
+
+def read_checkpoint(checkpoint, *, pooler: bool = False) -> EncoderCheckpoint:
+    """Read ``checkpoint`` (None, a folder or a config dict) once: its config, and for a
+    folder its base model (``pooler``: with the pretrained pooler); never downloads."""
+    if isinstance(checkpoint, dict):
+        return EncoderCheckpoint(encoder_config(checkpoint), None, None)
+    if checkpoint is None:
         from ...datasets import load_minilm
 
-        return load_minilm()
+        folder = load_minilm()
+    else:
+        folder = Path(os.fspath(checkpoint))
+    if not (folder / "config.json").is_file():
+        raise ValueError(f"checkpoint {str(folder)!r} is not a local transformers model folder "
+                         "(no config.json).")
+    from ...nn.bert_encoder import load_encoder
 
-    def _checkpoint_config(self) -> dict:
-        if isinstance(self.checkpoint, dict):
-            return check_bert_config(self.checkpoint)
-        path = self._checkpoint_folder() / "config.json"
-        if not path.is_file():
-            raise ValueError(f"checkpoint {str(self._checkpoint_folder())!r} is not a local "
-                             "BERT model folder (no config.json).")
-        return check_bert_config(json.loads(path.read_text()))
-
-    def _check_vocabulary(self) -> None:
-        pieces, vocab = len(self.text_encoder_.index_to_token_), self.config_["vocab_size"]
-        if pieces != vocab:
-            raise ValueError(f"the BERT config has vocab_size={vocab} but the tokeniser "
-                             f"{pieces} word pieces.")
-        if self.max_length > self.config_["max_position_embeddings"]:
-            raise ValueError(f"max_length={self.max_length} exceeds the model's "
-                             f"{self.config_['max_position_embeddings']} positions.")
-
-    # ------------------------------------------------------------------ persistence
-    def _get_fitted_state(self) -> dict:
-        state = {**super()._get_fitted_state(), "config": self.config_}
-        del state["embed_dim"]  # the config's hidden_size: stored once
-        return state
-
-    def _set_fitted_state(self, state: dict) -> None:
-        self.config_ = check_bert_config(state["config"])
-        super()._set_fitted_state({**state, "embed_dim": self.config_["hidden_size"]})
-        self._check_vocabulary()
+    model = load_encoder(folder, pooler=pooler)
+    return EncoderCheckpoint(encoder_config(model.config.to_dict()), folder, model)

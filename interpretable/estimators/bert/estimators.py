@@ -17,6 +17,7 @@ model loads without the data package or the checkpoint folder.
 """
 from __future__ import annotations
 
+import functools
 import os
 from numbers import Integral, Real
 
@@ -25,12 +26,13 @@ import torch
 
 from ...nn.bcos.bert import BcosBertClassifier
 from ...nn.bert_classifier import BertClassifier
+from ...nn.encoder_families import encoder_options, usable_positions
 from ...params import Interval, StrOptions
 from ...text import WordPieceEncoder
 from ...validation import check_targets, warn_caller
 from ..core.base import EncodedInputs
 from ..text.base import TextClassifierBase, trim_collate
-from .checkpoint import BertCheckpoint
+from .checkpoint import EncoderCheckpoint, encoder_config, read_checkpoint
 from .explainers import BcosTextContributions, BertAttention, BertRollout
 
 __all__ = ["BcosTextClassifier", "BertTextClassifier"]
@@ -38,8 +40,193 @@ __all__ = ["BcosTextClassifier", "BertTextClassifier"]
 #: TextClassifierBase parameters these models do not take (the encoder brings them)
 _NOT_TAKEN = ("text_encoder", "embeddings", "embed_dim", "freeze_embeddings")
 
+class BaseEncoderClassifier(TextClassifierBase):
+    """What the fine-tuned encoder classifiers share (not an estimator by itself): reading
+    the ``checkpoint`` once per fit (:func:`.checkpoint.read_checkpoint`), its tokeniser,
+    BERT's schedule, the fitted ``config_`` and the forward pass with attention.
 
-class BertTextClassifier(BertCheckpoint, TextClassifierBase):
+    Subclasses set ``_module_class`` (a network with ``from_config`` and ``from_bert``) and
+    extend ``_module_options()``.
+    """
+
+    #: the explanation methods it offers, its default first
+    explainers = (BertAttention(), BertRollout(), *TextClassifierBase.explainers)
+
+    _parameter_constraints = {
+        **{k: v for k, v in TextClassifierBase._parameter_constraints.items()
+           if k not in _NOT_TAKEN},
+        "checkpoint": [str, os.PathLike, dict, None],
+        "pooling": [StrOptions({"mean", "cls"})],
+        "max_length": [Interval(Integral, 3, 512, closed="both")],
+        "warmup": [Interval(Real, 0, 1, closed="left")],
+    }
+
+    # ------------------------------------------------------------------ module
+    def _module_options(self) -> dict:
+        return {"pooling": self.pooling}
+
+    def _reads_pooler(self) -> bool:
+        """Whether the network converts the checkpoint's pooler (read with the encoder)."""
+        return False
+
+    def _build_module(self) -> torch.nn.Module:
+        """The structure, from the fitted attributes alone (saved weights are loaded into
+        it)."""
+        return self._module_class.from_config(self.config_, len(self.classes_),
+                                              **self._module_options())
+
+    def _initial_module(self, checkpoint: EncoderCheckpoint) -> torch.nn.Module:
+        """The module training starts from: the checkpoint's encoder converted (a config
+        dict: randomly initialised)."""
+        if checkpoint.model is None:
+            return self._build_module()
+        return self._module_class.from_bert(checkpoint.model, None, len(self.classes_),
+                                            **self._module_options())
+
+    def _check_vocabulary(self) -> None:
+        pieces, vocab = len(self.text_encoder_.index_to_token_), self.config_["vocab_size"]
+        if pieces != vocab:
+            raise ValueError(f"the encoder config has vocab_size={vocab} but the tokeniser "
+                             f"{pieces} word pieces.")
+        positions = usable_positions(self.config_)
+        if self.max_length > positions:
+            raise ValueError(f"max_length={self.max_length} exceeds the model's {positions} "
+                             "positions.")
+
+    # ------------------------------------------------------------------ inputs
+    def _encode_texts(self, texts, queries) -> EncodedInputs:
+        """Word pieces of ``texts`` (``max_length`` at most, with a warning)."""
+        aligned = [self.text_encoder_.align(text) for text in texts]
+        cut = [i for i, a in enumerate(aligned) if a.dropped]
+        if cut:
+            warn_caller(f"{len(cut)} of {len(texts)} texts (e.g. #{cut[0]}) are longer than "
+                        f"max_length={self.max_length} word pieces: the model sees their first "
+                        f"{self.max_length - 2} pieces only.")
+        units = [a.pieces for a in aligned]
+        ids, lengths = self.text_encoder_.encode_tokens(units)
+        return EncodedInputs({"tokens": torch.from_numpy(ids),
+                              "lengths": torch.from_numpy(lengths)}, units=units, texts=texts,
+                             alignments=aligned)
+
+    def word_pieces(self, X) -> list:
+        """Return how the model sees each text: its word pieces, aligned with its words.
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            Texts.
+
+        Returns
+        -------
+        list of WordPieces
+            One :class:`~interpretable.text.wordpiece.WordPieces` per text: pieces, their
+            words, the words' characters, pieces cut off.
+
+        Examples
+        --------
+        >>> from interpretable import BertTextClassifier
+        >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
+        ...           "num_attention_heads": 2, "intermediate_size": 16,
+        ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+        ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
+        ...                          random_state=0).fit(X, y)
+        >>> clf.word_pieces(["good film"])[0].pieces
+        ['[CLS]', 'good', 'film', '[SEP]']
+        """
+        self._check_fitted()
+        texts, _ = self._split_inputs(X, fitting=False)
+        return [self.text_encoder_.align(text) for text in texts]
+
+    # ------------------------------------------------------------------ fit
+    def _fit(self, X, y, sample_weight=None):
+        """Read the checkpoint once (its config, encoder and tokeniser; kept with
+        ``warm_start``) and fine-tune."""
+        seed = self._start_fit()
+        texts, _ = self._split_inputs(X, fitting=not self._continues())
+        y_index = self._fit_labels(check_targets(y, n_samples=len(texts)))
+        if self._continues():
+            module_factory = self._warm_started(self._build_module)
+        else:
+            self.pair_input_ = False
+            checkpoint = read_checkpoint(self.checkpoint, pooler=self._reads_pooler())
+            self.config_ = checkpoint.config
+            self.text_encoder_ = WordPieceEncoder(
+                max_len=self.max_length,
+                checkpoint=None if isinstance(self.checkpoint, dict) else self.checkpoint).fit()
+            self._check_vocabulary()
+            self.embed_dim_ = encoder_options(self.config_)["hidden_size"]
+            module_factory = functools.partial(self._initial_module, checkpoint)
+        self._fit_net(module_factory, self._criterion(), self._encode_texts(texts, None).inputs,
+                      torch.from_numpy(y_index.astype(np.int64)), seed=seed,
+                      sample_weight=self._training_weights(y_index, sample_weight),
+                      callbacks=self._callbacks(),
+                      iterator_train__collate_fn=trim_collate,
+                      iterator_valid__collate_fn=trim_collate, **self._net_options())
+
+    def _callbacks(self) -> list:
+        """BERT's learning-rate schedule: linear warm-up, then linear decay to 0."""
+        from ..core.nets import LearningRateSchedule  # skorch: imported at the first fit
+
+        return [("lr_schedule", LearningRateSchedule(self.warmup, decay="linear"))]
+
+    def _net_options(self) -> dict:
+        """Further keywords of the skorch net (e.g. optimizer parameter groups)."""
+        return {}
+
+    # ------------------------------------------------------------------ forward
+    def forward_with_attention(self, batch: dict, *, embedded=None):
+        """Run the module, returning the logits and the attention of every layer.
+
+        Parameters
+        ----------
+        batch : dict of str to torch.Tensor
+            One batch from :meth:`iter_batches`.
+        embedded : torch.Tensor of shape (B, T, E) or None, default=None
+            Embeddings that replace the word-piece embeddings.
+
+        Returns
+        -------
+        logits : torch.Tensor of shape (B, n_classes)
+            The logits.
+        attention : list of torch.Tensor of shape (B, heads, T, T)
+            The attention probabilities of every layer.
+
+        Examples
+        --------
+        >>> from interpretable import BertTextClassifier
+        >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
+        ...           "num_attention_heads": 2, "intermediate_size": 16,
+        ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+        ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> y = ["pos", "pos", "neg", "neg"]
+        >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
+        ...                          random_state=0).fit(X, y)
+        >>> _, batch = next(clf.iter_batches(clf.encode(["good film"]).inputs))
+        >>> logits, attention = clf.forward_with_attention(batch)
+        >>> logits.shape, len(attention), attention[0].shape
+        (torch.Size([1, 2]), 1, torch.Size([1, 2, 4, 4]))
+        """
+        return self.module_.forward_with_attention(batch["tokens"], batch["lengths"],
+                                                   embedded=embedded)
+
+    # ------------------------------------------------------------------ persistence
+    def _get_fitted_state(self) -> dict:
+        state = {**super()._get_fitted_state(), "config": self.config_}
+        del state["embed_dim"]  # the config's hidden size: stored once
+        return state
+
+    def _set_fitted_state(self, state: dict) -> None:
+        self.config_ = encoder_config(state["config"])
+        hidden_size = encoder_options(self.config_)["hidden_size"]
+        super()._set_fitted_state({**state, "embed_dim": hidden_size})
+        self._check_vocabulary()
+
+
+class BertTextClassifier(BaseEncoderClassifier):
     """Conventionally fine-tuned BERT-family text classifier.
 
     The comparison model of :class:`BcosTextClassifier`: a pretrained encoder, pooling,
@@ -48,10 +235,13 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
     Parameters
     ----------
     checkpoint : None, str, path or dict, default=None
-        None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of a
-        BERT-family model (``transformers`` layout: ``config.json``, weights and tokeniser;
-        never downloads). A dict: the fields of a BERT config, randomly initialised, with the
-        bundled tokeniser (``vocab_size`` must be its 30,522): tests, training from scratch.
+        None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of an
+        encoder of the BERT lineage (``transformers`` layout: ``config.json``, weights and a
+        fast tokeniser; never downloads): BERT, RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT
+        or ELECTRA, base models or fine-tunes with a task head (the head is not used); other
+        model types are refused at fit with the list. A dict: the fields of an encoder config
+        (``model_type`` as above, default BERT), randomly initialised, with the bundled
+        tokeniser (``vocab_size`` must be its 30,522): tests, training from scratch.
     pooling : {"mean", "cls"}, default="mean"
         The sequence vector: the mean of the real tokens' final states (how
         sentence-transformers trained MiniLM) or the ``[CLS]`` state.
@@ -127,7 +317,7 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
     history_ : list of dict
         Per-epoch training record.
     config_ : dict
-        The BERT config fields of the encoder.
+        The encoder config fields that rebuild its structure (``model_type`` included).
     embed_dim_ : int
         Its hidden size.
 
@@ -154,17 +344,6 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
 
     saved_as = "BertTextClassifier"
 
-    #: the explanation methods it offers, its default first
-    explainers = (BertAttention(), BertRollout(), *TextClassifierBase.explainers)
-
-    _parameter_constraints = {
-        **{k: v for k, v in TextClassifierBase._parameter_constraints.items()
-           if k not in _NOT_TAKEN},
-        "checkpoint": [str, os.PathLike, dict, None],
-        "pooling": [StrOptions({"mean", "cls"})],
-        "max_length": [Interval(Integral, 3, 512, closed="both")],
-        "warmup": [Interval(Real, 0, 1, closed="left")],
-    }
     _module_class = BertClassifier
 
     def __init__(self, *, checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
@@ -193,130 +372,8 @@ class BertTextClassifier(BertCheckpoint, TextClassifierBase):
         self.precision = precision
         self.accelerator = accelerator
 
-    # ------------------------------------------------------------------ module
-    def _module_options(self) -> dict:
-        return {"pooling": self.pooling}
 
-    # ------------------------------------------------------------------ inputs
-    def _encode_texts(self, texts, queries) -> EncodedInputs:
-        """Word pieces of ``texts`` (``max_length`` at most, with a warning)."""
-        aligned = [self.text_encoder_.align(text) for text in texts]
-        cut = [i for i, a in enumerate(aligned) if a.dropped]
-        if cut:
-            warn_caller(f"{len(cut)} of {len(texts)} texts (e.g. #{cut[0]}) are longer than "
-                        f"max_length={self.max_length} word pieces: the model sees their first "
-                        f"{self.max_length - 2} pieces only.")
-        units = [a.pieces for a in aligned]
-        ids, lengths = self.text_encoder_.encode_tokens(units)
-        return EncodedInputs({"tokens": torch.from_numpy(ids),
-                              "lengths": torch.from_numpy(lengths)}, units=units, texts=texts,
-                             alignments=aligned)
-
-    def word_pieces(self, X) -> list:
-        """Return how the model sees each text: its word pieces, aligned with its words.
-
-        Parameters
-        ----------
-        X : sequence of str of shape (n_samples,)
-            Texts.
-
-        Returns
-        -------
-        list of WordPieces
-            One :class:`~interpretable.text.wordpiece.WordPieces` per text: pieces, their
-            words, the words' characters, pieces cut off.
-
-        Examples
-        --------
-        >>> from interpretable import BertTextClassifier
-        >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
-        ...           "num_attention_heads": 2, "intermediate_size": 16,
-        ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
-        ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
-        >>> X = ["good movie", "great film", "bad movie", "awful film"]
-        >>> y = ["pos", "pos", "neg", "neg"]
-        >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
-        ...                          random_state=0).fit(X, y)
-        >>> clf.word_pieces(["good film"])[0].pieces
-        ['[CLS]', 'good', 'film', '[SEP]']
-        """
-        self._check_fitted()
-        texts, _ = self._split_inputs(X, fitting=False)
-        return [self.text_encoder_.align(text) for text in texts]
-
-    # ------------------------------------------------------------------ fit
-    def _fit(self, X, y, sample_weight=None):
-        """Read the checkpoint's tokeniser and config (kept with ``warm_start``) and
-        fine-tune."""
-        seed = self._start_fit()
-        texts, _ = self._split_inputs(X, fitting=not self._continues())
-        y_index = self._fit_labels(check_targets(y, n_samples=len(texts)))
-        if self._continues():
-            module_factory = self._warm_started(self._build_module)
-        else:
-            self.pair_input_ = False
-            self.config_ = self._checkpoint_config()
-            self.text_encoder_ = WordPieceEncoder(
-                max_len=self.max_length,
-                checkpoint=None if isinstance(self.checkpoint, dict) else self.checkpoint).fit()
-            self._check_vocabulary()
-            self.embed_dim_ = self.config_["hidden_size"]
-            module_factory = self._initial_module
-        self._fit_net(module_factory, self._criterion(), self._encode_texts(texts, None).inputs,
-                      torch.from_numpy(y_index.astype(np.int64)), seed=seed,
-                      sample_weight=self._training_weights(y_index, sample_weight),
-                      callbacks=self._callbacks(),
-                      iterator_train__collate_fn=trim_collate,
-                      iterator_valid__collate_fn=trim_collate, **self._net_options())
-
-    def _callbacks(self) -> list:
-        """BERT's learning-rate schedule: linear warm-up, then linear decay to 0."""
-        from ..core.nets import LearningRateSchedule  # skorch: imported at the first fit
-
-        return [("lr_schedule", LearningRateSchedule(self.warmup, decay="linear"))]
-
-    def _net_options(self) -> dict:
-        """Further keywords of the skorch net (e.g. optimizer parameter groups)."""
-        return {}
-
-    # ------------------------------------------------------------------ forward
-    def forward_with_attention(self, batch: dict, *, embedded=None):
-        """Run the module, returning the logits and the attention of every layer.
-
-        Parameters
-        ----------
-        batch : dict of str to torch.Tensor
-            One batch from :meth:`iter_batches`.
-        embedded : torch.Tensor of shape (B, T, E) or None, default=None
-            Embeddings that replace the word-piece embeddings.
-
-        Returns
-        -------
-        logits : torch.Tensor of shape (B, n_classes)
-            The logits.
-        attention : list of torch.Tensor of shape (B, heads, T, T)
-            The attention probabilities of every layer.
-
-        Examples
-        --------
-        >>> from interpretable import BertTextClassifier
-        >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
-        ...           "num_attention_heads": 2, "intermediate_size": 16,
-        ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
-        ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
-        >>> X = ["good movie", "great film", "bad movie", "awful film"]
-        >>> y = ["pos", "pos", "neg", "neg"]
-        >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
-        ...                          random_state=0).fit(X, y)
-        >>> _, batch = next(clf.iter_batches(clf.encode(["good film"]).inputs))
-        >>> logits, attention = clf.forward_with_attention(batch)
-        >>> logits.shape, len(attention), attention[0].shape
-        (torch.Size([1, 2]), 1, torch.Size([1, 2, 4, 4]))
-        """
-        return self.module_.forward_with_attention(batch["tokens"], batch["lengths"],
-                                                   embedded=embedded)
-
-class BcosTextClassifier(BertTextClassifier):
+class BcosTextClassifier(BaseEncoderClassifier):
     """B-cos text classifier (B-cos LM, Wang et al., TMLR 2025): exact word-piece contributions.
 
     A pretrained BERT-family encoder converted into a B-cos network and fine-tuned; its
@@ -366,9 +423,12 @@ class BcosTextClassifier(BertTextClassifier):
         Peak learning rate of the new classifier (and a learned logit scale), on the same
         schedule (LP-FT style); None: ``lr``. Every option keeps contributions exact.
     checkpoint : None, str, path or dict, default=None
-        None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of a
-        BERT-family model (``transformers`` layout; never downloads). A dict: the fields of
-        a BERT config, randomly initialised, with the bundled tokeniser.
+        None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of an
+        encoder of the BERT lineage (``transformers`` layout; never downloads): BERT,
+        RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT or ELECTRA, converted as above
+        (RoBERTa's positions after the pad id, DistilBERT without token types, ELECTRA's
+        embedding projection a bias-free linear map). A dict: the fields of an encoder config
+        (``model_type``, default BERT), randomly initialised, with the bundled tokeniser.
     pooling : {"mean", "cls"}, default="mean"
         The sequence vector: the mean of the real tokens' final states or the ``[CLS]``
         state.
@@ -443,7 +503,7 @@ class BcosTextClassifier(BertTextClassifier):
     history_ : list of dict
         Per-epoch training record.
     config_ : dict
-        The BERT config fields of the encoder.
+        The encoder config fields that rebuild its structure (``model_type`` included).
     embed_dim_ : int
         Its hidden size.
 
@@ -470,10 +530,10 @@ class BcosTextClassifier(BertTextClassifier):
     saved_as = "BcosTextClassifier"
 
     #: the explanation methods it offers, its default first
-    explainers = (BcosTextContributions(), *BertTextClassifier.explainers)
+    explainers = (BcosTextContributions(), *BaseEncoderClassifier.explainers)
 
     _parameter_constraints = {
-        **BertTextClassifier._parameter_constraints,
+        **BaseEncoderClassifier._parameter_constraints,
         "b": [Interval(Real, 1, None, closed="left"), list, tuple],
         "gain": [StrOptions({"matched", "unit"})],
         "b_anneal": [Interval(Real, 0, 1, closed="both")],
@@ -543,6 +603,9 @@ class BcosTextClassifier(BertTextClassifier):
                 "gate_biases": bool(self.gate_biases),
                 "logit_scale": 1.0 if learned else float(self.logit_scale),
                 "learn_logit_scale": learned}
+
+    def _reads_pooler(self) -> bool:
+        return bool(self.pooler)
 
     def _net_options(self) -> dict:
         """``head_lr``: the classifier and the logit scale in their own parameter group."""

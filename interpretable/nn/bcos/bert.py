@@ -31,13 +31,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from numbers import Real
-from pathlib import Path
 from typing import NamedTuple
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..encoder_families import checkpoint_key, encoder_family, encoder_options
 from ..losses import explained_logits
 from .bert_layers import BcosBertLayer, BertBcosLayerNorm, BertBcosLinear, unscaled_bcos_linear
 from .layers import explanation_mode
@@ -46,40 +46,6 @@ __all__ = ["POOLINGS", "BcosBertClassifier", "PieceContributions"]
 
 #: how the sequence becomes one vector: the ``[CLS]`` state (the authors') or the mean
 POOLINGS = ("cls", "mean")
-
-# constructor argument <- BERT config field
-_CONFIG_FIELDS = {
-    "vocab_size": "vocab_size", "hidden_size": "hidden_size",
-    "num_layers": "num_hidden_layers", "num_heads": "num_attention_heads",
-    "intermediate_size": "intermediate_size", "max_positions": "max_position_embeddings",
-    "type_vocab_size": "type_vocab_size", "layer_norm_eps": "layer_norm_eps",
-    "pad_token_id": "pad_token_id", "dropout": "hidden_dropout_prob",
-    "attention_dropout": "attention_probs_dropout_prob",
-}
-# parameter name -> BERT checkpoint key (None: new, not converted)
-_LAYER_KEYS = {
-    "attention.query.weight": "attention.self.query.weight",
-    "attention.key.weight": "attention.self.key.weight",
-    "attention.query.bias": "attention.self.query.bias",
-    "attention.key.bias": "attention.self.key.bias",
-    "feed_forward.gate_bias": "intermediate.dense.bias",
-    "attention.value.weight": "attention.self.value.weight",
-    "attention.output.weight": "attention.output.dense.weight",
-    "attention.norm.weight": "attention.output.LayerNorm.weight",
-    "feed_forward.intermediate.weight": "intermediate.dense.weight",
-    "feed_forward.output.weight": "output.dense.weight",
-    "feed_forward.norm.weight": "output.LayerNorm.weight",
-}
-_TOP_KEYS = {
-    "word_embeddings.weight": "embeddings.word_embeddings.weight",
-    "position_embeddings.weight": "embeddings.position_embeddings.weight",
-    "token_type_embeddings.weight": "embeddings.token_type_embeddings.weight",
-    "embedding_norm.weight": "embeddings.LayerNorm.weight",
-    "pooler.weight": "pooler.dense.weight",
-    "classifier.weight": None,
-    "log_logit_scale": None,
-}
-
 
 class PieceContributions(NamedTuple):
     """Exact split of the explained logits:
@@ -140,6 +106,7 @@ class BcosBertClassifier(nn.Module):
                  num_layers: int = 6, num_heads: int = 12, intermediate_size: int = 1536,
                  max_positions: int = 512, type_vocab_size: int = 2,
                  layer_norm_eps: float = 1e-12, pad_token_id: int | None = 0,
+                 embedding_size: int | None = None, position_offset: int = 0,
                  b: float | Sequence[float] = 2.0, head_b: float | None = None,
                  pooling: str = "cls", dropout: float = 0.1, attention_dropout: float = 0.1,
                  logit_bias: float = 0.0, matched: bool = False, row_gains: bool = False,
@@ -162,10 +129,15 @@ class BcosBertClassifier(nn.Module):
         self.pooling = pooling
         self.dropout = float(dropout)
         self.logit_bias = float(logit_bias)
-        self.word_embeddings = nn.Embedding(vocab_size, hidden_size, padding_idx=pad_token_id)
-        self.position_embeddings = nn.Embedding(max_positions, hidden_size)
-        self.token_type_embeddings = nn.Embedding(type_vocab_size, hidden_size)
-        self.embedding_norm = BertBcosLayerNorm(hidden_size, layer_norm_eps)
+        width = hidden_size if embedding_size is None else embedding_size
+        self.position_offset = int(position_offset)
+        self.word_embeddings = nn.Embedding(vocab_size, width, padding_idx=pad_token_id)
+        self.position_embeddings = nn.Embedding(max_positions, width)
+        self.token_type_embeddings = (nn.Embedding(type_vocab_size, width)
+                                      if type_vocab_size else None)
+        self.embedding_norm = BertBcosLayerNorm(width, layer_norm_eps)
+        self.embedding_projection = (nn.Linear(width, hidden_size, bias=False)
+                                     if width != hidden_size else None)
         self.layers = nn.ModuleList(
             BcosBertLayer(hidden_size, num_heads, intermediate_size, layer_b_i, layer_norm_eps,
                           self.dropout, float(attention_dropout), matched, row_gains,
@@ -179,41 +151,26 @@ class BcosBertClassifier(nn.Module):
                                 if learn_logit_scale else None)
 
     # -- construction ------------------------------------------------------------------------
-    @staticmethod
-    def checkpoint_key(name: str) -> str | None:
-        """The BERT checkpoint key a parameter is converted from (None: new)."""
-        if name.startswith("layers."):
-            _, index, rest = name.split(".", 2)
-            return f"encoder.layer.{index}.{_LAYER_KEYS[rest]}"
-        return _TOP_KEYS[name]
-
     @classmethod
     def from_config(cls, config, n_classes: int, **options) -> BcosBertClassifier:
-        """Randomly initialised model with the structure of a BERT-family ``config`` (a
-        ``transformers`` ``BertConfig`` or the dict of its ``config.json``); ``options`` are
+        """Randomly initialised model with the structure of an encoder ``config`` of a
+        supported family (:mod:`~interpretable.nn.encoder_families`: a ``transformers``
+        config or the dict of its ``config.json``; no ``model_type``: BERT); ``options`` are
         the other constructor arguments (dropout defaults to the config's)."""
         fields = config.to_dict() if hasattr(config, "to_dict") else dict(config)
-        if fields.get("hidden_act", "gelu") != "gelu":
-            raise ValueError(f"only hidden_act='gelu' converts to x·Φ(x), got "
-                             f"{fields['hidden_act']!r}")
-        if fields.get("position_embedding_type", "absolute") != "absolute":
-            raise ValueError("only absolute position embeddings are supported, got "
-                             f"{fields['position_embedding_type']!r}")
-        missing = [field for field in _CONFIG_FIELDS.values() if field not in fields]
-        if missing:
-            raise ValueError(f"the BERT config lacks {missing}")
-        sizes = {arg: fields[field] for arg, field in _CONFIG_FIELDS.items()}
-        return cls(n_classes=n_classes, **{**sizes, **options})
+        return cls(n_classes=n_classes, **{**encoder_options(fields), **options})
 
     @classmethod
     def from_bert(cls, bert, config, n_classes: int, **options) -> BcosBertClassifier:
-        """Convert a BERT-family checkpoint: copy its embeddings, Q/K/V, dense, LayerNorm
-        scale and pooler weights into a model of the default dtype (biases are dropped; a
-        checkpoint without a pooler keeps a random one); the classifier is new.
+        """Convert a checkpoint of a supported family (BERT, RoBERTa / XLM-RoBERTa,
+        DistilBERT, ELECTRA): copy its embeddings, Q/K/V, dense, LayerNorm scale and pooler
+        weights into a model of the default dtype (biases are dropped; a checkpoint without a
+        pooler keeps a random one); the classifier is new.
 
         Args:
-            bert: a ``transformers`` ``BertModel`` / ``BertForSequenceClassification`` or
-                its state dict (keys with or without the ``bert.`` prefix).
+            bert: a ``transformers`` model of the family (base model or with a task head) or
+                its state dict (keys with or without the ``bert.`` / ``roberta.`` / ...
+                prefix).
             config: its config (default: ``bert.config`` for a model).
             n_classes, options: as for :meth:`from_config`.
         """
@@ -222,25 +179,27 @@ class BcosBertClassifier(nn.Module):
         elif isinstance(bert, Mapping):
             state = bert
         else:
-            raise TypeError(f"bert must be a BERT model or its state dict, got "
+            raise TypeError(f"bert must be a BERT-family model or its state dict, got "
                             f"{type(bert).__name__}")
         if config is None:
-            raise ValueError("converting a state dict needs its BERT config")
+            raise ValueError("converting a state dict needs its encoder config")
+        config = config.to_dict() if hasattr(config, "to_dict") else dict(config)
+        family = encoder_family(config)
         model = cls.from_config(config, n_classes, **options)
-        source = {key.removeprefix("bert."): value for key, value in state.items()}
+        source = _base_model_keys(state)
         with torch.no_grad():
             for name, param in model.named_parameters():
-                key = cls.checkpoint_key(name)
+                key = checkpoint_key(family, name)
                 if key is None or (name == "pooler.weight" and key not in source):
                     continue
                 if key not in source:
-                    raise ValueError(f"the BERT checkpoint has no {key!r} (for {name})")
+                    raise ValueError(f"the {family} checkpoint has no {key!r} (for {name})")
                 if source[key].shape != param.shape:
                     raise ValueError(f"{key!r} has shape {tuple(source[key].shape)}, "
                                      f"{name} needs {tuple(param.shape)}")
                 param.copy_(source[key])
             for name, module in model.named_modules():  # row gains: the checkpoint's norms
-                key = cls.checkpoint_key(f"{name}.weight") \
+                key = checkpoint_key(family, f"{name}.weight") \
                     if isinstance(module, BertBcosLinear) else None
                 if key and key in source and module.row_gain is not None:
                     module.row_gain.copy_(torch.linalg.vector_norm(source[key].double(), dim=1))
@@ -248,15 +207,10 @@ class BcosBertClassifier(nn.Module):
 
     @classmethod
     def from_pretrained(cls, path, n_classes: int, **options) -> BcosBertClassifier:
-        """Convert the BERT model in a local directory (``transformers``; never downloads)."""
-        from ..bert_encoder import quiet_loading
+        """Convert the encoder in a local ``transformers`` folder (never downloads)."""
+        from ..bert_encoder import load_encoder
 
-        path = Path(path)
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"{path} is not a transformers model directory")
-        with quiet_loading() as tf:
-            bert = tf.BertModel.from_pretrained(str(path), local_files_only=True)
-        return cls.from_bert(bert, None, n_classes, **options)
+        return cls.from_bert(load_encoder(path, pooler=True), None, n_classes, **options)
 
     def anneal(self, progress: float) -> None:
         """Move every B-cos layer's exponent to ``1 + progress · (B - 1)`` with its gain
@@ -276,11 +230,15 @@ class BcosBertClassifier(nn.Module):
                                  token_types: torch.Tensor | None = None) -> torch.Tensor:
         """Position + token-type embeddings: (B, T) -> (1, T, H), or (B, T, H) with
         ``token_types`` (B, T) (default: all type 0)."""
-        length = tokens.shape[1]
-        if length > self.position_embeddings.num_embeddings:
+        length, start = tokens.shape[1], self.position_offset
+        if start + length > self.position_embeddings.num_embeddings:
             raise ValueError(f"{length} tokens exceed the "
-                             f"{self.position_embeddings.num_embeddings} positions")
-        positions = self.position_embeddings.weight[:length]
+                             f"{self.position_embeddings.num_embeddings - start} positions")
+        positions = self.position_embeddings.weight[start:start + length]
+        if self.token_type_embeddings is None:
+            if token_types is not None:
+                raise ValueError("this encoder has no token types (type_vocab_size=0)")
+            return positions.unsqueeze(0)
         if token_types is None:
             return (positions + self.token_type_embeddings.weight[0]).unsqueeze(0)
         return positions + self.token_type_embeddings(token_types)
@@ -318,7 +276,10 @@ class BcosBertClassifier(nn.Module):
         """Summed embeddings (B, T, H), mask (B, T) -> (hidden states (B, T, H),
         [attention probabilities (B, heads, T, T)] per layer); ``need_probs=False``: no
         probabilities (an empty list), fused attention where it computes the same."""
-        x = F.dropout(self.embedding_norm(summed), self.dropout, self.training)
+        x = self.embedding_norm(summed)
+        if self.embedding_projection is not None:  # ELECTRA: narrower embeddings
+            x = self.embedding_projection(x)
+        x = F.dropout(x, self.dropout, self.training)
         mask_bias = torch.zeros(mask.shape, dtype=x.dtype, device=x.device)
         mask_bias = mask_bias.masked_fill_(~mask, torch.finfo(x.dtype).min)[:, None, None]
         attentions = []
@@ -408,3 +369,13 @@ class BcosBertClassifier(nn.Module):
         if target.min() < 0 or target.max() >= n_classes:
             raise ValueError(f"target must lie in [0, {n_classes}), got {target.tolist()}")
         return target
+
+
+def _base_model_keys(state: Mapping) -> dict:
+    """A state dict with the keys of the base model: a task model's ``bert.`` / ``roberta.``
+    / ... prefix removed (the keys of its head are kept, unused)."""
+    if any(key.startswith("embeddings.") for key in state):
+        return dict(state)
+    prefixes = {key.split(".", 1)[0] for key in state if key.split(".", 2)[1:2] == ["embeddings"]}
+    return {key.split(".", 1)[1] if key.split(".", 1)[0] in prefixes else key: value
+            for key, value in state.items()}

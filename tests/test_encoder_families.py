@@ -1,0 +1,176 @@
+"""The encoder families of the BERT lineage (BERT, RoBERTa, XLM-RoBERTa, ELECTRA, DistilBERT):
+configs read through one table, B-cos conversion that is the bias-free original at B = 1 with
+the pretrained row norms, exact contributions, the conventional encoder's recomputed attention,
+and refusals that name the problem. Tiny random models built from each family's config."""
+import pytest
+import torch
+
+from interpretable.nn.bcos.bert import BcosBertClassifier
+from interpretable.nn.bert_classifier import BertClassifier
+from interpretable.nn.bert_encoder import BertEncoder
+from interpretable.nn.encoder_families import (
+    FAMILIES,
+    checkpoint_key,
+    encoder_family,
+    encoder_options,
+    usable_positions,
+)
+
+transformers = pytest.importorskip("transformers")
+
+SIZES = dict(vocab_size=50, max_position_embeddings=40)
+BERT_LIKE = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                 intermediate_size=32, **SIZES)
+CONFIGS = {
+    "bert": lambda: transformers.BertConfig(**BERT_LIKE),
+    "roberta": lambda: transformers.RobertaConfig(**BERT_LIKE, pad_token_id=1),
+    "xlm-roberta": lambda: transformers.XLMRobertaConfig(**BERT_LIKE, pad_token_id=1),
+    "electra": lambda: transformers.ElectraConfig(**BERT_LIKE, embedding_size=8),
+    "distilbert": lambda: transformers.DistilBertConfig(dim=16, n_layers=2, n_heads=2,
+                                                        hidden_dim=32, **SIZES),
+}
+LENGTHS = torch.tensor([7, 5, 2])
+
+
+def random_encoder(model_type, seed=0):
+    """A tiny base model of the family, every weight random (LayerNorm scales around 1),
+    eager attention (returns its probabilities), float64."""
+    config = CONFIGS[model_type]()
+    config._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    pooler = {"add_pooling_layer": True} if FAMILIES[encoder_family(config.to_dict())].pooler \
+        else {}
+    model = transformers.AutoModel.from_config(config, **pooler).double().eval()
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            norm = name.endswith(("LayerNorm.weight", "layer_norm.weight"))
+            param.normal_(1.0 if norm else 0.0, 0.3)
+    return model
+
+
+def padded_tokens(pad_token_id, seed=0):
+    tokens = torch.randint(3, SIZES["vocab_size"], (len(LENGTHS), int(LENGTHS.max())),
+                           generator=torch.Generator().manual_seed(seed))
+    mask = torch.arange(tokens.shape[1]) < LENGTHS[:, None]
+    return tokens.masked_fill(~mask, pad_token_id), mask
+
+
+@pytest.fixture
+def float64():
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(previous)
+
+
+@pytest.mark.parametrize("model_type", sorted(CONFIGS))
+def test_b_one_with_pretrained_row_norms_is_the_bias_free_original(model_type, float64):
+    """The function-preserving point of the conversion: at B = 1 with the checkpoint's row
+    norms as gains, the B-cos encoder computes the original encoder with its biases removed
+    (hidden states and attention probabilities of the real tokens)."""
+    encoder = random_encoder(model_type)
+    model = BcosBertClassifier.from_bert(encoder, None, 3, b=1.0, row_gains=True).eval()
+    with torch.no_grad():
+        for name, param in encoder.named_parameters():
+            if name.endswith("bias"):
+                param.zero_()
+    tokens, mask = padded_tokens(encoder.config.pad_token_id)
+    reference = encoder(tokens, attention_mask=mask.long(), output_attentions=True)
+    summed = model.embed(tokens) + model.position_type_embeddings(tokens)
+    hidden, attentions = model.hidden_states(summed, mask)
+    torch.testing.assert_close(hidden[mask], reference.last_hidden_state[mask], rtol=0,
+                               atol=1e-12)
+    for ours, theirs in zip(attentions, reference.attentions, strict=True):
+        real = mask[:, None, :, None] & mask[:, None, None, :]
+        torch.testing.assert_close(ours * real, theirs * real, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("model_type", sorted(CONFIGS))
+@pytest.mark.parametrize("b", [1.0, 1.5, 2.0])
+def test_converted_contributions_are_complete_in_float64(model_type, b, float64):
+    model = BcosBertClassifier.from_bert(random_encoder(model_type), None, 3, b=b,
+                                         gate_biases=True, logit_bias=0.3).eval()
+    tokens, _ = padded_tokens(model.word_embeddings.padding_idx)
+    for target in range(3):
+        c = model.contributions(tokens, LENGTHS, target)
+        logit = c.logits[:, target]
+        assert (c.pieces.sum(1) + c.position_type + c.bias - logit).abs().max() <= 1e-9
+
+
+@pytest.mark.parametrize("model_type", sorted(CONFIGS))
+def test_every_converted_weight_comes_from_the_checkpoint(model_type):
+    encoder = random_encoder(model_type)
+    family = encoder_family(encoder.config.to_dict())
+    model = BcosBertClassifier.from_bert(encoder, None, 2)
+    source = encoder.state_dict()
+    copied = 0
+    for name, value in model.named_parameters():
+        key = checkpoint_key(family, name)
+        if key in source:
+            torch.testing.assert_close(value.double(), source[key].double(), rtol=0, atol=1e-7)
+            copied += 1
+        else:  # new: the classifier, and the pooler of a family without one
+            assert name.startswith(("classifier", "pooler")), name
+    assert copied >= 3 + 2 * 8  # embeddings and LayerNorm, then 8 weights a layer
+
+
+@pytest.mark.parametrize("model_type", sorted(CONFIGS))
+def test_conventional_encoder_recomputes_the_attention_it_ran(model_type, float64):
+    encoder = random_encoder(model_type)
+    reference_model = random_encoder(model_type)  # the same weights, kept whole
+    classifier = BertClassifier(BertEncoder(encoder), 2).double().eval()
+    tokens, mask = padded_tokens(encoder.config.pad_token_id)
+    reference = reference_model(tokens, attention_mask=mask.long(), output_attentions=True)
+    _, attentions = classifier.forward_with_attention(tokens, LENGTHS)
+    real = mask[:, None, :, None] & mask[:, None, None, :]
+    for ours, theirs in zip(attentions, reference.attentions, strict=True):
+        torch.testing.assert_close(ours * real, theirs * real, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("model_type", sorted(CONFIGS))
+def test_structure_from_the_kept_config_fields_loads_the_converted_weights(model_type):
+    """What a saved model rebuilds from: the config fields alone, then load_state_dict."""
+    config = CONFIGS[model_type]().to_dict()
+    converted = BcosBertClassifier.from_bert(random_encoder(model_type), None, 2)
+    rebuilt = BcosBertClassifier.from_config(config, 2)
+    rebuilt.load_state_dict(converted.state_dict())
+    conventional = BertClassifier.from_bert(random_encoder(model_type), None, 2)
+    BertClassifier.from_config(config, 2).load_state_dict(conventional.state_dict())
+
+
+def test_positions_roberta_counts_after_the_pad_id():
+    roberta = CONFIGS["roberta"]().to_dict()
+    assert encoder_options(roberta)["position_offset"] == 2
+    assert usable_positions(roberta) == SIZES["max_position_embeddings"] - 2
+    assert usable_positions(CONFIGS["bert"]().to_dict()) == SIZES["max_position_embeddings"]
+    distilbert = encoder_options(CONFIGS["distilbert"]().to_dict())
+    assert distilbert["type_vocab_size"] == 0 and distilbert["hidden_size"] == 16
+
+
+def test_unsupported_families_and_fields_are_named():
+    with pytest.raises(ValueError, match=r"cannot convert a 'gpt2' encoder: the supported "
+                                         r"model types are \[.*'distilbert'.*'roberta'"):
+        encoder_options(transformers.GPT2Config().to_dict())
+    distilbert = CONFIGS["distilbert"]().to_dict()
+    with pytest.raises(ValueError, match="only activation='gelu' converts"):
+        encoder_options({**distilbert, "activation": "relu"})
+    with pytest.raises(ValueError, match=r"the distilbert config lacks \['n_heads'\]"):
+        encoder_options({k: v for k, v in distilbert.items() if k != "n_heads"})
+    with pytest.raises(ValueError, match="'dim' must be int"):
+        encoder_options({**distilbert, "dim": "16"})
+    with pytest.raises(ValueError, match="leaves no positions"):
+        encoder_options({**CONFIGS["roberta"]().to_dict(), "max_position_embeddings": 2})
+    with pytest.raises(ValueError, match="this encoder has no token types"):
+        model = BcosBertClassifier.from_config(distilbert, 2)
+        model(torch.ones(1, 3, dtype=torch.long), token_types=torch.zeros(1, 3,
+                                                                          dtype=torch.long))
+
+
+def test_a_task_model_converts_like_its_base_model():
+    """A fine-tune with a task head (``roberta.`` prefix) converts its encoder."""
+    config = CONFIGS["roberta"]()
+    torch.manual_seed(0)
+    task = transformers.RobertaForSequenceClassification(config)
+    from_task = BcosBertClassifier.from_bert(task.state_dict(), config, 2)
+    assert torch.equal(from_task.layers[1].feed_forward.output.weight,
+                       task.roberta.encoder.layer[1].output.dense.weight)
