@@ -453,11 +453,14 @@ class WordPieceEncoder(BaseEstimator):
         >>> sorted(encoder.get_state())
         ['params', 'settings', 'vocabulary']
         """
+        params = self.get_params()
+        if params["checkpoint"] is not None:  # a path: stored as str
+            params["checkpoint"] = os.fspath(params["checkpoint"])
         if self._tokenizer_json is None:
             tokenizer = {"vocabulary": self.index_to_token_}
         else:
             tokenizer = {"tokenizer": self._tokenizer_json}
-        return {"params": self.get_params(), "settings": self.settings_, **tokenizer}
+        return {"params": params, "settings": self.settings_, **tokenizer}
 
     @classmethod
     def from_state(cls, state: dict) -> WordPieceEncoder:
