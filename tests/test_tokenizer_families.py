@@ -219,11 +219,13 @@ def test_a_tokeniser_without_tokenizers_backend_is_refused(tmp_path):
 
 def test_an_unknown_model_type_is_refused(tmp_path):
     import transformers
-    from tokenizers import Tokenizer, models, pre_tokenizers
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
     words = Tokenizer(models.WordLevel({"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "a": 4},
                                        unk_token="[UNK]"))
     words.pre_tokenizer = pre_tokenizers.Whitespace()
+    words.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
     transformers.PreTrainedTokenizerFast(
         tokenizer_object=words, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
         unk_token="[UNK]").save_pretrained(tmp_path)
@@ -241,8 +243,10 @@ def test_a_tokeniser_that_adds_no_start_and_end_tokens_is_refused(tmp_path):
     transformers.PreTrainedTokenizerFast(
         tokenizer_object=backend, cls_token="<s>", sep_token="</s>", pad_token="<pad>",
         unk_token="<unk>").save_pretrained(tmp_path)
+    encoder = WordPieceEncoder(checkpoint=tmp_path)
     with pytest.raises(ValueError, match="does not encode a text as <s> pieces </s>"):
-        WordPieceEncoder(checkpoint=tmp_path).fit()
+        encoder.fit()
+    assert not hasattr(encoder, "index_to_token_")  # nothing is held from a refused tokeniser
 
 
 # ---------------------------------------------------------------------------- the builder
