@@ -1,6 +1,11 @@
-"""Word-piece encoding of BERT-family models (the bundled MiniLM by default) with the interface
+"""Sub-word encoding of BERT-lineage models (the bundled MiniLM by default) with the interface
 of :class:`~interpretable.text.TextEncoder`, plus the alignment of the pieces with the words
-and characters of the original text."""
+and characters of the original text.
+
+The tokeniser is held as data, never as code: a BERT tokeniser (WordPiece with BERT's
+normaliser and pre-tokeniser) as its vocabulary and settings, any other (RoBERTa's byte-level
+BPE, XLM-RoBERTa's SentencePiece Unigram, other WordPiece pipelines) as the JSON of its
+``tokenizers`` backend, checked before it is rebuilt."""
 
 from __future__ import annotations
 
@@ -23,23 +28,42 @@ _MAX_POSITIONS = 512
 #: a lone surrogate (``errors="surrogateescape"`` decoding makes them), which ``tokenizers``
 #: cannot take: it reads as U+FFFD, one code point for one, so offsets stay those of the text
 _SURROGATE = re.compile("[\ud800-\udfff]")
-#: the tokeniser settings a fitted encoder stores (with its vocabulary) and their types
-_SETTINGS = {"lowercase": bool, "strip_accents": (bool, type(None)), "clean_text": bool,
-             "handle_chinese_chars": bool, "continuing_subword_prefix": str,
-             "max_input_chars_per_word": int, "cls_token": str, "sep_token": str,
-             "pad_token": str, "unk_token": str}
+#: the special tokens every fitted encoder names: a text is ``cls_token pieces sep_token``
+_SPECIAL_TOKENS = ("cls_token", "sep_token", "pad_token", "unk_token")
+#: the settings of a BERT tokeniser, stored with its vocabulary, and their types
+_BERT_SETTINGS = {"lowercase": bool, "strip_accents": (bool, type(None)), "clean_text": bool,
+                  "handle_chinese_chars": bool, "continuing_subword_prefix": str,
+                  "max_input_chars_per_word": int, **dict.fromkeys(_SPECIAL_TOKENS, str)}
+#: the ``tokenizers`` models a tokeniser stored as JSON may use
+_MODEL_TYPES = ("WordPiece", "BPE", "Unigram")
+#: at most this many vocabulary entries, BPE merges or added tokens (XLM-RoBERTa has 250 002)
+_MAX_ENTRIES = 1 << 20
+#: the parts of a ``tokenizers`` JSON the encoder does not use (it frames, cuts and pads texts
+#: itself): dropped, so the stored state holds only what tokenises
+_UNUSED_PARTS = ("truncation", "padding", "post_processor", "decoder")
+_SUPPORTED = ("tokenisers with a `tokenizers` backend (a 'fast' tokeniser) whose model is one "
+              f"of {list(_MODEL_TYPES)}, e.g. those of BERT, DistilBERT, ELECTRA, RoBERTa and "
+              "XLM-RoBERTa")
+#: what ``fit`` encodes to check that the tokeniser frames a text as ``cls_token pieces
+#: sep_token``
+_PROBE = "Hello, World! A naïve test."
 
 
 class WordPieces(NamedTuple):
     """One text as the model sees it.
 
-    pieces : list of T str, ``[CLS] pieces [SEP]`` (truncated to ``max_len``);
+    pieces : list of T str, ``start pieces end`` (``[CLS] … [SEP]`` for BERT, ``<s> … </s>``
+        for RoBERTa; truncated to ``max_len``), vocabulary tokens (``[UNK]`` / ``<unk>`` for
+        unknown characters);
     offsets : (T, 2) int64, ``[start, end)`` characters of each piece in the original text
-        (accents, case and unknown words (``[UNK]``) included), -1 for ``[CLS]``, ``[SEP]``;
-    words : (T,) int64, the word of each piece (-1 for ``[CLS]`` and ``[SEP]``); words are
-        whitespace-separated runs and single punctuation characters (BERT's pre-tokeniser);
+        (accents, case and unknown characters included; no surrounding whitespace; a piece that
+        is only a space marker, byte-level BPE's ``Ġ`` or SentencePiece's ``▁``, covers no
+        character: ``start == end``), -1 for the start and end tokens;
+    words : (T,) int64, the word of each piece (-1 for the start and end tokens): the words of
+        the pre-tokeniser (BERT's: whitespace-separated runs and single punctuation
+        characters), a piece that covers no character joining the next word;
     spans : (W, 2) int64, ``[start, end)`` characters of each (seen part of a) word;
-    dropped : int, the word pieces cut off by ``max_len`` (0: the whole text is seen).
+    dropped : int, the pieces cut off by ``max_len`` (0: the whole text is seen).
     """
     pieces: list
     offsets: np.ndarray
@@ -48,42 +72,39 @@ class WordPieces(NamedTuple):
     dropped: int
 
 
-def _settings_of(tokenizer) -> dict:
-    """The settings of a ``transformers`` BERT tokeniser (WordPiece with BERT's normaliser and
-    pre-tokeniser); anything else raises a ValueError."""
-    spec = json.loads(tokenizer.backend_tokenizer.to_str())
-    kinds = (spec["model"]["type"], (spec.get("normalizer") or {}).get("type"),
+def _bert_settings(spec: dict) -> dict | None:
+    """The normalisation settings of a BERT tokeniser's JSON (WordPiece with BERT's normaliser
+    and pre-tokeniser); None for any other tokeniser."""
+    kinds = (spec["model"].get("type"), (spec.get("normalizer") or {}).get("type"),
              (spec.get("pre_tokenizer") or {}).get("type"))
     if kinds != ("WordPiece", "BertNormalizer", "BertPreTokenizer"):
-        raise ValueError("only BERT-style tokenisers (WordPiece, BertNormalizer, "
-                         f"BertPreTokenizer) are supported, got {kinds}.")
+        return None
     settings = {k: spec["normalizer"][k] for k in ("lowercase", "strip_accents", "clean_text",
                                                    "handle_chinese_chars")}
     settings.update({k: spec["model"][k] for k in ("continuing_subword_prefix",
                                                    "max_input_chars_per_word")})
-    settings.update({k: getattr(tokenizer, k) for k in ("cls_token", "sep_token", "pad_token",
-                                                        "unk_token")})
     return settings
 
 
-def _check_state(vocabulary, settings) -> None:
-    if not isinstance(vocabulary, list) or not vocabulary \
+def _check_settings(settings, kinds: dict) -> None:
+    if not isinstance(settings, dict) or settings.keys() != kinds.keys():
+        raise ValueError(f"the tokeniser settings must have the keys {sorted(kinds)}.")
+    for key, kind in kinds.items():
+        if not isinstance(settings[key], kind) or (kind is int and isinstance(settings[key], bool)):
+            raise ValueError(f"tokeniser setting {key!r} has the wrong type: "
+                             f"{settings[key]!r}.")
+
+
+def _check_bert_state(vocabulary, settings) -> None:
+    if not isinstance(vocabulary, list) or not 0 < len(vocabulary) <= _MAX_ENTRIES \
             or not all(isinstance(t, str) for t in vocabulary):
-        raise ValueError("the vocabulary must be a non-empty list of str.")
+        raise ValueError(f"the vocabulary must be a non-empty list of at most {_MAX_ENTRIES} str.")
     if len(set(vocabulary)) != len(vocabulary):
         raise ValueError("the vocabulary holds repeated word pieces.")
-    if not isinstance(settings, dict) or settings.keys() != _SETTINGS.keys():
-        raise ValueError(f"the tokeniser settings must have the keys {sorted(_SETTINGS)}.")
-    for key, kind in _SETTINGS.items():
-        if not isinstance(settings[key], kind) or (kind is int and isinstance(settings[key], bool)):
-            raise ValueError(f"tokeniser setting {key!r} has the wrong type.")
-    missing = [settings[k] for k in ("cls_token", "sep_token", "pad_token", "unk_token")
-               if settings[k] not in vocabulary]
-    if missing:
-        raise ValueError(f"the special tokens {missing} are not in the vocabulary.")
+    _check_settings(settings, _BERT_SETTINGS)
 
 
-def _backend(vocabulary: list, settings: dict):
+def _bert_backend(vocabulary: list, settings: dict):
     """A ``tokenizers`` WordPiece tokeniser from a vocabulary and its settings (no files)."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
@@ -98,26 +119,96 @@ def _backend(vocabulary: list, settings: dict):
     return tokenizer
 
 
+def _json_backend(spec, settings) -> tuple:
+    """A ``tokenizers`` tokeniser from its JSON, whose structure (model type, sizes) is checked
+    before it is built; returns the tokeniser and the JSON without its unused parts."""
+    _check_settings(settings, dict.fromkeys(_SPECIAL_TOKENS, str))
+    if not isinstance(spec, dict) or not isinstance(spec.get("model"), dict):
+        raise ValueError("the tokeniser JSON must be a dict with a 'model' dict.")
+    model = spec["model"]
+    if model.get("type") not in _MODEL_TYPES:
+        raise ValueError(f"unsupported tokeniser model type {model.get('type')!r}; supported: "
+                         f"{_SUPPORTED}.")
+    for name, entries in (("vocabulary", model.get("vocab")), ("merges", model.get("merges", [])),
+                          ("added tokens", spec.get("added_tokens", []))):
+        if not isinstance(entries, (list, dict)) or len(entries) > _MAX_ENTRIES:
+            raise ValueError(f"the tokeniser's {name} must be a list or dict of at most "
+                             f"{_MAX_ENTRIES} entries.")
+    from tokenizers import Tokenizer
+
+    spec = {**spec, **dict.fromkeys(_UNUSED_PARTS)}
+    try:
+        return Tokenizer.from_str(json.dumps(spec)), spec
+    except Exception as error:  # tokenizers reports a malformed JSON as a bare Exception
+        raise ValueError(f"the tokeniser JSON is malformed: {error}") from error
+
+
+def _vocabulary_of(backend) -> list:
+    """The tokens of a ``tokenizers`` tokeniser in id order; their ids must be 0, …, n - 1."""
+    ids = backend.get_vocab(with_added_tokens=True)
+    vocabulary = sorted(ids, key=ids.get)
+    if [ids[token] for token in vocabulary] != list(range(len(vocabulary))):
+        raise ValueError("the tokeniser's ids are not 0, ..., n - 1 (one id per token).")
+    return vocabulary
+
+
+def _space_markers(spec: dict) -> str:
+    """The characters by which the pre-tokeniser of a tokeniser JSON marks word starts
+    (SentencePiece's ``▁``, Metaspace's replacement)."""
+    markers, parts = "", [spec.get("pre_tokenizer")]
+    while parts:
+        part = parts.pop()
+        if isinstance(part, dict):
+            if part.get("type") == "Metaspace":
+                markers += part["replacement"]
+            parts.extend(part.get("pretokenizers") or [])
+    return markers
+
+
+def _shown_span(text: str, start: int, end: int, blank: bool) -> tuple[int, int]:
+    """The characters ``[start, end)`` of a piece without surrounding whitespace; empty (at the
+    first shown character) for a ``blank`` piece, one that shows no character."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, start if blank else end
+
+
+def _check_special_tokens(ids: dict, settings: dict) -> None:
+    missing = [settings[k] for k in _SPECIAL_TOKENS if settings[k] not in ids]
+    if missing:
+        raise ValueError(f"the special tokens {missing} are not in the vocabulary.")
+
+
 class WordPieceEncoder(BaseEstimator):
-    """A BERT-family word-piece tokeniser: texts become ``[CLS] pieces [SEP]``.
+    """The sub-word tokeniser of a BERT-lineage model: texts become ``start pieces end``.
+
+    BERT, DistilBERT and ELECTRA split words into WordPiece pieces between ``[CLS]`` and
+    ``[SEP]``; RoBERTa into byte-level BPE pieces and XLM-RoBERTa into SentencePiece (Unigram)
+    pieces, both between ``<s>`` and ``</s>``.
 
     Parameters
     ----------
     max_len : int or None, default=None
-        At most this many tokens per text, ``[CLS]`` and ``[SEP]`` included (None: 512, the
+        At most this many tokens per text, the start and end tokens included (None: 512, the
         model's limit); longer texts are truncated (their first pieces are kept).
     checkpoint : str, path or None, default=None
-        Local folder of a BERT-family model whose tokeniser to use (``transformers``, never
+        Local folder of a BERT-lineage model whose tokeniser to use (``transformers``, never
         downloads); None: the bundled MiniLM. Read by ``fit`` only: the fitted encoder holds
-        the vocabulary and settings (saved with a model, so a saved model needs neither the
-        folder nor the data package).
+        the tokeniser as data (saved with a model, so a saved model needs neither the folder
+        nor the data package).
 
     Attributes
     ----------
     index_to_token_ : list of str
-        The word-piece vocabulary (ids are positions).
+        The vocabulary (ids are positions).
     settings_ : dict
-        The normalisation and special tokens of the tokeniser.
+        The special tokens: ``cls_token`` starts a text, ``sep_token`` ends it, ``pad_token``
+        pads it, ``unk_token`` stands for unknown characters; for a BERT tokeniser, also its
+        normalisation.
+    pad_token_id_ : int
+        The id of the padding token (0 for BERT, 1 for RoBERTa).
 
     See Also
     --------
@@ -154,6 +245,13 @@ class WordPieceEncoder(BaseEstimator):
         self : WordPieceEncoder
             The fitted encoder.
 
+        Raises
+        ------
+        ValueError
+            If the tokeniser cannot be held as data (no ``tokenizers`` backend, another model
+            than WordPiece, BPE or Unigram) or does not frame a text with its start and end
+            tokens.
+
         Examples
         --------
         >>> from interpretable.text import WordPieceEncoder
@@ -167,19 +265,45 @@ class WordPieceEncoder(BaseEstimator):
         if self.checkpoint is None:
             from ..datasets import load_minilm
 
-            folder = load_minilm()
+            folder = str(load_minilm())
         else:
-            folder = self.checkpoint
-        tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-        vocab = tokenizer.get_vocab()
-        self._set(sorted(vocab, key=vocab.get), _settings_of(tokenizer))
+            folder = str(self.checkpoint)
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if backend is None:
+            raise ValueError(f"the tokeniser of {folder!r} ({type(tokenizer).__name__}) has no "
+                             f"`tokenizers` backend; supported: {_SUPPORTED}.")
+        framed = tokenizer(_PROBE)["input_ids"]
+        pieces = tokenizer(_PROBE, add_special_tokens=False)["input_ids"]
+        if framed != [tokenizer.cls_token_id, *pieces, tokenizer.sep_token_id]:
+            raise ValueError(f"the tokeniser of {folder!r} does not encode a text as "
+                             f"{tokenizer.cls_token} pieces {tokenizer.sep_token}; "
+                             f"supported: {_SUPPORTED}.")
+        spec = json.loads(backend.to_str())
+        settings = {key: getattr(tokenizer, key) for key in _SPECIAL_TOKENS}
+        bert = _bert_settings(spec)
+        if bert is None:
+            self._set(settings, tokenizer_json=spec)
+        else:
+            self._set({**bert, **settings}, vocabulary=_vocabulary_of(backend))
         return self
 
-    def _set(self, vocabulary: list, settings: dict) -> None:
-        _check_state(vocabulary, settings)
+    def _set(self, settings: dict, vocabulary: list | None = None,
+             tokenizer_json: dict | None = None) -> None:
+        """Check and hold a tokeniser: a BERT one from its ``vocabulary`` and ``settings``, any
+        other from its ``tokenizers`` JSON (which holds the vocabulary) and special tokens."""
+        if tokenizer_json is None:
+            _check_bert_state(vocabulary, settings)
+            backend, markers = _bert_backend(vocabulary, settings), ""
+        else:
+            backend, tokenizer_json = _json_backend(tokenizer_json, settings)
+            vocabulary, markers = _vocabulary_of(backend), _space_markers(tokenizer_json)
+        ids = {token: i for i, token in enumerate(vocabulary)}
+        _check_special_tokens(ids, settings)
         self.index_to_token_, self.settings_ = vocabulary, settings
-        self._tokenizer = _backend(vocabulary, settings)
-        self._ids = {token: i for i, token in enumerate(vocabulary)}
+        self.pad_token_id_ = ids[settings["pad_token"]]
+        self._tokenizer_json, self._tokenizer, self._ids = tokenizer_json, backend, ids
+        self._markers = markers
 
     @property
     def _limit(self) -> int:
@@ -210,22 +334,34 @@ class WordPieceEncoder(BaseEstimator):
         encoding = self._tokenizer.encode(_SURROGATE.sub("\ufffd", text),
                                           add_special_tokens=False)
         kept = self._limit - 2
-        words = np.array(encoding.word_ids[:kept], dtype=np.int64)
-        offsets = np.array(encoding.offsets[:kept], dtype=np.int64).reshape(-1, 2)
+        pieces = [self.index_to_token_[i] for i in encoding.ids[:kept]]
+        markers = self._markers
+        offsets = np.array([_shown_span(text, start, end, bool(markers)
+                                        and not piece.strip(markers))
+                            for piece, (start, end) in zip(pieces, encoding.offsets)],
+                           dtype=np.int64).reshape(-1, 2)
+        # a piece that shows no character joins the word of the next one that does (the
+        # previous at the end); if none does (a blank text), each stays in its own word
+        shown = offsets[:, 1] > offsets[:, 0]
+        if not shown.any():
+            shown[:] = True
+        at = np.flatnonzero(shown)
+        words = np.array(encoding.word_ids[:kept], dtype=np.int64)[
+            at[np.minimum(np.searchsorted(at, np.arange(len(pieces))), len(at) - 1)]]
         first, index = np.unique(words, return_inverse=True)
         spans = np.stack([np.full(len(first), len(text)), np.zeros(len(first), np.int64)], 1)
-        np.minimum.at(spans[:, 0], index, offsets[:, 0])
-        np.maximum.at(spans[:, 1], index, offsets[:, 1])
+        np.minimum.at(spans[:, 0], index[shown], offsets[shown, 0])
+        np.maximum.at(spans[:, 1], index[shown], offsets[shown, 1])
         settings = self.settings_
         special = np.full((1, 2), -1, dtype=np.int64)
         return WordPieces(
-            pieces=[settings["cls_token"], *encoding.tokens[:kept], settings["sep_token"]],
+            pieces=[settings["cls_token"], *pieces, settings["sep_token"]],
             offsets=np.concatenate([special, offsets, special]),
             words=np.concatenate([[-1], index, [-1]]).astype(np.int64), spans=spans,
-            dropped=max(len(encoding.tokens) - kept, 0))
+            dropped=max(len(encoding.ids) - kept, 0))
 
     def tokenize(self, text: str) -> list[str]:
-        """Return the word pieces of one text, ``[CLS]`` and ``[SEP]`` included.
+        """Return the pieces of one text, the start and end tokens included.
 
         Parameters
         ----------
@@ -247,7 +383,7 @@ class WordPieceEncoder(BaseEstimator):
         return self.align(text).pieces
 
     def tokenize_many(self, X, allow_blank: bool = False) -> list[list[str]]:
-        """Return the word pieces of every text.
+        """Return the pieces of every text.
 
         Parameters
         ----------
@@ -272,7 +408,7 @@ class WordPieceEncoder(BaseEstimator):
                 for t in check_texts(X, allow_blank=allow_blank)]
 
     def encode_tokens(self, tokenized) -> tuple[np.ndarray, np.ndarray]:
-        """Map word-piece lists to padded ids and lengths.
+        """Map piece lists to padded ids and lengths.
 
         Parameters
         ----------
@@ -282,7 +418,7 @@ class WordPieceEncoder(BaseEstimator):
         Returns
         -------
         ids : ndarray of shape (n_samples, T)
-            Ids (int64), padded with the padding id (0).
+            Ids (int64), padded with ``pad_token_id_``.
         lengths : ndarray of shape (n_samples,)
             The lengths.
 
@@ -294,9 +430,7 @@ class WordPieceEncoder(BaseEstimator):
         (array([[ 101, 2204,  102]]), array([3]))
         """
         lengths = np.array([len(t) for t in tokenized], dtype=np.int64)
-        ids = np.full((len(tokenized), max(int(lengths.max()), 1)),
-                      self._ids[self.settings_["pad_token"]],
-                      np.int64)
+        ids = np.full((len(tokenized), max(int(lengths.max()), 1)), self.pad_token_id_, np.int64)
         unknown = self._ids[self.settings_["unk_token"]]
         for i, tokens in enumerate(tokenized):
             ids[i, : len(tokens)] = [self._ids.get(t, unknown) for t in tokens]
@@ -308,7 +442,9 @@ class WordPieceEncoder(BaseEstimator):
         Returns
         -------
         dict
-            ``params``, ``vocabulary`` and ``settings``; :meth:`from_state` rebuilds the encoder.
+            ``params``, ``settings`` and the tokeniser: ``vocabulary`` (a BERT tokeniser) or
+            ``tokenizer`` (any other, the JSON of its ``tokenizers`` backend);
+            :meth:`from_state` rebuilds the encoder.
 
         Examples
         --------
@@ -317,14 +453,20 @@ class WordPieceEncoder(BaseEstimator):
         >>> sorted(encoder.get_state())
         ['params', 'settings', 'vocabulary']
         """
-        return {"params": self.get_params(), "vocabulary": self.index_to_token_,
-                "settings": self.settings_}
+        params = self.get_params()
+        if params["checkpoint"] is not None:  # a path: stored as str
+            params["checkpoint"] = os.fspath(params["checkpoint"])
+        if self._tokenizer_json is None:
+            tokenizer = {"vocabulary": self.index_to_token_}
+        else:
+            tokenizer = {"tokenizer": self._tokenizer_json}
+        return {"params": params, "settings": self.settings_, **tokenizer}
 
     @classmethod
     def from_state(cls, state: dict) -> WordPieceEncoder:
-        """Rebuild a fitted encoder from :meth:`get_state`'s state.
+        """Rebuild a fitted encoder from :meth:`get_state`'s state, checked first.
 
-        A state without vocabulary, from version 0.1, reads the bundled MiniLM's tokeniser again.
+        A state without tokeniser, from version 0.1, reads the bundled MiniLM's tokeniser again.
 
         Parameters
         ----------
@@ -336,6 +478,12 @@ class WordPieceEncoder(BaseEstimator):
         WordPieceEncoder
             The fitted encoder.
 
+        Raises
+        ------
+        ValueError
+            If the settings or the tokeniser are malformed (wrong keys or types, a model other
+            than WordPiece, BPE or Unigram, special tokens outside the vocabulary, too large).
+
         Examples
         --------
         >>> from interpretable.text import WordPieceEncoder
@@ -344,18 +492,24 @@ class WordPieceEncoder(BaseEstimator):
         ['[CLS]', 'good', '[SEP]']
         """
         encoder = cls(**state["params"])
-        if "vocabulary" not in state:
-            return encoder.fit()
-        encoder._set(state["vocabulary"], state["settings"])
+        if "tokenizer" in state:
+            encoder._set(state.get("settings"), tokenizer_json=state["tokenizer"])
+        elif "vocabulary" in state:
+            encoder._set(state.get("settings"), vocabulary=state["vocabulary"])
+        else:
+            encoder.fit()
         return encoder
 
     def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("_tokenizer", "_ids")}
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("_tokenizer", "_ids", "_markers")}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.__dict__.setdefault("checkpoint", None)
-        if "settings_" in state:
-            self._set(self.index_to_token_, self.settings_)
+        if state.get("_tokenizer_json") is not None:
+            self._set(self.settings_, tokenizer_json=self._tokenizer_json)
+        elif "settings_" in state:
+            self._set(self.settings_, vocabulary=self.index_to_token_)
         elif "index_to_token_" in state:  # pickled by version 0.1
             self.fit()
