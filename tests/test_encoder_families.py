@@ -2,6 +2,7 @@
 configs read through one table, B-cos conversion that is the bias-free original at B = 1 with
 the pretrained row norms, exact contributions, the conventional encoder's recomputed attention,
 and refusals that name the problem. Tiny random models built from each family's config."""
+import numpy as np
 import pytest
 import torch
 
@@ -174,3 +175,74 @@ def test_a_task_model_converts_like_its_base_model():
     from_task = BcosBertClassifier.from_bert(task.state_dict(), config, 2)
     assert torch.equal(from_task.layers[1].feed_forward.output.weight,
                        task.roberta.encoder.layer[1].output.dense.weight)
+
+
+# ---------------------------------------------------------------------------- estimators
+TEXTS = ["A naïve, wonderfully-made film!", "Not bad at all.", "An awful, dull film.",
+         "I left early; boring.", "The plot was moving.", "Great acting, great fun."]
+LABELS = ["pos", "pos", "neg", "neg", "pos", "pos"]
+FIT = dict(max_length=32, max_epochs=1, batch_size=3, random_state=0, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    from families import FAMILIES as TINY_FAMILIES
+    from families import tiny_checkpoint
+
+    root = tmp_path_factory.mktemp("checkpoints")
+    return {family: tiny_checkpoint(root / family, family) for family in TINY_FAMILIES}
+
+
+@pytest.mark.parametrize("family", ["bert", "distilbert", "electra", "roberta", "xlm-roberta"])
+def test_bcos_text_classifier_fine_tunes_explains_and_saves_every_family(family, checkpoints,
+                                                                         tmp_path):
+    import pickle
+
+    from sklearn.base import clone
+
+    from interpretable import BcosTextClassifier
+
+    clf = BcosTextClassifier(checkpoint=str(checkpoints[family]), b=1.5, **FIT)
+    clf.fit(TEXTS, LABELS)
+    assert clf.config_["model_type"] == family
+    exact = clf.explain(TEXTS[:3], dtype="float64")
+    assert exact.completeness_error.max() <= 1e-9
+    words = clf.explain(TEXTS[:1], level="word")
+    assert "".join(words.units[0]) == TEXTS[0].replace(" ", "")  # the text's words, in order
+    loaded = BcosTextClassifier.load(clf.save(tmp_path / "model"), "cpu")
+    np.testing.assert_array_equal(loaded.predict_proba(TEXTS), clf.predict_proba(TEXTS))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(clf)).predict_proba(TEXTS),
+                                  clf.predict_proba(TEXTS))
+    assert clone(clf).get_params() == clf.get_params()
+
+
+@pytest.mark.parametrize("family", ["distilbert", "roberta"])
+def test_bert_text_classifier_fine_tunes_every_family(family, checkpoints, tmp_path):
+    from interpretable import BertTextClassifier
+
+    clf = BertTextClassifier(checkpoint=checkpoints[family], **FIT).fit(TEXTS, LABELS)
+    explanation = clf.explain(TEXTS[:2], method="rollout")
+    assert explanation.units[0][0] == clf.text_encoder_.settings_["cls_token"]
+    loaded = BertTextClassifier.load(clf.save(tmp_path / "model"), "cpu")
+    np.testing.assert_array_equal(loaded.predict_proba(TEXTS), clf.predict_proba(TEXTS))
+
+
+def test_checkpoints_that_do_not_fit_are_refused_at_fit(checkpoints, tmp_path):
+    import json
+    import shutil
+
+    from interpretable import BcosTextClassifier
+
+    gpt2 = tmp_path / "gpt2"
+    gpt2.mkdir()
+    (gpt2 / "config.json").write_text(json.dumps(transformers.GPT2Config(n_layer=1).to_dict()))
+    with pytest.raises(ValueError, match="cannot convert a 'gpt2' encoder: the supported"):
+        BcosTextClassifier(checkpoint=gpt2, **FIT).fit(TEXTS, LABELS)
+    small = shutil.copytree(checkpoints["bert"], tmp_path / "small")
+    config = json.loads((small / "config.json").read_text())
+    (small / "config.json").write_text(json.dumps({**config, "vocab_size": 10}))
+    with pytest.raises(ValueError, match="vocab_size=10 but the tokeniser"):
+        BcosTextClassifier(checkpoint=small, **FIT).fit(TEXTS, LABELS)
+    with pytest.raises(ValueError, match="max_length=65 exceeds the model.s 64 positions"):
+        BcosTextClassifier(checkpoint=checkpoints["roberta"], **{**FIT, "max_length": 65}) \
+            .fit(TEXTS, LABELS)

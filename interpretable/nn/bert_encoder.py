@@ -23,7 +23,7 @@ from torch import nn
 
 from .encoder_families import FAMILIES, encoder_family, encoder_options
 
-__all__ = ["BertEncoder", "load_encoder", "quiet_loading"]
+__all__ = ["BertEncoder", "load_encoder", "quiet_loading", "read_encoder_config"]
 
 
 def _transformers():
@@ -54,17 +54,26 @@ def quiet_loading():
             tf.logging.enable_progress_bar()
 
 
-def load_encoder(path, *, pooler: bool = False):
-    """The base model of the encoder in a local ``transformers`` folder: its config, then its
-    weights, each read once (never downloads). A family that does not convert is refused
-    before the weights are read (ValueError listing the supported ones); ``pooler``: keep the
-    pooler of the families that have one (the B-cos conversion uses it)."""
+def read_encoder_config(path):
+    """The ``transformers`` config of the encoder in a local folder (never downloads); a
+    family that does not convert is refused (ValueError listing the supported ones)."""
     path = Path(path)
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{path} is not a transformers model directory (no "
                                 "config.json)")
     with quiet_loading() as tf:
         config = tf.AutoConfig.from_pretrained(str(path), local_files_only=True)
+    encoder_family(config.to_dict())
+    return config
+
+
+def load_encoder(path, *, pooler: bool = False, config=None):
+    """The base model of the encoder in a local ``transformers`` folder: its config (unless
+    given, as read by :func:`read_encoder_config`), then its weights, each read once (never
+    downloads); ``pooler``: keep the pooler of the families that have one (the B-cos
+    conversion uses it)."""
+    config = read_encoder_config(path) if config is None else config
+    with quiet_loading() as tf:
         return tf.AutoModel.from_pretrained(str(path), config=config, local_files_only=True,
                                             **_pooler_option(config.to_dict(), pooler))
 

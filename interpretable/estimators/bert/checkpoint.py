@@ -4,8 +4,9 @@
 MiniLM; a local ``transformers`` folder of BERT, RoBERTa / XLM-RoBERTa, DistilBERT or ELECTRA;
 a config dict: a random encoder) into an :class:`EncoderCheckpoint`: the config fields the
 fitted model keeps (:func:`encoder_config`, validated by
-:func:`~interpretable.nn.encoder_families.encoder_options`), the folder its tokeniser comes
-from and the base model it was read into. The estimators build their networks from it.
+:func:`~interpretable.nn.encoder_families.encoder_options`) and the folder of its tokeniser
+and weights; the estimators check the tokeniser against the config before the weights are
+read (:meth:`EncoderCheckpoint.load_encoder`), once, into the network they build.
 """
 from __future__ import annotations
 
@@ -24,11 +25,18 @@ class EncoderCheckpoint(NamedTuple):
     config: the encoder config fields a fitted model keeps (``config_``);
     folder: the local folder of the encoder and its tokeniser (None: a random encoder with
     the bundled tokeniser);
-    model: the ``transformers`` base model read from ``folder`` (None for a config dict).
+    source_config: the ``transformers`` config read from ``folder`` (None for a dict).
     """
     config: dict
     folder: Path | None
-    model: Any
+    source_config: Any
+
+    def load_encoder(self, *, pooler: bool = False):
+        """The ``transformers`` base model in ``folder``: its weights, read now (``pooler``:
+        with the pretrained pooler)."""
+        from ...nn.bert_encoder import load_encoder
+
+        return load_encoder(self.folder, pooler=pooler, config=self.source_config)
 
 
 def encoder_config(config: dict) -> dict:
@@ -42,9 +50,10 @@ def encoder_config(config: dict) -> dict:
             **{k: v for k, v in config.items() if k in read}}
 
 
-def read_checkpoint(checkpoint, *, pooler: bool = False) -> EncoderCheckpoint:
-    """Read ``checkpoint`` (None, a folder or a config dict) once: its config, and for a
-    folder its base model (``pooler``: with the pretrained pooler); never downloads."""
+def read_checkpoint(checkpoint) -> EncoderCheckpoint:
+    """Read the config of ``checkpoint`` (None, a folder or a config dict), checked; the
+    weights are read later, once, by :meth:`EncoderCheckpoint.load_encoder`. Never
+    downloads."""
     if isinstance(checkpoint, dict):
         return EncoderCheckpoint(encoder_config(checkpoint), None, None)
     if checkpoint is None:
@@ -56,7 +65,7 @@ def read_checkpoint(checkpoint, *, pooler: bool = False) -> EncoderCheckpoint:
     if not (folder / "config.json").is_file():
         raise ValueError(f"checkpoint {str(folder)!r} is not a local transformers model folder "
                          "(no config.json).")
-    from ...nn.bert_encoder import load_encoder
+    from ...nn.bert_encoder import read_encoder_config
 
-    model = load_encoder(folder, pooler=pooler)
-    return EncoderCheckpoint(encoder_config(model.config.to_dict()), folder, model)
+    source = read_encoder_config(folder)
+    return EncoderCheckpoint(encoder_config(source.to_dict()), folder, source)

@@ -78,16 +78,22 @@ class BaseEncoderClassifier(TextClassifierBase):
     def _initial_module(self, checkpoint: EncoderCheckpoint) -> torch.nn.Module:
         """The module training starts from: the checkpoint's encoder converted (a config
         dict: randomly initialised)."""
-        if checkpoint.model is None:
+        if checkpoint.folder is None:
             return self._build_module()
-        return self._module_class.from_bert(checkpoint.model, None, len(self.classes_),
-                                            **self._module_options())
+        return self._module_class.from_bert(checkpoint.load_encoder(pooler=self._reads_pooler()),
+                                            None, len(self.classes_), **self._module_options())
 
     def _check_vocabulary(self) -> None:
-        pieces, vocab = len(self.text_encoder_.index_to_token_), self.config_["vocab_size"]
-        if pieces != vocab:
-            raise ValueError(f"the encoder config has vocab_size={vocab} but the tokeniser "
-                             f"{pieces} word pieces.")
+        """The tokeniser fits the encoder: its ids index the embedding table, its padding is
+        the table's and ``max_length`` fits the positions."""
+        pieces, options = len(self.text_encoder_.index_to_token_), encoder_options(self.config_)
+        if pieces > options["vocab_size"]:
+            raise ValueError(f"the encoder config has vocab_size={options['vocab_size']} but "
+                             f"the tokeniser {pieces} word pieces.")
+        pad = self.text_encoder_.pad_token_id_
+        if pad != options["pad_token_id"]:
+            raise ValueError(f"the tokeniser pads with id {pad}, the encoder config with "
+                             f"pad_token_id={options['pad_token_id']}.")
         positions = usable_positions(self.config_)
         if self.max_length > positions:
             raise ValueError(f"max_length={self.max_length} exceeds the model's {positions} "
@@ -151,7 +157,7 @@ class BaseEncoderClassifier(TextClassifierBase):
             module_factory = self._warm_started(self._build_module)
         else:
             self.pair_input_ = False
-            checkpoint = read_checkpoint(self.checkpoint, pooler=self._reads_pooler())
+            checkpoint = read_checkpoint(self.checkpoint)
             self.config_ = checkpoint.config
             self.text_encoder_ = WordPieceEncoder(
                 max_len=self.max_length,
