@@ -30,13 +30,14 @@ class _SelfAttention(nn.Module):
 
     def __init__(self, dim: int, heads: int):
         super().__init__()
-        self.heads = heads
+        self.num_heads = heads
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, n, d = x.shape
-        q, k, v = self.qkv(x).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        qkv = self.qkv(x).view(b, n, 3, self.num_heads, d // self.num_heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)
         return self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, n, d))
 
 
