@@ -20,8 +20,10 @@ changes the model (no hooks, no flags), so several threads may explain with one 
   is degenerate for them (B-cos networks are positively homogeneous, so IG from 0 equals
   Input×Gradient exactly, at ``n_steps`` times the cost).
 
-Token-level maps (attention methods, GradCAM) are averaged over the query tokens (the models
-mean-pool the tokens, there is no class token) and upsampled bilinearly to the image size.
+Token-level maps (attention methods, GradCAM) are averaged over the query tokens (for models
+that mean-pool the tokens) or taken from the class token's row (for models with a class token,
+as B-cosified conventional ViTs: its score is dropped) and upsampled bilinearly to the image
+size.
 """
 from __future__ import annotations
 
@@ -48,8 +50,16 @@ def _check(model, x: torch.Tensor, target) -> torch.Tensor:
     return target
 
 
+def _patch_scores(matrix: torch.Tensor, grid_size) -> torch.Tensor:
+    """(B, N, N) token-to-token scores -> (B, h·w) scores of the patch tokens: the mean over
+    the query rows, or with a class token first (N = h·w + 1) its row without itself."""
+    if matrix.shape[-1] == grid_size[0] * grid_size[1] + 1:
+        return matrix[:, 0, 1:]
+    return matrix.mean(1)
+
+
 def _to_pixels(tokens: torch.Tensor, grid_size, image_size) -> torch.Tensor:
-    """(B, N) token scores -> (B, H, W) by bilinear upsampling of the (h, w) token grid."""
+    """(B, h·w) token scores -> (B, H, W) by bilinear upsampling of the (h, w) token grid."""
     maps = tokens.reshape(len(tokens), 1, *grid_size)
     return F.interpolate(maps, size=tuple(image_size), mode="bilinear",
                          align_corners=False)[:, 0]
@@ -170,7 +180,9 @@ def gradcam(model, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
     With ``A`` (B, D, h, w) the final token map: channel weights = spatial mean of
     ``∂y_target/∂A``, map = ReLU(Σ_c weight_c · A_c). The map is computed once without
-    autograd; only the head is differentiated.
+    autograd; only the head is differentiated. For a model with a class token (its final
+    tokens (B, D, 1 + h·w)) the map is of the patch tokens, which the head does not read
+    (gradients and map are 0).
 
     Parameters
     ----------
@@ -204,8 +216,11 @@ def gradcam(model, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     with torch.enable_grad():
         logits = model.forward_head(token_map)
         grads, = torch.autograd.grad(logits.gather(1, target[:, None]).sum(), token_map)
+    token_map = token_map.detach()
+    if token_map.dim() == 3:  # the class token first: the patch tokens' grid
+        token_map, grads = (t[..., 1:].unflatten(2, model.grid_size) for t in (token_map, grads))
     weights = grads.mean((2, 3), keepdim=True)
-    return (weights * token_map.detach()).sum(1).clamp_min(0)
+    return (weights * token_map).sum(1).clamp_min(0)
 
 
 def _attentions(model, x, target=None):
@@ -224,7 +239,7 @@ def _rollout(attentions) -> torch.Tensor:
         a = a + torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
         a = a / a.sum(-1, keepdim=True)
         result = a if result is None else a @ result
-    return result.mean(1)
+    return result
 
 
 def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_steps: int = 32,
@@ -276,14 +291,16 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
         return inherent(model, x, target)[0]
     if method in ("rollout", "final_attention"):
         attentions, _ = _attentions(model, x)
-        tokens = _rollout(attentions) if method == "rollout" else \
-            attentions[-1].mean(1).mean(1)
-        return _to_pixels(tokens.detach(), model.grid_size, size)
+        matrix = _rollout(attentions) if method == "rollout" else attentions[-1].mean(1)
+        return _to_pixels(_patch_scores(matrix.detach(), model.grid_size), model.grid_size,
+                          size)
     if method == "gradsam":
         with torch.enable_grad():
             attentions, grads = _attentions(model, x, target)
-        tokens = torch.stack([(a * g.clamp_min(0)).mean(1) for a, g in zip(attentions, grads)])
-        return _to_pixels(tokens.mean(0).mean(1).detach(), model.grid_size, size)
+        matrix = torch.stack([(a * g.clamp_min(0)).mean(1)
+                              for a, g in zip(attentions, grads)]).mean(0)
+        return _to_pixels(_patch_scores(matrix.detach(), model.grid_size), model.grid_size,
+                          size)
     if method == "gradcam":
         cam = gradcam(model, x, target)
         return F.interpolate(cam[:, None], size=tuple(size), mode="bilinear",

@@ -30,6 +30,7 @@ from .pretrained import (
     check_backbone,
     imagenet_head,
     imprint_classifier,
+    pretrained_format,
     read_pretrained,
     resolve_architecture,
     set_trainable,
@@ -112,8 +113,13 @@ class BcosViTClassifier(VisionTransformerClassifier):
         Start ``fit`` from these weights: a released name (read from the torch hub cache;
         download it once with ``from_pretrained(name, download=True)``) or a ``.pth`` file in
         the ``bcos`` key layout (``architecture`` says which network unless its file name is a
-        released one). ``fit`` puts a new classifier on it for the labels of y and trains as
-        ``finetune`` says; ``clone`` keeps the parameter, so every fit starts from it.
+        released one), or the state dict of a conventional torchvision or timm
+        ``VisionTransformer`` (``architecture`` gives its sizes; images of the size its learned
+        positions fix, normalised with ImageNet's mean and std in training): ``fit``
+        B-cosifies it (:func:`~interpretable.nn.bcos.vit_conversion.bcosify_vit`) and
+        fine-tunes it from the recipe's start, every bias removed and B = 2. ``fit`` puts a new
+        classifier on it for the labels of y and trains as ``finetune`` says; ``clone`` keeps
+        the parameter, so every fit starts from it; the fitted model no longer needs the file.
     finetune : "all", "head" or int k >= 1, default="all"
         What ``fit`` trains from ``pretrained`` weights: every weight; only the classifier
         (its LayerNorm and B-cos layer: fastest, the backbone's features as they are); or the
@@ -375,6 +381,10 @@ class BcosViTClassifier(VisionTransformerClassifier):
         """
         estimator = cls(architecture=architecture, pretrained=name_or_path, **params)
         estimator._validate_parameters()
+        if pretrained_format(name_or_path) != "bcos":
+            raise ValueError(f"{name_or_path} holds a conventional ViT, which must be "
+                             "fine-tuned to become B-cos: BcosViTClassifier(pretrained=..., "
+                             "architecture=...).fit(X, y)")
         estimator._start_fit()
         crop = estimator._crop_size()
         side = crop or RELEASED_CROP
@@ -456,10 +466,12 @@ class BcosViTClassifier(VisionTransformerClassifier):
             raise ValueError(f"pretrained weights take RGB images; X has {self.n_channels_} "
                              "channel(s): pass image_size=... (grey images become RGB) or RGB "
                              "arrays.")
+        bcosified = self.architecture_["bcosified"] if self._continues() else \
+            self.pretrained is not None and pretrained_format(self.pretrained) != "bcos"
         self.architecture_ = {**backbone, "num_classes": len(self.classes_),
                               "in_channels": 2 * self.n_channels_,
                               "image_size": list(self.image_shape_),
-                              "logit_bias": self.logit_bias}
+                              "logit_bias": self.logit_bias, "bcosified": bcosified}
 
     def _module_factory(self, X, y):
         """From ``pretrained`` weights: the backbone's, and a new classifier imprinted with the
@@ -484,8 +496,8 @@ class BcosViTClassifier(VisionTransformerClassifier):
         """The classifier's inputs (n, D) (pooled tokens after the head LayerNorm) of images
         X (n, H, W, C), in batches."""
         with torch.no_grad():
-            return torch.cat([module.linear_head.norm(module.forward_features(
-                self._encode(X[i:i + self.batch_size]))[0].flatten(2).mean(-1))
+            return torch.cat([module.linear_head.norm(module.pooled(module.forward_features(
+                self._encode(X[i:i + self.batch_size]))[0]))
                 for i in range(0, len(X), self.batch_size)])
 
     def _phase(self, n_samples: int) -> dict:
@@ -515,12 +527,16 @@ class BcosViTClassifier(VisionTransformerClassifier):
             fitted = {"num_classes": len(self.classes_), "in_channels": 2 * self.n_channels_,
                       "image_size": list(self.image_shape_)}
             bias = architecture.get("logit_bias")
+            bcosified = architecture.get("bcosified", False)  # absent before B-cosification
             if any(architecture.get(k) != v for k, v in fitted.items()) or not (
-                    bias is None or isinstance(bias, (int, float)) and math.isfinite(bias)):
+                    bias is None or isinstance(bias, (int, float)) and math.isfinite(bias)) \
+                    or not isinstance(bcosified, bool):
                 raise ValueError(f"architecture_ {architecture!r} does not match the fitted "
                                  f"classes, channels and image size {fitted}.")
-            backbone = {k: v for k, v in architecture.items() if k not in (*fitted, "logit_bias")}
-            architecture = {**check_backbone(backbone), **fitted, "logit_bias": bias}
+            set_here = (*fitted, "logit_bias", "bcosified")
+            backbone = {k: v for k, v in architecture.items() if k not in set_here}
+            architecture = {**check_backbone(backbone), **fitted, "logit_bias": bias,
+                            "bcosified": bcosified}
         self.architecture_ = architecture
 
 

@@ -2,8 +2,9 @@
 :class:`~interpretable.explanation.ImageExplanation`.
 
 * ``"inherent"`` (:class:`BcosContributions`): the exact B-cos contribution maps
-  ``W(x)ᵀ_k ⊙ x``, one forward and one backward pass per batch (for B-cos v2 models the
-  positional embedding's contribution goes into ``bias``);
+  ``W(x)ᵀ_k ⊙ x``, one forward and one backward pass per batch (for B-cos v2 and B-cosified
+  models the contributions of the positional embedding, the class token and any biases go
+  into ``bias``);
 * ``"rollout"``, ``"final_attention"``, ``"gradsam"``, ``"gradcam"``, ``"input_x_gradient"``,
   ``"integrated_gradients"``: post-hoc maps of
   :func:`~interpretable.attribution.vision.attribute` (integrated gradients start from a black
@@ -138,8 +139,9 @@ def _chosen(logits: torch.Tensor, target) -> torch.Tensor:
 
 class BcosContributions(ImageExplainer):
     """The exact contribution maps ``W(x)ᵀ_k ⊙ x`` summed over channels, with ``W(x)``
-    (``weights``), logit and bias (``completeness_error``); the bias of a B-cos v2 model is its
-    logit bias plus the contribution of its positional embedding.
+    (``weights``), logit and bias (``completeness_error``); the bias of a B-cos v2 or
+    B-cosified model is its logit bias plus the contributions of its positional embedding,
+    class token and biases.
 
     by : None or "head": also the exact contribution of every residual-stream component
         (token embedding, each layer's heads and MLP) as ``components``; they sum to
@@ -164,8 +166,9 @@ class BcosContributions(ImageExplainer):
         chosen = None if target is None else \
             torch.as_tensor(np.asarray(target), dtype=torch.long, device=x.device)
         if isinstance(module, BcosSimpleViT):
-            maps, weights, positional, logits, t = contributions(module, x, chosen, contrast)
-            bias = positional.double().cpu()
+            maps, weights, positional, constants, logits, t = contributions(module, x, chosen,
+                                                                            contrast)
+            bias = (positional.double() + constants.double()).cpu()
         else:
             maps, weights, logits = inherent(module, x, chosen, contrast)
             t = logits.argmax(1) if chosen is None else chosen

@@ -4,7 +4,10 @@
 the fine-tuning learning-rate schedule, and the ImageNet classifier of ``from_pretrained``.
 
 Checkpoints are read by :func:`interpretable.nn.bcos.zoo.load_checkpoint` (no code runs, every
-key and shape is checked before memory is allocated, released files are hash-checked).
+key and shape is checked before memory is allocated, released files are hash-checked); those of
+conventional torchvision or timm ViTs are B-cosified
+(:mod:`interpretable.nn.bcos.vit_conversion`, checked the same way) and fine-tuned from the
+recipe's start: no biases, B = 2.
 """
 from __future__ import annotations
 
@@ -18,10 +21,12 @@ import torch
 
 from ...datasets.images import imagenet_class_names
 from ...nn.bcos.simple_vit import BcosSimpleViT, token_stride
-from ...nn.bcos.zoo import PRETRAINED, load_checkpoint
+from ...nn.bcos.vit_conversion import bcosify_vit, checkpoint_format, finetuning_start
+from ...nn.bcos.zoo import PRETRAINED, load_checkpoint, read_state_dict
 
 __all__ = ["HOLISTIC", "BACKBONE_KEYS", "HOLISTIC_PARAMS", "RELEASED_CROP", "released_name",
-           "resolve_architecture", "check_backbone", "v2_token_stride", "read_pretrained",
+           "resolve_architecture", "check_backbone", "v2_token_stride", "pretrained_format",
+           "read_pretrained",
            "start_from", "imprint_classifier", "set_trainable", "imagenet_head"]
 
 HOLISTIC = "holistic"
@@ -30,7 +35,8 @@ HOLISTIC = "holistic"
 BACKBONE_KEYS = ("dim", "depth", "heads", "mlp_dim", "patch_size", "stem_channels")
 #: BcosSimpleViT arguments the estimator sets, and from what
 SET_BY_ESTIMATOR = {"num_classes": "the labels y", "in_channels": "the images",
-                    "image_size": "image_size=", "logit_bias": "logit_bias="}
+                    "image_size": "image_size=", "logit_bias": "logit_bias=",
+                    "bcosified": "the format of pretrained="}
 #: BcosViTClassifier parameters of the holistic design only
 HOLISTIC_PARAMS = ("patch_size", "embed_dim", "depth", "num_heads", "mlp_ratio",
                    "stem_channels", "attention_prior", "b", "max_out", "scale_factor",
@@ -113,14 +119,41 @@ def v2_token_stride(backbone: dict, channels: int) -> int:
     return token_stride(2 * channels, backbone["patch_size"], backbone["stem_channels"])
 
 
-def read_pretrained(pretrained, backbone: dict, image_shape: tuple, download: bool = False
-                    ) -> BcosSimpleViT:
-    """The checkpoint ``pretrained`` (name or ``.pth`` path) as a float32 CPU model."""
+def _check_pretrained(pretrained) -> None:
     if not isinstance(pretrained, (str, os.PathLike)):
         raise TypeError(f"pretrained must be a released name or a path, got "
                         f"{type(pretrained).__name__}.")
-    return load_checkpoint(pretrained, architecture={**backbone, "image_size": image_shape},
-                           download=download)
+
+
+def pretrained_format(pretrained) -> str:
+    """``"bcos"`` for a released name or a checkpoint in the ``bcos`` layout, else the
+    conventional ViT layout of the file, ``"torchvision"`` or ``"timm"`` (see
+    :func:`~interpretable.nn.bcos.vit_conversion.checkpoint_format`)."""
+    _check_pretrained(pretrained)
+    if released_name(pretrained) is not None:
+        return "bcos"
+    path = Path(pretrained)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint file at {path}; pretrained names are "
+                                f"{sorted(PRETRAINED)}")
+    return checkpoint_format(read_state_dict(path))
+
+
+def read_pretrained(pretrained, backbone: dict, image_shape: tuple, download: bool = False
+                    ) -> BcosSimpleViT:
+    """The checkpoint ``pretrained`` (name or ``.pth`` path) as a CPU model: a B-cos v2 one
+    (float32), or a conventional ViT B-cosified at the start of fine-tuning (its dtype)."""
+    if pretrained_format(pretrained) == "bcos":
+        return load_checkpoint(pretrained, architecture={**backbone, "image_size": image_shape},
+                               download=download)
+    if backbone["stem_channels"]:
+        raise ValueError(f"pretrained={pretrained!r} is a conventional ViT (a patch "
+                         "embedding, no convolution stem): remove stem_channels from "
+                         "architecture.")
+    sizes = {k: backbone[k] for k in ("dim", "depth", "heads", "mlp_dim", "patch_size")}
+    model = bcosify_vit(read_state_dict(Path(pretrained)),
+                        architecture={**sizes, "image_size": tuple(image_shape)})
+    return finetuning_start(model)
 
 
 def start_from(module: BcosSimpleViT, source: BcosSimpleViT) -> BcosSimpleViT:

@@ -1,7 +1,8 @@
 """B-cos networks: the layers and explanation mode (:mod:`.layers`, fused kernels in
 :mod:`.kernels`), the seed paper's holistic ViT (:mod:`.holistic_vit`), the B-cos authors'
-simple ViT of their released checkpoints (:mod:`.simple_vit`, architectures in :mod:`.zoo`)
-and B-cosified BERT encoders (:mod:`.bert`, :mod:`.bert_layers`)."""
+simple ViT of their released checkpoints (:mod:`.simple_vit`, architectures in :mod:`.zoo`),
+B-cosified conventional ViTs (:mod:`.vit_conversion`) and B-cosified BERT encoders
+(:mod:`.bert`, :mod:`.bert_layers`)."""
 from .layers import (
                      BcosConv2d,
                      BcosLinear,

@@ -11,7 +11,9 @@ Every component is *dynamic linear*: its output is ``W(x) x`` for an input-depen
 ``W(x)``. Inside :func:`explanation_mode` the dynamic parts of ``W(x)`` (the ``|cos|^(B-1)``
 scales, MaxOut selections, attention matrices, LayerNorm on the query/key path) are treated as
 constants, so one backward pass gives ``x.grad == W(x)`` and ``W(x) ⊙ x`` sums exactly to the
-output (minus the fixed logit bias).
+output (minus the fixed logit bias). Layers with biases (a B-cosified network's start, see
+:mod:`~interpretable.nn.bcos.vit_conversion`) add them through :func:`add_constant`, so that
+:func:`recording_constants` can report their exact share too.
 """
 from __future__ import annotations
 
@@ -43,6 +45,8 @@ __all__ = [
     "dynamic_weight",
     "encode_image",
     "conv_layout",
+    "add_constant",
+    "recording_constants",
 ]
 
 # A context variable, not a module attribute: explaining in one thread never changes what
@@ -68,6 +72,43 @@ def explanation_mode() -> Iterator[None]:
 def explaining() -> bool:
     """Whether this thread is inside :func:`explanation_mode`."""
     return _EXPLAINING.get()
+
+
+_CONSTANTS: contextvars.ContextVar[list | None] = contextvars.ContextVar("bcos_constants",
+                                                                      default=None)
+
+
+@contextlib.contextmanager
+def recording_constants() -> Iterator[list[torch.Tensor]]:
+    """Record the additive constants (biases, class tokens) of the forward passes in the
+    context, in this thread only.
+
+    Yields the list that :func:`add_constant` fills with one per-sample leaf tensor per added
+    constant. In explanation mode a network is linear in its input and these leaves together,
+    so ``sum(leaf.grad * leaf)`` over them is the exact contribution of the constants.
+    """
+    token = _CONSTANTS.set([])
+    try:
+        yield _CONSTANTS.get()
+    finally:
+        _CONSTANTS.reset(token)
+
+
+def add_constant(x: torch.Tensor, constant: torch.Tensor | None) -> torch.Tensor:
+    """``x + constant`` (``constant`` broadcast to x; None adds nothing).
+
+    While :func:`recording_constants` records and autograd is on, the constant enters as a
+    detached per-sample copy of x's shape (a leaf requiring grad) appended to the recording;
+    the value is the same.
+    """
+    if constant is None:
+        return x
+    recorded = _CONSTANTS.get()
+    if recorded is None or not torch.is_grad_enabled():
+        return x + constant
+    leaf = constant.detach().to(x.dtype).expand_as(x).clone().requires_grad_(True)
+    recorded.append(leaf)
+    return x + leaf
 
 
 def dynamic_weight() -> contextlib.AbstractContextManager:
@@ -163,10 +204,11 @@ class _BcosBase(nn.Module):
     :data:`~interpretable.nn.bcos.kernels.IMPLEMENTATIONS`.
     """
 
-    implementation = "auto"  # the class default keeps modules pickled before it loadable
+    implementation = "auto"  # the class defaults keep modules pickled before them loadable
+    normalize = True
 
     def __init__(self, fan_in: int, out_features: int, b: float, max_out: int,
-                 scale: float | None, implementation: str = "auto"):
+                 scale: float | None, implementation: str = "auto", normalize: bool = True):
         super().__init__()
         self.implementation = check_implementation(implementation)
         if max_out < 1:
@@ -177,6 +219,7 @@ class _BcosBase(nn.Module):
         self.out_features = out_features
         self.b = float(b)
         self.max_out = int(max_out)
+        self.normalize = bool(normalize)
         # γ = f / sqrt(fan_in); f = 1 unless given (the paper's f = 15, 20, 25).
         self.scale = (1.0 if scale is None else float(scale)) / math.sqrt(fan_in)
 
@@ -185,8 +228,12 @@ class _BcosBase(nn.Module):
 
     def _scaled_unit_weight(self) -> torch.Tensor:
         """``γ^(1/B) ŵ`` with unit-norm rows ``ŵ``. For ``a = γ^(1/B) ŵᵀx``,
-        ``|a / ‖x‖|^(B-1) · a = γ |cos(x, ŵ)|^(B-1) ŵᵀx``: γ costs no pass over the outputs."""
+        ``|a / ‖x‖|^(B-1) · a = γ |cos(x, ŵ)|^(B-1) ŵᵀx``: γ costs no pass over the outputs.
+        Without ``normalize``, ``γ^(1/B) w`` (the weights as they are: B = 1 and γ = 1 give a
+        plain linear layer)."""
         w = self.weight
+        if not self.normalize:
+            return w * self.scale ** (1.0 / self.b)
         norm = torch.linalg.vector_norm(w, dim=tuple(range(1, w.dim())), keepdim=True)
         return w * (self.scale ** (1.0 / self.b) / norm.clamp_min(1e-12))
 
@@ -233,28 +280,38 @@ class _BcosBase(nn.Module):
 
 
 class BcosLinear(_BcosBase):
-    """B-cos linear layer: (..., in_features) -> (..., out_features); no bias.
+    """B-cos linear layer: (..., in_features) -> (..., out_features).
 
     ``b`` is the exponent B (B=1 gives a plain linear layer on unit-norm weights), ``max_out``
     the number of units per output pooled by MaxOut, ``scale`` the factor f in γ = f/√in,
     ``implementation`` how to compute (:mod:`~interpretable.nn.bcos.kernels`).
+    ``normalize=False`` uses the weights as they are and ``bias=True`` adds a bias to the
+    responses before MaxOut and the B-cos scale: the layers of a B-cosified network
+    (Arya et al., "B-cosification"), a plain ``nn.Linear`` at B = 1 with γ = 1.
     """
 
     _unit_dim = -1
     _scale_winners = staticmethod(compiled(_scale_winners, "bcos_linear_scale_winners"))
 
     def __init__(self, in_features: int, out_features: int, b: float = 2.0, max_out: int = 2,
-                 scale: float | None = None, implementation: str = "auto"):
-        super().__init__(in_features, out_features, b, max_out, scale, implementation)
+                 scale: float | None = None, implementation: str = "auto",
+                 normalize: bool = True, bias: bool = False):
+        super().__init__(in_features, out_features, b, max_out, scale, implementation,
+                         normalize)
         self.in_features = in_features
         self.weight = nn.Parameter(torch.empty(self.max_out * out_features, in_features))
+        self.bias = nn.Parameter(torch.zeros(self.max_out * out_features)) if bias else None
         self.reset_parameters()
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._parameters.setdefault("bias", None)  # pickled before layers had biases
 
     def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
         return torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(1e-12).reciprocal()
 
     def _responses(self, x: torch.Tensor, weight: torch.Tensor, fused: bool) -> torch.Tensor:
-        return linear(x, weight) if fused else F.linear(x, weight)
+        return add_constant(linear(x, weight) if fused else F.linear(x, weight), self.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if resolve_implementation(self.implementation, x, _EXPLAINING.get()) == "reference":
@@ -268,9 +325,12 @@ class BcosLinear(_BcosBase):
         """Map each additive part of ``x`` through the effective linear map ``W(x)``.
 
         The dynamic factors and MaxOut winners come from the full ``x``; when
-        ``sum(parts) == x`` the outputs sum exactly to ``forward(x)``.
-        parts: each (..., in) -> list of (..., out).
+        ``sum(parts) == x`` the outputs sum exactly to ``forward(x)`` (ValueError with a bias,
+        which no part carries). parts: each (..., in) -> list of (..., out).
         """
+        if self.bias is not None:
+            raise ValueError("the parts of a biased B-cos layer's input do not sum to its "
+                             "output; remove the biases first")
         w = self._scaled_unit_weight()
         lin = F.linear(x, w)
         blocks = (self.max_out, self.out_features)
@@ -284,7 +344,8 @@ class BcosLinear(_BcosBase):
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"b={self.b}, max_out={self.max_out}")
+                f"b={self.b}, max_out={self.max_out}, normalize={self.normalize}, "
+                f"bias={self.bias is not None}")
 
 
 class BcosConv2d(_BcosBase):

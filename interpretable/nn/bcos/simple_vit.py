@@ -18,6 +18,13 @@ package's explanations (``W(x)ᵀ x``) leave the positional term out.
 
 Module and parameter names follow the ``bcos`` checkpoints (see
 :func:`interpretable.nn.bcos.zoo.bcos_key_map` for the one key mapping).
+
+``bcosified=True`` builds the B-cosified form of a conventional ViT instead (Arya et al.,
+"B-cosification", see :mod:`~interpretable.nn.bcos.vit_conversion`): a learned class token read
+by the head, a learned positional embedding, GELU MLPs whose gate is a dynamic weight,
+LayerNorm eps 1e-6 and B-cos layers with the weights as they are; ``bias=True`` gives every
+layer a bias (the conversion's start) and ``b`` sets B. The logit is then also linear in the
+class token and the biases; :func:`contributions` reports their share.
 """
 from __future__ import annotations
 
@@ -31,9 +38,18 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..losses import explained_logits
-from .layers import BcosConv2d, BcosLinear, conv_layout, dynamic_weight, explanation_mode
+from .layers import (
+    BcosConv2d,
+    BcosLinear,
+    add_constant,
+    conv_layout,
+    dynamic_weight,
+    explanation_mode,
+    recording_constants,
+)
 
 __all__ = [
+    "BcosGELU",
     "BcosLayerNorm",
     "BcosLayerNorm2d",
     "BcosSimpleViT",
@@ -44,9 +60,23 @@ __all__ = [
 ]
 
 
-def _bcos_linear(in_features: int, out_features: int) -> BcosLinear:
-    """The v2 B-cos linear layer: B = 2, no MaxOut, γ = f/√in = 1 (no scale factor)."""
-    return BcosLinear(in_features, out_features, b=2, max_out=1, scale=math.sqrt(in_features))
+class _Layers(NamedTuple):
+    """How the layers of a :class:`BcosSimpleViT` are built: exponent B, biases, and the
+    B-cosified variants (weights as they are, LayerNorm eps 1e-6) or the v2 ones."""
+
+    b: float = 2.0
+    bias: bool = False
+    bcosified: bool = False
+
+    def linear(self, in_features: int, out_features: int) -> BcosLinear:
+        """A B-cos linear layer: no MaxOut, γ = f/√in = 1 (no scale factor), unit-norm
+        weights unless B-cosified."""
+        return BcosLinear(in_features, out_features, b=self.b, max_out=1,
+                          scale=math.sqrt(in_features), normalize=not self.bcosified,
+                          bias=self.bias)
+
+    def norm(self, dim: int) -> BcosLayerNorm:
+        return BcosLayerNorm(dim, eps=1e-6 if self.bcosified else 1e-5, bias=self.bias)
 
 
 def _bcos_conv3x3(in_channels: int, out_channels: int, stride: int) -> BcosConv2d:
@@ -72,24 +102,43 @@ def _centred_normalised(x: torch.Tensor, dims: tuple[int, ...], eps: float) -> t
 
 
 class BcosLayerNorm(nn.Module):
-    """Bias-free LayerNorm over the last dimension whose variance is detached in explanation
-    mode: (..., D) -> (..., D)."""
+    """LayerNorm over the last dimension whose variance is detached in explanation mode:
+    (..., D) -> (..., D); bias-free unless ``bias`` (added by
+    :func:`~interpretable.nn.bcos.layers.add_constant`)."""
 
-    def __init__(self, dim: int, eps: float = 1e-5):
+    def __init__(self, dim: int, eps: float = 1e-5, bias: bool = False):
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(dim))
+        self.bias = nn.Parameter(torch.zeros(dim)) if bias else None
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._parameters.setdefault("bias", None)  # pickled before LayerNorms had biases
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return _centred_normalised(x, (-1,), self.eps) * self.weight
+        return add_constant(_centred_normalised(x, (-1,), self.eps) * self.weight, self.bias)
 
     def forward_parts(self, x: torch.Tensor, parts: Sequence[torch.Tensor]
                       ) -> list[torch.Tensor]:
         """Each additive part of ``x`` through the LayerNorm with the scale of the full ``x``
         (its linear map in explanation mode): when ``sum(parts) == x`` they sum to
-        ``forward(x)``. parts: each (..., D) -> list of (..., D)."""
+        ``forward(x)`` (ValueError with a bias). parts: each (..., D) -> list of (..., D)."""
+        if self.bias is not None:
+            raise ValueError("the parts of a biased LayerNorm's input do not sum to its output; "
+                             "remove the biases first")
         std = _std(x - x.mean(-1, keepdim=True), (-1,), self.eps)
         return [(p - p.mean(-1, keepdim=True)) / std * self.weight for p in parts]
+
+
+class BcosGELU(nn.Module):
+    """GELU as ``x · Φ(x)`` whose gate ``Φ(x)`` (the standard normal CDF) is a dynamic weight:
+    (...) -> (...), the activation of a B-cosified MLP."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with dynamic_weight():
+            gate = 0.5 * (1.0 + torch.erf(x * 0.5 ** 0.5))
+        return x * gate
 
 
 class BcosLayerNorm2d(BcosLayerNorm):
@@ -142,18 +191,18 @@ class PatchEmbedding(nn.Module):
     """
 
     def __init__(self, in_channels: int, dim: int, patch_size: int,
-                 stem_channels: Sequence[int] = ()):
+                 stem_channels: Sequence[int] = (), layers: _Layers = _Layers()):
         super().__init__()
         self.patch_size = patch_size
         self.stride = token_stride(in_channels, patch_size, stem_channels)
-        layers, c = OrderedDict(), in_channels
+        stem, c = OrderedDict(), in_channels
         for i, (c_out, stride) in enumerate(zip(stem_channels,
                                                 _stem_strides(in_channels, stem_channels))):
-            layers[str(3 * i)] = _bcos_conv3x3(c, c_out, stride)
-            layers[str(3 * i + 1)] = BcosLayerNorm2d(c_out)
+            stem[str(3 * i)] = _bcos_conv3x3(c, c_out, stride)
+            stem[str(3 * i + 1)] = BcosLayerNorm2d(c_out)
             c = c_out
-        self.conv_stem = nn.Sequential(layers)  # empty without a stem
-        self.linear = _bcos_linear(c * patch_size ** 2, dim)
+        self.conv_stem = nn.Sequential(stem)  # empty without a stem
+        self.linear = layers.linear(c * patch_size ** 2, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if len(self.conv_stem):
@@ -165,33 +214,39 @@ class PatchEmbedding(nn.Module):
 
 
 class Attention(nn.Module):
-    """LayerNorm, plain bias-free q/k/v projection, softmax attention (scale head_dim^-½),
-    B-cos output projection: (B, N, D) -> (B, N, D). Queries and keys are dynamic weights."""
+    """LayerNorm, plain q/k/v projection (bias-free unless ``layers.bias``), softmax attention
+    (scale head_dim^-½), B-cos output projection: (B, N, D) -> (B, N, D). Queries and keys are
+    dynamic weights."""
 
-    def __init__(self, dim: int, heads: int):
+    def __init__(self, dim: int, heads: int, layers: _Layers = _Layers()):
         super().__init__()
         if dim % heads:
             raise ValueError(f"dim={dim} must be divisible by heads={heads}")
         self.heads = heads
         self.head_dim = dim // heads
-        self.norm = BcosLayerNorm(dim)
-        self.to_qkv = nn.Linear(dim, 3 * dim, bias=False)
-        self.to_out = _bcos_linear(dim, dim)
+        self.norm = layers.norm(dim)
+        self.to_qkv = nn.Linear(dim, 3 * dim, bias=layers.bias)
+        self.to_out = layers.linear(dim, dim)
 
-    def _split_heads(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        """(B, N, D) projected by ``weight`` (k·D, D) -> (k, B, heads, N, head_dim)."""
+    def _split_heads(self, x: torch.Tensor, weight: torch.Tensor,
+                     bias: torch.Tensor | None) -> torch.Tensor:
+        """(B, N, D) projected by ``weight`` (k·D, D) and ``bias`` (k·D,) or None ->
+        (k, B, heads, N, head_dim)."""
         b, n, _ = x.shape
-        projected = F.linear(x, weight).view(b, n, -1, self.heads, self.head_dim)
-        return projected.permute(2, 0, 3, 1, 4)
+        projected = add_constant(F.linear(x, weight), bias)
+        return projected.view(b, n, -1, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
 
     def _attend(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x (B, N, D) -> (attention (B, heads, N, N), concatenated heads (B, N, D))."""
         x = self.norm(x)
-        qk_weight, v_weight = self.to_qkv.weight.split([2 * x.shape[-1], x.shape[-1]])
+        sizes = [2 * x.shape[-1], x.shape[-1]]
+        qk_weight, v_weight = self.to_qkv.weight.split(sizes)
+        qk_bias, v_bias = (None, None) if self.to_qkv.bias is None else \
+            self.to_qkv.bias.split(sizes)
         with dynamic_weight():
-            q, k = self._split_heads(x, qk_weight)
+            q, k = self._split_heads(x, qk_weight, qk_bias)
             attention = (q @ k.transpose(-1, -2) * self.head_dim ** -0.5).softmax(-1)
-        heads = attention @ self._split_heads(x, v_weight)[0]        # (B, heads, N, head_dim)
+        heads = attention @ self._split_heads(x, v_weight, v_bias)[0]  # (B, heads, N, head_dim)
         return attention, heads.transpose(1, 2).flatten(2)
 
     def forward(self, x: torch.Tensor, return_attention: bool = False):
@@ -210,13 +265,16 @@ class Attention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """LayerNorm, then two B-cos linear layers (no activation): (..., D) -> (..., D)."""
+    """LayerNorm, then two B-cos linear layers, with a :class:`BcosGELU` between them when
+    B-cosified (else none): (..., D) -> (..., D)."""
 
-    def __init__(self, dim: int, hidden_dim: int):
+    def __init__(self, dim: int, hidden_dim: int, layers: _Layers = _Layers()):
         super().__init__()
-        self.net = nn.Sequential(OrderedDict(norm=BcosLayerNorm(dim),
-                                             linear1=_bcos_linear(dim, hidden_dim),
-                                             linear2=_bcos_linear(hidden_dim, dim)))
+        net = OrderedDict(norm=layers.norm(dim), linear1=layers.linear(dim, hidden_dim))
+        if layers.bcosified:
+            net["act"] = BcosGELU()
+        net["linear2"] = layers.linear(hidden_dim, dim)
+        self.net = nn.Sequential(net)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
@@ -225,10 +283,10 @@ class FeedForward(nn.Module):
 class EncoderBlock(nn.Module):
     """x + Attention(x), then + FeedForward(.): (B, N, D) -> (B, N, D)."""
 
-    def __init__(self, dim: int, heads: int, mlp_dim: int):
+    def __init__(self, dim: int, heads: int, mlp_dim: int, layers: _Layers = _Layers()):
         super().__init__()
-        self.attn = Attention(dim, heads)
-        self.ff = FeedForward(dim, mlp_dim)
+        self.attn = Attention(dim, heads, layers)
+        self.ff = FeedForward(dim, mlp_dim, layers)
 
     def forward(self, x: torch.Tensor, return_attention: bool = False):
         """x (B, N, D) -> (B, N, D), and the attention (B, heads, N, N) or None."""
@@ -238,27 +296,35 @@ class EncoderBlock(nn.Module):
 
 
 class BcosSimpleViT(nn.Module):
-    """B-cos v2 simple ViT (``stem_channels=()``) or ViT-C (a B-cos convolution stem).
+    """B-cos v2 simple ViT (``stem_channels=()``) or ViT-C (a B-cos convolution stem), or the
+    B-cosified form of a conventional ViT (``bcosified=True``).
 
     Input: encoded images (B, in_channels, H, W) (``[r, g, b, 1-r, 1-g, 1-b]``, see
     :func:`~interpretable.nn.bcos.encode_image`; no mean/std normalisation), H and W multiples
     of ``token_stride``. Output: logits (B, num_classes). ``image_size`` (an int for square
-    images or (height, width)) is the size the model is used at; it only sets ``grid_size``,
-    the token grid of token-level attribution maps (the sin-cos positional embedding follows
-    each input's size). ``logit_bias`` defaults to log(1/(num_classes - 1)).
+    images or (height, width)) is the size the model is used at; it sets ``grid_size``, the
+    token grid of token-level attribution maps (the sin-cos positional embedding follows each
+    input's size; a learned one, of a B-cosified model, fixes it). ``logit_bias`` defaults to
+    log(1/(num_classes - 1)). ``b`` is the exponent B of every B-cos layer, ``bias`` gives
+    every layer a bias (see the module docstring for ``bcosified``).
     """
+
+    bcosified = False  # the class default keeps models pickled before it loadable
 
     def __init__(self, *, dim: int, depth: int, heads: int, mlp_dim: int, patch_size: int,
                  stem_channels: Sequence[int] = (), num_classes: int = 1000,
                  in_channels: int = 6, image_size: int | Sequence[int] = 224,
-                 logit_bias: float | None = None):
+                 logit_bias: float | None = None, bcosified: bool = False, b: float = 2.0,
+                 bias: bool = False):
         super().__init__()
-        self.to_patch_embedding = PatchEmbedding(in_channels, dim, patch_size, stem_channels)
+        layers = _Layers(float(b), bool(bias), bool(bcosified))
+        self.to_patch_embedding = PatchEmbedding(in_channels, dim, patch_size, stem_channels,
+                                                 layers)
         self.dim = dim
         self.transformer = nn.ModuleDict(
-            (f"encoder_{i}", EncoderBlock(dim, heads, mlp_dim)) for i in range(depth))
-        self.linear_head = nn.Sequential(OrderedDict(norm=BcosLayerNorm(dim),
-                                                     linear=_bcos_linear(dim, num_classes)))
+            (f"encoder_{i}", EncoderBlock(dim, heads, mlp_dim, layers)) for i in range(depth))
+        self.linear_head = nn.Sequential(OrderedDict(norm=layers.norm(dim),
+                                                     linear=layers.linear(dim, num_classes)))
         if logit_bias is None:
             logit_bias = math.log(1.0 / (num_classes - 1)) if num_classes > 1 else 0.0
         self.logit_bias = float(logit_bias)
@@ -269,38 +335,63 @@ class BcosSimpleViT(nn.Module):
             raise ValueError(f"image_size={image_size} must be a multiple of the token stride "
                              f"{self.token_stride} (an int or (height, width))")
         self.grid_size = (size[0] // self.token_stride, size[1] // self.token_stride)
+        self.bcosified = bool(bcosified)
+        if self.bcosified:
+            self.class_token = nn.Parameter(torch.zeros(dim))
+            self.pos_embedding = nn.Parameter(
+                torch.randn(1 + math.prod(self.grid_size), dim) * 0.02)
 
     def positional_embedding(self, x: torch.Tensor) -> torch.Tensor:
-        """Positional embedding of the token grid of images x (B, C, H, W): (N, D) in x's
-        dtype and device."""
+        """Positional embedding of the tokens of images x (B, C, H, W): (N, D) (N + 1 rows,
+        the class token's first, when B-cosified) in x's dtype and device."""
         h, w = x.shape[-2:]
         s = self.token_stride
         if h % s or w % s:
             raise ValueError(f"image height and width must be multiples of {s}, got {(h, w)}")
-        return sincos_positional_embedding(h // s, w // s, self.dim, device=x.device).to(x.dtype)
+        if not self.bcosified:
+            return sincos_positional_embedding(h // s, w // s, self.dim,
+                                               device=x.device).to(x.dtype)
+        if (h // s, w // s) != self.grid_size:
+            raise ValueError(f"the learned positional embedding is of a {self.grid_size} token "
+                             f"grid, images of {(h, w)} give {(h // s, w // s)}")
+        return self.pos_embedding.to(x.dtype)
 
     def forward_features(self, x: torch.Tensor, positional: torch.Tensor | None = None,
                          return_attention: bool = False
                          ) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """x (B, C, H, W) -> (final token map (B, D, h, w), [attention (B, heads, N, N)] per
-        block if ``return_attention`` else []). ``positional`` ((N, D) or (B, N, D)) replaces
+        """x (B, C, H, W) -> (final token map (B, D, h, w), or when B-cosified the final
+        tokens (B, D, 1 + h·w), the class token first; [attention (B, heads, N, N)] per block
+        if ``return_attention`` else []). ``positional`` ((N, D) or (B, N, D)) replaces
         :meth:`positional_embedding` (to differentiate with respect to it)."""
         if positional is None:
             positional = self.positional_embedding(x)
         patches = self.to_patch_embedding(x)
         h, w = patches.shape[1:3]
-        tokens = patches.flatten(1, 2) + positional
+        tokens = patches.flatten(1, 2)
+        if self.bcosified:
+            cls = add_constant(tokens.new_zeros(len(tokens), 1, self.dim), self.class_token)
+            tokens = torch.cat([cls, tokens], 1)
+        tokens = tokens + positional
         attentions = []
         for block in self.transformer.values():
             tokens, attention = block(tokens, return_attention)
             if return_attention:
                 attentions.append(attention)
-        return tokens.transpose(1, 2).unflatten(2, (h, w)), attentions
+        tokens = tokens.transpose(1, 2)
+        return (tokens if self.bcosified else tokens.unflatten(2, (h, w))), attentions
+
+    def _pooled(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Tokens (B, N, D) -> the head's input (B, D): the class token, or the mean."""
+        return tokens[:, 0] if self.bcosified else tokens.mean(1)
+
+    def pooled(self, token_map: torch.Tensor) -> torch.Tensor:
+        """Output of :meth:`forward_features` -> the pooled features (B, D) the head reads."""
+        return self._pooled(token_map.flatten(2).transpose(1, 2))
 
     def forward_head(self, token_map: torch.Tensor) -> torch.Tensor:
-        """Final token map (B, D, h, w) -> logits (B, num_classes): mean pool, LayerNorm,
-        B-cos classifier, logit bias."""
-        return self.linear_head(token_map.flatten(2).mean(-1)) + self.logit_bias
+        """Output of :meth:`forward_features` -> logits (B, num_classes): pooling (the mean
+        or the class token), LayerNorm, B-cos classifier, logit bias."""
+        return self.linear_head(self.pooled(token_map)) + self.logit_bias
 
     def forward_with_attention(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """x (B, C, H, W) -> (logits (B, K), [attention (B, heads, N, N)] per block)."""
@@ -320,11 +411,15 @@ class BcosSimpleViT(nn.Module):
 
     def term_logits(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Exact split of the logits over the residual stream: the tokens (patch embedding
-        plus positional embedding), each (layer, head) and each MLP, sent through the head's
-        effective linear map (dynamic factors of the full input). x (B, C, H, W) ->
-        (logits (B, K), terms (B, T, K)), ``terms.sum(1) * output_scale + logit_bias ==
-        logits``; names: :meth:`term_names`."""
-        tokens = self.to_patch_embedding(x).flatten(1, 2) + self.positional_embedding(x)
+        plus positional embedding, and the class token), each (layer, head) and each MLP,
+        sent through the head's effective linear map (dynamic factors of the full input).
+        x (B, C, H, W) -> (logits (B, K), terms (B, T, K)), ``terms.sum(1) * output_scale +
+        logit_bias == logits``; names: :meth:`term_names`. ValueError for a model with
+        biases (no term carries them)."""
+        tokens = self.to_patch_embedding(x).flatten(1, 2)
+        if self.bcosified:
+            tokens = torch.cat([self.class_token.expand(len(tokens), 1, -1), tokens], 1)
+        tokens = tokens + self.positional_embedding(x)
         terms = [tokens]
         for block in self.transformer.values():
             heads = block.attn.head_terms(tokens)
@@ -333,19 +428,20 @@ class BcosSimpleViT(nn.Module):
             mlp = block.ff(tokens)
             terms.append(mlp)
             tokens = tokens + mlp
-        pooled, norm = tokens.mean(1), self.linear_head.norm
-        parts = norm.forward_parts(pooled, [t.mean(1) for t in terms])
+        pooled, norm = self._pooled(tokens), self.linear_head.norm
+        parts = norm.forward_parts(pooled, [self._pooled(t) for t in terms])
         term_logits = torch.stack(self.linear_head.linear.forward_parts(norm(pooled), parts), 1)
         return term_logits.sum(1) + self.logit_bias, term_logits
 
 
 class Contributions(NamedTuple):
     """Exact decomposition of the target logits of a batch:
-    ``maps.sum((1, 2)) + positional + logit_bias == logits[range(B), target]``."""
+    ``maps.sum((1, 2)) + positional + constants + logit_bias == logits[range(B), target]``."""
 
     maps: torch.Tensor        # (B, H, W) pixel contributions W(x) ⊙ x summed over channels
     weights: torch.Tensor     # (B, C, H, W) the dynamic linear map W(x) of the target logits
     positional: torch.Tensor  # (B,) contribution of the positional embedding
+    constants: torch.Tensor   # (B,) contribution of the class token and the biases (or 0)
     logits: torch.Tensor      # (B, K) all logits
     target: torch.Tensor      # (B,) explained classes
 
@@ -358,8 +454,9 @@ def contributions(model: BcosSimpleViT, x: torch.Tensor,
     x: encoded images (B, C, H, W); target: (B,), one class for all, or None (the predicted
     classes); contrast (B, K) or None: explain the target logit minus the contrast-weighted
     logits (:func:`~interpretable.nn.losses.explained_logits`). The gradients with respect to
-    the input and to a per-image copy of the positional embedding give both linear terms of
-    the logit; nothing in ``model`` changes.
+    the input, to a per-image copy of the positional embedding and to per-image copies of the
+    class token and the biases (:func:`~interpretable.nn.bcos.layers.recording_constants`)
+    give every linear term of the logit; nothing in ``model`` changes.
     """
     if x.dim() != 4:
         raise ValueError(f"x must have shape (B, C, H, W), got {tuple(x.shape)}")
@@ -369,13 +466,18 @@ def contributions(model: BcosSimpleViT, x: torch.Tensor,
             raise ValueError(f"target has {len(target)} entries for {len(x)} images")
         target = target.expand(len(x))
     x = x.detach().requires_grad_(True)
-    positional = model.positional_embedding(x).repeat(len(x), 1, 1).requires_grad_(True)
-    with explanation_mode(), torch.enable_grad():
+    positional = model.positional_embedding(x).detach().repeat(len(x), 1, 1)
+    positional.requires_grad_(True)
+    with explanation_mode(), recording_constants() as constants, torch.enable_grad():
         logits = model.forward_head(model.forward_features(x, positional)[0])
         if target is None:
             target = logits.argmax(1)
         selected = explained_logits(logits, target, contrast).sum()
-        weights, positional_weights = torch.autograd.grad(selected, (x, positional))
+        weights, positional_weights, *constant_weights = torch.autograd.grad(
+            selected, (x, positional, *constants), allow_unused=True)
+    constant = sum((((g * c).reshape(len(x), -1).sum(1)) for g, c in
+                    zip(constant_weights, constants) if g is not None),
+                   torch.zeros(len(x), dtype=x.dtype, device=x.device))
     return Contributions(maps=(weights * x).sum(1).detach(), weights=weights,
                          positional=(positional_weights * positional).sum((1, 2)).detach(),
-                         logits=logits.detach(), target=target)
+                         constants=constant.detach(), logits=logits.detach(), target=target)

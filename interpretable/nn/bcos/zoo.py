@@ -34,9 +34,11 @@ __all__ = [
     "architecture_kwargs",
     "bcos_key_map",
     "build_model",
+    "check_state",
     "checkpoint_path",
     "download_checkpoint",
     "load_checkpoint",
+    "read_state_dict",
     "sha256_of",
     "to_bcos_state_dict",
 ]
@@ -184,7 +186,7 @@ def _verify_hash(path: Path, spec: PretrainedViT) -> None:
                          "delete it and download it again")
 
 
-def _read_state_dict(path: Path) -> Mapping[str, torch.Tensor]:
+def read_state_dict(path: Path) -> Mapping[str, torch.Tensor]:
     """A plain {name: tensor} checkpoint, memory-mapped; ValueError for anything else."""
     if not stat.S_ISREG(os.stat(path).st_mode):  # torch.load would block on a named pipe
         raise ValueError(f"{path} is not a regular file (a folder, a named pipe, a device).")
@@ -213,9 +215,10 @@ def _listed(keys) -> str:
     return ", ".join(keys[:LISTED_KEYS]) + more
 
 
-def _check_state(state: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Size],
-                 path: Path) -> None:
-    """Every expected key present with its shape, no other key, floating and finite values."""
+def check_state(state: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Size],
+                source: object, hint: str = "") -> None:
+    """Every expected key present with its shape, no other key, floating and finite values;
+    a ValueError names ``source`` (e.g. the file), and ``hint`` when keys or shapes differ."""
     problems = []
     missing = expected.keys() - state.keys()
     unexpected = state.keys() - expected.keys()
@@ -228,15 +231,14 @@ def _check_state(state: Mapping[str, torch.Tensor], expected: Mapping[str, torch
     if shapes:
         problems.append(f"mis-shaped: {_listed(shapes)}")
     if problems:
-        hint = ("" if any(k.startswith("0.") for k in state) else
-                " (keys are read in the bcos layout; save with to_bcos_state_dict)")
-        raise ValueError(f"{path} does not fit the architecture{hint}: " + "; ".join(problems))
+        raise ValueError(f"{source} does not fit the architecture{hint}: " +
+                         "; ".join(problems))
     not_float = [k for k in expected if not state[k].is_floating_point()]
     if not_float:
-        raise ValueError(f"{path} has non-floating-point tensors: {_listed(not_float)}")
+        raise ValueError(f"{source} has non-floating-point tensors: {_listed(not_float)}")
     not_finite = [k for k in expected if not torch.isfinite(state[k]).all()]
     if not_finite:
-        raise ValueError(f"{path} has NaN or infinite values in: {_listed(not_finite)}")
+        raise ValueError(f"{source} has NaN or infinite values in: {_listed(not_finite)}")
 
 
 def load_checkpoint(name_or_path: str | Path, *, architecture: str | Mapping | None = None,
@@ -275,7 +277,7 @@ def load_checkpoint(name_or_path: str | Path, *, architecture: str | Mapping | N
         architecture = spec.name
     if spec is not None:
         _verify_hash(path, spec)
-    state = _read_state_dict(path)
+    state = read_state_dict(path)
     kwargs = architecture_kwargs(architecture)
     head = state.get(HEAD_KEY)
     if "num_classes" not in kwargs and head is not None and head.dim() == 2:
@@ -283,7 +285,9 @@ def load_checkpoint(name_or_path: str | Path, *, architecture: str | Mapping | N
     model = build_model(kwargs, device="meta")
     key_map = bcos_key_map(model)
     meta_state = model.state_dict()
-    _check_state(state, {key_map[k]: t.shape for k, t in meta_state.items()}, path)
+    hint = ("" if any(k.startswith("0.") for k in state) else
+            " (keys are read in the bcos layout; save with to_bcos_state_dict)")
+    check_state(state, {key_map[k]: t.shape for k, t in meta_state.items()}, path, hint)
     model.to_empty(device="cpu")
     model.load_state_dict({ours: state[theirs] for ours, theirs in key_map.items()})
     return model.eval()

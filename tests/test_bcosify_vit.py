@@ -1,0 +1,256 @@
+"""B-cosification of conventional ViTs (interpretable.nn.bcos.vit_conversion) and fine-tuning
+them with BcosViTClassifier: the formats told apart, the converted network's logits equal to
+the original's, exact explanations (the biases' and class token's share reported), the recipe's
+fine-tuning start, refused checkpoints, and fitted models that no longer need the file. Tiny
+stand-ins of torchvision's and timm's VisionTransformer (tests/conventional_vit.py) replace the
+packages where they are absent."""
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+
+from interpretable import BcosViTClassifier
+from interpretable.nn.bcos.layers import encode_image
+from interpretable.nn.bcos.simple_vit import BcosSimpleViT, contributions
+from interpretable.nn.bcos.vit_conversion import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    bcosify_vit,
+    checkpoint_format,
+    finetuning_start,
+)
+from interpretable.nn.bcos.zoo import to_bcos_state_dict
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conventional_vit import LAYOUTS, TINY, conventional_vit, randomise  # noqa: E402
+
+ARCH = dict(dim=16, depth=2, heads=2, mlp_dim=32, patch_size=4)
+FIT = dict(architecture=ARCH, image_size=None, max_epochs=2, batch_size=8, random_state=0,
+           device="cpu")
+
+
+def _normalised(x):
+    mean, std = (torch.tensor(v, dtype=x.dtype)[:, None, None] for v in (IMAGENET_MEAN,
+                                                                        IMAGENET_STD))
+    return (x - mean) / std
+
+
+def _images(n=3, dtype=torch.float64, seed=0):
+    return torch.rand(n, 3, 16, 16, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+
+
+def _complete(model, x):
+    """The largest |logit - (maps + positional + constants + logit bias)| of x's explanation."""
+    c = contributions(model, encode_image(x))
+    explained = c.logits.gather(1, c.target[:, None])[:, 0]
+    return (c.maps.sum((1, 2)) + c.positional + c.constants + model.logit_bias
+            - explained).abs().max().item(), c
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """{layout: path} of tiny conventional ViT state dicts."""
+    folder = tmp_path_factory.mktemp("conventional")
+    paths = {}
+    for layout in LAYOUTS:
+        paths[layout] = folder / f"{layout}.pth"
+        torch.save(conventional_vit(layout).state_dict(), paths[layout])
+    return paths
+
+
+def _data(n=24, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 16, 16, 3), dtype=np.float32)
+    X[:, :8, :, 0] += np.arange(n)[:, None, None] % 3 == 0  # a class shows in the red half
+    return np.clip(X, 0, 1), np.arange(n) % 3
+
+
+# ---------------------------------------------------------------------------- conversion
+def test_formats_are_told_apart():
+    assert checkpoint_format(conventional_vit("torchvision").state_dict()) == "torchvision"
+    assert checkpoint_format(conventional_vit("timm").state_dict()) == "timm"
+    bcos = to_bcos_state_dict(BcosSimpleViT(**ARCH, num_classes=3, image_size=16))
+    assert checkpoint_format(bcos) == "bcos"
+    with pytest.raises(ValueError, match="already B-cos"):
+        bcosify_vit(bcos, num_heads=2)
+    with pytest.raises(ValueError, match="cannot tell the format"):
+        checkpoint_format({"weight": torch.zeros(1)})
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_converted_network_computes_the_original_logits(layout):
+    original = conventional_vit(layout).double()
+    x = _images()
+    with torch.no_grad():
+        expected = original(_normalised(x))
+        from_object = bcosify_vit(original)  # the number of heads read off the object
+        from_state = bcosify_vit(original.state_dict(), num_heads=2)
+        for model in (from_object, from_state):
+            assert model.pos_embedding.dtype == torch.float64 and not model.training
+            torch.testing.assert_close(model(encode_image(x)), expected, rtol=0, atol=1e-12)
+        single = bcosify_vit(conventional_vit(layout))  # float32 stays float32
+        torch.testing.assert_close(single(encode_image(x.float())),
+                                   expected.float(), rtol=1e-5, atol=1e-5)
+    assert from_state.transformer.encoder_0.attn.to_out.b == 1.0
+
+
+@pytest.mark.parametrize("package", ["torchvision", "timm"])
+def test_the_real_packages_models_convert_and_match_the_stand_ins(package):
+    """Where torchvision or timm imports: their tiny ViT has the stand-in's keys and shapes,
+    and converts with its logits."""
+    pytest.importorskip(package)
+    if package == "torchvision":
+        from torchvision.models import VisionTransformer
+        real = VisionTransformer(**TINY)
+    else:
+        from timm.models.vision_transformer import VisionTransformer
+        real = VisionTransformer(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2,
+                                 mlp_ratio=2.0, num_classes=5)
+    real = randomise(real).double().eval()
+    stand_in = conventional_vit(package).state_dict()
+    assert {k: v.shape for k, v in real.state_dict().items()} == \
+        {k: v.shape for k, v in stand_in.items()}
+    x = _images()
+    with torch.no_grad():
+        torch.testing.assert_close(bcosify_vit(real)(encode_image(x)),
+                                   real(_normalised(x)), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_explanations_are_exact_at_the_start_and_after_the_recipe_step(layout):
+    converted = bcosify_vit(conventional_vit(layout).double())
+    x = _images()
+    error, c = _complete(converted, x)
+    assert error <= 1e-12
+    assert c.constants.abs().min() > 1e-3  # the biases' share, which completeness needs
+    with pytest.raises(ValueError, match="remove the biases"):
+        converted.term_logits(encode_image(x))
+    start = finetuning_start(converted)
+    assert converted.transformer.encoder_0.attn.to_qkv.bias is not None  # unchanged
+    assert all("bias" not in k for k in start.state_dict())
+    assert {m.b for m in start.modules() if hasattr(m, "b")} == {2.0}
+    error, c = _complete(start, x)
+    assert error <= 1e-12 and c.constants.abs().min() > 0  # the class token's share
+    logits, terms = start.term_logits(encode_image(x))
+    torch.testing.assert_close(terms.sum(1) + start.logit_bias, start(encode_image(x)))
+
+
+def _refused(match, state, **kwargs):
+    with pytest.raises(ValueError, match=match):
+        bcosify_vit(state, **kwargs)
+
+
+def test_mismatched_and_hostile_state_dicts_are_refused():
+    state = conventional_vit("torchvision").state_dict()
+    _refused("number of attention heads", state)
+    _refused(r"missing keys: encoder\.ln\.bias",
+             {k: v for k, v in state.items() if k != "encoder.ln.bias"}, num_heads=2)
+    _refused(r"unexpected keys: heads\.pre_logits\.weight",
+             {**state, "heads.pre_logits.weight": torch.zeros(16, 16)}, num_heads=2)
+    _refused(r"mis-shaped: .*encoder_layer_1\.mlp\.0\.weight \(8, 16\) \(expected \(32, 16\)\)",
+             {**state, "encoder.layers.encoder_layer_1.mlp.0.weight": torch.zeros(8, 16)},
+             num_heads=2)
+    _refused(r"mis-shaped: .*conv_proj\.weight", state, architecture={**ARCH, "dim": 32})
+    _refused(r"mis-shaped: .*encoder\.pos_embedding \(1, 17, 16\) \(expected \(1, 65, 16\)\)",
+             state, architecture={**ARCH, "image_size": 32})
+    _refused("NaN or infinite", {**state, "class_token": torch.full((1, 1, 16), np.nan)},
+             num_heads=2)
+    _refused("takes RGB", {**state, "conv_proj.weight": torch.zeros(16, 1, 4, 4)}, num_heads=2)
+    timm = conventional_vit("timm").state_dict()
+    _refused(r"unexpected keys: blocks\.0\.ls1\.gamma, reg_token",
+             {**timm, "reg_token": torch.zeros(1, 4, 16), "blocks.0.ls1.gamma": torch.ones(16)},
+             num_heads=2)
+
+
+# ---------------------------------------------------------------------------- estimator
+@pytest.fixture(scope="module")
+def fitted(checkpoints):
+    return BcosViTClassifier(pretrained=checkpoints["timm"], **FIT).fit(*_data())
+
+
+def test_fine_tuning_starts_from_the_recipe_and_explains_exactly(checkpoints, fitted):
+    X, y = _data()
+    assert fitted.architecture_["bcosified"] and fitted.classes_.tolist() == [0, 1, 2]
+    module = fitted.module_
+    assert isinstance(module, BcosSimpleViT) and module.bcosified
+    assert all("bias" not in k for k in module.state_dict())
+    assert {m.b for m in module.modules() if hasattr(m, "b")} == {2.0}
+    exp = fitted.explain(X[:4], dtype="float64")
+    assert exp.completeness_error.max() <= 1e-9
+    exp32 = fitted.explain(X[:4])
+    assert exp32.completeness_error.max() <= 1e-4
+    assert exp.weights.shape == (4, 16, 16, 6)
+    # finetune="head" trains the head only: the rest is the recipe's start
+    head = BcosViTClassifier(pretrained=checkpoints["torchvision"], finetune="head",
+                             **FIT).fit(X, y)
+    start = finetuning_start(bcosify_vit(torch.load(checkpoints["torchvision"]), num_heads=2))
+    tuned = head.module_.state_dict()
+    assert all(torch.equal(tuned[k], v) for k, v in start.state_dict().items()
+               if not k.startswith("linear_head"))
+
+
+def test_every_explanation_method_runs_on_the_class_token_model(fitted):
+    X, _ = _data(2)
+    for explainer in fitted.explainers:
+        assert fitted.explain(X, method=explainer.name).values.shape == (2, 16, 16)
+    assert fitted.explain(X, by="head").components.shape == (2, 7, 16, 16)
+
+
+def test_the_fitted_model_needs_no_checkpoint(checkpoints, fitted, tmp_path):
+    X, y = _data()
+    path = tmp_path / "tiny.pth"
+    path.write_bytes(checkpoints["torchvision"].read_bytes())
+    clf = BcosViTClassifier(pretrained=path, **FIT).fit(X, y)
+    saved = clf.save(tmp_path / "saved")
+    path.unlink()
+    expected = clf.decision_function(X)
+    loaded = BcosViTClassifier.load(saved, device="cpu")
+    unpickled = pickle.loads(pickle.dumps(clf))
+    for other in (loaded, unpickled):
+        np.testing.assert_array_equal(other.decision_function(X), expected)
+        np.testing.assert_array_equal(other.explain(X[:2]).values, clf.explain(X[:2]).values)
+        assert other.architecture_ == clf.architecture_
+    assert clone(clf).get_params()["pretrained"] == path
+    continued = unpickled.set_params(warm_start=True).fit(X, y)  # reads no file
+    assert len(continued.history_) == 2 * FIT["max_epochs"]
+    with pytest.raises(FileNotFoundError, match="no checkpoint file"):
+        clone(clf).fit(X, y)  # a fresh fit starts from the file
+    np.testing.assert_array_equal(clf.decision_function(X), expected)  # fit is transactional
+
+
+class _Exploit:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_hostile_and_mismatched_checkpoints_are_refused_by_the_estimator(checkpoints,
+                                                                         tmp_path):
+    X, y = _data(8)
+    marker = tmp_path / "pwned"
+    torch.save({"conv_proj.weight": _Exploit(marker)}, tmp_path / "hostile.pth")
+    with pytest.raises(ValueError, match="was refused"):
+        BcosViTClassifier(pretrained=tmp_path / "hostile.pth", **FIT).fit(X, y)
+    assert not marker.exists()
+    state = torch.load(checkpoints["torchvision"])
+    torch.save({k: v for k, v in state.items() if k != "heads.head.bias"},
+               tmp_path / "missing.pth")
+    with pytest.raises(ValueError, match=r"missing keys: heads\.head\.bias"):
+        BcosViTClassifier(pretrained=tmp_path / "missing.pth", **FIT).fit(X, y)
+    with pytest.raises(ValueError, match=r"mis-shaped: .*mlp\.0\.weight"):
+        BcosViTClassifier(pretrained=checkpoints["torchvision"],
+                          **{**FIT, "architecture": {**ARCH, "mlp_dim": 64}}).fit(X, y)
+    with pytest.raises(ValueError, match="cannot tell the architecture"):
+        BcosViTClassifier(pretrained=checkpoints["timm"], **{**FIT, "architecture": None}
+                          ).fit(X, y)
+    with pytest.raises(ValueError, match="must be fine-tuned"):
+        BcosViTClassifier.from_pretrained(checkpoints["timm"], architecture=ARCH, classes=range(5))
+    with pytest.raises(ValueError, match="which the estimator sets"):
+        BcosViTClassifier(pretrained=checkpoints["timm"],
+                          **{**FIT, "architecture": {**ARCH, "bcosified": False}}).fit(X, y)
