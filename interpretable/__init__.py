@@ -27,6 +27,7 @@ _LAZY = {
     "ImageExplanation": "interpretable.explanation",
     "SequenceExplanation": "interpretable.explanation",
     "concat_explanations": "interpretable.explanation",
+    "bcosify": "interpretable.nn.bcos.bcosify",
 }
 
 __all__ = sorted(_LAZY)

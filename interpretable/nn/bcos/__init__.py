@@ -1,8 +1,9 @@
 """B-cos networks: the layers and explanation mode (:mod:`.layers`, fused kernels in
 :mod:`.kernels`), the seed paper's holistic ViT (:mod:`.holistic_vit`), the B-cos authors'
 simple ViT of their released checkpoints (:mod:`.simple_vit`, architectures in :mod:`.zoo`),
-B-cosified conventional ViTs (:mod:`.vit_conversion`) and B-cosified BERT encoders
-(:mod:`.bert`, :mod:`.bert_layers`)."""
+B-cosified conventional ViTs (:mod:`.vit_conversion`), B-cosified BERT-lineage encoders
+(:mod:`.bert`, :mod:`.bert_layers`) and :func:`~.bcosify.bcosify`, one call for either."""
+from .bcosify import bcosify
 from .layers import (
                      BcosConv2d,
                      BcosLinear,
@@ -14,5 +15,5 @@ from .layers import (
                      explanation_mode,
 )
 
-__all__ = ["BcosConv2d", "BcosLinear", "bcos_implementation", "conv_layout", "dynamic_weight",
-           "encode_image", "explaining", "explanation_mode"]
+__all__ = ["BcosConv2d", "BcosLinear", "bcos_implementation", "bcosify", "conv_layout",
+           "dynamic_weight", "encode_image", "explaining", "explanation_mode"]
