@@ -37,8 +37,6 @@ from .explainers import BcosTextContributions, BertAttention, BertRollout
 
 __all__ = ["BcosTextClassifier", "BertTextClassifier"]
 
-#: TextClassifierBase parameters these models do not take (the encoder brings them)
-_NOT_TAKEN = ("text_encoder", "embeddings", "embed_dim", "freeze_embeddings")
 
 class BaseEncoderClassifier(TextClassifierBase):
     """What the fine-tuned encoder classifiers share (not an estimator by itself): reading
@@ -53,8 +51,7 @@ class BaseEncoderClassifier(TextClassifierBase):
     explainers = (BertAttention(), BertRollout(), *TextClassifierBase.explainers)
 
     _parameter_constraints = {
-        **{k: v for k, v in TextClassifierBase._parameter_constraints.items()
-           if k not in _NOT_TAKEN},
+        **TextClassifierBase._parameter_constraints,
         "checkpoint": [str, os.PathLike, dict, None],
         "pooling": [StrOptions({"mean", "cls"})],
         "max_length": [Interval(Integral, 3, 512, closed="both")],

@@ -2,9 +2,10 @@
 classifiers (RNN / BiLSTM / BERT-like encoders) and the Diversity / Orthogonal LSTM, with the
 token-level explanation methods (:mod:`.explainers`)."""
 from .attention import AttentionClassifierBase, AttentionTextClassifier
-from .base import TextClassifierBase
+from .base import TextClassifierBase, VocabularyClassifierBase
 from .diversity_lstm import DiversityLSTMClassifier
 from .embedding_bag import EmbeddingBagClassifier
 
 __all__ = ["AttentionClassifierBase", "AttentionTextClassifier", "DiversityLSTMClassifier",
-           "EmbeddingBagClassifier", "TextClassifierBase"]
+           "EmbeddingBagClassifier", "TextClassifierBase",
+           "VocabularyClassifierBase"]

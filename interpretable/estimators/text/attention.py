@@ -23,7 +23,7 @@ from torch import nn
 from ...nn.attention import AttentionTextModule, check_conicity_kind, conicity
 from ...nn.recurrent import RECURRENT_KINDS
 from ...params import Interval, StrOptions
-from .base import TextClassifierBase
+from .base import TextClassifierBase, VocabularyClassifierBase
 from .explainers import Attention
 
 __all__ = ["AttentionClassifierBase", "AttentionTextClassifier", "ARCHITECTURE"]
@@ -32,7 +32,7 @@ __all__ = ["AttentionClassifierBase", "AttentionTextClassifier", "ARCHITECTURE"]
 ARCHITECTURE = ("hidden_size", "attention_size", "freeze_embeddings", "dropout")
 
 
-class AttentionClassifierBase(TextClassifierBase):
+class AttentionClassifierBase(VocabularyClassifierBase):
     """Shared base of the attention text classifiers (see the module docstring).
 
     ``X`` is a list of texts, or a list of ``(text, query)`` pairs (NLI / QA style: the query's
@@ -48,7 +48,7 @@ class AttentionClassifierBase(TextClassifierBase):
     explainers = (Attention(), *TextClassifierBase.explainers)
 
     _parameter_constraints = {
-        **TextClassifierBase._parameter_constraints,
+        **VocabularyClassifierBase._parameter_constraints,
         "hidden_size": [Interval(Integral, 1, None, closed="left")],
         "attention_size": [Interval(Integral, 1, None, closed="left"), None],
         "dropout": [Interval(Real, 0, 1, closed="left")],

@@ -57,7 +57,8 @@ class TextClassifierBase(NeuralClassifier):
     """Base of the text classifiers.
 
     Inputs are a list of str, or of ``(text, query)`` pairs when the model supports them
-    (``_supports_pairs``). Subclasses implement ``_build_module(embeddings)`` (an
+    (``_supports_pairs``). Subclasses implement ``_fit`` (:class:`VocabularyClassifierBase`:
+    a vocabulary learned from the texts), ``_build_module(embeddings)`` (an
     ``interpretable.nn`` module with ``embed(tokens)`` and ``forward(tokens, lengths, ...,
     embedded=None)`` returning the logits or a tuple starting with them) and ``_criterion()``.
     The token explainers of :mod:`interpretable.estimators.text.explainers` apply to every
@@ -70,13 +71,6 @@ class TextClassifierBase(NeuralClassifier):
     #: the explanation methods it offers, its default first
     explainers = (Gradient(), IntegratedGradients(), InputXGradient())
 
-    _parameter_constraints = {
-        **NeuralClassifier._parameter_constraints,
-        "text_encoder": [HasMethods(["fit", "tokenize_many", "encode_tokens"]), None],
-        "embeddings": [StrOptions({"glove-50"}), HasMethods(["get_vector"]), None],
-        "embed_dim": [Interval(Integral, 1, None, closed="left")],
-        "freeze_embeddings": ["boolean"],
-    }
     _supports_pairs = False
     _expected_failed_checks = {
         **dict.fromkeys(TABULAR_CHECKS + TABULAR_CLASSIFIER_CHECKS,
@@ -100,9 +94,6 @@ class TextClassifierBase(NeuralClassifier):
     def _criterion(self) -> torch.nn.Module:
         """Training loss, called as ``criterion(module_output, y)``."""
         return OutputCrossEntropy()
-
-    def _default_text_encoder(self):
-        return _text_encoders()["TextEncoder"]()
 
     # ---------------------------------------------------------------- inputs
     def _split_inputs(self, X, *, fitting: bool):
@@ -172,33 +163,6 @@ class TextClassifierBase(NeuralClassifier):
         return torch.argsort(inputs["lengths"], descending=True, stable=True)
 
     # ---------------------------------------------------------------- fit
-    def _fit(self, X, y, sample_weight=None):
-        """Learn the vocabulary and classes (kept from the previous fit with ``warm_start``)
-        and train."""
-        seed = self._start_fit()
-        continues = self._continues()
-        texts, queries = self._split_inputs(X, fitting=not continues)
-        y = check_targets(y, n_samples=len(texts))
-        y_index = self._fit_labels(y)
-        if continues:
-            module_factory = self._warm_started(self._build_module)
-        else:
-            self.pair_input_ = queries is not None
-            encoder = self.text_encoder if self.text_encoder is not None \
-                else self._default_text_encoder()
-            self.text_encoder_ = clone(encoder).fit(texts + (queries or []))
-            vectors = resolve_embeddings(getattr(self, "embeddings", None))
-            init = None if vectors is None else \
-                self.text_encoder_.embedding_matrix(vectors, random_state=seed)
-            self.embed_dim_ = int(self.embed_dim if init is None else init.shape[1])
-            module_factory = functools.partial(self._initial_module, init)
-        inputs = self._encode_texts(texts, queries).inputs
-        self._fit_net(module_factory, self._criterion(), inputs,
-                      torch.from_numpy(y_index.astype(np.int64)), seed=seed,
-                      sample_weight=self._training_weights(y_index, sample_weight),
-                      iterator_train__collate_fn=trim_collate,
-                      iterator_valid__collate_fn=trim_collate)
-
     # ---------------------------------------------------------------- forward
     def embed(self, batch: dict) -> torch.Tensor:
         """Return the token embeddings of a batch of device tensors.
@@ -281,3 +245,47 @@ class TextClassifierBase(NeuralClassifier):
         self.classes_ = np.asarray(state["classes"])
         self.pair_input_ = bool(state["pair_input"])
         self.embed_dim_ = int(state["embed_dim"])
+
+
+class VocabularyClassifierBase(TextClassifierBase):
+    """Base of the text classifiers that learn their vocabulary from the training texts
+    (``text_encoder``, default :class:`~interpretable.text.TextEncoder`) and an embedding
+    table of ``embed_dim`` (or pretrained ``embeddings``, ``freeze_embeddings``)."""
+
+    _parameter_constraints = {
+        **NeuralClassifier._parameter_constraints,
+        "text_encoder": [HasMethods(["fit", "tokenize_many", "encode_tokens"]), None],
+        "embeddings": [StrOptions({"glove-50"}), HasMethods(["get_vector"]), None],
+        "embed_dim": [Interval(Integral, 1, None, closed="left")],
+        "freeze_embeddings": ["boolean"],
+    }
+
+    def _default_text_encoder(self):
+        return _text_encoders()["TextEncoder"]()
+
+    def _fit(self, X, y, sample_weight=None):
+        """Learn the vocabulary and classes (kept from the previous fit with ``warm_start``)
+        and train."""
+        seed = self._start_fit()
+        continues = self._continues()
+        texts, queries = self._split_inputs(X, fitting=not continues)
+        y = check_targets(y, n_samples=len(texts))
+        y_index = self._fit_labels(y)
+        if continues:
+            module_factory = self._warm_started(self._build_module)
+        else:
+            self.pair_input_ = queries is not None
+            encoder = self.text_encoder if self.text_encoder is not None \
+                else self._default_text_encoder()
+            self.text_encoder_ = clone(encoder).fit(texts + (queries or []))
+            vectors = resolve_embeddings(getattr(self, "embeddings", None))
+            init = None if vectors is None else \
+                self.text_encoder_.embedding_matrix(vectors, random_state=seed)
+            self.embed_dim_ = int(self.embed_dim if init is None else init.shape[1])
+            module_factory = functools.partial(self._initial_module, init)
+        inputs = self._encode_texts(texts, queries).inputs
+        self._fit_net(module_factory, self._criterion(), inputs,
+                      torch.from_numpy(y_index.astype(np.int64)), seed=seed,
+                      sample_weight=self._training_weights(y_index, sample_weight),
+                      iterator_train__collate_fn=trim_collate,
+                      iterator_valid__collate_fn=trim_collate)

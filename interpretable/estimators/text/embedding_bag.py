@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from ...nn.embedding_bag import MeanEmbeddingClassifier
-from .base import TextClassifierBase
+from .base import TextClassifierBase, VocabularyClassifierBase
 from .explainers import MeanEmbeddingContributions
 
 __all__ = ["EmbeddingBagClassifier"]
 
 
-class EmbeddingBagClassifier(TextClassifierBase):
+class EmbeddingBagClassifier(VocabularyClassifierBase):
     """Attention-free text classifier: a linear layer on the mean token embedding.
 
     Its inherent explanation (``explain(method="inherent")``, the default) is exact: token t
