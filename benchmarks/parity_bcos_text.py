@@ -1,7 +1,8 @@
 """Accuracy of B-cos MiniLM recipes against the conventional MiniLM, several seeds (issue 29).
 
 ``OMP_NUM_THREADS=1 python benchmarks/parity_bcos_text.py --out NAME [--train 2000]
-[--test 500] [--seeds 0 1 2] [--conventional] [--variant NAME JSON ...]``
+[--test 500] [--seeds 0 1 2] [--conventional] [--variant NAME JSON ...]``; ``--out NAME
+--merge A B`` merges the results of runs split by seed.
 
 Fine-tunes, on the reproduction's Rotten Tomatoes split (``interpretable reproduce
 bcos-text``: stratified 80/20, seed 0; ``--train``/``--test`` keep the first texts of each
@@ -11,8 +12,9 @@ parameters over the defaults) with the reproduction's budget (one epoch, lr 5e-5
 at most 64 word pieces, 10 % warm-up) and each seed of ``--seeds`` (the estimators'
 ``random_state``; the split stays the same). Records accuracy and training seconds per seed,
 the mean over seeds (``--save DIR``: each fitted model saved as ``DIR/<name>_seed<seed>``,
-for :mod:`benchmarks.faithfulness_bcos_text`), and, for the first seed, predict throughput of each B-cos variant over
-the conventional model's and explain / predict (256 test texts, one thread, median of 3).
+for :mod:`benchmarks.faithfulness_bcos_text`), and, for the first seed, predict throughput
+of each B-cos variant over the conventional model's and explain / predict (256 test texts,
+one thread, median of 3).
 ``benchmarks/results/<out>.json`` is rewritten after every fit.
 """
 import argparse
@@ -94,6 +96,30 @@ def main(args):
     return out
 
 
+def merge(out: str, parts: list) -> dict:
+    """One results file from runs of the same budget split by seed (e.g. two processes side
+    by side): their accuracies and seconds per seed, the means over all seeds, the first
+    run's cost; ``benchmarks/results/<out>.json``."""
+    runs = [json.loads((RESULTS / f"{name}.json").read_text()) for name in parts]
+    if any(run["budget"] != runs[0]["budget"] or run["n_train"] != runs[0]["n_train"]
+           for run in runs):
+        raise ValueError("the runs to merge must share their budget and split")
+    merged = {**runs[0], "command": [run["command"] for run in runs], "merged_from": parts,
+              "seeds": sorted({seed for run in runs for seed in run["seeds"]}),
+              "variants": {k: v for run in runs for k, v in run["variants"].items()}}
+    for field in ("accuracy", "train_seconds"):
+        merged[field] = {}
+        for run in runs:
+            for model, per_seed in run[field].items():
+                merged[field].setdefault(model, {}).update(per_seed)
+    merged["mean_accuracy"] = {model: statistics.mean(per_seed.values())
+                               for model, per_seed in merged["accuracy"].items()
+                               if model != "tfidf_logreg"}
+    merged["cost"] = next((run["cost"] for run in runs if run["cost"]), {})
+    (RESULTS / f"{out}.json").write_text(json.dumps(merged, indent=1) + "\n")
+    return merged
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -109,6 +135,11 @@ if __name__ == "__main__":
     parser.add_argument("--conventional-last", action="store_true")
     parser.add_argument("--variant", nargs=2, action="append", default=[],
                         metavar=("NAME", "JSON"))
+    parser.add_argument("--merge", nargs="+", default=None, metavar="RESULTS",
+                        help="merge these results files (names) into --out; nothing is fitted")
     args = parser.parse_args()
+    if args.merge:
+        merge(args.out, args.merge)
+        sys.exit()
     args.variant = [(name, json.loads(params)) for name, params in args.variant]
     main(args)
