@@ -250,6 +250,42 @@ def isan_checks():
     return sources, ["training characters", "target", "", "ISAN / LSTM bpc"], rows
 
 
+def bcos_text_parity():
+    """Full-split accuracy of every model and seed, the means and the issue's two targets."""
+    r = load("bcos_text_parity_full.json")
+    accuracy, means = r["accuracy"], r["mean_accuracy"]
+    tfidf = accuracy["tfidf_logreg"]["-"]
+    seeds = [str(seed) for seed in r["seeds"]]
+    rows = [["TF-IDF + logistic regression", *([""] * len(seeds)), f3(tfidf), ""]]
+    for model, per_seed in accuracy.items():
+        if model == "tfidf_logreg":
+            continue
+        name = "conventional MiniLM, lr 5e-5" if model == "minilm" else \
+            f"B-cos MiniLM `{json.dumps(r['variants'][model])}`"
+        gap = "" if model == "minilm" else \
+            f"{100 * (means[model] - means['minilm']):+.1f} / {100 * (means[model] - tfidf):+.1f}"
+        rows.append([name, *(f3(per_seed[s]) if s in per_seed else "" for s in seeds),
+                     f3(means[model]), gap])
+    header = ["model", *(f"seed {s}" for s in seeds), "mean",
+              "points vs conventional / vs TF-IDF (targets ≥ −1.5 / ≥ +5)"]
+    return ["bcos_text_parity_full.json"], header, rows
+
+
+def bcos_text_faithfulness():
+    """ERASER AOPC of the exact B-cos explanation and the post-hoc methods, both levels."""
+    r = load("bcos_text_faithfulness.json")
+    rows = []
+    for name, m in r["methods"].items():
+        rows.append([f"`{name}`", f3(m["piece"]["comprehensiveness"]),
+                     f3(m["piece"]["sufficiency"]), f3(m["word"]["comprehensiveness"]),
+                     f3(m["word"]["sufficiency"]), f2(m["special_share_of_top_10_percent"]),
+                     f"{m['seconds']:.0f}"])
+    header = ["model / method", "comprehensiveness ↑ (pieces)", "sufficiency ↓ (pieces)",
+              "comprehensiveness ↑ (words)", "sufficiency ↓ (words)",
+              "[CLS]/[SEP] share of the top 10 %", "seconds"]
+    return ["bcos_text_faithfulness.json"], header, rows
+
+
 def targets():
     """Every speed target recorded by a benchmark (what ``make bench-summary`` prints)."""
     sources, rows = [], []
@@ -289,6 +325,8 @@ def gpu():
 
 
 TABLES = {
+    "bcos-text-parity": bcos_text_parity,
+    "bcos-text-faithfulness": bcos_text_faithfulness,
     "bcos-vit": bcos_vit,
     "bcos-localisation": bcos_localisation,
     "bcos-finetune": bcos_finetune,
