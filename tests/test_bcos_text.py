@@ -412,7 +412,7 @@ def test_pretrained_row_norms_at_b_one_are_the_bias_free_checkpoint(bert_folder)
     states = {}
     for rows in ("pretrained", "unit"):
         clf = tiny(checkpoint=str(folder), b=1.0, b_anneal=0.0, row_norms=rows, lr=1e-12,
-                   max_epochs=1).fit(X, y)
+                   gate_biases=False, max_epochs=1).fit(X, y)
         batch = clf.encode(X[:6]).inputs
         module = clf.module_
         mask = module.padding_mask(batch["tokens"], batch["lengths"])
@@ -472,3 +472,18 @@ def test_parity_options_clone_grid_search_and_validate():
                           (dict(gate_biases=1), "gate_biases")):
         with pytest.raises(ValueError, match=match):
             tiny(**params).fit(X, y)
+
+
+def test_models_saved_before_the_conversion_options_load_with_their_former_behaviour(tmp_path):
+    """A config without the options added since the first release (gain, b_anneal, row_norms,
+    pooler, gate_biases, logit_scale, head_lr) loads with the values those models had."""
+    X, y = sentiment(n=32)
+    former = BcosTextClassifier._params_since_0_1
+    clf = tiny(max_epochs=1, **former).fit(X, y)
+    folder = clf.save(tmp_path / "model")
+    config = json.loads((folder / "config.json").read_text())
+    config["params"] = {k: v for k, v in config["params"].items() if k not in former}
+    (folder / "config.json").write_text(json.dumps(config))
+    loaded = BcosTextClassifier.load(folder, device="cpu")
+    assert {k: loaded.get_params()[k] for k in former} == former
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))

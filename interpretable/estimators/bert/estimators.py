@@ -410,19 +410,21 @@ class BcosTextClassifier(BaseEncoderClassifier):
         (the converted network, closest to the pretrained one) to ``b`` (with its matched
         gain); 0: ``b`` from the start. The fitted model has exponent ``b``; a
         ``warm_start`` continuation trains at ``b``.
-    row_norms : {"unit", "pretrained"}
+    row_norms : {"unit", "pretrained"}, default="unit"
         ``"unit"``: unit-norm B-cos rows (B-cos LM). ``"pretrained"``: each converted row keeps
         its checkpoint norm as a fixed gain (B-cosification): at ``b = 1`` the encoder is
         exactly the bias-free checkpoint.
-    pooler : bool
+    pooler : bool, default=True
         Keep the converted B-cos pooler (B-cos LM's); False: the classifier reads the pooling.
-    gate_biases : bool
+    gate_biases : bool, default=True
         Keep the checkpoint's query / key biases (inside the attention probabilities) and
         intermediate bias (inside the GELU gate, ``x·Φ(x + bias)``); the linear path stays
-        bias-free.
-    logit_scale : float > 0 or "learned"
+        bias-free, the contributions exact. Measured on the full Rotten Tomatoes split (one
+        epoch, lr 1e-4, 3 seeds): within about a point of the conventional MiniLM, where
+        removing these biases too (False, B-cos LM's conversion) cost 2-4 points.
+    logit_scale : float > 0 or "learned", default=1.0
         A constant factor of the (cosine-style, bounded) logits, or a trained one from 1.
-    head_lr : float > 0 or None
+    head_lr : float > 0 or None, default=None
         Peak learning rate of the new classifier (and a learned logit scale), on the same
         schedule (LP-FT style); None: ``lr``. Every option keeps contributions exact.
     checkpoint : None, str, path or dict, default=None
@@ -444,8 +446,10 @@ class BcosTextClassifier(BaseEncoderClassifier):
     class_weight : None, "balanced" or dict {label: weight}, default=None
         Weights of the classes in the training loss (multiplied with ``sample_weight``);
         ``"balanced"``: ``n_samples / (n_classes * count(label))`` as in scikit-learn.
-    lr : float > 0, default=2e-05
-        Learning rate.
+    lr : float > 0, default=1e-4
+        Peak learning rate. Higher than the conventional model's: the B-cos layers' outputs
+        are bounded cosines, and 1e-4 beat 5e-5 on every seed tried (full split: .804 against
+        .790 without ``gate_biases``).
     max_epochs : int >= 1, default=1
         Number of passes over the training data.
     batch_size : int >= 1, default=32
@@ -547,11 +551,15 @@ class BcosTextClassifier(BaseEncoderClassifier):
         "head_lr": [Interval(Real, 0, None, closed="neither"), None],
     }
     _module_class = BcosBertClassifier
+    #: the conversion and head options added since the first release, with the values of the
+    #: models saved before them
+    _params_since_0_1 = {"gain": "unit", "b_anneal": 0.0, "row_norms": "unit", "pooler": True,
+                         "gate_biases": False, "logit_scale": 1.0, "head_lr": None}
 
     def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, row_norms="unit", pooler=True,
-                 gate_biases=False, logit_scale=1.0, head_lr=None, checkpoint=None,
+                 gate_biases=True, logit_scale=1.0, head_lr=None, checkpoint=None,
                  pooling="mean", max_length=64, warmup=0.1,
-                 lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
+                 lr=1e-4, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
                  n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):

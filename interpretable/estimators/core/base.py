@@ -225,11 +225,23 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
     def _check_params(self) -> None:
         """Checks beyond ``_parameter_constraints`` (e.g. relations between parameters)."""
 
+    #: parameters added after version 0.1, with the values that keep the behaviour of the
+    #: models saved before them (their configs load with these values), and likewise fitted
+    #: attributes (``fitted`` keys)
+    _params_since_0_1: dict = {}
+    _fitted_since_0_1: dict = {}
+
     @classmethod
     def _upgrade_config(cls, params: dict, dropped: list, fitted):
         """The parameters, dropped parameters and fitted state of a saved config (JSON
-        values) in this version's terms, for models saved by an older version."""
-        return params, dropped, fitted
+        values) in this version's terms, for models saved by an older version: parameters
+        and fitted attributes it lacks take the values of :attr:`_params_since_0_1` and
+        :attr:`_fitted_since_0_1`."""
+        added = {k: v for k, v in cls._params_since_0_1.items()
+                 if isinstance(params, dict) and k not in params and k not in dropped}
+        if isinstance(fitted, dict) and cls._fitted_since_0_1:
+            fitted = {**cls._fitted_since_0_1, **fitted}
+        return (params if not added else {**params, **added}), dropped, fitted
 
     # ------------------------------------------------------------------ validation
     def _validate_parameters(self) -> None:

@@ -127,8 +127,6 @@ class VisionTransformerClassifier(NeuralClassifier):
         "zoom_out_probability": [Interval(Real, 0, 1, closed="both")],
         "lr_decay_at": [Interval(Real, 0, 1, closed="right"), None],
     }
-    #: parameters added after version 0.1, with the values that keep its behaviour (configs
-    #: saved by 0.1 load with them), and likewise fitted attributes
     _params_since_0_1 = {"image_size": "auto"}
     _fitted_since_0_1 = {"crop_size_": None}
     _expected_failed_checks = dict.fromkeys(
@@ -200,16 +198,6 @@ class VisionTransformerClassifier(NeuralClassifier):
             raise ValueError(f"crop_size_={crop!r} does not match image_shape_ "
                              f"{self.image_shape_}.")
         self.crop_size_ = crop
-
-    @classmethod
-    def _upgrade_config(cls, params: dict, dropped: list, fitted):
-        """Configs of version 0.1 lack the parameters and fitted attributes added since; they
-        take the values that keep 0.1's behaviour."""
-        added = {k: v for k, v in cls._params_since_0_1.items()
-                 if isinstance(params, dict) and k not in params and k not in dropped}
-        if isinstance(fitted, dict):
-            fitted = {**cls._fitted_since_0_1, **fitted}
-        return (params if not added else {**params, **added}), dropped, fitted
 
     def _check_params(self) -> None:
         if self.embed_dim % self.num_heads:
