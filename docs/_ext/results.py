@@ -288,6 +288,23 @@ def gpu():
     return ["bcos_gpu.json"], header, rows
 
 
+def bcosify():
+    r = load("bcosify_quick.json")
+    names = {"original_finetuned": "original, fine-tuned further",
+             "bcosified": "B-cosified, fine-tuned", "bcos_from_scratch": "B-cos from scratch"}
+    methods = [("inherent", "inherent"), ("integrated_gradients", "IG"),
+               ("input_x_gradient", "I×G"), ("gradsam", "GradSAM"), ("rollout", "rollout")]
+    rows = []
+    for part, label in (("vision", "ViT"), ("text", "MiniLM")):
+        for name, model in r[part]["models"].items():
+            loc = model.get("localisation", {})
+            rows.append([f"{label}: {names[name]}", f3(model["accuracy"]),
+                         f"{model['train_seconds']:.0f}",
+                         *(pm(loc[m]) if m in loc else "" for m, _ in methods)])
+    header = ["model", "accuracy", "training s", *(f"pointing game: {n}" for _, n in methods)]
+    return ["bcosify_quick.json"], header, rows
+
+
 TABLES = {
     "bcos-vit": bcos_vit,
     "bcos-localisation": bcos_localisation,
@@ -300,6 +317,7 @@ TABLES = {
     "isan-checks": isan_checks,
     "targets": targets,
     "gpu": gpu,
+    "bcosify": bcosify,
 }
 
 

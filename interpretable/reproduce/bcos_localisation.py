@@ -110,7 +110,7 @@ def run(quick: bool = False, epochs=None, n_grids=None, settings=None, models=No
                                 zoom_out=ZOOM_OUT, image_size=None, batch_size=32,
                                 random_state=seed)
         for setting in phases:  # black first, then textured (warm start)
-            X_train, X_test, y_train, y_test = _data(setting, cfg["n_train"], seed)
+            X_train, X_test, y_train, y_test = setting_split(setting, cfg["n_train"], seed)
             start = time.perf_counter()
             clf.fit(X_train[:cfg["n_train"]], y_train[:cfg["n_train"]])
             clf.set_params(warm_start=True, zoom_out=None)
@@ -128,7 +128,7 @@ def run(quick: bool = False, epochs=None, n_grids=None, settings=None, models=No
     return results
 
 
-def _data(setting: str, n_train: int, seed: int):
+def setting_split(setting: str, n_train: int, seed: int):
     """(X_train, X_test, y_train, y_test) of a setting, RGB 32 px."""
     if setting == "textured":
         return textured_split(n_train, seed)

@@ -9,11 +9,12 @@ budget.
   (:class:`~interpretable.nn.conventional_vit.ConventionalViT`: class token, learned positions,
   pre-norm blocks with LayerNorm eps 1e-6, GELU MLPs, head on the class token; 8×8 tokens of
   patch 4 at 32 px, width 64, 4 blocks of 4 heads, on ImageNet-normalised images) learns
-  textured digits (:func:`.bcos_localisation.textured_split`) for ``pretrain_epochs``; its
-  state dict is saved to a ``.pth`` file. Then, for ``epochs`` more epochs on the same images
-  each: (a) the original fine-tuned further, (b) ``BcosViTClassifier(pretrained=<the file>,
-  architecture=...)``, the B-cosified model (no biases, B = 2), (c) the same
-  ``BcosViTClassifier`` from scratch. Test accuracy, training seconds and the grid pointing
+  digits on black, then textured digits (the phases of :mod:`.bcos_localisation`,
+  ``pretrain_epochs`` each; from scratch, textured digits are barely learnt at this size);
+  its state dict is saved to a ``.pth`` file. Then, for ``epochs`` more epochs on the textured
+  digits each: (a) the original fine-tuned further, (b) the B-cosified model,
+  ``BcosViTClassifier(pretrained=<the file>, architecture=...)`` (no biases, B = 2), (c) the
+  same ``BcosViTClassifier`` from scratch. Test accuracy, training seconds and the grid pointing
   game (:func:`.bcos_localisation.localisation_scores`, on each model's own confidently
   classified test digits) of the B-cos models' inherent explanations against the post-hoc
   methods on (a) (GradCAM left out: the head reads the class token only, so its map of the
@@ -37,8 +38,8 @@ import numpy as np
 from ..attribution.vision import METHODS
 from ..estimators.vision.estimators import ViTClassifier
 from ..progress import report
-from .bcos_localisation import localisation_scores, textured_split
-from .bcos_vit import SIZE, _fit
+from .bcos_localisation import localisation_scores, setting_split
+from .bcos_vit import SIZE, ZOOM_OUT, _fit
 
 logger = logging.getLogger(__name__)
 
@@ -49,9 +50,11 @@ ARCHITECTURE = dict(dim=SIZE["embed_dim"], depth=SIZE["depth"], heads=SIZE["num_
                     patch_size=SIZE["patch_size"])
 #: post-hoc methods on the conventional ViT (see the module docstring for GradCAM)
 POST_HOC = tuple(m for m in METHODS if m not in ("inherent", "gradcam"))
-FULL = dict(n_train=5000, pretrain_epochs=30, epochs=10, lr=2e-3, finetune_lr=5e-4,
+#: ``lr``: training from random weights (the conventional ViT, the B-cos ViT from scratch);
+#: ``finetune_lr``: the budget's fine-tuning of the original and of the B-cosified model
+FULL = dict(n_train=5000, pretrain_epochs=15, epochs=10, lr=1e-3, finetune_lr=5e-4,
             n_grids=250, text_train=None, text_test=None, text_epochs=1)
-QUICK = dict(n_train=5000, pretrain_epochs=20, epochs=4, lr=2e-3, finetune_lr=5e-4,
+QUICK = dict(n_train=5000, pretrain_epochs=8, epochs=4, lr=1e-3, finetune_lr=5e-4,
              n_grids=32, text_train=2000, text_test=500, text_epochs=1)
 #: the B-cos MiniLMs' learning rate and option (issue 29)
 BCOS_TEXT = dict(lr=1e-4, gate_biases=True)
@@ -82,7 +85,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--part", choices=("all", *PARTS), default="all")
     parser.add_argument("--n-train", dest="n_train", type=int, help="training images")
     parser.add_argument("--pretrain-epochs", dest="pretrain_epochs", type=int,
-                        help="epochs of the conventional ViT before B-cosification")
+                        help="epochs of each phase (black, textured) of the "
+                             "conventional ViT before B-cosification")
     parser.add_argument("--epochs", type=int, help="the budget: epochs of each vision model")
     parser.add_argument("--n-grids", dest="n_grids", type=int, help="pointing-game grids")
     parser.add_argument("--text-train", dest="text_train", type=int, help="training texts")
@@ -130,14 +134,19 @@ def vision(cfg: dict, seed: int, n_test=None) -> dict:
     from ..nn.bcos.layers import encode_image
     from ..nn.bcos.vit_conversion import bcosify_vit
 
-    X_train, X_test, y_train, y_test = textured_split(cfg["n_train"], seed)
+    black = setting_split("mnist_black", cfg["n_train"], seed)
+    X_train, X_test, y_train, y_test = setting_split("textured", cfg["n_train"], seed)
     X_test, y_test = X_test[:n_test], y_test[:n_test]
     size = dict(patch_size=ARCHITECTURE["patch_size"], embed_dim=ARCHITECTURE["dim"],
                 depth=ARCHITECTURE["depth"], num_heads=ARCHITECTURE["heads"],
                 mlp_ratio=SIZE["mlp_ratio"], stem_channels=())
     common = dict(image_size=None, batch_size=32, random_state=seed, device="cpu")
-    original, pretrain_seconds = _fit(TimmViTClassifier(
-        **size, **common, lr=cfg["lr"], max_epochs=cfg["pretrain_epochs"]), X_train, y_train)
+    original, black_seconds = _fit(TimmViTClassifier(
+        **size, **common, lr=cfg["lr"], max_epochs=cfg["pretrain_epochs"], zoom_out=ZOOM_OUT),
+        black[0][:cfg["n_train"]], black[2][:cfg["n_train"]])
+    original, textured_seconds = _fit(original.set_params(warm_start=True, zoom_out=None),
+                                      X_train, y_train)
+    pretrain_seconds = black_seconds + textured_seconds
     out = {"pretrained": {"accuracy": float(original.score(X_test, y_test)),
                           "train_seconds": round(pretrain_seconds, 1)}, "models": {}}
     report(logger, f"conventional ViT: accuracy {out['pretrained']['accuracy']:.3f} "
