@@ -30,5 +30,8 @@ def test_reproduction_runs_on_a_tiny_setting(monkeypatch):
     assert all(set(row) == {"accuracy", "train_seconds"} for row in text["models"].values())
     assert "vision/bcosified" in repro.table(results)
     json.dumps(results, default=float)
+    assert results["command"] == ("python -m interpretable reproduce bcosify --quick "
+                                  "--n-train 48 --pretrain-epochs 1 --epochs 1 --n-grids 2 "
+                                  "--text-train 32")
     assert repro.results_suffix({"part": "text"}) == "-text"
     assert repro.results_suffix({"part": "all"}) == ""

@@ -101,6 +101,14 @@ def results_suffix(options) -> str:
     return "" if part == "all" else f"-{part}"
 
 
+def command(quick: bool, options: dict) -> str:
+    """The command line of a run with these ``run`` options (defaults left out)."""
+    defaults = dict(part="all", seed=0, threads=1)
+    flags = ["--quick"] * quick + [f"--{k.replace('_', '-')} {v}" for k, v in options.items()
+                                   if v is not None and v != defaults.get(k)]
+    return " ".join(["python -m interpretable reproduce bcosify", *flags])
+
+
 def run(quick: bool = False, part: str = "all", n_train=None, pretrain_epochs=None,
         epochs=None, n_grids=None, text_train=None, n_test=None, text_test=None,
         seed: int = 0, threads=1) -> dict:
@@ -114,9 +122,11 @@ def run(quick: bool = False, part: str = "all", n_train=None, pretrain_epochs=No
     cfg.update({k: v for k, v in dict(n_train=n_train, pretrain_epochs=pretrain_epochs,
                                       epochs=epochs, n_grids=n_grids, text_train=text_train,
                                       text_test=text_test).items() if v is not None})
-    results = {"quick": quick, "config": {**cfg, "seed": seed, "architecture": ARCHITECTURE,
-                                          "bcos_text": BCOS_TEXT,
-                                          "torch_threads": torch.get_num_threads()}}
+    flags = dict(part=part, n_train=n_train, pretrain_epochs=pretrain_epochs, epochs=epochs,
+                 n_grids=n_grids, text_train=text_train, seed=seed, threads=threads)
+    results = {"command": command(quick, flags), "quick": quick,
+               "config": {**cfg, "seed": seed, "architecture": ARCHITECTURE,
+                          "bcos_text": BCOS_TEXT, "torch_threads": torch.get_num_threads()}}
     if part in ("all", "vision"):
         results["vision"] = vision(cfg, seed, n_test)
     if part in ("all", "text"):
