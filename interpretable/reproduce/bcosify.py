@@ -16,10 +16,12 @@ budget.
   ``BcosViTClassifier(pretrained=<the file>, architecture=...)`` (no biases, B = 2), (c) the
   same ``BcosViTClassifier`` from scratch. Test accuracy, training seconds and the grid pointing
   game (:func:`.bcos_localisation.localisation_scores`, on each model's own confidently
-  classified test digits) of the B-cos models' inherent explanations against the post-hoc
-  methods on (a) (GradCAM left out: the head reads the class token only, so its map of the
-  patch tokens is 0). ``conversion_max_logit_error``: the B-cosified network before
-  fine-tuning's start computes the original's logits.
+  classified test digits: softmax > .5 for the original, trained with cross-entropy, the
+  sigmoid of the logit > .5 for the B-cos models, trained with binary cross-entropy) of the
+  B-cos models' inherent explanations against the post-hoc methods on (a) (GradCAM left out:
+  the head reads the class token only, so its map of the patch tokens is 0).
+  ``conversion_max_logit_error``: the B-cosified network before fine-tuning's start computes
+  the original's logits.
 * text (Rotten Tomatoes, :func:`.bcos_text.split`; the fine-tuning of :data:`.bcos_text.BERT`
   for ``text_epochs``): the conventional MiniLM fine-tuned, the B-cosified MiniLM fine-tuned
   and the B-cos MiniLM of the same configuration from random weights (both B-cos ones at
