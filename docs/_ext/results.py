@@ -324,6 +324,27 @@ def gpu():
     return ["bcos_gpu.json"], header, rows
 
 
+def bcosify():
+    r = load("bcosify_quick.json")
+    names = {"original_finetuned": "original, fine-tuned", "bcosified": "B-cosified, fine-tuned",
+             "bcos_from_scratch": "B-cos from scratch"}
+    methods = [("inherent", "inherent"), ("integrated_gradients", "IG"),
+               ("input_x_gradient", "I×G"), ("gradsam", "GradSAM"), ("rollout", "rollout")]
+    before = r["vision"]["pretrained"]
+    rows = [["ViT: original, before the budget", f3(before["accuracy"]),
+             f"{before['train_seconds']:.0f}", *([""] * len(methods))]]
+    for part, label in (("vision", "ViT"), ("text", "MiniLM")):
+        for name, model in r[part]["models"].items():
+            loc = model.get("localisation", {})
+            cells = [pm(loc[m]) if m in loc else "" for m, _ in methods]
+            if part == "vision" and not model["grids"]:
+                cells[0] = "no confident digit"
+            rows.append([f"{label}: {names[name]}", f3(model["accuracy"]),
+                         f"{model['train_seconds']:.0f}", *cells])
+    header = ["model", "accuracy", "training s", *(f"pointing game: {n}" for _, n in methods)]
+    return ["bcosify_quick.json"], header, rows
+
+
 TABLES = {
     "bcos-text-parity": bcos_text_parity,
     "bcos-text-faithfulness": bcos_text_faithfulness,
@@ -338,6 +359,7 @@ TABLES = {
     "isan-checks": isan_checks,
     "targets": targets,
     "gpu": gpu,
+    "bcosify": bcosify,
 }
 
 

@@ -80,7 +80,8 @@ def textured_split(n_train: int, seed: int = 0):
     return X, test.data, y, test.target
 
 
-def _mean_se(values) -> dict:
+def mean_se(values) -> dict:
+    """Mean, standard error and count of the values."""
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     return {"mean": float(values.mean()),
             "se": float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1
@@ -109,13 +110,13 @@ def run(quick: bool = False, epochs=None, n_grids=None, settings=None, models=No
                                 zoom_out=ZOOM_OUT, image_size=None, batch_size=32,
                                 random_state=seed)
         for setting in phases:  # black first, then textured (warm start)
-            X_train, X_test, y_train, y_test = _data(setting, cfg["n_train"], seed)
+            X_train, X_test, y_train, y_test = setting_split(setting, cfg["n_train"], seed)
             start = time.perf_counter()
             clf.fit(X_train[:cfg["n_train"]], y_train[:cfg["n_train"]])
             clf.set_params(warm_start=True, zoom_out=None)
             if setting not in settings:
                 continue
-            row = _scores(clf, X_test, y_test, cfg["n_grids"])
+            row = localisation_scores(clf, X_test, y_test, cfg["n_grids"])
             row["fit_seconds"] = round(time.perf_counter() - start, 1)
             results["settings"].setdefault(setting, {})[name] = row
             scores = ", ".join(f"{m} {v['mean']:.3f}" for m, v in row["localisation"].items())
@@ -127,30 +128,35 @@ def run(quick: bool = False, epochs=None, n_grids=None, settings=None, models=No
     return results
 
 
-def _data(setting: str, n_train: int, seed: int):
+def setting_split(setting: str, n_train: int, seed: int):
     """(X_train, X_test, y_train, y_test) of a setting, RGB 32 px."""
     if setting == "textured":
         return textured_split(n_train, seed)
     return [np.repeat(a[..., None], 3, -1) if a.ndim == 3 else a for a in split(seed)]
 
 
-def _scores(clf, X_test, y_test, n_grids: int) -> dict:
-    """Accuracy, completeness and every method's pointing-game score of a fitted model."""
+def localisation_scores(clf, X_test, y_test, n_grids: int, methods=METHODS,
+                        confidence: str = "sigmoid") -> dict:
+    """Accuracy, completeness (with ``"inherent"``) and each method's pointing-game score
+    (mean ± s.e. over grids) of a fitted model; ``confidence`` picks the grids' images (see
+    :func:`~interpretable.metrics.grid_pointing_game`)."""
     from ..metrics import grid_pointing_game
     from ..metrics.localisation import confident_grids
 
-    row = {"accuracy": float(clf.score(X_test, y_test)),
-           "max_completeness_error": float(clf.explain(X_test[:64]).completeness_error.max())}
+    row = {"accuracy": float(clf.score(X_test, y_test))}
+    if "inherent" in methods:
+        row["max_completeness_error"] = float(clf.explain(X_test[:64]).completeness_error.max())
     try:
-        available = len(confident_grids(clf, X_test, y_test).cell_labels)
+        available = len(confident_grids(clf, X_test, y_test,
+                                        confidence=confidence).cell_labels)
     except ValueError:  # no confidently and correctly classified images
         available = 0
     row["grids"] = grids = min(n_grids, available)
     row["localisation"] = {}
-    for method in METHODS if grids else ():
+    for method in methods if grids else ():
         _, scores = grid_pointing_game(clf, X_test, y_test, n_grids=grids, method=method,
-                                       return_scores=True)
-        row["localisation"][method] = _mean_se(scores.mean(1))
+                                       confidence=confidence, return_scores=True)
+        row["localisation"][method] = mean_se(scores.mean(1))
     row["best_method"] = max(row["localisation"], default=None,
                              key=lambda m: row["localisation"][m]["mean"])
     return row

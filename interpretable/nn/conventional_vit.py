@@ -1,0 +1,156 @@
+"""A conventional Vision Transformer in the state-dict layouts of torchvision's and timm's
+``VisionTransformer``, without either package (torchvision's PyPI wheels need a CUDA build of
+torch): what :mod:`interpretable.nn.bcos.vit_conversion` B-cosifies.
+
+Both layouts compute the same network from their documented structure: patch convolution,
+class token first, learned positions, pre-norm blocks (LayerNorm eps 1e-6, multi-head softmax
+attention, GELU MLP), a final LayerNorm and a linear head on the class token. Input:
+normalised images (B, 3, H, W); output: logits (B, num_classes). It offers the interface of
+:func:`~interpretable.attribution.vision.attribute` (``grid_size``, ``forward_features``,
+``forward_head``, ``forward_with_attention``), so the post-hoc methods explain it.
+
+>>> model = ConventionalViT("timm", image_size=16, patch_size=4, num_layers=1, num_heads=2,
+...                         hidden_dim=8, mlp_dim=16, num_classes=5)
+>>> model(torch.zeros(2, 3, 16, 16)).shape
+torch.Size([2, 5])
+>>> sorted(model.state_dict())[:3]
+['blocks.0.attn.proj.bias', 'blocks.0.attn.proj.weight', 'blocks.0.attn.qkv.bias']
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import torch
+from torch import nn
+
+from .heads import mha_forward
+
+__all__ = ["LAYOUTS", "ConventionalViT"]
+
+LAYOUTS = ("torchvision", "timm")
+
+
+class _SelfAttention(nn.Module):
+    """timm's ``Attention``: packed ``qkv`` and ``proj`` linear layers; returns the output and
+    the attention (B, heads, N, N), kept in the autograd graph."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.num_heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        b, n, d = x.shape
+        qkv = self.qkv(x).view(b, n, 3, self.num_heads, d // self.num_heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)
+        attn = (q @ k.transpose(-1, -2) / math.sqrt(d // self.num_heads)).softmax(-1)
+        return self.proj((attn @ v).transpose(1, 2).reshape(b, n, d)), attn
+
+
+class _Block(nn.Module):
+    """A pre-norm encoder block under the ``layout``'s module names; returns the tokens and the
+    attention."""
+
+    def __init__(self, layout: str, dim: int, heads: int, mlp_dim: int):
+        super().__init__()
+        self.layout = layout
+        norm1, norm2 = nn.LayerNorm(dim, eps=1e-6), nn.LayerNorm(dim, eps=1e-6)
+        if layout == "torchvision":
+            self.ln_1, self.ln_2 = norm1, norm2
+            self.self_attention = nn.MultiheadAttention(dim, heads, batch_first=True)
+            self.mlp = nn.Sequential(nn.Linear(dim, mlp_dim), nn.GELU(), nn.Dropout(0.0),
+                                     nn.Linear(mlp_dim, dim), nn.Dropout(0.0))
+        else:
+            self.norm1, self.norm2 = norm1, norm2
+            self.attn = _SelfAttention(dim, heads)
+            self.mlp = nn.Sequential(OrderedDict(fc1=nn.Linear(dim, mlp_dim), act=nn.GELU(),
+                                                 fc2=nn.Linear(mlp_dim, dim)))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.layout == "torchvision":
+            a, attn = mha_forward(self.self_attention, self.ln_1(x))
+            x = x + a
+            return x + self.mlp(self.ln_2(x)), attn
+        a, attn = self.attn(self.norm1(x))
+        x = x + a
+        return x + self.mlp(self.norm2(x)), attn
+
+
+class ConventionalViT(nn.Module):
+    """A conventional ViT whose state-dict keys and shapes are those of torchvision's
+    ``VisionTransformer`` (``layout="torchvision"``) or timm's (``"timm"``).
+
+    Parameters
+    ----------
+    layout : {"torchvision", "timm"}
+        The module names (the network is the same).
+    image_size, patch_size : int
+        Square images and patches.
+    num_layers, num_heads, hidden_dim, mlp_dim : int
+        Blocks, attention heads, token width and MLP width.
+    num_classes : int
+        Logits.
+    """
+
+    def __init__(self, layout: str, image_size: int, patch_size: int, num_layers: int,
+                 num_heads: int, hidden_dim: int, mlp_dim: int, num_classes: int):
+        super().__init__()
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}.")
+        self.layout = layout
+        self.grid_size = (image_size // patch_size,) * 2
+        tokens = 1 + math.prod(self.grid_size)
+        proj = nn.Conv2d(3, hidden_dim, patch_size, stride=patch_size)
+        cls = nn.Parameter(torch.zeros(1, 1, hidden_dim))
+        positions = nn.Parameter(torch.randn(1, tokens, hidden_dim) * 0.02)
+        blocks = [_Block(layout, hidden_dim, num_heads, mlp_dim) for _ in range(num_layers)]
+        norm, head = nn.LayerNorm(hidden_dim, eps=1e-6), nn.Linear(hidden_dim, num_classes)
+        if layout == "torchvision":
+            self.conv_proj, self.class_token = proj, cls
+            self.encoder = nn.Module()
+            self.encoder.pos_embedding = positions
+            self.encoder.layers = nn.Sequential(OrderedDict(
+                (f"encoder_layer_{i}", block) for i, block in enumerate(blocks)))
+            self.encoder.ln = norm
+            self.heads = nn.Sequential(OrderedDict(head=head))
+        else:
+            self.patch_embed = nn.Module()
+            self.patch_embed.proj = proj
+            self.cls_token, self.pos_embed = cls, positions
+            self.blocks = nn.Sequential(*blocks)
+            self.norm, self.head = norm, head
+
+    def _parts(self):
+        """(patch convolution, class token, positions, blocks, final norm, head)."""
+        if self.layout == "torchvision":
+            e = self.encoder
+            return (self.conv_proj, self.class_token, e.pos_embedding, e.layers, e.ln,
+                    self.heads.head)
+        return (self.patch_embed.proj, self.cls_token, self.pos_embed, self.blocks, self.norm,
+                self.head)
+
+    def forward_features(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """x: (B, 3, H, W) -> (final tokens (B, D, 1 + h·w) after the last LayerNorm, class
+        token first; [attention (B, heads, N, N)] per block)."""
+        proj, cls, positions, blocks, norm, _ = self._parts()
+        tokens = proj(x).flatten(2).transpose(1, 2)
+        tokens = torch.cat([cls.expand(len(x), -1, -1), tokens], 1) + positions
+        attentions = []
+        for block in blocks:
+            tokens, attn = block(tokens)
+            attentions.append(attn)
+        return norm(tokens).transpose(1, 2), attentions
+
+    def forward_head(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Final tokens (B, D, N) -> logits (B, K) of the class token."""
+        return self._parts()[-1](tokens[..., 0])
+
+    def forward_with_attention(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """x: (B, 3, H, W) -> (logits (B, K), [attention (B, heads, N, N)] per block)."""
+        tokens, attentions = self.forward_features(x)
+        return self.forward_head(tokens), attentions
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.forward_with_attention(x)[0]
