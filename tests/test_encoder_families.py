@@ -246,3 +246,25 @@ def test_checkpoints_that_do_not_fit_are_refused_at_fit(checkpoints, tmp_path):
     with pytest.raises(ValueError, match="max_length=65 exceeds the model.s 64 positions"):
         BcosTextClassifier(checkpoint=checkpoints["roberta"], **{**FIT, "max_length": 65}) \
             .fit(TEXTS, LABELS)
+
+
+def test_a_checkpoint_with_code_in_its_weights_is_refused_without_running_it(checkpoints,
+                                                                             tmp_path):
+    import os
+    import pickle
+    import shutil
+
+    from interpretable import BcosTextClassifier
+
+    folder = shutil.copytree(checkpoints["bert"], tmp_path / "hostile")
+    (folder / "model.safetensors").unlink()
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return os.system, (f"touch {marker}",)
+
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"weight": Payload()}))
+    with pytest.raises(ValueError, match="cannot read the weights in .*a file's code is never"):
+        BcosTextClassifier(checkpoint=folder, **FIT).fit(TEXTS, LABELS)
+    assert not marker.exists()

@@ -15,6 +15,7 @@ LayerNorm and transformer layers::
 from __future__ import annotations
 
 import math
+import pickle
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -74,8 +75,14 @@ def load_encoder(path, *, pooler: bool = False, config=None):
     conversion uses it)."""
     config = read_encoder_config(path) if config is None else config
     with quiet_loading() as tf:
-        return tf.AutoModel.from_pretrained(str(path), config=config, local_files_only=True,
-                                            **_pooler_option(config.to_dict(), pooler))
+        try:
+            return tf.AutoModel.from_pretrained(str(path), config=config, local_files_only=True,
+                                                **_pooler_option(config.to_dict(), pooler))
+        except (OSError, RuntimeError, ValueError, pickle.UnpicklingError) as exc:
+            reason = str(exc).split(". ")[0].splitlines()[0]
+            raise ValueError(f"cannot read the weights in {str(path)!r} ({type(exc).__name__}: "
+                             f"{reason}); only safetensors files and PyTorch files of plain "
+                             "tensors are read, a file's code is never run.") from exc
 
 
 def _pooler_option(config: dict, pooler: bool) -> dict:
