@@ -1,7 +1,8 @@
-"""The encoder families of the BERT lineage (BERT, RoBERTa, XLM-RoBERTa, ELECTRA, DistilBERT):
-configs read through one table, B-cos conversion that is the bias-free original at B = 1 with
-the pretrained row norms, exact contributions, the conventional encoder's recomputed attention,
-and refusals that name the problem. Tiny random models built from each family's config."""
+"""The encoder families of the BERT lineage (BERT, RoBERTa, XLM-RoBERTa, CamemBERT, ELECTRA,
+DistilBERT): configs read through one table, B-cos conversion that is the bias-free original
+at B = 1 with the pretrained row norms, exact contributions, the conventional encoder's
+recomputed attention, and refusals that name the problem. Tiny random models built from each
+family's config."""
 import numpy as np
 import pytest
 import torch
@@ -26,6 +27,7 @@ CONFIGS = {
     "bert": lambda: transformers.BertConfig(**BERT_LIKE),
     "roberta": lambda: transformers.RobertaConfig(**BERT_LIKE, pad_token_id=1),
     "xlm-roberta": lambda: transformers.XLMRobertaConfig(**BERT_LIKE, pad_token_id=1),
+    "camembert": lambda: transformers.CamembertConfig(**BERT_LIKE, pad_token_id=1),
     "electra": lambda: transformers.ElectraConfig(**BERT_LIKE, embedding_size=8),
     "distilbert": lambda: transformers.DistilBertConfig(dim=16, n_layers=2, n_heads=2,
                                                         hidden_dim=32, **SIZES),
