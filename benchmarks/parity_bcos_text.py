@@ -5,7 +5,8 @@
 --merge A B`` merges the results of runs split by seed.
 
 Fine-tunes, on the reproduction's Rotten Tomatoes split (``interpretable reproduce
-bcos-text``: stratified 80/20, seed 0; ``--train``/``--test`` keep the first texts of each
+bcos-text``: stratified 80/20, seed 0; ``--dataset convention``: its speeches split by
+speaker; ``--train``/``--test`` keep the first texts of each
 side, default all), the conventional MiniLM (``--conventional``) and every B-cos variant
 (``--variant name '{"param": value}'``: :class:`~interpretable.BcosTextClassifier`
 parameters over the defaults) with the reproduction's budget (one epoch, lr 5e-5, batch 32,
@@ -41,12 +42,13 @@ def main(args):
     from interpretable.reproduce.bcos_text import BERT, _timed, split
 
     torch.set_num_threads(args.threads)
-    X_train, X_test, y_train, y_test = split("rotten-tomatoes", args.train, args.test, 0)
+    X_train, X_test, y_train, y_test = split(args.dataset, args.train, args.test, 0)
     budget = dict(BERT, lr=args.lr, max_epochs=args.epochs, device="cpu")
     out = {"command": "OMP_NUM_THREADS=1 python " + " ".join(sys.argv),
            "n_train": len(X_train), "n_test": len(X_test), "budget": budget,
-           "threads": args.threads, "seeds": args.seeds, "torch": torch.__version__,
-           "python": platform.python_version(), "variants": dict(args.variant),
+           "dataset": args.dataset, "threads": args.threads, "seeds": args.seeds,
+           "torch": torch.__version__, "python": platform.python_version(),
+           "variants": dict(args.variant),
            "accuracy": {}, "mean_accuracy": {}, "train_seconds": {}, "cost": {}}
     tfidf = make_pipeline(TfidfVectorizer(), LogisticRegression(max_iter=1000))
     out["accuracy"]["tfidf_logreg"] = {"-": float(tfidf.fit(X_train, y_train)
@@ -123,6 +125,8 @@ def merge(out: str, parts: list) -> dict:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
+    parser.add_argument("--dataset", default="rotten-tomatoes",
+                        choices=("rotten-tomatoes", "convention"))
     parser.add_argument("--train", type=int, default=None)
     parser.add_argument("--test", type=int, default=None)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
