@@ -4,6 +4,7 @@ the original's, exact explanations (the biases' and class token's share reported
 fine-tuning start, refused checkpoints, and fitted models that no longer need the file. Tiny
 stand-ins of torchvision's and timm's VisionTransformer (tests/conventional_vit.py) replace the
 packages where they are absent."""
+import copy
 import pickle
 import sys
 from pathlib import Path
@@ -254,3 +255,45 @@ def test_hostile_and_mismatched_checkpoints_are_refused_by_the_estimator(checkpo
     with pytest.raises(ValueError, match="which the estimator sets"):
         BcosViTClassifier(pretrained=checkpoints["timm"],
                           **{**FIT, "architecture": {**ARCH, "bcosified": False}}).fit(X, y)
+
+
+# ---------------------------------------------------------------------------- your own ViT
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_vit_trained_here_in_a_standard_layout_is_b_cosified_from_its_state_dict(layout,
+                                                                                   tmp_path):
+    """``ViTClassifier(layout=...)`` trains the standard ViT; its state dict is a checkpoint
+    that converts with its function (float64) and fine-tunes as a B-cos model."""
+    from interpretable import ViTClassifier, bcosify
+
+    X, y = _data()
+    original = ViTClassifier(patch_size=4, embed_dim=16, depth=2, num_heads=2, mlp_ratio=2.0,
+                             stem_channels=(), layout=layout, image_size=None, max_epochs=1,
+                             batch_size=8, random_state=0, device="cpu").fit(X, y)
+    path = tmp_path / "vit.pth"
+    torch.save(original.module_.state_dict(), path)
+    network = bcosify(torch.load(path, weights_only=True), num_heads=2)
+    images = torch.as_tensor(X[:4]).permute(0, 3, 1, 2)
+    with torch.no_grad():  # the estimator's own input normalisation, float32
+        np.testing.assert_allclose(network(encode_image(images)).numpy(),
+                                   original.decision_function(X[:4]), rtol=0, atol=1e-4)
+        reference = copy.deepcopy(original.module_).double()  # the function itself, float64
+        mean, std = (torch.tensor(v, dtype=torch.float64)[:, None, None]
+                     for v in (IMAGENET_MEAN, IMAGENET_STD))
+        normalised = (images.double() - mean) / std
+        exact = bcosify({k: v.double() for k, v in reference.state_dict().items()},
+                        num_heads=2)
+        torch.testing.assert_close(exact(encode_image(images.double())), reference(normalised),
+                                   rtol=0, atol=1e-10)
+    bcos = BcosViTClassifier(pretrained=path, **{**FIT, "max_epochs": 1}).fit(X, y)
+    assert bcos.explain(X[:2], dtype="float64").completeness_error.max() <= 1e-9
+
+
+def test_standard_layouts_refuse_a_stem_dropout_or_other_images():
+    from interpretable import ViTClassifier
+
+    X, y = _data()
+    with pytest.raises(ValueError, match="pass stem_channels=.. and dropout=0"):
+        ViTClassifier(layout="timm", max_epochs=1).fit(X, y)
+    with pytest.raises(ValueError, match="takes RGB images, got 1 channel"):
+        ViTClassifier(layout="timm", stem_channels=(), max_epochs=1, image_size=None,
+                      device="cpu").fit(X[..., :1], y)

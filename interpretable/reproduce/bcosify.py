@@ -62,27 +62,6 @@ QUICK = dict(n_train=5000, pretrain_epochs=8, epochs=4, lr=1e-3, finetune_lr=5e-
 BCOS_TEXT = dict(lr=1e-4, gate_biases=True)
 
 
-class TimmViTClassifier(ViTClassifier):
-    """:class:`~interpretable.ViTClassifier` training a
-    :class:`~interpretable.nn.conventional_vit.ConventionalViT` in timm's layout (no stem,
-    no dropout) on ImageNet-normalised images: the conventional model B-cosified here."""
-
-    def _make_module(self, in_channels, image_size, n_classes):
-        from ..nn.conventional_vit import ConventionalViT
-
-        return ConventionalViT("timm", image_size[0], self.patch_size, self.depth,
-                               self.num_heads, self.embed_dim,
-                               int(self.embed_dim * self.mlp_ratio), n_classes)
-
-    def _encode(self, X):
-        import torch
-
-        from ..nn.bcos.vit_conversion import IMAGENET_MEAN, IMAGENET_STD
-
-        mean, std = (torch.tensor(v)[:, None, None] for v in (IMAGENET_MEAN, IMAGENET_STD))
-        return (super()._encode(X) - mean) / std
-
-
 def add_arguments(parser) -> None:
     parser.add_argument("--part", choices=("all", *PARTS), default="all")
     parser.add_argument("--n-train", dest="n_train", type=int, help="training images")
@@ -153,8 +132,9 @@ def vision(cfg: dict, seed: int, n_test=None) -> dict:
                 depth=ARCHITECTURE["depth"], num_heads=ARCHITECTURE["heads"],
                 mlp_ratio=SIZE["mlp_ratio"], stem_channels=())
     common = dict(image_size=None, batch_size=32, random_state=seed, device="cpu")
-    original, black_seconds = _fit(TimmViTClassifier(
-        **size, **common, lr=cfg["lr"], max_epochs=cfg["pretrain_epochs"], zoom_out=ZOOM_OUT),
+    original, black_seconds = _fit(ViTClassifier(
+        **size, **common, layout="timm", lr=cfg["lr"], max_epochs=cfg["pretrain_epochs"],
+        zoom_out=ZOOM_OUT),
         black[0][:cfg["n_train"]], black[2][:cfg["n_train"]])
     original, textured_seconds = _fit(original.set_params(warm_start=True, zoom_out=None),
                                       X_train, y_train)

@@ -18,6 +18,8 @@ from torch import nn
 from ...nn.bcos.holistic_vit import ATTENTION_PRIORS, BcosViT
 from ...nn.bcos.layers import encode_image
 from ...nn.bcos.simple_vit import BcosSimpleViT
+from ...nn.bcos.vit_conversion import IMAGENET_MEAN, IMAGENET_STD
+from ...nn.conventional_vit import LAYOUTS, ConventionalViT
 from ...nn.losses import OneHotBCE
 from ...nn.vit import ViT
 from ...params import Interval, StrOptions
@@ -563,6 +565,14 @@ class ViTClassifier(VisionTransformerClassifier):
         Channels of the 3×3 convolutions of the CNN tokeniser before the patch layer.
     dropout : float in [0, 1), default=0.0
         Dropout in the blocks.
+    layout : {"stem", "timm", "torchvision"}, default="stem"
+        ``"stem"``: the network above (:class:`~interpretable.nn.vit.ViT`). ``"timm"`` /
+        ``"torchvision"``: the standard ViT of those libraries, with their state-dict keys
+        (:class:`~interpretable.nn.conventional_vit.ConventionalViT`: patch convolution, class
+        token, learned positions, pre-norm blocks, head on the class token; no stem, no
+        dropout: pass ``stem_channels=()`` and ``dropout=0``), on square RGB
+        images normalised with ImageNet's mean and std: ``module_.state_dict()`` saved to a
+        file is a checkpoint that ``BcosViTClassifier(pretrained=...)`` B-cosifies.
     image_size : "auto", None or int, default="auto"
         The inputs, as in :class:`BcosViTClassifier` ("auto" is None here).
     zoom_out : (low, high) or None, default=None
@@ -630,8 +640,9 @@ class ViTClassifier(VisionTransformerClassifier):
     ----------
     classes_ : ndarray of shape (n_classes,)
         The class labels.
-    module_ : ViT
-        The fitted network (:class:`~interpretable.nn.vit.ViT`).
+    module_ : ViT or ConventionalViT
+        The fitted network (:class:`~interpretable.nn.vit.ViT`, or with another ``layout``
+        :class:`~interpretable.nn.conventional_vit.ConventionalViT`).
     image_shape_ : tuple of int
         ``(H, W)`` of the images the model sees.
     history_ : list of dict
@@ -657,10 +668,13 @@ class ViTClassifier(VisionTransformerClassifier):
     _parameter_constraints = {
         **VisionTransformerClassifier._parameter_constraints,
         "dropout": [Interval(Real, 0, 1, closed="left")],
+        "layout": [StrOptions({"stem", *LAYOUTS})],
     }
+    _params_since_0_1 = {**VisionTransformerClassifier._params_since_0_1, "layout": "stem"}
 
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
-                 stem_channels=(32,), dropout=0.0, *, image_size="auto", zoom_out=None,
+                 stem_channels=(32,), dropout=0.0, *, layout="stem", image_size="auto",
+                 zoom_out=None,
                  zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6, max_epochs=15,
                  batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
                  random_state=None, verbose=0, class_weight=None, callbacks=None,
@@ -673,6 +687,7 @@ class ViTClassifier(VisionTransformerClassifier):
         self.mlp_ratio = mlp_ratio
         self.stem_channels = stem_channels
         self.dropout = dropout
+        self.layout = layout
         self.image_size = image_size
         self.zoom_out = zoom_out
         self.zoom_out_probability = zoom_out_probability
@@ -694,13 +709,35 @@ class ViTClassifier(VisionTransformerClassifier):
         self.precision = precision
         self.accelerator = accelerator
 
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.layout != "stem" and (tuple(self.stem_channels) or self.dropout):
+            raise ValueError(f"layout={self.layout!r} has no CNN stem and no dropout: pass "
+                             f"stem_channels=() and dropout=0, got {self.stem_channels!r} and "
+                             f"{self.dropout!r}.")
+
     def _make_module(self, in_channels, image_size, n_classes):
-        return ViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
-                   self.depth, self.num_heads, self.mlp_ratio, tuple(self.stem_channels),
-                   self.dropout)
+        if self.layout == "stem":
+            return ViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
+                       self.depth, self.num_heads, self.mlp_ratio, tuple(self.stem_channels),
+                       self.dropout)
+        if image_size[0] != image_size[1]:
+            raise ValueError(f"layout={self.layout!r} takes square images, got "
+                             f"{tuple(image_size)}.")
+        return ConventionalViT(self.layout, image_size[0], self.patch_size, self.depth,
+                               self.num_heads, self.embed_dim,
+                               int(self.embed_dim * self.mlp_ratio), n_classes)
 
     def _criterion(self):
         return nn.CrossEntropyLoss()
 
     def _encode(self, X):
-        return torch.as_tensor(X).permute(0, 3, 1, 2).contiguous()
+        images = torch.as_tensor(X).permute(0, 3, 1, 2).contiguous()
+        if self.layout == "stem":
+            return images
+        if images.shape[1] != 3:
+            raise ValueError(f"layout={self.layout!r} takes RGB images, got "
+                             f"{images.shape[1]} channel(s).")
+        mean, std = (torch.tensor(v, dtype=images.dtype)[:, None, None]
+                     for v in (IMAGENET_MEAN, IMAGENET_STD))
+        return (images - mean) / std
