@@ -240,6 +240,12 @@ def test_checkpoints_that_do_not_fit_are_refused_at_fit(checkpoints, tmp_path):
     (gpt2 / "config.json").write_text(json.dumps(transformers.GPT2Config(n_layer=1).to_dict()))
     with pytest.raises(ValueError, match="cannot convert a 'gpt2' encoder: the supported"):
         BcosTextClassifier(checkpoint=gpt2, **FIT).fit(TEXTS, LABELS)
+    fitted = BcosTextClassifier(checkpoint=checkpoints["distilbert"], **FIT).fit(TEXTS, LABELS)
+    before = fitted.predict_proba(TEXTS)
+    with pytest.raises(ValueError, match="cannot convert a 'gpt2' encoder"):  # a refit
+        fitted.set_params(checkpoint=gpt2).fit(TEXTS, LABELS)
+    assert fitted.config_["model_type"] == "distilbert"  # the failed fit left the model as it was
+    np.testing.assert_array_equal(fitted.predict_proba(TEXTS), before)
     small = shutil.copytree(checkpoints["bert"], tmp_path / "small")
     config = json.loads((small / "config.json").read_text())
     (small / "config.json").write_text(json.dumps({**config, "vocab_size": 10}))
@@ -270,3 +276,19 @@ def test_a_checkpoint_with_code_in_its_weights_is_refused_without_running_it(che
     with pytest.raises(ValueError, match="cannot read the weights in .*a file's code is never"):
         BcosTextClassifier(checkpoint=folder, **FIT).fit(TEXTS, LABELS)
     assert not marker.exists()
+
+
+def test_explanations_from_threads_equal_sequential_ones_and_leave_the_model_unchanged(
+        checkpoints):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from interpretable import BcosTextClassifier
+
+    clf = BcosTextClassifier(checkpoint=checkpoints["roberta"], **FIT).fit(TEXTS, LABELS)
+    state = {k: v.clone() for k, v in clf.module_.state_dict().items()}
+    sequential = [clf.explain([text]).values[0] for text in TEXTS]
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(lambda text: clf.explain([text]).values[0], TEXTS * 3))
+    for i, values in enumerate(threaded):
+        np.testing.assert_array_equal(values, sequential[i % len(TEXTS)])
+    assert all(torch.equal(v, state[k]) for k, v in clf.module_.state_dict().items())
