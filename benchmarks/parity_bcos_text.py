@@ -6,11 +6,13 @@
 
 Fine-tunes, on the reproduction's Rotten Tomatoes split (``interpretable reproduce
 bcos-text``: stratified 80/20, seed 0; ``--dataset convention``: its speeches split by
-speaker; ``--train``/``--test`` keep the first texts of each
-side, default all), the conventional MiniLM (``--conventional``) and every B-cos variant
-(``--variant name '{"param": value}'``: :class:`~interpretable.BcosTextClassifier`
-parameters over the defaults) with the reproduction's budget (one epoch, lr 5e-5, batch 32,
-at most 64 word pieces, 10 % warm-up) and each seed of ``--seeds`` (the estimators'
+speaker; ``--train``/``--test`` keep the first texts of each side, default all), the
+conventional MiniLM (``--conventional``) and every B-cos variant (``--variant name
+'{"param": value}'``: :class:`~interpretable.BcosTextClassifier` parameters over the budget;
+``{seed}`` in a string value is the seed, e.g. a ``teacher`` saved by an earlier
+``--conventional --save`` run: ``"models/minilm_seed{seed}"``) with the reproduction's budget
+(one epoch, lr 5e-5 unless a variant sets its own, batch 32, at most 64 word pieces, 10 %
+warm-up) and each seed of ``--seeds`` (the estimators'
 ``random_state``; the split stays the same). Records accuracy and training seconds per seed,
 the mean over seeds (``--save DIR``: each fitted model saved as ``DIR/<name>_seed<seed>``,
 for :mod:`benchmarks.faithfulness_bcos_text`), and, for the first seed, predict throughput
@@ -70,7 +72,8 @@ def main(args):
     for seed in args.seeds:
         fitted = {}
         for name, cls, params in models:
-            clf = cls(**{**budget, "random_state": seed, **params})
+            clf = cls(**{**budget, "random_state": seed, **{
+                k: v.format(seed=seed) if isinstance(v, str) else v for k, v in params.items()}})
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

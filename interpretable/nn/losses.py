@@ -1,8 +1,9 @@
 """Training criteria and divergences.
 
-Criteria are called as ``criterion(module_output, y)``, or ``criterion(module_output, y,
-sample_weight=w)`` with per-sample loss weights ``w (B,)`` (see
-``interpretable.estimators.core.nets.TrainingNet``): cross-entropy on the logits, the one-hot
+Criteria are called as ``criterion(module_output, y)``, or with per-sample loss inputs as
+keywords, e.g. ``criterion(module_output, y, sample_weight=w)`` with loss weights ``w (B,)`` (see
+``interpretable.estimators.core.nets.TrainingNet``): cross-entropy on the logits, its
+distillation from a teacher's probabilities, the one-hot
 binary cross-entropy of B-cos networks, the conicity-regularised loss of the diversity LSTM and
 the per-position loss of the sequence models. :func:`prediction_divergence` compares predicted
 class distributions (SEAT's D1 / D2)."""
@@ -15,8 +16,9 @@ from torch.nn import functional as F
 
 from .attention import AttentionOutput, conicity
 
-__all__ = ["OutputCrossEntropy", "OneHotBCE", "DiversityLoss", "SequenceLoss", "IGNORE_INDEX",
-           "logits_of", "explained_logits", "weighted_mean", "reduce_loss", "prediction_divergence"]
+__all__ = ["OutputCrossEntropy", "DistillationLoss", "OneHotBCE", "DiversityLoss",
+           "SequenceLoss", "IGNORE_INDEX", "logits_of", "explained_logits", "weighted_mean",
+           "reduce_loss", "prediction_divergence"]
 
 #: target value of positions that are not scored (padding, context-only positions)
 IGNORE_INDEX = -100
@@ -62,6 +64,31 @@ class OutputCrossEntropy(nn.Module):
             return F.cross_entropy(logits_of(output), y)
         return weighted_mean(F.cross_entropy(logits_of(output), y, reduction="none"),
                              sample_weight)
+
+
+class DistillationLoss(nn.Module):
+    """Knowledge distillation (Hinton et al., 2015): per sample
+    ``(1 - weight) * CE(z, y) + weight * T² * KL(softmax(log p / T) ‖ softmax(z / T))``, with
+    the student's logits ``z (B, C)``, the teacher's class probabilities ``p (B, C)``
+    (``teacher_probabilities``) and the temperature ``T``; the mean is weighted by
+    ``sample_weight`` when given. ``T²`` keeps the soft term's gradient scale independent of
+    ``T``."""
+
+    def __init__(self, weight: float, temperature: float):
+        super().__init__()
+        self.weight = float(weight)
+        self.temperature = float(temperature)
+
+    def forward(self, output, y: torch.Tensor, sample_weight=None,
+                teacher_probabilities=None) -> torch.Tensor:
+        logits = logits_of(output)
+        loss = F.cross_entropy(logits, y, reduction="none")
+        if teacher_probabilities is not None and self.weight:
+            t = self.temperature
+            soft = F.softmax(torch.log(teacher_probabilities.to(logits).clamp_min(1e-12)) / t, -1)
+            divergence = prediction_divergence(soft, logits / t, kind="kl")
+            loss = (1 - self.weight) * loss + self.weight * t * t * divergence
+        return weighted_mean(loss, sample_weight)
 
 
 class OneHotBCE(nn.Module):

@@ -27,10 +27,12 @@ import torch
 from ...nn.bcos.bert import BcosBertClassifier
 from ...nn.bert_classifier import BertClassifier
 from ...nn.encoder_families import encoder_options, usable_positions
-from ...params import Interval, StrOptions
+from ...nn.losses import DistillationLoss
+from ...params import HasMethods, Interval, StrOptions
 from ...text import WordPieceEncoder
 from ...validation import check_targets, warn_caller
 from ..core.base import EncodedInputs
+from ..core.teacher import TEACHER_PROBABILITIES, teacher_probabilities
 from ..text.base import TextClassifierBase, trim_collate
 from .checkpoint import EncoderCheckpoint, encoder_config, read_checkpoint
 from .explainers import BcosTextContributions, BertAttention, BertRollout
@@ -165,9 +167,14 @@ class BaseEncoderClassifier(TextClassifierBase):
         self._fit_net(module_factory, self._criterion(), self._encode_texts(texts, None).inputs,
                       torch.from_numpy(y_index.astype(np.int64)), seed=seed,
                       sample_weight=self._training_weights(y_index, sample_weight),
-                      callbacks=self._callbacks(),
+                      loss_inputs=self._loss_inputs(texts), callbacks=self._callbacks(),
                       iterator_train__collate_fn=trim_collate,
                       iterator_valid__collate_fn=trim_collate, **self._net_options())
+
+    def _loss_inputs(self, texts) -> dict:
+        """Per-sample inputs of the training loss beside the labels (e.g. a teacher's
+        probabilities of ``texts``), by the criterion's keyword."""
+        return {}
 
     def _callbacks(self) -> list:
         """BERT's learning-rate schedule: linear warm-up, then linear decay to 0."""
@@ -427,6 +434,21 @@ class BcosTextClassifier(BaseEncoderClassifier):
     head_lr : float > 0 or None, default=None
         Peak learning rate of the new classifier (and a learned logit scale), on the same
         schedule (LP-FT style); None: ``lr``. Every option keeps contributions exact.
+    teacher : None, fitted classifier, str or path, default=None
+        Distil from a conventional model (Hinton et al., 2015; B-cosification trains this way):
+        a fitted classifier over the same texts and classes with ``predict_proba`` (e.g. a
+        fitted :class:`BertTextClassifier`), or the folder of one saved with ``save()``
+        (loaded at each fit). Its probabilities of the training texts are computed once per
+        fit; it is only read. Clones (``GridSearchCV``) share it; the fitted student never
+        stores it: ``save`` and pickles of the fitted student hold ``teacher=None`` (a
+        folder's path as the path). None: train on the labels alone.
+    teacher_weight : float in [0, 1], default=0.5
+        With a ``teacher``, the share of the loss that matches its softened probabilities
+        (KL divergence, scaled by ``teacher_temperature ** 2``); the rest is cross-entropy
+        with the labels.
+    teacher_temperature : float > 0, default=2.0
+        The temperature both the teacher's and the student's probabilities are softened with
+        in the distillation term.
     checkpoint : None, str, path or dict, default=None
         None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of an
         encoder of the BERT lineage (``transformers`` layout; never downloads): BERT,
@@ -549,15 +571,21 @@ class BcosTextClassifier(BaseEncoderClassifier):
         "gate_biases": ["boolean"],
         "logit_scale": [Interval(Real, 0, None, closed="neither"), StrOptions({"learned"})],
         "head_lr": [Interval(Real, 0, None, closed="neither"), None],
+        "teacher": [None, str, os.PathLike, HasMethods(["predict_proba"])],
+        "teacher_weight": [Interval(Real, 0, 1, closed="both")],
+        "teacher_temperature": [Interval(Real, 0, None, closed="neither")],
     }
     _module_class = BcosBertClassifier
-    #: the conversion and head options added since the first release, with the values of the
-    #: models saved before them
+    _borrowed_params = ("teacher",)
+    #: the conversion, head and distillation options added since the first release, with
+    #: the values of the models saved before them
     _params_since_0_1 = {"gain": "unit", "b_anneal": 0.0, "row_norms": "unit", "pooler": True,
-                         "gate_biases": False, "logit_scale": 1.0, "head_lr": None}
+                         "gate_biases": False, "logit_scale": 1.0, "head_lr": None,
+                         "teacher": None, "teacher_weight": 0.5, "teacher_temperature": 2.0}
 
     def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, row_norms="unit", pooler=True,
-                 gate_biases=True, logit_scale=1.0, head_lr=None, checkpoint=None,
+                 gate_biases=True, logit_scale=1.0, head_lr=None, teacher=None,
+                 teacher_weight=0.5, teacher_temperature=2.0, checkpoint=None,
                  pooling="mean", max_length=64, warmup=0.1,
                  lr=1e-4, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
@@ -571,6 +599,9 @@ class BcosTextClassifier(BaseEncoderClassifier):
         self.gate_biases = gate_biases
         self.logit_scale = logit_scale
         self.head_lr = head_lr
+        self.teacher = teacher
+        self.teacher_weight = teacher_weight
+        self.teacher_temperature = teacher_temperature
         self.checkpoint = checkpoint
         self.pooling = pooling
         self.max_length = max_length
@@ -600,6 +631,19 @@ class BcosTextClassifier(BaseEncoderClassifier):
         if self.b_anneal and not self._continues():
             callbacks.append(("anneal_b", AnnealExponent(self.b_anneal)))
         return callbacks
+
+    def _criterion(self) -> torch.nn.Module:
+        """Cross-entropy, or with a ``teacher`` its distillation loss."""
+        if self.teacher is None:
+            return super()._criterion()
+        return DistillationLoss(self.teacher_weight, self.teacher_temperature)
+
+    def _loss_inputs(self, texts) -> dict:
+        """The teacher's probabilities of the training texts (none without a teacher)."""
+        if self.teacher is None:
+            return {}
+        return {TEACHER_PROBABILITIES: teacher_probabilities(self.teacher, texts,
+                                                             self.classes_, self.device_)}
 
     def _check_params(self) -> None:
         if isinstance(self.b, (list, tuple)) and not all(

@@ -162,6 +162,10 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
     #: scikit-learn's checks (by name) that fail for a reason that is no bug, with the reason
     #: (one mapping per estimator family; ``expected_failed_checks`` of sklearn's check runners)
     _expected_failed_checks: dict[str, str] = {}
+    #: parameters holding fitted models that fit only reads (a distillation teacher): a
+    #: clone shares them instead of cloning them (which would unfit them), and a fitted
+    #: estimator's saved folder and pickle store None in their place (a path as the path)
+    _borrowed_params: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -173,6 +177,12 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
             raise TypeError(f"{cls.__qualname__} is saved as {cls.saved_as!r}, which "
                             f"{known.__module__}.{known.__qualname__} is saved as already.")
         NeuralEstimator._saved_classes[cls.saved_as] = cls
+
+    def __sklearn_clone__(self):
+        """scikit-learn's clone, sharing the :attr:`_borrowed_params` (fitted models that fit
+        only reads) instead of cloning them into unfitted copies."""
+        clone = super().__sklearn_clone__()
+        return clone.set_params(**{name: getattr(self, name) for name in self._borrowed_params})
 
     def __sklearn_tags__(self):
         """Texts or symbol sequences, never 2-d arrays (image estimators override this); fits

@@ -218,17 +218,20 @@ class TrainingNet(NeuralNet):
     """skorch ``NeuralNet`` whose criterion receives the module's full output.
 
     The criterion is an ``nn.Module`` called as ``criterion(module_output, y)``, so models with
-    extra outputs (attention, hidden states) add their regularisers there; a batch whose inputs
-    carry per-sample weights ``(B,)`` under :data:`SAMPLE_WEIGHT` (not passed to the module)
-    calls ``criterion(module_output, y, sample_weight=w)``. ``autocast`` (a dtype or None)
+    extra outputs (attention, hidden states) add their regularisers there. ``loss_inputs``
+    names per-sample inputs of the loss that travel in the batch's inputs but are not passed
+    to the module (e.g. :data:`SAMPLE_WEIGHT`, weights ``(B,)``, or a teacher's probabilities):
+    the criterion gets those present as keywords, ``criterion(module_output, y,
+    sample_weight=w)``. ``autocast`` (a dtype or None)
     runs the training forward pass and loss under ``torch.autocast`` (mixed precision; the
     parameters, gradients and evaluation keep their dtype). Override :meth:`get_loss` or
     :meth:`train_step_single` for anything else.
     """
 
-    def __init__(self, *args, autocast=None, **kwargs):
+    def __init__(self, *args, autocast=None, loss_inputs=frozenset(), **kwargs):
         super().__init__(*args, **kwargs)
         self.autocast = autocast
+        self.loss_inputs = frozenset(loss_inputs)
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
         """skorch's loop; a KeyboardInterrupt (which skorch turns into the end of training) is
@@ -241,16 +244,15 @@ class TrainingNet(NeuralNet):
             raise
 
     def infer(self, x, **fit_params):
-        if isinstance(x, Mapping) and SAMPLE_WEIGHT in x:
-            x = {k: v for k, v in x.items() if k != SAMPLE_WEIGHT}
+        if isinstance(x, Mapping) and not self.loss_inputs.isdisjoint(x):
+            x = {k: v for k, v in x.items() if k not in self.loss_inputs}
         return super().infer(x, **fit_params)
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         y_true = y_true.to(self.device)
-        if isinstance(X, Mapping) and SAMPLE_WEIGHT in X:
-            weight = X[SAMPLE_WEIGHT].to(y_true.device)
-            return self.criterion_(y_pred, y_true, sample_weight=weight)
-        return self.criterion_(y_pred, y_true)
+        extra = {k: X[k].to(y_true.device) for k in self.loss_inputs
+                 if isinstance(X, Mapping) and k in X}
+        return self.criterion_(y_pred, y_true, **extra)
 
     def train_step_single(self, batch, **fit_params):
         if self.autocast is None:
@@ -292,8 +294,8 @@ class AcceleratedTrainingNet(AccelerateMixin, TrainingNet):
 
 # ---------------------------------------------------------------------------- one phase
 def train_module(estimator, module_factory, criterion, X, y, *, seed: int, callbacks=(),
-                 max_epochs=None, lr=None, sample_weight=None, validation=True,
-                 **net_kwargs) -> NeuralNet:
+                 max_epochs=None, lr=None, sample_weight=None, loss_inputs=None,
+                 validation=True, **net_kwargs) -> NeuralNet:
     """Build the module under ``seed`` and train it with skorch, as ``estimator``'s training
     parameters say (optimizer, learning rate, epochs, batch size, validation split, early
     stopping, precision, accelerator, callbacks, verbosity). Returns the trained net.
@@ -301,7 +303,9 @@ def train_module(estimator, module_factory, criterion, X, y, *, seed: int, callb
     ``module_factory()`` builds the module (called with the torch RNG seeded); ``X`` is a dict
     of CPU tensors passed to ``module.forward(**batch)``, ``y`` a tensor; ``max_epochs`` and
     ``lr`` override the estimator's for this phase; ``sample_weight`` (n,) are per-sample loss
-    weights (the criterion must take ``sample_weight``); ``validation=False`` trains on all of
+    weights (the criterion must take ``sample_weight``); ``loss_inputs`` maps further keywords
+    of the criterion to per-sample tensors ``(n, ...)`` (e.g. a teacher's probabilities);
+    ``validation=False`` trains on all of
     ``X`` whatever ``validation_fraction`` says (phases whose loss needs gradients);
     ``callbacks`` are added to the phase's. ``net_kwargs`` go to the net (e.g.
     ``iterator_train__collate_fn``).
@@ -310,11 +314,18 @@ def train_module(estimator, module_factory, criterion, X, y, *, seed: int, callb
     if accelerator is not None and estimator.precision != "float32":
         raise ValueError(f"precision={estimator.precision!r} cannot be combined with an "
                          "accelerator: set it there, Accelerator(mixed_precision='bf16').")
+    accepted = inspect.signature(criterion.forward).parameters
     if sample_weight is not None:
-        if "sample_weight" not in inspect.signature(criterion.forward).parameters:
+        if SAMPLE_WEIGHT not in accepted:
             raise ValueError(f"{type(estimator).__name__} does not support sample weights "
                              "(sample_weight, class_weight) in this training phase.")
-        X = {**X, SAMPLE_WEIGHT: torch.as_tensor(sample_weight, dtype=torch.float32)}
+        loss_inputs = {**(loss_inputs or {}),
+                       SAMPLE_WEIGHT: torch.as_tensor(sample_weight, dtype=torch.float32)}
+    loss_inputs = loss_inputs or {}
+    unknown = sorted(set(loss_inputs) - set(accepted))
+    if unknown:
+        raise TypeError(f"the criterion {type(criterion).__name__} takes no {unknown}.")
+    X = {**X, **loss_inputs}
     validated = validation and estimator.validation_fraction is not None
     classifier = is_classifier(estimator)
     if accelerator is None:
@@ -347,6 +358,7 @@ def train_module(estimator, module_factory, criterion, X, y, *, seed: int, callb
             callbacks__print_log__sink=functools.partial(report, logger) if verbose else noop,
             verbose=estimator.verbose,
             **placement,
+            loss_inputs=frozenset(loss_inputs),
             **net_kwargs,
         )
         net.fit(X, y)

@@ -4,12 +4,14 @@ store for an estimator: plain data instead of torch objects.
 The state of a fitted estimator is what :meth:`~.base.NeuralEstimator.save` writes, kept as
 Python values: its parameters, the parameters it was fitted with, its fitted state (the
 JSON-compatible ``_get_fitted_state()``), the module's tensors as numpy arrays and the other
-fitted attributes JSON can hold (``history_``, ...). Unpickling rebuilds the module as
-:meth:`~.base.NeuralEstimator.load` does (:func:`.persistence.restore_estimator`): parameters and
-fitted state checked, the module built on the meta device, every tensor's name, shape and dtype
-compared with it and non-finite weights refused before any weight is used. The module goes to
-the estimator's ``device`` (the CPU where that device is not available here), so a pickle made
-on a GPU machine loads on a CPU one.
+fitted attributes JSON can hold (``history_``, ...); as in the saved folder, the fitted
+models that fit borrowed (a distillation teacher, ``_borrowed_params``) are not stored.
+Unpickling rebuilds the module as :meth:`~.base.NeuralEstimator.load` does
+(:func:`.persistence.restore_estimator`): parameters and fitted state checked, the module
+built on the meta device, every tensor's name, shape and dtype compared with it and
+non-finite weights refused before any weight is used. The module goes to the estimator's
+``device`` (the CPU where that device is not available here), so a pickle made on a GPU
+machine loads on a CPU one.
 
 skops: the state holds only types skops trusts by default (str, numbers, lists, tuples, dicts,
 numpy arrays), the estimator itself and the objects its parameters hold (e.g. a
@@ -23,6 +25,7 @@ file.
 from __future__ import annotations
 
 import copy
+import os
 
 import numpy as np
 import torch
@@ -116,9 +119,18 @@ def estimator_state(estimator) -> dict:
                 continue
     weights = {name: tensor.detach().cpu().numpy()
                for name, tensor in estimator.module_.state_dict().items()}
-    return {**state, "fitted_params": dict(estimator.fitted_params_),
+    return {**state, "params": _lent_back(estimator, state["params"]),
+            "fitted_params": _lent_back(estimator, estimator.fitted_params_),
             "fitted": estimator._get_fitted_state(), "weights": weights,
             "attributes": attributes}
+
+
+def _lent_back(estimator, params: dict) -> dict:
+    """``params`` of a fitted estimator without the models it borrowed for fitting
+    (``_borrowed_params``, e.g. a teacher): None in their place, a folder's path kept."""
+    return {name: None if name in estimator._borrowed_params
+            and not isinstance(value, (str, os.PathLike)) else value
+            for name, value in params.items()}
 
 
 def set_estimator_state(estimator, state) -> None:
