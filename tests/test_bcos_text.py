@@ -498,3 +498,135 @@ def test_the_demo_text_model_is_trained_enough_to_be_right():
     assert accuracy >= 0.7
     reviews = ["a gorgeous, witty and heartfelt film", "dull, lifeless and far too long"]
     assert clf.predict(reviews).tolist() == ["fresh", "rotten"]
+
+
+# ---------------------------------------------------------------------------- distillation
+def test_distillation_loss_is_cross_entropy_plus_the_scaled_kl_to_the_softened_teacher():
+    from interpretable.nn.losses import DistillationLoss
+
+    torch.manual_seed(0)
+    logits, y = torch.randn(6, 3, dtype=torch.float64), torch.tensor([0, 1, 2, 0, 1, 2])
+    teacher = torch.softmax(torch.randn(6, 3, dtype=torch.float64), -1)
+    weight = torch.rand(6, dtype=torch.float64)
+    ce = torch.nn.functional.cross_entropy(logits, y, reduction="none")
+    soft = torch.softmax(torch.log(teacher) / 2.0, -1)
+    kl = torch.nn.functional.kl_div(torch.log_softmax(logits / 2.0, -1), soft,
+                                    reduction="none").sum(-1)
+    expected = ((0.3 * ce + 0.7 * 4.0 * kl) * weight).sum() / weight.sum()
+    loss = DistillationLoss(0.7, 2.0)(logits, y, sample_weight=weight,
+                                      teacher_probabilities=teacher)
+    torch.testing.assert_close(loss, expected, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(DistillationLoss(0.0, 2.0)(logits, y, teacher_probabilities=teacher),
+                               ce.mean(), rtol=1e-12, atol=1e-12)
+    # matching the teacher exactly (T = 1, labels ignored) is the minimum: zero
+    assert float(DistillationLoss(1.0, 1.0)(torch.log(teacher), y,
+                                            teacher_probabilities=teacher)) == pytest.approx(0)
+
+
+@pytest.fixture(scope="module")
+def taught():
+    """A teacher (TF-IDF + logistic regression) and the labels it contradicts: the student is
+    fitted on labels that disagree with the teacher on a third of the texts."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    X, y = sentiment(n=96)
+    teacher = make_pipeline(TfidfVectorizer(), LogisticRegression(C=100)).fit(X, y)
+    noisy = y.copy()
+    noisy[::3] = np.where(y[::3] == "pos", "neg", "pos")
+    return teacher, X, y, noisy
+
+
+def test_the_student_follows_the_teacher_in_proportion_to_its_weight(taught):
+    teacher, X, y, noisy = taught
+    agreement = {}
+    for weight in (0.0, 1.0):
+        clf = tiny(teacher=teacher, teacher_weight=weight, teacher_temperature=1.0,
+                   max_epochs=8).fit(X, noisy)
+        agreement[weight] = np.mean(clf.predict(X) == teacher.predict(X))
+    assert agreement[1.0] >= 0.95 > agreement[0.0]
+    # the labels alone (no teacher) train exactly as teacher_weight=0
+    alone = tiny(max_epochs=2).fit(X, noisy)
+    ignored = tiny(teacher=teacher, teacher_weight=0.0, max_epochs=2).fit(X, noisy)
+    np.testing.assert_array_equal(alone.predict_proba(X), ignored.predict_proba(X))
+
+
+def test_a_distilled_student_explains_exactly_and_never_stores_its_teacher(taught, tmp_path):
+    import pickle
+
+    teacher, X, y, _ = taught
+    teacher_file = pickle.dumps(teacher)
+    clf = tiny(teacher=teacher, max_epochs=2).fit(X, y)
+    assert pickle.dumps(teacher) == teacher_file  # only read
+    for level in ("piece", "word"):
+        exp = clf.explain(X[:4] + [TEXT], "pos", level=level, dtype="float64")
+        assert exp.completeness_error.max() <= 1e-9
+    folder = clf.save(tmp_path / "student")
+    config = json.loads((folder / "config.json").read_text())
+    assert "teacher" in config["dropped_params"] and "teacher" not in config["params"]
+    loaded = BcosTextClassifier.load(folder, device="cpu")
+    assert loaded.teacher is None
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+    np.testing.assert_array_equal(np.concatenate(loaded.explain([TEXT]).values),
+                                  np.concatenate(clf.explain([TEXT]).values))
+    # a fitted student's pickle holds no teacher (it is as large as one fitted without)...
+    restored = pickle.loads(pickle.dumps(clf))
+    assert restored.teacher is None and restored.fitted_params_["teacher"] is None
+    np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
+    alone = tiny(max_epochs=2).fit(X, y)
+    assert len(pickle.dumps(clf)) < len(pickle.dumps(alone)) + 500
+    assert clf.teacher is teacher  # the parameter itself is unchanged
+    # ... while an unfitted one (e.g. sent to a joblib worker) keeps it
+    assert pickle.loads(pickle.dumps(tiny(teacher=teacher))).teacher.predict(X[:3]).tolist() \
+        == teacher.predict(X[:3]).tolist()
+
+
+def test_a_saved_teacher_is_named_by_its_folder(tmp_path):
+    X, y = sentiment(n=48)
+    conventional = tiny(BertTextClassifier, max_epochs=2).fit(X, y)
+    path = str(conventional.save(tmp_path / "teacher"))
+    by_path = tiny(teacher=path, max_epochs=1).fit(X, y)
+    by_object = tiny(teacher=conventional, max_epochs=1).fit(X, y)
+    np.testing.assert_array_equal(by_path.predict_proba(X), by_object.predict_proba(X))
+    # the folder is a reference: saved and pickled as the path
+    loaded = BcosTextClassifier.load(by_path.save(tmp_path / "student"), device="cpu")
+    assert loaded.teacher == path
+    import pickle
+    assert pickle.loads(pickle.dumps(by_path)).teacher == path
+
+
+def test_clones_share_the_fitted_teacher_through_a_grid_search(taught):
+    teacher, X, y, _ = taught
+    student = tiny(teacher=teacher, max_epochs=1)
+    assert clone(student).teacher is teacher
+    assert clone(student).get_params() == student.get_params()
+    search = GridSearchCV(student, {"teacher_weight": [0.2, 0.8],
+                                    "teacher_temperature": [1.0, 3.0]}, cv=2).fit(X, y)
+    assert search.best_estimator_.teacher is teacher
+    assert set(search.best_params_) == {"teacher_weight", "teacher_temperature"}
+
+
+def test_bad_teachers_are_named_and_a_failed_refit_keeps_the_model(taught, tmp_path):
+    from sklearn.exceptions import NotFittedError
+    from sklearn.linear_model import LinearRegression
+
+    teacher, X, y, _ = taught
+    clf = tiny(max_epochs=1).fit(X, y)
+    before = clf.predict_proba(X)
+    three = np.array(["neg", "pos", "mixed"] * 32)
+    for bad, error, match in (
+            (clone(teacher), NotFittedError, "teacher .*not fitted"),
+            (LinearRegression().fit(np.ones((2, 1)), [0, 1]), ValueError, "teacher"),
+            (str(tmp_path), ValueError, "is not a saved model"),
+            (3, ValueError, "teacher")):
+        with pytest.raises(error, match=match):
+            clf.set_params(teacher=bad).fit(X, y)
+        np.testing.assert_array_equal(clf.predict_proba(X), before)
+    with pytest.raises(ValueError, match=r"teacher predicts the classes \['neg', 'pos'\]"):
+        clf.set_params(teacher=teacher).fit(X, three)
+    for params, match in ((dict(teacher_weight=1.5), "teacher_weight"),
+                          (dict(teacher_temperature=0.0), "teacher_temperature")):
+        with pytest.raises(ValueError, match=match):
+            tiny(teacher=teacher, **params).fit(X, y)
+    np.testing.assert_array_equal(clf.predict_proba(X), before)
