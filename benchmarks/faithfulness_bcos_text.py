@@ -2,7 +2,7 @@
 conventional MiniLM, on fitted models saved by :mod:`benchmarks.parity_bcos_text` (issue 29).
 
 ``OMP_NUM_THREADS=1 python benchmarks/faithfulness_bcos_text.py --models DIR --seed 0
---bcos NAME --out NAME [--eval 300]``
+--bcos NAME --out NAME [--eval 300] [--post-hoc-from RESULTS]``
 
 Loads ``DIR/minilm_seed<seed>`` and ``DIR/<bcos>_seed<seed>`` and, on the first ``--eval``
 texts of the reproduction's Rotten Tomatoes test split, scores with ERASER comprehensiveness
@@ -19,7 +19,9 @@ the curve per fraction kept):
 * what the perturbation removes: the share of the top 10 % of pieces that are ``[CLS]`` /
   ``[SEP]``, and, for the B-cos model, the position / token-type share of the logit.
 
-Writes ``benchmarks/results/<out>.json``.
+``--post-hoc-from RESULTS`` takes the conventional model's records from an earlier run on
+the same texts and seed (``benchmarks/results/<RESULTS>.json``) instead of recomputing them
+(integrated gradients take minutes). Writes ``benchmarks/results/<out>.json``.
 """
 import argparse
 import dataclasses
@@ -85,7 +87,17 @@ def main(args):
            "seed": args.seed, "torch": torch.__version__, "python": platform.python_version(),
            "methods": {}}
     path = RESULTS / f"{args.out}.json"
-    for model_name, methods in (("minilm", POST_HOC), (args.bcos, ("inherent",))):
+    measured = [("minilm", POST_HOC), (args.bcos, ("inherent",))]
+    if args.post_hoc_from:
+        earlier = json.loads((RESULTS / f"{args.post_hoc_from}.json").read_text())
+        if (earlier["texts"], earlier["seed"]) != (len(X), args.seed):
+            raise SystemExit(f"{args.post_hoc_from} scored {earlier['texts']} texts of seed "
+                             f"{earlier['seed']}, not {len(X)} of seed {args.seed}")
+        out["post_hoc_from"] = args.post_hoc_from
+        out["methods"] = {k: v for k, v in earlier["methods"].items()
+                          if k.startswith("minilm/")}
+        measured = measured[1:]
+    for model_name, methods in measured:
         clf = models[model_name]
         pieces = clf.word_pieces(X)
         for method, contrast in [(m, c) for m in methods for c in (None, "mean")]:
@@ -138,4 +150,6 @@ if __name__ == "__main__":
     parser.add_argument("--eval", type=int, default=300)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--post-hoc-from", default=None, metavar="RESULTS",
+                        help="reuse the conventional model's records of this results file")
     main(parser.parse_args())
