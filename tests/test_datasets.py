@@ -9,6 +9,7 @@ from interpretable.datasets import (
     load_mnist_5k,
     load_rotten_tomatoes,
     load_shakespeare,
+    load_trec,
     make_babi_task1,
     make_colored_shapes,
     make_image_grid,
@@ -25,6 +26,21 @@ def test_rotten_tomatoes_counts():
     assert list(data.target_names) == ["rotten", "fresh"]
     assert all(isinstance(t, str) and t for t in data.data)
     X, y = load_rotten_tomatoes(return_X_y=True)
+    assert X == data.data and np.array_equal(y, data.target)
+
+
+def test_trec_questions_are_the_training_set_once_each():
+    data = load_trec()
+    assert len(data.data) == len(set(data.data)) == len(data.target) == len(data.fine) == 5381
+    assert list(data.target_names) == ["abbreviation", "description", "entity", "human",
+                                       "location", "numeric"]
+    assert np.bincount(data.target).tolist() == [86, 1153, 1245, 1215, 824, 858]
+    assert len(set(data.fine)) == 50
+    codes = ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]  # the coarse class of each fine one
+    assert [codes[t] for t in data.target] == [f.split(":")[0] for f in data.fine]
+    assert data.data[0] == "How did serfdom develop in and then leave Russia ?"
+    assert data.fine[0] == "DESC:manner"
+    X, y = load_trec(return_X_y=True)
     assert X == data.data and np.array_equal(y, data.target)
 
 
