@@ -13,8 +13,8 @@ A missing file or key fails the build (a warning, an error under ``-W``).
 
 from __future__ import annotations
 
+import functools
 import importlib
-
 import json
 from functools import cache
 from pathlib import Path
@@ -250,9 +250,10 @@ def isan_checks():
     return sources, ["training characters", "target", "", "ISAN / LSTM bpc"], rows
 
 
-def bcos_text_parity():
-    """Full-split accuracy of every model and seed, the means and the issue's two targets."""
-    r = load("bcos_text_parity_full.json")
+def bcos_text_parity(name: str = "bcos_text_parity_full.json"):
+    """Accuracy of every model and seed on one split, the means and the issue's two targets
+    (a ``teacher`` is the conventional MiniLM of the same seed, saved by the run)."""
+    r = load(name)
     accuracy, means = r["accuracy"], r["mean_accuracy"]
     tfidf = accuracy["tfidf_logreg"]["-"]
     seeds = [str(seed) for seed in r["seeds"]]
@@ -260,20 +261,22 @@ def bcos_text_parity():
     for model, per_seed in accuracy.items():
         if model == "tfidf_logreg":
             continue
-        name = "conventional MiniLM, lr 5e-5" if model == "minilm" else \
-            f"B-cos MiniLM `{json.dumps(r['variants'][model])}`"
+        params = {k: "the conventional MiniLM of the same seed" if k == "teacher" else v
+                  for k, v in r["variants"].get(model, {}).items()}
+        label = "conventional MiniLM, lr 5e-5" if model == "minilm" else \
+            f"B-cos MiniLM `{json.dumps(params, ensure_ascii=False)}`"
         gap = "" if model == "minilm" else \
             f"{100 * (means[model] - means['minilm']):+.1f} / {100 * (means[model] - tfidf):+.1f}"
-        rows.append([name, *(f3(per_seed[s]) if s in per_seed else "" for s in seeds),
+        rows.append([label, *(f3(per_seed[s]) if s in per_seed else "" for s in seeds),
                      f3(means[model]), gap])
     header = ["model", *(f"seed {s}" for s in seeds), "mean",
               "points vs conventional / vs TF-IDF (targets ≥ −1.5 / ≥ +5)"]
-    return ["bcos_text_parity_full.json"], header, rows
+    return [name], header, rows
 
 
-def bcos_text_faithfulness():
+def bcos_text_faithfulness(name: str = "bcos_text_faithfulness.json"):
     """ERASER AOPC of the exact B-cos explanation and the post-hoc methods, both levels."""
-    r = load("bcos_text_faithfulness.json")
+    r = load(name)
     rows = []
     for name, m in r["methods"].items():
         rows.append([f"`{name}`", f3(m["piece"]["comprehensiveness"]),
@@ -283,7 +286,7 @@ def bcos_text_faithfulness():
     header = ["model / method", "comprehensiveness ↑ (pieces)", "sufficiency ↓ (pieces)",
               "comprehensiveness ↑ (words)", "sufficiency ↓ (words)",
               "[CLS]/[SEP] share of the top 10 %", "seconds"]
-    return ["bcos_text_faithfulness.json"], header, rows
+    return [name], header, rows
 
 
 def targets():
@@ -347,7 +350,11 @@ def bcosify():
 
 TABLES = {
     "bcos-text-parity": bcos_text_parity,
+    "bcos-text-parity-trec": functools.partial(bcos_text_parity,
+                                               "bcos_text_parity_trec.json"),
     "bcos-text-faithfulness": bcos_text_faithfulness,
+    "bcos-text-faithfulness-teacher": functools.partial(
+        bcos_text_faithfulness, "bcos_text_faithfulness_teacher.json"),
     "bcos-vit": bcos_vit,
     "bcos-localisation": bcos_localisation,
     "bcos-finetune": bcos_finetune,
