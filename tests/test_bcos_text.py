@@ -618,7 +618,7 @@ def test_bad_teachers_are_named_and_a_failed_refit_keeps_the_model(taught, tmp_p
     for bad, error, match in (
             (clone(teacher), NotFittedError, "teacher .*not fitted"),
             (LinearRegression().fit(np.ones((2, 1)), [0, 1]), ValueError, "teacher"),
-            (str(tmp_path), ValueError, "is not a saved model"),
+            (str(tmp_path), ValueError, "is not a model saved with save"),
             (3, ValueError, "teacher")):
         with pytest.raises(error, match=match):
             clf.set_params(teacher=bad).fit(X, y)
@@ -630,3 +630,42 @@ def test_bad_teachers_are_named_and_a_failed_refit_keeps_the_model(taught, tmp_p
         with pytest.raises(ValueError, match=match):
             tiny(teacher=teacher, **params).fit(X, y)
     np.testing.assert_array_equal(clf.predict_proba(X), before)
+
+
+def test_a_fine_tuned_transformers_classifier_folder_teaches_by_its_label_names(tmp_path):
+    """A ``...ForSequenceClassification`` folder: its probabilities, columns matched to the
+    student's classes by ``id2label`` (stated in reverse order here); generic labels are
+    refused, not guessed."""
+    import pickle
+
+    import transformers
+
+    from interpretable.datasets import load_minilm
+    from interpretable.estimators.bert.checkpoint import ClassifierCheckpoint
+    from interpretable.estimators.core.teacher import teacher_probabilities
+
+    X, y = sentiment(n=48)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(load_minilm()),
+                                                           local_files_only=True)
+    folders = {}
+    for name, labels in (("named", {0: "pos", 1: "neg"}), ("generic", None)):
+        torch.manual_seed(0)
+        config = transformers.BertConfig(**TINY, num_labels=2,
+                                         **({} if labels is None else {"id2label": labels}))
+        model = transformers.BertForSequenceClassification(config).eval()
+        folders[name] = tmp_path / name
+        model.save_pretrained(folders[name])
+        tokenizer.save_pretrained(folders[name])
+    with torch.no_grad():  # the reference: the checkpoint's own forward pass
+        batch = tokenizer(X[:5], padding=True, return_tensors="pt")
+        expected = torch.softmax(model(**batch).logits.double(), -1).numpy()[:, ::-1]
+    adapter = ClassifierCheckpoint(folders["named"], np.array(["neg", "pos"]), batch_size=2)
+    np.testing.assert_allclose(adapter.predict_proba(X[:5]), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(teacher_probabilities(adapter, X[:5], np.array(["neg", "pos"])),
+                               expected, rtol=1e-5, atol=1e-6)
+    student = tiny(teacher=str(folders["named"]), max_epochs=1).fit(X, y)
+    assert student.explain([TEXT], dtype="float64").completeness_error.max() <= 1e-9
+    assert pickle.loads(pickle.dumps(student)).teacher == str(folders["named"])
+    with pytest.raises(ValueError, match=r"predicts the labels \['LABEL_0', 'LABEL_1'\].*"
+                                         r"\['neg', 'pos'\]"):
+        tiny(teacher=str(folders["generic"]), max_epochs=1).fit(X, y)

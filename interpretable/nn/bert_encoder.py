@@ -24,7 +24,8 @@ from torch import nn
 
 from .encoder_families import FAMILIES, encoder_family, encoder_options
 
-__all__ = ["BertEncoder", "load_encoder", "quiet_loading", "read_encoder_config"]
+__all__ = ["BertEncoder", "load_encoder", "load_sequence_classifier", "quiet_loading",
+           "read_encoder_config"]
 
 
 def _transformers():
@@ -83,6 +84,24 @@ def load_encoder(path, *, pooler: bool = False, config=None):
             raise ValueError(f"cannot read the weights in {str(path)!r} ({type(exc).__name__}: "
                              f"{reason}); only safetensors files and PyTorch files of plain "
                              "tensors are read, a file's code is never run.") from exc
+
+
+def load_sequence_classifier(path):
+    """The ``transformers`` sequence classifier in a local folder (any architecture that
+    ``AutoModelForSequenceClassification`` knows without remote code) and its tokeniser, in
+    eval mode; never downloads, never runs a file's code (ValueError naming the folder)."""
+    with quiet_loading() as tf:
+        try:
+            model = tf.AutoModelForSequenceClassification.from_pretrained(
+                str(path), local_files_only=True)
+            tokenizer = tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        except (OSError, RuntimeError, ValueError, pickle.UnpicklingError) as exc:
+            reason = str(exc).split(". ")[0].splitlines()[0]
+            raise ValueError(f"cannot read the sequence classifier in {str(path)!r} "
+                             f"({type(exc).__name__}: {reason}); only safetensors files and "
+                             "PyTorch files of plain tensors are read, a file's code is never "
+                             "run.") from exc
+    return model.eval(), tokenizer
 
 
 def _pooler_option(config: dict, pooler: bool) -> dict:

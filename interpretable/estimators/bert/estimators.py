@@ -34,7 +34,13 @@ from ...validation import check_targets, warn_caller
 from ..core.base import EncodedInputs
 from ..core.teacher import TEACHER_PROBABILITIES, teacher_probabilities
 from ..text.base import TextClassifierBase, trim_collate
-from .checkpoint import EncoderCheckpoint, encoder_config, read_checkpoint
+from .checkpoint import (
+    ClassifierCheckpoint,
+    EncoderCheckpoint,
+    encoder_config,
+    is_classifier_checkpoint,
+    read_checkpoint,
+)
 from .explainers import BcosTextContributions, BertAttention, BertRollout
 
 __all__ = ["BcosTextClassifier", "BertTextClassifier"]
@@ -437,11 +443,13 @@ class BcosTextClassifier(BaseEncoderClassifier):
     teacher : None, fitted classifier, str or path, default=None
         Distil from a conventional model (Hinton et al., 2015; B-cosification trains this way):
         a fitted classifier over the same texts and classes with ``predict_proba`` (e.g. a
-        fitted :class:`BertTextClassifier`), or the folder of one saved with ``save()``
-        (loaded at each fit). Its probabilities of the training texts are computed once per
-        fit; it is only read. Clones (``GridSearchCV``) share it; the fitted student never
-        stores it: ``save`` and pickles of the fitted student hold ``teacher=None`` (a
-        folder's path as the path). None: train on the labels alone.
+        fitted :class:`BertTextClassifier`), the folder of one saved with ``save()``, or the
+        folder of a fine-tuned ``transformers`` sequence classifier whose ``id2label`` names
+        the same classes (read at each fit, never downloaded). Its probabilities of the
+        training texts are computed once per fit; it is only read. Clones
+        (``GridSearchCV``) share it; the fitted student never stores it: ``save`` and
+        pickles of the fitted student hold ``teacher=None`` (a folder's path as the path).
+        None: train on the labels alone.
     teacher_weight : float in [0, 1], default=0.5
         With a ``teacher``, the share of the loss that matches its softened probabilities
         (KL divergence, scaled by ``teacher_temperature ** 2``); the rest is cross-entropy
@@ -642,8 +650,12 @@ class BcosTextClassifier(BaseEncoderClassifier):
         """The teacher's probabilities of the training texts (none without a teacher)."""
         if self.teacher is None:
             return {}
-        return {TEACHER_PROBABILITIES: teacher_probabilities(self.teacher, texts,
-                                                             self.classes_, self.device_)}
+        teacher = self.teacher
+        if isinstance(teacher, (str, os.PathLike)) and is_classifier_checkpoint(teacher):
+            teacher = ClassifierCheckpoint(teacher, self.classes_, batch_size=self.batch_size,
+                                           device=self.device_)
+        return {TEACHER_PROBABILITIES: teacher_probabilities(teacher, texts, self.classes_,
+                                                             self.device_)}
 
     def _check_params(self) -> None:
         if isinstance(self.b, (list, tuple)) and not all(

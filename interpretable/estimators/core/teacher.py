@@ -31,14 +31,15 @@ def _fitted_teacher(teacher, device):
     if isinstance(teacher, (str, os.PathLike)):
         try:
             teacher = NeuralEstimator.load(teacher, device=device)
-        except FileNotFoundError as exc:
-            raise ValueError(f"teacher={os.fspath(teacher)!r} is not a saved model: "
-                             f"{exc}") from None
+        except (FileNotFoundError, ValueError) as exc:
+            raise ValueError(f"teacher={os.fspath(teacher)!r} is not a model saved with "
+                             f"save(): {exc}") from None
     if not callable(getattr(teacher, "predict_proba", None)):
         raise TypeError(f"the teacher must be a classifier with predict_proba, got "
                         f"{type(teacher).__name__}.")
     try:
-        check_is_fitted(teacher)
+        if callable(getattr(teacher, "fit", None)):  # an estimator (else: a fixed predictor)
+            check_is_fitted(teacher)
     except NotFittedError:
         raise NotFittedError(f"the teacher ({type(teacher).__name__}) is not fitted: pass a "
                              "fitted classifier (a scikit-learn clone of it is a new, unfitted "
