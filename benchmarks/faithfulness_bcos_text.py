@@ -5,9 +5,9 @@ conventional MiniLM, on fitted models saved by :mod:`benchmarks.parity_bcos_text
 --bcos NAME --out NAME [--eval 300] [--post-hoc-from RESULTS]``
 
 Loads ``DIR/minilm_seed<seed>`` and ``DIR/<bcos>_seed<seed>`` and, on the first ``--eval``
-texts of the reproduction's Rotten Tomatoes test split, scores with ERASER comprehensiveness
-(↑) and sufficiency (↓) (AOPC over :data:`~interpretable.metrics.faithfulness.ERASER_FRACTIONS`,
-the curve per fraction kept):
+texts of the reproduction's Rotten Tomatoes test split (``--dataset trec``: of TREC's),
+scores with ERASER comprehensiveness (↑) and sufficiency (↓) (AOPC over
+:data:`~interpretable.metrics.faithfulness.ERASER_FRACTIONS`, the curve per fraction kept):
 
 * the B-cos model's exact explanation (``"inherent"``) and, on the conventional model,
   integrated gradients (32 steps), input × gradient, attention and rollout; each method that
@@ -78,21 +78,23 @@ def main(args):
     from interpretable.reproduce.bcos_text import split
 
     torch.set_num_threads(args.threads)
-    _, X_test, _, _ = split("rotten-tomatoes", None, None, 0)
+    _, X_test, _, _ = split(args.dataset, None, None, 0)
     X = list(X_test[: args.eval])
     folder = Path(args.models)
     models = {"minilm": BertTextClassifier.load(folder / f"minilm_seed{args.seed}", "cpu"),
               args.bcos: BcosTextClassifier.load(folder / f"{args.bcos}_seed{args.seed}", "cpu")}
     out = {"command": "OMP_NUM_THREADS=1 python " + " ".join(sys.argv), "texts": len(X),
-           "seed": args.seed, "torch": torch.__version__, "python": platform.python_version(),
-           "methods": {}}
+           "dataset": args.dataset, "seed": args.seed, "torch": torch.__version__,
+           "python": platform.python_version(), "methods": {}}
     path = RESULTS / f"{args.out}.json"
     measured = [("minilm", POST_HOC), (args.bcos, ("inherent",))]
     if args.post_hoc_from:
         earlier = json.loads((RESULTS / f"{args.post_hoc_from}.json").read_text())
-        if (earlier["texts"], earlier["seed"]) != (len(X), args.seed):
-            raise SystemExit(f"{args.post_hoc_from} scored {earlier['texts']} texts of seed "
-                             f"{earlier['seed']}, not {len(X)} of seed {args.seed}")
+        scored = (earlier.get("dataset", "rotten-tomatoes"), earlier["texts"], earlier["seed"])
+        if scored != (args.dataset, len(X), args.seed):
+            raise SystemExit(f"{args.post_hoc_from} scored {scored[1]} {scored[0]} texts of "
+                             f"seed {scored[2]}, not {len(X)} {args.dataset} texts of seed "
+                             f"{args.seed}")
         out["post_hoc_from"] = args.post_hoc_from
         out["methods"] = {k: v for k, v in earlier["methods"].items()
                           if k.startswith("minilm/")}
@@ -147,6 +149,8 @@ if __name__ == "__main__":
     parser.add_argument("--models", required=True)
     parser.add_argument("--bcos", required=True, help="the B-cos variant's name")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dataset", default="rotten-tomatoes",
+                        choices=("rotten-tomatoes", "convention", "trec"))
     parser.add_argument("--eval", type=int, default=300)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", required=True)
