@@ -355,6 +355,8 @@ TABLES = {
     "bcos-text-faithfulness": bcos_text_faithfulness,
     "bcos-text-faithfulness-teacher": functools.partial(
         bcos_text_faithfulness, "bcos_text_faithfulness_teacher.json"),
+    "bcos-text-faithfulness-trec": functools.partial(
+        bcos_text_faithfulness, "bcos_text_faithfulness_trec.json"),
     "bcos-vit": bcos_vit,
     "bcos-localisation": bcos_localisation,
     "bcos-finetune": bcos_finetune,
