@@ -24,8 +24,8 @@ from torch import nn
 
 from .encoder_families import FAMILIES, encoder_family, encoder_options
 
-__all__ = ["BertEncoder", "load_encoder", "load_sequence_classifier", "quiet_loading",
-           "read_encoder_config"]
+__all__ = ["BertEncoder", "attention_probabilities", "load_encoder", "load_sequence_classifier",
+           "quiet_loading", "read_encoder_config"]
 
 
 def _transformers():
@@ -86,22 +86,25 @@ def load_encoder(path, *, pooler: bool = False, config=None):
                              "tensors are read, a file's code is never run.") from exc
 
 
-def load_sequence_classifier(path):
+def load_sequence_classifier(path, *, tokenizer: bool = True, **config_overrides):
     """The ``transformers`` sequence classifier in a local folder (any architecture that
-    ``AutoModelForSequenceClassification`` knows without remote code) and its tokeniser, in
-    eval mode; never downloads, never runs a file's code (ValueError naming the folder)."""
+    ``AutoModelForSequenceClassification`` knows without remote code), in eval mode, and its
+    tokeniser (``tokenizer=False``: the model alone); ``config_overrides`` change its config
+    (e.g. ``num_labels``). Never downloads, never runs a file's code (ValueError naming the
+    folder)."""
     with quiet_loading() as tf:
         try:
             model = tf.AutoModelForSequenceClassification.from_pretrained(
-                str(path), local_files_only=True)
-            tokenizer = tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+                str(path), local_files_only=True, **config_overrides)
+            if tokenizer:
+                tokenizer = tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         except (OSError, RuntimeError, ValueError, pickle.UnpicklingError) as exc:
             reason = str(exc).split(". ")[0].splitlines()[0]
             raise ValueError(f"cannot read the sequence classifier in {str(path)!r} "
                              f"({type(exc).__name__}: {reason}); only safetensors files and "
                              "PyTorch files of plain tensors are read, a file's code is never "
                              "run.") from exc
-    return model.eval(), tokenizer
+    return (model.eval(), tokenizer) if tokenizer else model.eval()
 
 
 def _pooler_option(config: dict, pooler: bool) -> dict:
@@ -138,7 +141,6 @@ class BertEncoder(nn.Module):
                 module.register_buffer(name, buffer, persistent=True)  # build loads them
         self.bert = bert
         self.output_size = options["hidden_size"]
-        self.head_size = options["hidden_size"] // options["num_heads"]
         self.pad_token_id = options["pad_token_id"]
 
     @classmethod
@@ -172,20 +174,29 @@ class BertEncoder(nn.Module):
         return hidden[:, 0]
 
     def attention_probabilities(self, states, mask: torch.Tensor) -> list:
-        """The attention probabilities (B, heads, T, T) of every layer, recomputed from each
-        layer's input ``states[i]`` (B, T, H) (the fused attention of the forward pass does
-        not return them) and the mask (B, T) of real tokens."""
-        family = FAMILIES[self.family]
-        layers = self.bert.get_submodule(family.layers.format("").rstrip("."))
-        query_name = family.layer_keys["attention.query.weight"].removesuffix(".weight")
-        key_name = family.layer_keys["attention.key.weight"].removesuffix(".weight")
-        bias = torch.zeros(mask.shape, dtype=states[0].dtype, device=mask.device)
-        bias = bias.masked_fill_(~mask, torch.finfo(bias.dtype).min)[:, None, None]
-        probabilities = []
-        for layer, hidden in zip(layers, states):
-            heads = (*hidden.shape[:-1], -1, self.head_size)
-            query = layer.get_submodule(query_name)(hidden).view(heads).transpose(1, 2)
-            key = layer.get_submodule(key_name)(hidden).view(heads).transpose(1, 2)
-            scores = query @ key.transpose(-1, -2) / math.sqrt(self.head_size)
-            probabilities.append((scores + bias).softmax(-1))
-        return probabilities
+        """The attention probabilities (B, heads, T, T) of every layer (see
+        :func:`attention_probabilities`)."""
+        return attention_probabilities(self.bert, states, mask)
+
+
+def attention_probabilities(base_model, states, mask: torch.Tensor) -> list:
+    """The attention probabilities (B, heads, T, T) of every layer of a ``transformers`` base
+    model of a supported family, recomputed from each layer's input ``states[i]`` (B, T, H)
+    (the fused attention of the forward pass does not return them) and the mask (B, T) of
+    real tokens."""
+    family = FAMILIES[encoder_family(base_model.config.to_dict())]
+    options = encoder_options(base_model.config.to_dict())
+    head_size = options["hidden_size"] // options["num_heads"]
+    layers = base_model.get_submodule(family.layers.format("").rstrip("."))
+    query_name = family.layer_keys["attention.query.weight"].removesuffix(".weight")
+    key_name = family.layer_keys["attention.key.weight"].removesuffix(".weight")
+    bias = torch.zeros(mask.shape, dtype=states[0].dtype, device=mask.device)
+    bias = bias.masked_fill_(~mask, torch.finfo(bias.dtype).min)[:, None, None]
+    probabilities = []
+    for layer, hidden in zip(layers, states):
+        heads = (*hidden.shape[:-1], -1, head_size)
+        query = layer.get_submodule(query_name)(hidden).view(heads).transpose(1, 2)
+        key = layer.get_submodule(key_name)(hidden).view(heads).transpose(1, 2)
+        scores = query @ key.transpose(-1, -2) / math.sqrt(head_size)
+        probabilities.append((scores + bias).softmax(-1))
+    return probabilities
