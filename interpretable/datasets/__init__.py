@@ -19,7 +19,13 @@ from .loaders import (
     shakespeare_plays,
 )
 from .packages import MissingDataError
-from .synthetic import make_babi_task1, make_colored_shapes, make_image_grid, make_parentheses
+from .synthetic import (
+    make_babi_task1,
+    make_colored_shapes,
+    make_image_grid,
+    make_parentheses,
+    make_planted_evidence_texts,
+)
 from .textures import make_textured_digit_grids, make_textured_digits
 
 __all__ = [
@@ -42,6 +48,7 @@ __all__ = [
     "make_colored_shapes",
     "make_image_grid",
     "make_parentheses",
+    "make_planted_evidence_texts",
     "make_textured_digit_grids",
     "make_textured_digits",
 ]

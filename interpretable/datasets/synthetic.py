@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
-__all__ = ["make_parentheses", "make_image_grid", "make_colored_shapes", "make_babi_task1"]
+__all__ = ["make_parentheses", "make_image_grid", "make_colored_shapes", "make_babi_task1",
+           "make_planted_evidence_texts"]
 
 PARENTHESES = "()[]{}<>"
 NOISE_SYMBOL = "."
@@ -246,3 +247,73 @@ def make_babi_task1(n_samples=1000, n_sentences=(2, 6), random_state=None):
         target.append(where[person])
         support.append(last[person])
     return Bunch(data=data, target=np.array(target, dtype=object), support=np.array(support))
+
+
+_FILLER = ("the", "a", "story", "about", "people", "who", "went", "there", "and", "then", "it",
+           "was", "one", "day", "in", "town", "with", "some", "friends", "after", "work", "we",
+           "saw", "that", "film", "on", "screen", "at", "night", "they", "said", "this", "plot",
+           "of", "scene", "for", "time", "again", "all", "very")
+_EVIDENCE = (("superb", "brilliant", "delightful", "wonderful", "masterful"),
+             ("dreadful", "boring", "awful", "tedious", "clumsy"),
+             ("hilarious", "witty", "funny", "comic", "playful"),
+             ("terrifying", "creepy", "eerie", "chilling", "sinister"))
+
+
+def make_planted_evidence_texts(n_samples=200, length=(6, 12), n_evidence=(1, 2),
+                                n_classes=2, random_state=None):
+    """Generate texts whose class is given away by planted evidence words only.
+
+    Each text is ``length`` random filler words (shared by all classes) with ``n_evidence``
+    words of its class's evidence vocabulary inserted at random positions. The rationale
+    marks those positions: the ground truth a plausible explanation should point at. Words are
+    lowercase and separated by single spaces, so a text's words are the tokens of the package's
+    text classifiers.
+
+    Parameters
+    ----------
+    n_samples : int, default=200
+        Texts.
+    length : tuple of int, default=(6, 12)
+        The range ``(min, max)`` of filler words per text.
+    n_evidence : tuple of int, default=(1, 2)
+        The range ``(min, max)`` of evidence words per text.
+    n_classes : int, default=2
+        Classes (2 to 4), each with five evidence words.
+    random_state : int, RandomState or None, default=None
+        Seeds the texts.
+
+    Returns
+    -------
+    Bunch
+        ``data``: list of str; ``target``: int64 ndarray (n_samples,); ``rationale``: list of
+        int64 ndarrays, one per text with one 0/1 entry per word (1: planted evidence);
+        ``evidence_words``: the evidence vocabulary of each class.
+
+    Examples
+    --------
+    >>> from interpretable.datasets import make_planted_evidence_texts
+    >>> planted = make_planted_evidence_texts(n_samples=2, length=(3, 3), n_evidence=(1, 1),
+    ...                                       random_state=0)
+    >>> planted.data[0], int(planted.target[0]), planted.rationale[0].tolist()
+    ('the about about brilliant', 0, [0, 0, 0, 1])
+    """
+    (lo, hi), (e_lo, e_hi) = length, n_evidence
+    if not (0 <= lo <= hi and 1 <= e_lo <= e_hi):
+        raise ValueError("length and n_evidence must be (min, max) ranges with 0 <= min <= max "
+                         f"(n_evidence: 1 <= min), got {length} and {n_evidence}.")
+    if not 2 <= n_classes <= len(_EVIDENCE):
+        raise ValueError(f"n_classes must be between 2 and {len(_EVIDENCE)}, got {n_classes}.")
+    rng = check_random_state(random_state)
+    target = rng.randint(n_classes, size=n_samples).astype(np.int64)
+    data, rationale = [], []
+    for label in target:
+        words = list(rng.choice(_FILLER, size=rng.randint(lo, hi + 1)))
+        marks = [0] * len(words)
+        for word in rng.choice(_EVIDENCE[label], size=rng.randint(e_lo, e_hi + 1)):
+            at = rng.randint(len(words) + 1)
+            words.insert(at, str(word))
+            marks.insert(at, 1)
+        data.append(" ".join(words))
+        rationale.append(np.array(marks, dtype=np.int64))
+    return Bunch(data=data, target=target, rationale=rationale,
+                 evidence_words={c: list(_EVIDENCE[c]) for c in range(n_classes)})
