@@ -2,8 +2,8 @@
 them with BcosViTClassifier: the formats told apart, the converted network's logits equal to
 the original's, exact explanations (the biases' and class token's share reported), the recipe's
 fine-tuning start, refused checkpoints, and fitted models that no longer need the file. Tiny
-stand-ins of torchvision's and timm's VisionTransformer (tests/conventional_vit.py) replace the
-packages where they are absent."""
+stand-ins of torchvision's and timm's VisionTransformer (tests/conventional_vit.py), checked
+against the real packages (tests/_real_vision.py), keep most tests fast."""
 import copy
 import pickle
 import sys
@@ -27,6 +27,7 @@ from interpretable.nn.bcos.vit_conversion import (
 from interpretable.nn.bcos.zoo import to_bcos_state_dict
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _real_vision import real_vision  # noqa: E402
 from conventional_vit import LAYOUTS, TINY, conventional_vit, randomise  # noqa: E402
 
 ARCH = dict(dim=16, depth=2, heads=2, mlp_dim=32, patch_size=4)
@@ -101,16 +102,15 @@ def test_the_converted_network_computes_the_original_logits(layout):
 
 @pytest.mark.parametrize("package", ["torchvision", "timm"])
 def test_the_real_packages_models_convert_and_match_the_stand_ins(package):
-    """Where torchvision or timm imports: their tiny ViT has the stand-in's keys and shapes,
-    and converts with its logits."""
-    pytest.importorskip(package)
+    """The real packages' tiny ViT has the stand-in's keys and shapes, and converts with its
+    logits."""
+    torchvision, timm = real_vision()
     if package == "torchvision":
-        from torchvision.models import VisionTransformer
-        real = VisionTransformer(**TINY)
+        real = torchvision.models.VisionTransformer(**TINY)
     else:
-        from timm.models.vision_transformer import VisionTransformer
-        real = VisionTransformer(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2,
-                                 mlp_ratio=2.0, num_classes=5)
+        real = timm.models.vision_transformer.VisionTransformer(
+            img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, mlp_ratio=2.0,
+            num_classes=5)
     real = randomise(real).double().eval()
     stand_in = conventional_vit(package).state_dict()
     assert {k: v.shape for k, v in real.state_dict().items()} == \

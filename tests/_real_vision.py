@@ -1,0 +1,71 @@
+"""The real torchvision and timm for the vision tests (test-only).
+
+PyPI's torchvision wheels beside the CPU build of torch carry compiled operators of a CUDA
+build, which do not load: ``import torchvision`` then fails in ``_meta_registrations``, which
+registers fake kernels for ``torchvision::nms`` and ``torchvision::qnms`` whether or not the
+operators were loaded. Declaring those two schemas (no kernel: calling them raises) lets the
+pure-Python models import. Nothing is declared where the compiled operators load.
+
+>>> torchvision, timm = real_vision()
+>>> torchvision.models.VisionTransformer(image_size=16, patch_size=8, num_layers=1, num_heads=1,
+...                                      hidden_dim=8, mlp_dim=8).heads.head.out_features
+1000
+"""
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+__all__ = ["real_vision", "torchvision_vit", "timm_vit"]
+
+#: the schemas torchvision's fake kernels need, as its compiled library declares them
+_SCHEMAS = ("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+            "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+_declared = []  # the Library holding the schemas (alive as long as the process)
+
+
+def _torchvision():
+    try:
+        import torchvision
+    except ImportError as exc:
+        pytest.skip(f"torchvision cannot be imported: {exc}")
+    except RuntimeError as exc:
+        if "torchvision::" not in str(exc) or _declared:
+            raise
+        for name in [m for m in sys.modules if m.partition(".")[0] == "torchvision"]:
+            del sys.modules[name]  # the failed, partial import
+        library = torch.library.Library("torchvision", "DEF")
+        for schema in _SCHEMAS:
+            library.define(schema)
+        _declared.append(library)
+        import torchvision
+    return torchvision
+
+
+def real_vision():
+    """``(torchvision, timm)``, the real packages; skips the test (saying why) where
+    torchvision or timm cannot be imported."""
+    torchvision = _torchvision()
+    return torchvision, pytest.importorskip("timm", reason="timm cannot be imported")
+
+
+def torchvision_vit(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
+                    mlp_dim=64, num_classes=3):
+    """A random tiny ``torchvision.models.VisionTransformer`` in eval mode."""
+    torchvision, _ = real_vision()
+    return torchvision.models.VisionTransformer(
+        image_size=image_size, patch_size=patch_size, num_layers=num_layers,
+        num_heads=num_heads, hidden_dim=hidden_dim, mlp_dim=mlp_dim,
+        num_classes=num_classes).eval()
+
+
+def timm_vit(img_size=32, patch_size=8, depth=2, num_heads=2, embed_dim=32, mlp_ratio=2.0,
+             num_classes=3, **options):
+    """A random tiny timm ``VisionTransformer`` in eval mode (``options``: its further
+    arguments, e.g. ``reg_tokens=1``)."""
+    _, timm = real_vision()
+    return timm.models.vision_transformer.VisionTransformer(
+        img_size=img_size, patch_size=patch_size, depth=depth, num_heads=num_heads,
+        embed_dim=embed_dim, mlp_ratio=mlp_ratio, num_classes=num_classes, **options).eval()
