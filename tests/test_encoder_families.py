@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from interpretable.nn.bcos.bcosify import bcosify
 from interpretable.nn.bcos.bert import BcosBertClassifier
 from interpretable.nn.bert_classifier import BertClassifier
 from interpretable.nn.bert_encoder import BertEncoder
@@ -86,6 +87,27 @@ def test_b_one_with_pretrained_row_norms_is_the_bias_free_original(model_type, f
     for ours, theirs in zip(attentions, reference.attentions, strict=True):
         real = mask[:, None, :, None] & mask[:, None, None, :]
         torch.testing.assert_close(ours * real, theirs * real, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("model_type", sorted(CONFIGS))
+def test_bcosify_keeps_the_encoders_dtype_and_is_exact_in_it(model_type):
+    """bcosify of a float64 encoder (the default dtype float32) is a float64 network, and at
+    its defaults (b = 1, the row norms as gains) computes the encoder with zero biases to
+    1e-12; a float32 encoder stays float32."""
+    encoder = random_encoder(model_type)
+    network = bcosify(encoder, n_classes=3).eval()
+    assert {t.dtype for t in [*network.parameters(), *network.buffers()]
+            if t.is_floating_point()} == {torch.float64}
+    with torch.no_grad():
+        for name, param in encoder.named_parameters():
+            if name.endswith("bias"):
+                param.zero_()
+        tokens, mask = padded_tokens(encoder.config.pad_token_id)
+        reference = encoder(tokens, attention_mask=mask.long()).last_hidden_state
+        summed = network.embed(tokens) + network.position_type_embeddings(tokens)
+        hidden = network.hidden_states(summed, mask, need_probs=False)[0]
+    torch.testing.assert_close(hidden[mask], reference[mask], rtol=0, atol=1e-12)
+    assert next(bcosify(encoder.float(), n_classes=3).parameters()).dtype == torch.float32
 
 
 @pytest.mark.parametrize("model_type", sorted(CONFIGS))

@@ -164,8 +164,8 @@ class BcosBertClassifier(nn.Module):
     def from_bert(cls, bert, config, n_classes: int, **options) -> BcosBertClassifier:
         """Convert a checkpoint of a supported family (BERT, RoBERTa / XLM-RoBERTa,
         DistilBERT, ELECTRA): copy its embeddings, Q/K/V, dense, LayerNorm scale and pooler
-        weights into a model of the default dtype (biases are dropped; a checkpoint without a
-        pooler keeps a random one); the classifier is new.
+        weights into a model of the checkpoint's floating dtype (biases are dropped; a
+        checkpoint without a pooler keeps a random one); the classifier is new.
 
         Args:
             bert: a ``transformers`` model of the family (base model or with a task head) or
@@ -185,8 +185,9 @@ class BcosBertClassifier(nn.Module):
             raise ValueError("converting a state dict needs its encoder config")
         config = config.to_dict() if hasattr(config, "to_dict") else dict(config)
         family = encoder_family(config)
-        model = cls.from_config(config, n_classes, **options)
         source = _base_model_keys(state)
+        dtype = next((v.dtype for v in source.values() if v.is_floating_point()), None)
+        model = cls.from_config(config, n_classes, **options).to(dtype)
         with torch.no_grad():
             for name, param in model.named_parameters():
                 key = checkpoint_key(family, name)
