@@ -1,11 +1,17 @@
-"""Tensor plumbing shared by the models: devices, seeded generators and padding."""
+"""Tensor plumbing shared by the models: devices, seeded generators, padding and the checks
+of loaded weights."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import torch
 
-__all__ = ["resolve_device", "make_generator", "pad_sequences"]
+__all__ = ["LISTED_KEYS", "check_finite", "listed_keys", "make_generator", "pad_sequences",
+           "resolve_device"]
+
+LISTED_KEYS = 5  # keys named per kind of problem in error messages
 
 
 def resolve_device(device) -> torch.device:
@@ -41,3 +47,19 @@ def pad_sequences(arrays: list[np.ndarray], value: int) -> tuple[torch.Tensor, t
     for i, a in enumerate(arrays):
         out[i, : len(a)] = torch.as_tensor(a)
     return out, lengths
+
+
+def listed_keys(keys: Iterable[str]) -> str:
+    """The first :data:`LISTED_KEYS` of ``keys`` in order, and how many more."""
+    keys = sorted(keys)
+    more = f" and {len(keys) - LISTED_KEYS} more" if len(keys) > LISTED_KEYS else ""
+    return ", ".join(keys[:LISTED_KEYS]) + more
+
+
+def check_finite(tensors: Mapping[str, torch.Tensor], source: object) -> None:
+    """ValueError naming ``source`` (e.g. the file) and the floating tensors that hold NaN or
+    infinite values."""
+    not_finite = [k for k, t in tensors.items()
+                  if t.is_floating_point() and not torch.isfinite(t).all()]
+    if not_finite:
+        raise ValueError(f"{source} has NaN or infinite values in: {listed_keys(not_finite)}")

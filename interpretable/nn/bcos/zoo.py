@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from ..tensors import check_finite, listed_keys
 from .layers import BcosConv2d, BcosLinear
 from .simple_vit import BcosSimpleViT
 
@@ -45,7 +46,6 @@ __all__ = [
 
 RELEASE_URL = "https://github.com/B-cos/B-cos-v2/releases/download/v0.0.1-weights"
 HEAD_KEY = "0.linear_head.linear.linear.weight"  # the classifier's weight in the bcos layout
-LISTED_KEYS = 5  # keys named per kind of problem in error messages
 
 
 @dataclass(frozen=True)
@@ -209,12 +209,6 @@ def read_state_dict(path: Path) -> Mapping[str, torch.Tensor]:
     return state
 
 
-def _listed(keys) -> str:
-    keys = sorted(keys)
-    more = f" and {len(keys) - LISTED_KEYS} more" if len(keys) > LISTED_KEYS else ""
-    return ", ".join(keys[:LISTED_KEYS]) + more
-
-
 def check_state(state: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Size],
                 source: object, hint: str = "") -> None:
     """Every expected key present with its shape, no other key, floating and finite values;
@@ -223,22 +217,20 @@ def check_state(state: Mapping[str, torch.Tensor], expected: Mapping[str, torch.
     missing = expected.keys() - state.keys()
     unexpected = state.keys() - expected.keys()
     if missing:
-        problems.append(f"missing keys: {_listed(missing)}")
+        problems.append(f"missing keys: {listed_keys(missing)}")
     if unexpected:
-        problems.append(f"unexpected keys: {_listed(unexpected)}")
+        problems.append(f"unexpected keys: {listed_keys(unexpected)}")
     shapes = [f"{k} {tuple(state[k].shape)} (expected {tuple(expected[k])})"
               for k in sorted(expected.keys() & state.keys()) if state[k].shape != expected[k]]
     if shapes:
-        problems.append(f"mis-shaped: {_listed(shapes)}")
+        problems.append(f"mis-shaped: {listed_keys(shapes)}")
     if problems:
         raise ValueError(f"{source} does not fit the architecture{hint}: " +
                          "; ".join(problems))
     not_float = [k for k in expected if not state[k].is_floating_point()]
     if not_float:
-        raise ValueError(f"{source} has non-floating-point tensors: {_listed(not_float)}")
-    not_finite = [k for k in expected if not torch.isfinite(state[k]).all()]
-    if not_finite:
-        raise ValueError(f"{source} has NaN or infinite values in: {_listed(not_finite)}")
+        raise ValueError(f"{source} has non-floating-point tensors: {listed_keys(not_float)}")
+    check_finite({k: state[k] for k in expected}, source)
 
 
 def load_checkpoint(name_or_path: str | Path, *, architecture: str | Mapping | None = None,
