@@ -143,7 +143,7 @@ def tiny_config(family: str, tokenizer):
                         eos_token_id=tokenizer.sep_token_id, **layers)
 
 
-def tiny_checkpoint(folder, family: str, seed: int = 0) -> Path:
+def tiny_checkpoint(folder, family: str, seed: int = 0, labels=None) -> Path:
     """Write a tiny random ``family`` model and its tokeniser into ``folder``.
 
     Parameters
@@ -154,6 +154,9 @@ def tiny_checkpoint(folder, family: str, seed: int = 0) -> Path:
         The model family.
     seed : int, default=0
         Seeds the random weights.
+    labels : list of str or None, default=None
+        When given, a ``...ForSequenceClassification`` (as a fine-tuned checkpoint) whose
+        ``id2label`` names these labels, output by output; None: the base model.
 
     Returns
     -------
@@ -167,9 +170,15 @@ def tiny_checkpoint(folder, family: str, seed: int = 0) -> Path:
     folder = Path(folder)
     tokenizer = tiny_tokenizer(family)
     config = tiny_config(family, tokenizer)
+    auto = transformers.AutoModel
+    if labels is not None:
+        config.num_labels = len(labels)
+        config.id2label = dict(enumerate(labels))
+        config.label2id = {label: i for i, label in enumerate(labels)}
+        auto = transformers.AutoModelForSequenceClassification
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = transformers.AutoModel.from_config(config)
+        model = auto.from_config(config)
     bars = transformers.utils.logging.is_progress_bar_enabled()
     transformers.utils.logging.disable_progress_bar()  # "Writing model shards" on stderr
     try:

@@ -1,7 +1,12 @@
 """The pretrained encoder behind the BERT-family text classifiers, read once per fit.
 
+:func:`resolve_model_folder` finds the folder a checkpoint names: a local ``transformers``
+folder, or a Hugging Face Hub id through ``huggingface_hub``'s cache, as ``transformers``
+does (downloaded when online, read from the cache offline or with ``HF_HUB_OFFLINE=1``; only
+configs, tokeniser files and weights are fetched, never code).
+
 :func:`read_checkpoint` turns the estimators' ``checkpoint`` parameter (None: the bundled
-MiniLM; a local ``transformers`` folder of BERT, RoBERTa / XLM-RoBERTa, DistilBERT or ELECTRA;
+MiniLM; a folder or Hub id of BERT, RoBERTa / XLM-RoBERTa, DistilBERT or ELECTRA;
 a config dict: a random encoder) into an :class:`EncoderCheckpoint`: the config fields the
 fitted model keeps (:func:`encoder_config`, validated by
 :func:`~interpretable.nn.encoder_families.encoder_options`) and the folder of its tokeniser
@@ -23,8 +28,21 @@ import torch
 
 from ...nn.encoder_families import FAMILIES, encoder_family, encoder_options
 
-__all__ = ["ClassifierCheckpoint", "EncoderCheckpoint", "encoder_config",
-           "is_classifier_checkpoint", "read_checkpoint"]
+__all__ = ["ClassifierCheckpoint", "EncoderCheckpoint", "checkpoint_labels",
+           "classifier_config", "encoder_config", "is_classifier_checkpoint", "read_checkpoint",
+           "resolve_model_folder"]
+
+#: the files a checkpoint folder is made of, as fetched from the Hub (weights, config,
+#: tokeniser); code files (``*.py``) are never fetched
+_HUB_FILES = ("config.json", "*.safetensors", "*.safetensors.index.json", "tokenizer.json",
+              "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+              "vocab.txt", "vocab.json", "merges.txt", "*.model")
+#: PyTorch weight files, fetched only for repositories without safetensors weights (read as
+#: plain tensors, ``weights_only``)
+_HUB_TORCH_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json",
+                      "pytorch_model-*.bin")
+#: config fields of a sequence classifier's head (beside its encoder's)
+_HEAD_FIELDS = ("classifier_dropout", "seq_classif_dropout")
 
 
 class EncoderCheckpoint(NamedTuple):
@@ -58,10 +76,85 @@ def encoder_config(config: dict) -> dict:
             **{k: v for k, v in config.items() if k in read}}
 
 
+def classifier_config(config: dict) -> dict:
+    """:func:`encoder_config` plus the fields of a sequence classifier's head (its dropout)
+    that rebuild a ``...ForSequenceClassification`` of the same structure."""
+    head = {k: config[k] for k in _HEAD_FIELDS
+            if isinstance(config.get(k), (int, float)) and not isinstance(config[k], bool)}
+    return {**encoder_config(config), **head}
+
+
+def checkpoint_labels(config) -> list:
+    """The class names of a sequence classifier's ``transformers`` config, output by output
+    (its ``id2label``, as strings)."""
+    return [str(config.id2label[i]) for i in range(config.num_labels)]
+
+
+def _offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` forbids downloads (read at each call, as the variable may
+    be set after ``huggingface_hub`` was imported)."""
+    from huggingface_hub import constants
+
+    value = os.environ.get("HF_HUB_OFFLINE")
+    return constants.HF_HUB_OFFLINE if value is None else value.upper() in {"1", "ON", "YES",
+                                                                              "TRUE"}
+
+
+def _looks_like_hub_id(name: str) -> bool:
+    """``name`` or ``namespace/name`` of letters, digits, ``-``, ``_`` and ``.``."""
+    parts = name.split("/")
+    return 1 <= len(parts) <= 2 and all(
+        part and part[0] not in ".-" and all(c.isalnum() or c in "-_." for c in part)
+        for part in parts)
+
+
+def resolve_model_folder(checkpoint, *, what: str = "checkpoint") -> Path:
+    """The local folder of a ``transformers`` model: ``checkpoint`` itself when it is a
+    folder, else the Hub id's snapshot in ``huggingface_hub``'s cache (downloaded when
+    online and allowed). Never runs code: only configs, tokeniser files and weights are
+    fetched.
+
+    Raises ValueError naming ``checkpoint``, the cache folder and what to do when neither
+    exists (``what``: the parameter's name in the message).
+    """
+    path = Path(os.fspath(checkpoint)).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ValueError(f"{what} {str(path)!r} is a folder without config.json: not a "
+                             "transformers model folder.")
+        return path
+    name = os.fspath(checkpoint)
+    if not isinstance(checkpoint, str) or not _looks_like_hub_id(name):
+        raise ValueError(f"{what} {name!r} is no folder (nothing at {str(path.absolute())!r}) "
+                         "and no Hugging Face Hub id.")
+    from huggingface_hub import constants, snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    offline = _offline()
+    try:
+        folder = Path(snapshot_download(name, allow_patterns=list(_HUB_FILES),
+                                        local_files_only=offline))
+        if not any(folder.glob("*.safetensors")):
+            folder = Path(snapshot_download(name, allow_patterns=list(_HUB_TORCH_WEIGHTS),
+                                            local_files_only=offline))
+    except (LocalEntryNotFoundError, HfHubHTTPError, OSError, ValueError) as exc:
+        how = ("HF_HUB_OFFLINE is set: unset it to download" if offline else
+               "the Hub could not be reached: download it where it can (e.g. `hf download "
+               f"{name}`) into this cache")
+        raise ValueError(
+            f"{what} {name!r} is no local folder (nothing at {str(path.absolute())!r}) and "
+            f"the Hugging Face model {name!r} is not in the cache {constants.HF_HUB_CACHE!r}: "
+            f"{how}, or pass the folder of a saved model ({type(exc).__name__}).") from None
+    if not (folder / "config.json").is_file():
+        raise ValueError(f"the Hugging Face model {name!r} (cached in {str(folder)!r}) has no "
+                         "config.json: not a transformers model.")
+    return folder
+
+
 def read_checkpoint(checkpoint) -> EncoderCheckpoint:
-    """Read the config of ``checkpoint`` (None, a folder or a config dict), checked; the
-    weights are read later, once, by :meth:`EncoderCheckpoint.load_encoder`. Never
-    downloads."""
+    """Read the config of ``checkpoint`` (None, a folder, a Hub id or a config dict),
+    checked; the weights are read later, once, by :meth:`EncoderCheckpoint.load_encoder`. A
+    Hub id resolves through :func:`resolve_model_folder`."""
     if isinstance(checkpoint, dict):
         return EncoderCheckpoint(encoder_config(checkpoint), None, None)
     if checkpoint is None:
@@ -69,10 +162,7 @@ def read_checkpoint(checkpoint) -> EncoderCheckpoint:
 
         folder = load_minilm()
     else:
-        folder = Path(os.fspath(checkpoint))
-    if not (folder / "config.json").is_file():
-        raise ValueError(f"checkpoint {str(folder)!r} is not a local transformers model folder "
-                         "(no config.json).")
+        folder = resolve_model_folder(checkpoint)
     from ...nn.bert_encoder import read_encoder_config
 
     source = read_encoder_config(folder)

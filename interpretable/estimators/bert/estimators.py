@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from numbers import Integral, Real
 
 import numpy as np
@@ -28,18 +29,23 @@ from ...nn.bcos.bert import BcosBertClassifier
 from ...nn.bert_classifier import BertClassifier
 from ...nn.encoder_families import encoder_options, usable_positions
 from ...nn.losses import DistillationLoss
+from ...nn.sequence_classifier import PretrainedSequenceClassifier
 from ...params import HasMethods, Interval, StrOptions
 from ...text import WordPieceEncoder
 from ...validation import check_targets, warn_caller
 from ..core.base import EncodedInputs
 from ..core.teacher import TEACHER_PROBABILITIES, teacher_probabilities
+from ..core.training import fit_transactionally
 from ..text.base import TextClassifierBase, trim_collate
 from .checkpoint import (
     ClassifierCheckpoint,
     EncoderCheckpoint,
+    checkpoint_labels,
+    classifier_config,
     encoder_config,
     is_classifier_checkpoint,
     read_checkpoint,
+    resolve_model_folder,
 )
 from .explainers import BcosTextContributions, BertAttention, BertRollout
 
@@ -161,14 +167,7 @@ class BaseEncoderClassifier(TextClassifierBase):
         if self._continues():
             module_factory = self._warm_started(self._build_module)
         else:
-            self.pair_input_ = False
-            checkpoint = read_checkpoint(self.checkpoint)
-            self.config_ = checkpoint.config
-            self.text_encoder_ = WordPieceEncoder(
-                max_len=self.max_length,
-                checkpoint=None if isinstance(self.checkpoint, dict) else self.checkpoint).fit()
-            self._check_vocabulary()
-            self.embed_dim_ = encoder_options(self.config_)["hidden_size"]
+            checkpoint = self._read_checkpoint()
             module_factory = functools.partial(self._initial_module, checkpoint)
         self._fit_net(module_factory, self._criterion(), self._encode_texts(texts, None).inputs,
                       torch.from_numpy(y_index.astype(np.int64)), seed=seed,
@@ -176,6 +175,28 @@ class BaseEncoderClassifier(TextClassifierBase):
                       loss_inputs=self._loss_inputs(texts), callbacks=self._callbacks(),
                       iterator_train__collate_fn=trim_collate,
                       iterator_valid__collate_fn=trim_collate, **self._net_options())
+
+    def _read_checkpoint(self) -> EncoderCheckpoint:
+        """Read ``checkpoint`` (its weights are read later) and set the fitted state that does
+        not depend on training: ``config_``, the tokeniser ``text_encoder_`` (checked against
+        the config), ``embed_dim_``."""
+        checkpoint = read_checkpoint(self.checkpoint)
+        self.pair_input_ = False
+        self.config_ = self._structure_config(
+            checkpoint.config if checkpoint.source_config is None
+            else checkpoint.source_config.to_dict())
+        named = isinstance(self.checkpoint, (str, os.PathLike))
+        self.text_encoder_ = WordPieceEncoder(
+            max_len=self.max_length,
+            checkpoint=checkpoint.folder if named else None).fit()
+        self._check_vocabulary()
+        self.embed_dim_ = encoder_options(self.config_)["hidden_size"]
+        return checkpoint
+
+    def _structure_config(self, config: dict) -> dict:
+        """The fields of a checkpoint's config dict that the fitted model keeps
+        (``config_``): those that rebuild the network's structure."""
+        return encoder_config(config)
 
     def _loss_inputs(self, texts) -> dict:
         """Per-sample inputs of the training loss beside the labels (e.g. a teacher's
@@ -236,7 +257,7 @@ class BaseEncoderClassifier(TextClassifierBase):
         return state
 
     def _set_fitted_state(self, state: dict) -> None:
-        self.config_ = encoder_config(state["config"])
+        self.config_ = self._structure_config(state["config"])
         hidden_size = encoder_options(self.config_)["hidden_size"]
         super()._set_fitted_state({**state, "embed_dim": hidden_size})
         self._check_vocabulary()
@@ -360,7 +381,140 @@ class BertTextClassifier(BaseEncoderClassifier):
 
     saved_as = "BertTextClassifier"
 
+    _parameter_constraints = {
+        **BaseEncoderClassifier._parameter_constraints,
+        "pooling": [StrOptions({"mean", "cls", "checkpoint"})],
+    }
     _module_class = BertClassifier
+
+    @classmethod
+    def from_pretrained(cls, name_or_folder, *, classes=None, max_length=None, device="auto",
+                        **params):
+        """Return a fine-tuned ``transformers`` sequence classifier as a fitted estimator.
+
+        No training: the network is the checkpoint's own (encoder and classification head,
+        ``pooling="checkpoint"``), so ``predict_proba`` is the softmax of
+        ``AutoModelForSequenceClassification``'s logits on the same word pieces. Every
+        explanation method, ``save`` / ``load``, pickling and pipelines work as after
+        ``fit``; ``fit`` fine-tunes from the checkpoint, head included.
+
+        Parameters
+        ----------
+        name_or_folder : str or os.PathLike
+            A local ``transformers`` folder (``save_pretrained``) of a
+            ``...ForSequenceClassification`` of BERT, RoBERTa, XLM-RoBERTa, CamemBERT,
+            DistilBERT or ELECTRA, or a Hugging Face Hub id (through ``huggingface_hub``'s
+            cache: downloaded when online, offline read from the cache, ``HF_HUB_OFFLINE=1``
+            honoured; code from the Hub is never run).
+        classes : array-like of shape (n_outputs,) or None, default=None
+            The class of each output, in the checkpoint's order; None: its ``id2label``
+            names (generic ``LABEL_0``-style names are kept, with a warning).
+        max_length : int or None, default=None
+            Word pieces per text; None: as many as the checkpoint's positions allow (at most
+            512), so long texts are cut where ``transformers`` cuts them.
+        device : "auto", "cpu", "cuda", "cuda:N" or torch.device, default="auto"
+            Where the network runs.
+        **params
+            Further parameters of the estimator (e.g. ``batch_size``, and ``lr`` or
+            ``max_epochs`` for a later ``fit``).
+
+        Returns
+        -------
+        BertTextClassifier
+            The fitted estimator; ``classes_`` sorted, the head's outputs reordered to match.
+
+        Raises
+        ------
+        ValueError
+            If the folder or Hub id cannot be had (the message names the cache and what to
+            do), the model is of another family or multi-label, or ``classes`` does not name
+            each output once.
+
+        Examples
+        --------
+        >>> import transformers
+        >>> from interpretable import BertTextClassifier
+        >>> from interpretable.datasets import load_minilm
+        >>> model = transformers.AutoModelForSequenceClassification.from_pretrained(
+        ...     load_minilm(), num_labels=2, id2label={0: "negative", 1: "positive"})
+        >>> model.save_pretrained("my_model")
+        >>> transformers.AutoTokenizer.from_pretrained(load_minilm()).save_pretrained("my_model")
+        ('my_model/tokenizer_config.json', 'my_model/tokenizer.json')
+        >>> clf = BertTextClassifier.from_pretrained("my_model")
+        >>> clf.classes_
+        array(['negative', 'positive'], dtype='<U8')
+        >>> clf.predict_proba(["a fine film"]).shape
+        (1, 2)
+        """
+        if max_length is None:
+            config = read_checkpoint(name_or_folder).config
+            max_length = min(usable_positions(config), 512)
+        estimator = cls(checkpoint=name_or_folder, pooling="checkpoint", max_length=max_length,
+                        device=device, **params)
+        estimator._validate_parameters()
+        return fit_transactionally(estimator, lambda work, *_: work._adopt_checkpoint(classes),
+                                   None, None, None)
+
+    def _adopt_checkpoint(self, classes) -> None:
+        """Fitted state of the checkpoint's classifier as it is (``from_pretrained``)."""
+        self._start_fit()
+        checkpoint = self._read_checkpoint()
+        if checkpoint.folder is None:
+            raise ValueError("from_pretrained needs a folder or a Hub id, got a config dict.")
+        labels = checkpoint_labels(checkpoint.source_config)
+        if classes is None:
+            if all(re.fullmatch(r"LABEL_\d+", label) for label in labels):
+                warn_caller(f"the checkpoint names its classes {labels[:5]} (generic id2label);"
+                            " pass classes=[...] (in the order of its outputs) to name them.")
+            outputs = np.asarray(labels)
+        else:
+            outputs = np.asarray(classes)
+            if outputs.ndim != 1 or len(outputs) != len(labels) \
+                    or len(np.unique(outputs)) != len(outputs):
+                raise ValueError(f"classes must name each of the checkpoint's {len(labels)} "
+                                 f"outputs once, got {classes!r}.")
+        self.classes_, order = np.unique(outputs, return_index=True)
+        module = PretrainedSequenceClassifier.from_pretrained(checkpoint.folder)
+        _reorder_outputs(module, order)
+        self.module_ = module.to(self.device_).eval()
+        self.history_ = []
+
+    def _structure_config(self, config: dict) -> dict:
+        """With the checkpoint's head, its fields too."""
+        if self.pooling == "checkpoint":
+            return classifier_config(config)
+        return super()._structure_config(config)
+
+    def _build_module(self) -> torch.nn.Module:
+        if self.pooling == "checkpoint":
+            return PretrainedSequenceClassifier.from_config(self.config_, len(self.classes_))
+        return super()._build_module()
+
+    def _initial_module(self, checkpoint: EncoderCheckpoint) -> torch.nn.Module:
+        """With ``pooling="checkpoint"``, the checkpoint's classifier: its outputs matched to
+        ``classes_`` by their ``id2label`` names, else taken in order when there are as many;
+        otherwise a new output layer (with a warning)."""
+        if self.pooling != "checkpoint" or checkpoint.folder is None:
+            return super()._initial_module(checkpoint)
+        names = [str(c) for c in self.classes_]
+        if not is_classifier_checkpoint(checkpoint.folder):  # a base model: the head is new
+            return PretrainedSequenceClassifier.from_pretrained(checkpoint.folder,
+                                                                num_labels=len(names))
+        labels = checkpoint_labels(checkpoint.source_config)
+        if sorted(labels) == sorted(names):
+            module = PretrainedSequenceClassifier.from_pretrained(checkpoint.folder)
+            _reorder_outputs(module, [labels.index(name) for name in names])
+            return module
+        if len(labels) == len(names):
+            if not all(re.fullmatch(r"LABEL_\d+", label) for label in labels):
+                warn_caller(f"the checkpoint's classes {labels[:5]} are not the labels "
+                            f"{names[:5]}: its outputs are taken in order (output i is "
+                            f"{names[0]!r}, ...).")
+            return PretrainedSequenceClassifier.from_pretrained(checkpoint.folder)
+        warn_caller(f"the checkpoint has {len(labels)} outputs ({labels[:5]}), the labels are "
+                    f"{len(names)}: its classification head's output layer is new.")
+        return PretrainedSequenceClassifier.from_pretrained(
+            checkpoint.folder, num_labels=len(names), ignore_mismatched_sizes=True)
 
     def __init__(self, *, checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
@@ -387,6 +541,17 @@ class BertTextClassifier(BaseEncoderClassifier):
         self.warm_start = warm_start
         self.precision = precision
         self.accelerator = accelerator
+
+
+def _reorder_outputs(module: PretrainedSequenceClassifier, order) -> None:
+    """Make output ``j`` of ``module``'s head its former output ``order[j]`` (exact: the
+    rows of its last linear layer are permuted)."""
+    layer = module.output_layer
+    index = torch.as_tensor(np.asarray(order), dtype=torch.long)
+    with torch.no_grad():
+        layer.weight.copy_(layer.weight[index])
+        if layer.bias is not None:
+            layer.bias.copy_(layer.bias[index])
 
 
 class BcosTextClassifier(BaseEncoderClassifier):
@@ -651,9 +816,11 @@ class BcosTextClassifier(BaseEncoderClassifier):
         if self.teacher is None:
             return {}
         teacher = self.teacher
-        if isinstance(teacher, (str, os.PathLike)) and is_classifier_checkpoint(teacher):
-            teacher = ClassifierCheckpoint(teacher, self.classes_, batch_size=self.batch_size,
-                                           device=self.device_)
+        if isinstance(teacher, (str, os.PathLike)):
+            teacher = resolve_model_folder(teacher, what="teacher")
+            if is_classifier_checkpoint(teacher):
+                teacher = ClassifierCheckpoint(teacher, self.classes_,
+                                               batch_size=self.batch_size, device=self.device_)
         return {TEACHER_PROBABILITIES: teacher_probabilities(teacher, texts, self.classes_,
                                                              self.device_)}
 
