@@ -7,22 +7,53 @@
 Scorers follow sklearn's sign convention (greater is better): metrics where lower is better
 (sufficiency, sensitivity, JSD, TVD) are negated. A ``Pipeline`` is scored through its last
 step (earlier steps transform ``X`` first).
+
+Plausibility needs each sample's rationale, which a scorer's ``(estimator, X, y)`` call does
+not carry: :func:`make_plausibility_scorer` holds the rationales of all samples, keyed by the
+samples themselves, and finds those of each cross-validation fold's ``X`` by value.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from .faithfulness import comprehensiveness, sensitivity, sufficiency
+from .plausibility import PLAUSIBILITY_METRICS, plausibility
+from .report import loo_kendall_tau
 from .stability import embedding_stability, word_stability
 
-__all__ = ["make_explanation_scorer", "make_stability_scorer"]
+__all__ = ["make_explanation_scorer", "make_plausibility_scorer", "make_stability_scorer"]
 
 # name -> (function, summary key, sign)
 _EXPLANATION_METRICS = {
     "comprehensiveness": (comprehensiveness, "aopc", 1.0),
     "sufficiency": (sufficiency, "aopc", -1.0),
     "sensitivity": (sensitivity, "mean", -1.0),
+    "kendall_tau": (loo_kendall_tau, "mean", 1.0),
 }
 _STABILITY_METRICS = {"embedding": embedding_stability, "word": word_stability}
+
+
+def _last_step(estimator, X):
+    """A ``Pipeline``'s last step and ``X`` transformed by the steps before it."""
+    if hasattr(estimator, "steps"):
+        for _, step in estimator.steps[:-1]:
+            if step is not None and step != "passthrough":
+                X = step.transform(X)
+        estimator = estimator.steps[-1][1]
+    return estimator, X
+
+
+def _sample_key(sample):
+    """A hashable key of one sample: the text, or an array's shape, dtype and bytes."""
+    if isinstance(sample, str):
+        return sample
+    sample = np.ascontiguousarray(sample)
+    return sample.shape, sample.dtype.str, sample.tobytes()
+
+
+def _explained_plausibility(estimator, X, rationales, method=None, top_k=None):
+    return plausibility(estimator.explain(X, method=method), rationales, top_k)
 
 
 class _MetricScorer:
@@ -35,11 +66,7 @@ class _MetricScorer:
         self.uses_y = uses_y
 
     def __call__(self, estimator, X, y=None, **ignored):
-        if hasattr(estimator, "steps"):  # Pipeline: transform through all but the last step
-            for _, step in estimator.steps[:-1]:
-                if step is not None and step != "passthrough":
-                    X = step.transform(X)
-            estimator = estimator.steps[-1][1]
+        estimator, X = _last_step(estimator, X)
         kwargs = {**self.kwargs, "y": y} if self.uses_y and y is not None else self.kwargs
         return self.sign * float(self.func(estimator, X, **kwargs).summary[self.key])
 
@@ -48,13 +75,33 @@ class _MetricScorer:
         return f"{self.factory}({args})"
 
 
+class _PlausibilityScorer(_MetricScorer):
+    """Looks up the rationales of the scored samples (before any pipeline step) by value."""
+
+    def __init__(self, metric, lookup, kwargs):
+        super().__init__("make_plausibility_scorer", metric, _explained_plausibility, metric,
+                         1.0, kwargs, shown={"n_rationales": len(lookup)})
+        self.lookup = lookup
+
+    def __call__(self, estimator, X, y=None, **ignored):
+        missing = [i for i, x in enumerate(X) if _sample_key(x) not in self.lookup]
+        if missing:
+            raise ValueError(f"samples {missing[:5]} of X are not among the samples this "
+                             "plausibility scorer has rationales of.")
+        rationales = [self.lookup[_sample_key(x)] for x in X]
+        estimator, X = _last_step(estimator, X)
+        return float(self.func(estimator, X, rationales, **self.kwargs).summary[self.key])
+
+
 def make_explanation_scorer(metric="sufficiency", method=None, **kwargs):
     """Make a scikit-learn scorer of a faithfulness metric of the explanations.
 
     Parameters
     ----------
-    metric : {"comprehensiveness", "sufficiency", "sensitivity"}, default="sufficiency"
-        The metric; the scorer is signed so that larger is better.
+    metric : {"comprehensiveness", "sufficiency", "sensitivity", "kendall_tau"}, \
+default="sufficiency"
+        The metric (``"kendall_tau"``: :func:`~interpretable.metrics.loo_kendall_tau`); the
+        scorer is signed so that larger is better.
     method : str or None, default=None
         Explanation method (None: the estimator's default).
     **kwargs
@@ -144,3 +191,61 @@ def make_stability_scorer(kind="embedding", quantity="jsd", method=None, **kwarg
     return _MetricScorer("make_stability_scorer", kind, _STABILITY_METRICS[kind],
                          f"mean_{quantity}", -1.0, {"method": method, **kwargs},
                          shown={"quantity": quantity}, uses_y=kwargs.get("kind") == "pgd")
+
+
+def make_plausibility_scorer(metric, X, rationales, method=None, top_k=None):
+    """Make a scikit-learn scorer of the plausibility of explanations against rationales.
+
+    The scorer holds the rationale of every sample of ``X`` (the whole data a search splits)
+    and looks up those of the scored samples by value (a text, or an image's bytes), so it
+    works in ``GridSearchCV(scoring=...)`` without metadata routing; identical samples must
+    have identical rationales. A ``Pipeline`` is explained through its last step, the
+    rationales matching the units of that step's explanation.
+
+    Parameters
+    ----------
+    metric : {"auprc", "token_f1", "token_iou"}
+        The metric of :func:`~interpretable.metrics.plausibility` (larger is better).
+    X : sequence of str or ndarray of shape (n_samples, H, W[, C])
+        The samples the rationales belong to.
+    rationales : sequence of array-like
+        Per sample of ``X`` a 0/1 array, one entry per explained unit (word, pixel).
+    method : str or None, default=None
+        Explanation method (None: the estimator's default).
+    top_k : int or None, default=None
+        Units of the hard rationale (None: each rationale's size).
+
+    Returns
+    -------
+    callable
+        A scorer ``(estimator, X, y) -> float``.
+
+    Raises
+    ------
+    ValueError
+        If ``metric`` is unknown, the lengths differ or identical samples have different
+        rationales; when called, if a sample has no rationale.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable.datasets import make_planted_evidence_texts
+    >>> from interpretable.metrics import make_plausibility_scorer
+    >>> data = make_planted_evidence_texts(n_samples=40, random_state=0)
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(data.data, data.target)
+    >>> scorer = make_plausibility_scorer("auprc", data.data, data.rationale)
+    >>> 0 <= scorer(clf, data.data[:10], data.target[:10]) <= 1
+    True
+    """
+    if metric not in PLAUSIBILITY_METRICS:
+        raise ValueError(f"metric must be one of {list(PLAUSIBILITY_METRICS)}, got {metric!r}.")
+    if len(X) != len(rationales):
+        raise ValueError(f"X has {len(X)} samples but rationales has {len(rationales)}.")
+    lookup = {}
+    for i, (sample, rationale) in enumerate(zip(X, rationales)):
+        rationale = np.asarray(rationale)
+        known = lookup.setdefault(_sample_key(sample), rationale)
+        if not np.array_equal(known, rationale):
+            raise ValueError(f"sample {i} of X occurs earlier with another rationale.")
+    return _PlausibilityScorer(metric, lookup, {"method": method, "top_k": top_k})
