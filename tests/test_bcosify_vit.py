@@ -197,7 +197,9 @@ def test_fine_tuning_starts_from_the_recipe_and_explains_exactly(checkpoints, fi
 def test_every_explanation_method_runs_on_the_class_token_model(fitted):
     X, _ = _data(2)
     for explainer in fitted.explainers:
-        assert fitted.explain(X, method=explainer.name).values.shape == (2, 16, 16)
+        values = fitted.explain(X, method=explainer.name).values
+        assert values.shape == (2, 16, 16)
+        assert np.ptp(values, axis=(1, 2)).min() > 0, explainer.name  # GradCAM was all 0
     assert fitted.explain(X, by="head").components.shape == (2, 7, 16, 16)
 
 
@@ -292,8 +294,8 @@ def test_standard_layouts_refuse_a_stem_dropout_or_other_images():
     from interpretable import ViTClassifier
 
     X, y = _data()
-    with pytest.raises(ValueError, match="pass stem_channels=.. and dropout=0"):
-        ViTClassifier(layout="timm", max_epochs=1).fit(X, y)
+    with pytest.raises(ValueError, match=r"pass stem_channels=None or \(\) and dropout=0"):
+        ViTClassifier(layout="timm", stem_channels=(32,), max_epochs=1).fit(X, y)
     with pytest.raises(ValueError, match="takes RGB images, got 1 channel"):
         ViTClassifier(layout="timm", stem_channels=(), max_epochs=1, image_size=None,
                       device="cpu").fit(X[..., :1], y)

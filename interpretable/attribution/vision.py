@@ -181,8 +181,9 @@ def gradcam(model, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     With ``A`` (B, D, h, w) the final token map: channel weights = spatial mean of
     ``∂y_target/∂A``, map = ReLU(Σ_c weight_c · A_c). The map is computed once without
     autograd; only the head is differentiated. For a model with a class token (its final
-    tokens (B, D, 1 + h·w)) the map is of the patch tokens, which the head does not read
-    (gradients and map are 0).
+    tokens (B, D, 1 + h·w)), whose head reads the class token alone, ``A`` is the patch
+    tokens of the last block's first LayerNorm (``model.last_norm_forward``), the last layer
+    whose patch tokens feed the class token (the usual ViT GradCAM recipe).
 
     Parameters
     ----------
@@ -212,13 +213,16 @@ def gradcam(model, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """
     with torch.no_grad():
         token_map, _ = model.forward_features(x)
-    token_map.requires_grad_(True)
     with torch.enable_grad():
-        logits = model.forward_head(token_map)
+        if token_map.dim() == 3:  # the class token first: the last block's first LayerNorm
+            token_map, logits = model.last_norm_forward(x)
+        else:
+            logits = model.forward_head(token_map.requires_grad_(True))
         grads, = torch.autograd.grad(logits.gather(1, target[:, None]).sum(), token_map)
     token_map = token_map.detach()
-    if token_map.dim() == 3:  # the class token first: the patch tokens' grid
-        token_map, grads = (t[..., 1:].unflatten(2, model.grid_size) for t in (token_map, grads))
+    if token_map.dim() == 3:  # (B, 1 + h·w, D): the patch tokens' grid
+        token_map, grads = (t[:, 1:].transpose(1, 2).unflatten(2, model.grid_size)
+                            for t in (token_map, grads))
     weights = grads.mean((2, 3), keepdim=True)
     return (weights * token_map).sum(1).clamp_min(0)
 

@@ -100,10 +100,27 @@ def _samples(sample, n: int) -> list[int]:
     return [i % n for i in chosen]
 
 
+#: methods whose maps are exact shares of what they explain (the map plus the bias sums to
+#: it), and those whose maps approximate such shares
+EXACT_METHODS = ("inherent",)
+APPROXIMATE_METHODS = ("integrated_gradients",)
+#: what a map holds, by its kind (see ``ImageViews._map_kind``): the caption's first
+#: sentence, a panel's title, the colour bar's label
+_MAPS = {
+    "exact": ("contributions: each pixel's exact share of {what} (the map plus the bias sums "
+              "to it)", "contributions to {target}", "contribution"),
+    "approximate": ("attributions: each pixel's approximate share of {what} minus its value "
+                    "on the baseline image (a path integral in finitely many steps: the map "
+                    "misses that difference by its completeness error, {error})",
+                    "attributions to {target}", "attribution"),
+    "weights": ("attention weights of the patches (what the model attends to, the same for "
+                "every target; not shares of a logit)", "attention weights", "weight"),
+    "scores": ("post-hoc relevance scores for {what} (not shares of it: they need not sum "
+               "to it)", "relevance for {target}", "relevance"),
+}
 #: the caption's sentences, per panel (``plot("overview")``)
 _CAPTIONS = {
-    "contributions": "contributions: each pixel's exact share of {what} (the map plus the bias "
-                     "sums to it); {colours}; one symmetric scale per row, clipped at the "
+    "contributions": "{maps}; {colours}; one symmetric scale per row, clipped at the "
                      "{percentile:g}th percentile of |value|.",
     "split": "B-cos reads a pixel as [x, 1 − x]: 'from x' is what its value contributes (the "
              "object's strokes), 'from 1 − x' what its inverse contributes (mostly the "
@@ -213,7 +230,8 @@ class ImageViews:
             for ax, panel in zip(row, panels):
                 image = self._draw(ax, i, panel, percentile, lim, positive) or image
             if image is not None:
-                _colour_bar(fig, image, row, "contribution" + " (positive)" * positive)
+                _colour_bar(fig, image, row, _MAPS[self._map_kind()][2]
+                            + " (positive)" * positive)
             drawn += maps
         what = plot_text(self.explained(), limit=80)
         _suptitle(fig, f"{plot_text(self.method)} explanation of {what}", drawn)
@@ -227,8 +245,22 @@ class ImageViews:
                    else "red raises it, blue lowers it, white is 0")
         keys = [k for k, p in (("contributions", "contributions"), ("split", "from x"),
                                ("weights", "weights")) if p in panels]
-        return " ".join(_CAPTIONS[k].format(what=what, colours=colours, percentile=percentile)
+        errors = self.completeness_error
+        error = "not measured here" if errors is None else \
+            f"here at most {value_text(np.nanmax(np.abs(errors)))} (relative)"
+        maps = _MAPS[self._map_kind()][0].format(what=what, error=error)
+        return " ".join(_CAPTIONS[k].format(maps=maps, colours=colours, percentile=percentile)
                         for k in keys)
+
+    def _map_kind(self) -> str:
+        """What the maps hold: ``"exact"`` shares of the explained logit, ``"approximate"``
+        ones (integrated gradients), attention ``"weights"`` (class-independent methods) or
+        other post-hoc relevance ``"scores"``."""
+        if self.class_independent:
+            return "weights"
+        if self.method in EXACT_METHODS:
+            return "exact"
+        return "approximate" if self.method in APPROXIMATE_METHODS else "scores"
 
     def _parts(self, i: int):
         """The contribution map's exact parts ``(H, W)`` from ``x`` and from ``1 − x`` (B-cos's
@@ -260,7 +292,7 @@ class ImageViews:
             return None
         if panel == "contributions":
             values = self.values[i]
-            title = f"contributions to {self._label(i, 'target')}"
+            title = _MAPS[self._map_kind()][1].format(target=self._label(i, "target"))
             if self.logit is not None:
                 title += f"\n{plot_text(self.explained(i))} = {value_text(self.logit[i])}"
         else:

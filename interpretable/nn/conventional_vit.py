@@ -7,7 +7,8 @@ class token first, learned positions, pre-norm blocks (LayerNorm eps 1e-6, multi
 attention, GELU MLP), a final LayerNorm and a linear head on the class token. Input:
 normalised images (B, 3, H, W); output: logits (B, num_classes). It offers the interface of
 :func:`~interpretable.attribution.vision.attribute` (``grid_size``, ``forward_features``,
-``forward_head``, ``forward_with_attention``), so the post-hoc methods explain it.
+``forward_head``, ``forward_with_attention``, and for GradCAM ``last_norm_forward``), so the
+post-hoc methods explain it.
 
 >>> model = ConventionalViT("timm", image_size=16, patch_size=4, num_layers=1, num_heads=2,
 ...                         hidden_dim=8, mlp_dim=16, num_classes=5)
@@ -68,12 +69,19 @@ class _Block(nn.Module):
             self.mlp = nn.Sequential(OrderedDict(fc1=nn.Linear(dim, mlp_dim), act=nn.GELU(),
                                                  fc2=nn.Linear(mlp_dim, dim)))
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def first_norm(self, x: torch.Tensor) -> torch.Tensor:
+        """The attention's input: x (B, N, D) after the first LayerNorm."""
+        return (self.ln_1 if self.layout == "torchvision" else self.norm1)(x)
+
+    def forward(self, x: torch.Tensor, normed: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, N, D) -> (tokens, attention); ``normed`` replaces ``first_norm(x)``."""
+        normed = self.first_norm(x) if normed is None else normed
         if self.layout == "torchvision":
-            a, attn = mha_forward(self.self_attention, self.ln_1(x))
+            a, attn = mha_forward(self.self_attention, normed)
             x = x + a
             return x + self.mlp(self.ln_2(x)), attn
-        a, attn = self.attn(self.norm1(x))
+        a, attn = self.attn(normed)
         x = x + a
         return x + self.mlp(self.norm2(x)), attn
 
@@ -131,12 +139,17 @@ class ConventionalViT(nn.Module):
         return (self.patch_embed.proj, self.cls_token, self.pos_embed, self.blocks, self.norm,
                 self.head)
 
+    def _tokens(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (B, 3, H, W) -> the first block's input (B, 1 + h·w, D), class token first."""
+        proj, cls, positions = self._parts()[:3]
+        tokens = proj(x).flatten(2).transpose(1, 2)
+        return torch.cat([cls.expand(len(x), -1, -1), tokens], 1) + positions
+
     def forward_features(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """x: (B, 3, H, W) -> (final tokens (B, D, 1 + h·w) after the last LayerNorm, class
         token first; [attention (B, heads, N, N)] per block)."""
-        proj, cls, positions, blocks, norm, _ = self._parts()
-        tokens = proj(x).flatten(2).transpose(1, 2)
-        tokens = torch.cat([cls.expand(len(x), -1, -1), tokens], 1) + positions
+        _, _, _, blocks, norm, _ = self._parts()
+        tokens = self._tokens(x)
         attentions = []
         for block in blocks:
             tokens, attn = block(tokens)
@@ -151,6 +164,20 @@ class ConventionalViT(nn.Module):
         """x: (B, 3, H, W) -> (logits (B, K), [attention (B, heads, N, N)] per block)."""
         tokens, attentions = self.forward_features(x)
         return self.forward_head(tokens), attentions
+
+    def last_norm_forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x: (B, 3, H, W) -> (the last block's first LayerNorm output (B, 1 + h·w, D), a
+        leaf requiring grad: the layer whose patch tokens still feed the class token; the
+        logits (B, K) computed from it). The layers before it run without autograd."""
+        _, _, _, blocks, norm, head = self._parts()
+        with torch.no_grad():
+            tokens = self._tokens(x)
+            for block in blocks[:-1]:
+                tokens, _ = block(tokens)
+            normed = blocks[-1].first_norm(tokens)
+        normed.requires_grad_(True)
+        with torch.enable_grad():
+            return normed, head(norm(blocks[-1](tokens, normed)[0])[:, 0])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.forward_with_attention(x)[0]

@@ -153,6 +153,10 @@ class VisionTransformerClassifier(NeuralClassifier):
         """(n, H, W, C) float32 in [0, 1] -> model input (n, C', H, W)."""
         raise NotImplementedError
 
+    def _stem_channels(self) -> tuple:
+        """``stem_channels`` resolved: the channels of the stem's convolutions."""
+        return tuple(self.stem_channels)
+
     def _crop_size(self) -> int | None:
         """``image_size`` resolved: None (images as given) or the crop size."""
         return None if self.image_size == "auto" else self.image_size
@@ -207,7 +211,7 @@ class VisionTransformerClassifier(NeuralClassifier):
             raise ValueError(f"mlp_ratio={self.mlp_ratio} gives an MLP of "
                              f"int(embed_dim * mlp_ratio) = 0 units (embed_dim="
                              f"{self.embed_dim}); it must be at least 1.")
-        channels = self.stem_channels
+        channels = self._stem_channels()
         if not all(isinstance(c, Integral) and not isinstance(c, bool) and c >= 1
                    for c in channels):
             raise ValueError(f"stem_channels must be a sequence of integers >= 1, got "

@@ -20,7 +20,7 @@ from ...nn.bcos.layers import encode_image
 from ...nn.bcos.simple_vit import BcosSimpleViT
 from ...nn.bcos.vit_conversion import IMAGENET_MEAN, IMAGENET_STD
 from ...nn.conventional_vit import LAYOUTS, ConventionalViT
-from ...nn.losses import OneHotBCE
+from ...nn.losses import OneHotBCE, OutputCrossEntropy
 from ...nn.vit import ViT
 from ...params import Interval, StrOptions
 from .base import VisionTransformerClassifier
@@ -435,7 +435,7 @@ class BcosViTClassifier(VisionTransformerClassifier):
 
     def _make_module(self, in_channels, image_size, n_classes):
         return BcosViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
-                       self.depth, self.num_heads, self.mlp_ratio, tuple(self.stem_channels),
+                       self.depth, self.num_heads, self.mlp_ratio, self._stem_channels(),
                        self.attention_prior, self.b, self.max_out,
                        self.scale_factor, self.output_scale, self.logit_bias,
                        stem_stride=self.stem_stride)
@@ -561,8 +561,9 @@ class ViTClassifier(VisionTransformerClassifier):
         Attention heads per block.
     mlp_ratio : float, default=2.0
         MLP hidden size as a multiple of ``embed_dim``.
-    stem_channels : tuple of int, default=(32,)
-        Channels of the 3×3 convolutions of the CNN tokeniser before the patch layer.
+    stem_channels : tuple of int or None, default=None
+        Channels of the 3×3 convolutions of the CNN tokeniser before the patch layer (None:
+        the layout's, ``(32,)`` for ``"stem"`` and ``()`` for the others).
     dropout : float in [0, 1), default=0.0
         Dropout in the blocks.
     layout : {"stem", "timm", "torchvision"}, default="stem"
@@ -570,7 +571,7 @@ class ViTClassifier(VisionTransformerClassifier):
         ``"torchvision"``: the standard ViT of those libraries, with their state-dict keys
         (:class:`~interpretable.nn.conventional_vit.ConventionalViT`: patch convolution, class
         token, learned positions, pre-norm blocks, head on the class token; no stem, no
-        dropout: pass ``stem_channels=()`` and ``dropout=0``), on square RGB
+        dropout), on square RGB
         images normalised with ImageNet's mean and std: ``module_.state_dict()`` saved to a
         file is a checkpoint that ``BcosViTClassifier(pretrained=...)`` B-cosifies.
     image_size : "auto", None or int, default="auto"
@@ -669,11 +670,12 @@ class ViTClassifier(VisionTransformerClassifier):
         **VisionTransformerClassifier._parameter_constraints,
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "layout": [StrOptions({"stem", *LAYOUTS})],
+        "stem_channels": [tuple, list, None],
     }
     _params_since_0_1 = {**VisionTransformerClassifier._params_since_0_1, "layout": "stem"}
 
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
-                 stem_channels=(32,), dropout=0.0, *, layout="stem", image_size="auto",
+                 stem_channels=None, dropout=0.0, *, layout="stem", image_size="auto",
                  zoom_out=None,
                  zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6, max_epochs=15,
                  batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
@@ -711,15 +713,20 @@ class ViTClassifier(VisionTransformerClassifier):
 
     def _check_params(self) -> None:
         super()._check_params()
-        if self.layout != "stem" and (tuple(self.stem_channels) or self.dropout):
+        if self.layout != "stem" and (self._stem_channels() or self.dropout):
             raise ValueError(f"layout={self.layout!r} has no CNN stem and no dropout: pass "
-                             f"stem_channels=() and dropout=0, got {self.stem_channels!r} and "
-                             f"{self.dropout!r}.")
+                             f"stem_channels=None or () and dropout=0, got "
+                             f"{self.stem_channels!r} and {self.dropout!r}.")
+
+    def _stem_channels(self) -> tuple:
+        if self.stem_channels is None:
+            return (32,) if self.layout == "stem" else ()
+        return super()._stem_channels()
 
     def _make_module(self, in_channels, image_size, n_classes):
         if self.layout == "stem":
             return ViT(in_channels, image_size, n_classes, self.patch_size, self.embed_dim,
-                       self.depth, self.num_heads, self.mlp_ratio, tuple(self.stem_channels),
+                       self.depth, self.num_heads, self.mlp_ratio, self._stem_channels(),
                        self.dropout)
         if image_size[0] != image_size[1]:
             raise ValueError(f"layout={self.layout!r} takes square images, got "
@@ -729,7 +736,7 @@ class ViTClassifier(VisionTransformerClassifier):
                                int(self.embed_dim * self.mlp_ratio), n_classes)
 
     def _criterion(self):
-        return nn.CrossEntropyLoss()
+        return OutputCrossEntropy()  # per-sample weights: class_weight, sample_weight
 
     def _encode(self, X):
         images = torch.as_tensor(X).permute(0, 3, 1, 2).contiguous()

@@ -236,9 +236,11 @@ class Attention(nn.Module):
         projected = add_constant(F.linear(x, weight), bias)
         return projected.view(b, n, -1, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
 
-    def _attend(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, N, D) -> (attention (B, heads, N, N), concatenated heads (B, N, D))."""
-        x = self.norm(x)
+    def _attend(self, x: torch.Tensor, normed: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, N, D) -> (attention (B, heads, N, N), concatenated heads (B, N, D));
+        ``normed`` replaces ``norm(x)``."""
+        x = self.norm(x) if normed is None else normed
         sizes = [2 * x.shape[-1], x.shape[-1]]
         qk_weight, v_weight = self.to_qkv.weight.split(sizes)
         qk_bias, v_bias = (None, None) if self.to_qkv.bias is None else \
@@ -249,9 +251,11 @@ class Attention(nn.Module):
         heads = attention @ self._split_heads(x, v_weight, v_bias)[0]  # (B, heads, N, head_dim)
         return attention, heads.transpose(1, 2).flatten(2)
 
-    def forward(self, x: torch.Tensor, return_attention: bool = False):
-        """x (B, N, D) -> output (B, N, D), and the attention (B, heads, N, N) or None."""
-        attention, heads = self._attend(x)
+    def forward(self, x: torch.Tensor, return_attention: bool = False,
+                normed: torch.Tensor | None = None):
+        """x (B, N, D) -> output (B, N, D), and the attention (B, heads, N, N) or None;
+        ``normed`` replaces ``norm(x)``."""
+        attention, heads = self._attend(x, normed)
         return self.to_out(heads), (attention if return_attention else None)
 
     def head_terms(self, x: torch.Tensor) -> torch.Tensor:
@@ -288,9 +292,11 @@ class EncoderBlock(nn.Module):
         self.attn = Attention(dim, heads, layers)
         self.ff = FeedForward(dim, mlp_dim, layers)
 
-    def forward(self, x: torch.Tensor, return_attention: bool = False):
-        """x (B, N, D) -> (B, N, D), and the attention (B, heads, N, N) or None."""
-        a, attention = self.attn(x, return_attention)
+    def forward(self, x: torch.Tensor, return_attention: bool = False,
+                normed: torch.Tensor | None = None):
+        """x (B, N, D) -> (B, N, D), and the attention (B, heads, N, N) or None; ``normed``
+        replaces the attention's ``norm(x)``."""
+        a, attention = self.attn(x, return_attention, normed)
         x = x + a
         return x + self.ff(x), attention
 
@@ -363,22 +369,45 @@ class BcosSimpleViT(nn.Module):
         tokens (B, D, 1 + h·w), the class token first; [attention (B, heads, N, N)] per block
         if ``return_attention`` else []). ``positional`` ((N, D) or (B, N, D)) replaces
         :meth:`positional_embedding` (to differentiate with respect to it)."""
-        if positional is None:
-            positional = self.positional_embedding(x)
-        patches = self.to_patch_embedding(x)
-        h, w = patches.shape[1:3]
-        tokens = patches.flatten(1, 2)
-        if self.bcosified:
-            cls = add_constant(tokens.new_zeros(len(tokens), 1, self.dim), self.class_token)
-            tokens = torch.cat([cls, tokens], 1)
-        tokens = tokens + positional
+        tokens = self._tokens(x, positional)
         attentions = []
         for block in self.transformer.values():
             tokens, attention = block(tokens, return_attention)
             if return_attention:
                 attentions.append(attention)
         tokens = tokens.transpose(1, 2)
-        return (tokens if self.bcosified else tokens.unflatten(2, (h, w))), attentions
+        return (tokens if self.bcosified else tokens.unflatten(2, self._grid(x))), attentions
+
+    def _grid(self, x: torch.Tensor) -> tuple[int, int]:
+        """The token grid (h, w) of images x (B, C, H, W)."""
+        return x.shape[-2] // self.token_stride, x.shape[-1] // self.token_stride
+
+    def _tokens(self, x: torch.Tensor, positional: torch.Tensor | None = None
+                ) -> torch.Tensor:
+        """x (B, C, H, W) -> the first block's input (B, N, D) (the class token first when
+        B-cosified); ``positional`` as in :meth:`forward_features`."""
+        if positional is None:
+            positional = self.positional_embedding(x)
+        tokens = self.to_patch_embedding(x).flatten(1, 2)
+        if self.bcosified:
+            cls = add_constant(tokens.new_zeros(len(tokens), 1, self.dim), self.class_token)
+            tokens = torch.cat([cls, tokens], 1)
+        return tokens + positional
+
+    def last_norm_forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, C, H, W) -> (the last block's attention LayerNorm output (B, N, D), a leaf
+        requiring grad: the layer whose patch tokens still feed the class token; the logits
+        (B, K) computed from it). The layers before it run without autograd."""
+        *blocks, last = self.transformer.values()
+        with torch.no_grad():
+            tokens = self._tokens(x)
+            for block in blocks:
+                tokens, _ = block(tokens)
+            normed = last.attn.norm(tokens)
+        normed.requires_grad_(True)
+        with torch.enable_grad():
+            tokens = last(tokens, normed=normed)[0]
+            return normed, self.forward_head(tokens.transpose(1, 2))
 
     def _pooled(self, tokens: torch.Tensor) -> torch.Tensor:
         """Tokens (B, N, D) -> the head's input (B, D): the class token, or the mean."""
