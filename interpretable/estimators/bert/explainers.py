@@ -12,16 +12,25 @@
 * ``"rollout"`` (:class:`BertRollout`): attention rollout (Abnar & Zuidema, 2020), ``(A + I) / 2``
   of the head-averaged attention multiplied through the layers, then the pooled rows.
 
+* ``"occlusion"`` (leave-one-out, :class:`BertOcclusion`), ``"lime"`` (:class:`BertLime`),
+  ``"kernel_shap"`` (:class:`BertKernelShap`): the perturbation methods of
+  :mod:`interpretable.estimators.text.explainers` at either ``level``: at ``"word"`` the pieces
+  of a word are replaced together (one feature), each piece holds an equal share of the
+  word's attribution, so the word's value is the word's own, and ``[CLS]`` / ``[SEP]`` are
+  never replaced.
+
 Both attention methods are class-independent. The generic ``"gradient"``,
 ``"integrated_gradients"`` and ``"input_x_gradient"`` of
-:mod:`interpretable.estimators.text.explainers` apply too (per piece).
+:mod:`interpretable.estimators.text.explainers` apply too (per piece); the ``"pad"`` and
+``"mask"`` baselines of integrated gradients and the perturbation methods keep ``[CLS]`` and
+``[SEP]`` (``<s>`` / ``</s>``) as they are.
 
-``level`` (these three methods): ``"piece"`` (default) explains the model's tokens,
+``level`` (the methods above): ``"piece"`` (default) explains the model's tokens,
 ``[CLS]``, the word pieces and ``[SEP]`` of ``estimator.encode(X)`` (what the faithfulness
 metrics perturb); ``"word"`` sums the pieces of every word of the original text (words are
 whitespace-separated runs and single punctuation characters; unknown words are one
-``[UNK]`` piece) and moves ``[CLS]`` and ``[SEP]`` into ``bias`` (exact methods) or leaves
-them out (attention). At both levels ``offsets`` / ``to_frame()``'s ``char_start`` and
+``[UNK]`` piece) and moves ``[CLS]`` and ``[SEP]`` into ``bias`` (exact methods and Kernel
+SHAP) or leaves them out (attention, occlusion, LIME). At both levels ``offsets`` / ``to_frame()``'s ``char_start`` and
 ``char_end`` are the tokeniser's exact character spans (``-1`` / <NA> for ``[CLS]`` and
 ``[SEP]``). A text longer than the model's ``max_length`` is explained as the model saw it:
 ``truncated`` counts the pieces cut off, and ``to_html()`` flags it.
@@ -37,12 +46,16 @@ import torch
 from ...explanation import TokenExplanation
 from ...nn.losses import explained_logits
 from ..core.explainer import Attributions, Explainer
+from ..text.explainers import KernelShap, Lime, Occlusion
 
 __all__ = [
     "LEVELS",
     "BcosTextContributions",
     "BertAttention",
     "BertExplainer",
+    "BertKernelShap",
+    "BertLime",
+    "BertOcclusion",
     "BertRollout",
     "WordPieceExplanation",
 ]
@@ -121,7 +134,7 @@ class BertExplainer(Explainer):
     def prepare(self, estimator, encoded, target, *, level="piece", **options) -> dict:
         if level not in LEVELS:
             raise ValueError(f"level must be one of {list(LEVELS)}, got {level!r}.")
-        return {"level": level, **options}
+        return {"level": level, **super().prepare(estimator, encoded, target, **options)}
 
     def assemble(self, estimator, encoded, fields, *, level="piece",
                  **options) -> WordPieceExplanation:
@@ -242,3 +255,60 @@ class BertRollout(_AttentionMaps):
             mixed = (attention + eye) / 2
             result = mixed if result is None else mixed @ result
         return result
+
+
+class _WordGroups(BertExplainer):
+    """A perturbation method whose features are the pieces (``level="piece"``) or the words
+    (``level="word"``: ``prepare`` adds ``words``, the word of every piece, -1 for ``[CLS]`` /
+    ``[SEP]``, which are then never replaced)."""
+
+    per_sample_options = ("embedding_offset", "words")
+
+    def prepare(self, estimator, encoded, target, *, level="piece", **options) -> dict:
+        options = super().prepare(estimator, encoded, target, level=level, **options)
+        if level == "word":
+            options["words"] = [pieces.words for pieces in encoded.alignments]
+        return options
+
+    @staticmethod
+    def groups(batch: dict, words) -> torch.Tensor | None:
+        """The feature of every piece ``(B, T)`` from the batch's ``words`` (None: None, each
+        piece alone)."""
+        if words is None:
+            return None
+        tokens = batch["tokens"]
+        groups = torch.full(tokens.shape, -1, dtype=torch.long)
+        for row, word in zip(groups, words):
+            row[: len(word)] = torch.as_tensor(word)
+        return groups.to(tokens.device)
+
+
+class BertOcclusion(_WordGroups, Occlusion):
+    """Occlusion (leave-one-out) of every piece or, at ``level="word"``, of every word (its
+    pieces replaced together by the ``baseline``)."""
+
+    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
+                  baseline="zeros", words=None) -> Attributions:
+        """(``level`` is applied by :meth:`assemble`, ``words`` set by :meth:`prepare`.)"""
+        return self.captum_attributions(estimator, batch, target,
+                                        embedding_offset=embedding_offset, baseline=baseline,
+                                        groups=self.groups(batch, words))
+
+
+class BertLime(_WordGroups, Lime):
+    """LIME over the pieces or, at ``level="word"``, the words (``n_samples`` coalitions per
+    text, seeded by ``random_state``)."""
+
+    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
+                  baseline="zeros", n_samples=200, random_state=0, words=None) -> Attributions:
+        """(``level`` is applied by :meth:`assemble`, ``words`` set by :meth:`prepare`.)"""
+        return self.captum_attributions(estimator, batch, target,
+                                        embedding_offset=embedding_offset, baseline=baseline,
+                                        n_samples=n_samples, random_state=random_state,
+                                        groups=self.groups(batch, words))
+
+
+class BertKernelShap(BertLime, KernelShap):
+    """Kernel SHAP over the pieces or, at ``level="word"``, the words (``n_samples``
+    coalitions per text, seeded by ``random_state``); they sum to the logit minus the
+    ``baseline``'s logit (``bias``)."""

@@ -7,11 +7,24 @@
   attention ``w`` for ``"vanilla"``);
 * ``"gradient"``, ``"integrated_gradients"``, ``"input_x_gradient"``: captum through the
   embedding layer (:func:`~interpretable.attribution.text.attribute_tokens`);
+* ``"occlusion"`` (leave-one-out), ``"lime"``, ``"kernel_shap"``: captum's perturbation
+  methods over the tokens, each token replaced by the baseline's embedding (one feature per
+  token; ``n_samples`` coalitions per text for LIME and Kernel SHAP, seeded by
+  ``random_state``);
 * ``"detached_gradient"``: the diversity-LSTM authors' gradient × embedding of the class
   probability with the attention held constant.
 
+``baseline`` (integrated gradients and the perturbation methods) is the reference the tokens
+move to: ``"zeros"`` (default) the all-zero embedding, ``"pad"`` the padding token's embedding
+and ``"mask"`` the mask token's (``[MASK]`` / ``<mask>``; a ValueError where the tokeniser has
+none) at every real position, the start and end tokens of a word-piece tokeniser (``[CLS]`` /
+``[SEP]``, ``<s>`` / ``</s>``) kept as they are. Integrated gradients and Kernel SHAP report the
+logit and, as ``bias``, the logit at the baseline: ``completeness_error`` measures how far
+their sum is from the difference.
+
 The post-hoc methods and attention accept ``embedding_offset (n, T, E)``, added to the token
-embeddings (perturbation metrics call :meth:`Explainer.explain` with it).
+embeddings (perturbation metrics call :meth:`Explainer.explain` with it; the baselines are not
+offset).
 """
 
 from __future__ import annotations
@@ -22,10 +35,19 @@ import torch
 from ...attribution.text import attribute_tokens
 from ...explanation import TokenExplanation
 from ...nn.losses import explained_logits, logits_of
+from ...text import WordPieceEncoder
+from ...text.encoding import PAD_TOKEN
 from ..core.explainer import Attributions, Explainer
 
-__all__ = ["TokenExplainer", "MeanEmbeddingContributions", "Attention", "VanillaAttention",
-           "Gradient", "IntegratedGradients", "InputXGradient", "DetachedGradient"]
+__all__ = ["BASELINES", "TokenExplainer", "MeanEmbeddingContributions", "Attention",
+           "VanillaAttention", "Gradient", "IntegratedGradients", "InputXGradient", "Occlusion",
+           "Lime", "KernelShap", "DetachedGradient"]
+
+#: the token baselines of integrated gradients and the perturbation methods
+BASELINES = ("zeros", "pad", "mask")
+#: the mask tokens of the BERT lineage's tokenisers (BERT, DistilBERT, ELECTRA; RoBERTa,
+#: XLM-RoBERTa, CamemBERT)
+MASK_TOKENS = ("[MASK]", "<mask>")
 
 
 def _optional(fields: dict, name: str):
@@ -182,13 +204,51 @@ class Attention(TokenExplainer):
                             target=_chosen(out.logits, target))
 
 
-class _Gradients(TokenExplainer):
-    """Captum attributions of the explained logit to the token embeddings."""
+def _baseline_ids(estimator, baseline: str) -> tuple[int, torch.Tensor]:
+    """The token id the "pad" / "mask" baseline puts at every real position, and the ids it
+    keeps (a word-piece tokeniser's start and end tokens)."""
+    encoder = estimator.text_encoder_
+    if isinstance(encoder, WordPieceEncoder):
+        settings = encoder.settings_
+        kept, pad = [settings["cls_token"], settings["sep_token"]], settings["pad_token"]
+    else:
+        kept, pad = [], PAD_TOKEN
+    names = [pad] if baseline == "pad" else list(MASK_TOKENS)
+    ids, _ = encoder.encode_tokens([names, kept])
+    found = [int(i) for i, name in zip(ids[0], names) if encoder.index_to_token_[i] == name]
+    if not found:
+        raise ValueError(f"baseline='mask' needs a mask token ({' or '.join(MASK_TOKENS)}); "
+                         f"the tokeniser of {type(estimator).__name__} has none: use "
+                         "baseline='pad' or 'zeros'.")
+    return found[0], torch.as_tensor(ids[1][: len(kept)])
+
+
+class _Captum(TokenExplainer):
+    """Captum attributions of the explained logit to the token embeddings
+    (:func:`~interpretable.attribution.text.attribute_tokens`)."""
 
     per_sample_options = ("embedding_offset",)
 
-    def attribute(self, estimator, batch, target, *, embedding_offset=None,
-                  n_steps=50) -> Attributions:
+    def baseline_embedding(self, estimator, batch: dict, embedded: torch.Tensor,
+                           baseline: str = "zeros") -> torch.Tensor:
+        """The embeddings ``(B, T, E)`` of ``baseline``, one of :data:`BASELINES`."""
+        if baseline not in BASELINES:
+            raise ValueError(f"baseline must be one of {list(BASELINES)}, got {baseline!r}.")
+        if baseline == "zeros":
+            return torch.zeros_like(embedded)
+        token, kept = _baseline_ids(estimator, baseline)
+        tokens = batch["tokens"]
+        replaced = _real_tokens(batch, tokens.shape[1]) & ~torch.isin(tokens,
+                                                                      kept.to(tokens.device))
+        with torch.no_grad():
+            return estimator.embed({**batch, "tokens": tokens.masked_fill(replaced, token)}
+                                   ).detach().to(embedded)
+
+    def captum_attributions(self, estimator, batch: dict, target, *, embedding_offset=None,
+                            baseline: str = "zeros", **settings) -> Attributions:
+        """The attributions of ``self.name`` (``settings``: the further keyword arguments of
+        :func:`~interpretable.attribution.text.attribute_tokens`); logit and bias where the
+        method is complete against its baseline."""
         keys = list(batch)
 
         def forward(embedded, *args):
@@ -199,35 +259,79 @@ class _Gradients(TokenExplainer):
         with torch.no_grad():
             logits = forward(embedded, *batch.values()).float()
         t = _chosen(logits, target)
-        result = attribute_tokens(forward, embedded, t, self.name,
-                                  mask=_real_tokens(batch, embedded.shape[1]),
-                                  additional_forward_args=tuple(batch.values()), n_steps=n_steps)
+        result = attribute_tokens(
+            forward, embedded, t, self.name, mask=_real_tokens(batch, embedded.shape[1]),
+            additional_forward_args=tuple(batch.values()),
+            baseline=self.baseline_embedding(estimator, batch, embedded, baseline), **settings)
         exact = result.baseline_logit is not None
         return Attributions(values=result.scores, logits=logits, target=t,
                             logit=logits.gather(1, t[:, None])[:, 0] if exact else None,
                             bias=result.baseline_logit)
 
 
-class Gradient(_Gradients):
+class Gradient(_Captum):
     """Saliency: the L2 norm of the gradient of the logit at every token embedding."""
 
     name = "gradient"
 
     def attribute(self, estimator, batch, target, *, embedding_offset=None) -> Attributions:
-        return super().attribute(estimator, batch, target, embedding_offset=embedding_offset)
+        return self.captum_attributions(estimator, batch, target,
+                                        embedding_offset=embedding_offset)
 
 
-class IntegratedGradients(_Gradients):
-    """Integrated gradients from the all-zero embedding (``n_steps`` integration steps); the
-    baseline's logit is the ``bias``, so ``completeness_error`` measures convergence."""
+class IntegratedGradients(_Captum):
+    """Integrated gradients from ``baseline`` (``"zeros"``, ``"pad"`` or ``"mask"``, see the
+    module docstring; ``n_steps`` integration steps); the baseline's logit is the ``bias``, so
+    ``completeness_error`` measures convergence."""
 
     name = "integrated_gradients"
+
+    def attribute(self, estimator, batch, target, *, embedding_offset=None, n_steps=50,
+                  baseline="zeros") -> Attributions:
+        return self.captum_attributions(estimator, batch, target,
+                                        embedding_offset=embedding_offset, n_steps=n_steps,
+                                        baseline=baseline)
 
 
 class InputXGradient(Gradient):
     """Gradient × embedding, summed over the embedding axis."""
 
     name = "input_x_gradient"
+
+
+class Occlusion(_Captum):
+    """Occlusion, i.e. leave-one-out (captum ``FeatureAblation``): the drop of the logit when
+    one token's embedding is replaced by the ``baseline``'s (``"zeros"``, ``"pad"`` or
+    ``"mask"``)."""
+
+    name = "occlusion"
+
+    def attribute(self, estimator, batch, target, *, embedding_offset=None,
+                  baseline="zeros") -> Attributions:
+        return self.captum_attributions(estimator, batch, target,
+                                        embedding_offset=embedding_offset, baseline=baseline)
+
+
+class Lime(_Captum):
+    """LIME (captum ``Lime``): a Lasso surrogate fitted to ``n_samples`` random coalitions of
+    the tokens per text (the others replaced by the ``baseline``), seeded by
+    ``random_state`` (None: unseeded)."""
+
+    name = "lime"
+
+    def attribute(self, estimator, batch, target, *, embedding_offset=None, baseline="zeros",
+                  n_samples=200, random_state=0) -> Attributions:
+        return self.captum_attributions(estimator, batch, target,
+                                        embedding_offset=embedding_offset, baseline=baseline,
+                                        n_samples=n_samples, random_state=random_state)
+
+
+class KernelShap(Lime):
+    """Kernel SHAP (captum ``KernelShap``): Shapley values of the tokens estimated from
+    ``n_samples`` coalitions per text, seeded by ``random_state``; they sum to the logit minus
+    the ``baseline``'s logit (the ``bias``; ``completeness_error``)."""
+
+    name = "kernel_shap"
 
 
 class DetachedGradient(TokenExplainer):
