@@ -86,6 +86,7 @@ def test_leave_one_out_is_the_drop_of_predict_proba(planted):
         assert not drops[i, len(words):].any()
     tau = loo_kendall_tau(clf, X).frame.kendall_tau
     assert np.isnan(tau[1]) and -1 <= tau[0] <= 1  # one word: no ranking
+    assert not leave_one_out(clf, clf.encode(["superb", "dreadful"]).inputs).any()
 
 
 def test_report_schema_and_skipped_metrics(planted):
@@ -136,6 +137,8 @@ def test_report_errors(planted):
     bad = [*data.rationale[:2], np.append(data.rationale[2], 0), data.rationale[3]]
     with pytest.raises(ValueError, match="method 'inherent': the rationale of sample 2 has"):
         evaluate_explanations(clf, X, methods="inherent", rationales=bad)
+    with pytest.raises(ValueError, match="no method could explain X: .*explain failed"):
+        evaluate_explanations(clf, [3, 4], methods="inherent")
 
 
 def test_report_views(planted):

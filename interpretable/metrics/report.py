@@ -63,7 +63,7 @@ def leave_one_out(clf, inputs, batch_size=None, view="model") -> np.ndarray:
     p0 = probs.gather(1, pred[:, None])[:, 0]
     real = torch.arange(inputs["tokens"].shape[1])[None] < lengths[:, None]
     drops = np.zeros(real.shape)
-    for t in range(real.shape[1]):
+    for t in range(real.shape[1] if (lengths > 1).any() else 0):
         rows = torch.nonzero((lengths > t) & (lengths > 1))[:, 0]
         keep = real[rows].clone()
         keep[:, t] = False
@@ -74,7 +74,7 @@ def leave_one_out(clf, inputs, batch_size=None, view="model") -> np.ndarray:
 
 
 def loo_kendall_tau(clf, X, method=None, explanation=None, batch_size=None) -> AnalysisResult:
-    """Kendall's tau-b between explanation scores and leave-one-out importance, per text.
+    """Rank-correlate explanation scores with leave-one-out importance (Kendall's tau-b).
 
     The importance of a unit is the drop of the predicted class's probability when that unit
     alone is removed (one batched pass of the estimator per unit position). Higher is more
@@ -222,7 +222,8 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
     Raises
     ------
     ValueError
-        If a method is unknown, or the rationales do not match the samples or their units.
+        If a method is unknown, no method explains ``X``, or the rationales do not match the
+        samples or their units.
 
     Examples
     --------
@@ -268,8 +269,9 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
             else:
                 samples.append(pd.DataFrame({"method": method, "metric": metric, "sample":
                                              np.arange(n), "value": np.asarray(values, float)}))
-    samples = pd.concat(samples, ignore_index=True) if samples else \
-        pd.DataFrame({"method": [], "metric": [], "sample": [], "value": []})
+    if not timing:
+        raise ValueError(f"no method could explain X: {[reason for *_, reason in skipped]}")
+    samples = pd.concat(samples, ignore_index=True)
     return ExplanationReport(
         _summarise(samples, pd.DataFrame(timing, columns=["method", "mean", "n_samples"]),
                    methods),
@@ -292,6 +294,17 @@ class ExplanationReport:
     skipped : DataFrame
         What was not evaluated: ``method``, ``metric`` (``"all"``: the whole method) and
         ``reason``.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable.metrics import evaluate_explanations
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+    >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+    >>> report = evaluate_explanations(clf, X, methods="inherent", fractions=(0.5,))
+    >>> report.skipped.metric.tolist()
+    ['stability_jsd']
     """
 
     def __init__(self, frame, samples, skipped):
@@ -304,6 +317,17 @@ class ExplanationReport:
         -------
         DataFrame
             A copy of ``frame``.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.metrics import evaluate_explanations
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+        >>> report = evaluate_explanations(clf, X, methods="inherent", fractions=(0.5,))
+        >>> report.to_frame().columns.tolist()[:4]
+        ['method', 'metric', 'property', 'mean']
         """
         return self.frame.copy()
 
@@ -333,6 +357,17 @@ class ExplanationReport:
         -------
         Figure
             The figure drawn into; it is not shown.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.metrics import evaluate_explanations
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
+        >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
+        >>> report = evaluate_explanations(clf, X, methods="inherent", fractions=(0.5,))
+        >>> report.plot(["comprehensiveness"]).axes[0].get_title()
+        'comprehensiveness ↑'
         """
         from matplotlib.figure import Figure
 
