@@ -18,7 +18,12 @@ changes the model (no hooks, no flags), so several threads may explain with one 
   encoded image broadcastable to x; None: the all-zero input). The estimators pass the
   encoding of a black image, ``(0, 1)`` per channel for B-cos models: the all-zero *encoding*
   is degenerate for them (B-cos networks are positively homogeneous, so IG from 0 equals
-  Input×Gradient exactly, at ``n_steps`` times the cost).
+  Input×Gradient exactly, at ``n_steps`` times the cost); the estimators also offer a constant
+  image and a Gaussian-blurred copy (:func:`gaussian_blur`).
+* ``"occlusion"``: captum ``Occlusion``, a ``window`` × ``window`` square (all channels)
+  replaced by the ``baseline`` at every ``stride``-th position (one forward pass of the batch
+  per window; the last windows of a row or column may be cut by the border); a pixel's value
+  is the mean drop of the logit over the windows covering it.
 
 Token-level maps (attention methods, GradCAM) are averaged over the query tokens (for models
 that mean-pool the tokens) or taken from the class token's row (for models with a class token,
@@ -33,10 +38,10 @@ from torch.nn import functional as F
 from ..nn.bcos.layers import explanation_mode
 from ..nn.losses import explained_logits
 
-__all__ = ["METHODS", "attribute", "gradcam", "inherent", "inherent_terms"]
+__all__ = ["METHODS", "attribute", "gaussian_blur", "gradcam", "inherent", "inherent_terms"]
 
 METHODS = ("inherent", "rollout", "final_attention", "gradsam", "gradcam", "input_x_gradient",
-           "integrated_gradients")
+           "integrated_gradients", "occlusion")
 
 
 def _check(model, x: torch.Tensor, target) -> torch.Tensor:
@@ -227,6 +232,54 @@ def gradcam(model, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return (weights * token_map).sum(1).clamp_min(0)
 
 
+def gaussian_blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
+    """Blur every channel with a Gaussian kernel of standard deviation ``sigma`` pixels.
+
+    The kernel is normalised, spans ``±3 sigma`` and the borders are replicated, so blurring
+    commutes with any per-channel affine encoding: the blur of an encoded image is the encoding
+    of the blurred image.
+
+    Parameters
+    ----------
+    x : torch.Tensor of shape (B, C, H, W)
+        Images (encoded or not).
+    sigma : float
+        The standard deviation in pixels (> 0).
+
+    Returns
+    -------
+    torch.Tensor of shape (B, C, H, W)
+        The blurred images.
+
+    Raises
+    ------
+    ValueError
+        If ``sigma`` is not a positive number.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from interpretable.attribution.vision import gaussian_blur
+    >>> x = torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    >>> blurred = gaussian_blur(x, sigma=2.0)
+    >>> blurred.shape, bool(blurred.std() < x.std())
+    (torch.Size([2, 3, 8, 8]), True)
+    >>> torch.allclose(gaussian_blur(1 - x, sigma=2.0), 1 - blurred, atol=1e-6)
+    True
+    """
+    if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not sigma > 0:
+        raise ValueError(f"sigma must be a positive number, got {sigma!r}.")
+    radius = max(1, int(3 * sigma + 0.5))
+    offsets = torch.arange(-radius, radius + 1, dtype=x.dtype, device=x.device)
+    kernel = torch.exp(-0.5 * (offsets / sigma) ** 2)
+    kernel = kernel / kernel.sum()
+    channels = x.shape[1]
+    out = F.pad(x, (radius, radius, 0, 0), mode="replicate")
+    out = F.conv2d(out, kernel.expand(channels, 1, 1, -1), groups=channels)
+    out = F.pad(out, (0, 0, radius, radius), mode="replicate")
+    return F.conv2d(out, kernel[:, None].expand(channels, 1, -1, 1), groups=channels)
+
+
 def _attentions(model, x, target=None):
     with torch.set_grad_enabled(target is not None):
         logits, attentions = model.forward_with_attention(x)
@@ -248,7 +301,8 @@ def _rollout(attentions) -> torch.Tensor:
 
 def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_steps: int = 32,
               internal_batch_size: int | None = None,
-              baseline: torch.Tensor | None = None) -> torch.Tensor:
+              baseline: torch.Tensor | None = None, window: int = 16,
+              stride: int = 8) -> torch.Tensor:
     """Compute pixel attributions of the ``target`` logits with one of :data:`METHODS`.
 
     Parameters
@@ -266,7 +320,11 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
     internal_batch_size : int or None, default=None
         Integration steps evaluated at a time (None: all).
     baseline : torch.Tensor of shape (1 or B, C, H, W) or None, default=None
-        The integrated-gradients baseline (None: zeros).
+        The baseline of integrated gradients and occlusion (None: zeros).
+    window : int, default=16
+        Occlusion: the side of the square window in pixels (at most the image's side).
+    stride : int, default=8
+        Occlusion: the step between windows in pixels.
 
     Returns
     -------
@@ -284,6 +342,8 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
     >>> from interpretable.attribution.vision import attribute
     >>> target = torch.tensor([0, 1])
     >>> attribute(clf.module_, x, target, method="integrated_gradients", n_steps=4).shape
+    torch.Size([2, 8, 8])
+    >>> attribute(clf.module_, x, target, method="occlusion", window=4, stride=2).shape
     torch.Size([2, 8, 8])
     """
     if method not in METHODS:
@@ -311,12 +371,23 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
                              align_corners=False)[:, 0]
     import captum.attr as ca
 
+    baseline = torch.zeros_like(x) if baseline is None else baseline.to(x).expand_as(x)
+    if method == "occlusion":
+        for name, value, most in (("window", window, min(size)), ("stride", stride, None)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1 or \
+                    (most is not None and value > most):
+                raise ValueError(f"{name} must be an integer in [1, {most or 'inf'}], got "
+                                 f"{value!r}.")
+        with torch.no_grad():
+            attr = ca.Occlusion(model).attribute(
+                x, sliding_window_shapes=(x.shape[1], window, window),
+                strides=(x.shape[1], stride, stride), baselines=baseline, target=target)
+        return attr.mean(1)  # the same on every channel: the window spans them all
     with torch.enable_grad():
         if method == "input_x_gradient":
             attr = ca.InputXGradient(model).attribute(x.clone().requires_grad_(), target=target)
         else:
             attr = ca.IntegratedGradients(model).attribute(
-                x, baselines=torch.zeros_like(x) if baseline is None else
-                baseline.to(x).expand_as(x), target=target, n_steps=n_steps,
+                x, baselines=baseline, target=target, n_steps=n_steps,
                 internal_batch_size=internal_batch_size or len(x))
     return attr.sum(1).detach()

@@ -6,24 +6,37 @@
   models the contributions of the positional embedding, the class token and any biases go
   into ``bias``);
 * ``"rollout"``, ``"final_attention"``, ``"gradsam"``, ``"gradcam"``, ``"input_x_gradient"``,
-  ``"integrated_gradients"``: post-hoc maps of
-  :func:`~interpretable.attribution.vision.attribute` (integrated gradients start from a black
-  image: for B-cos models its encoding ``(0, 1)``, not the all-zero input).
+  ``"integrated_gradients"``, ``"occlusion"``: post-hoc maps of
+  :func:`~interpretable.attribution.vision.attribute`.
+
+``baseline`` (integrated gradients and occlusion) is the image the pixels move to:
+``"zeros"`` (default) a black image (for B-cos models its encoding ``(0, 1)``, not the
+all-zero input), a number in [0, 1] the image of that constant pixel value, ``"blur"`` a
+Gaussian-blurred copy of the explained image (standard deviation ``sigma`` pixels, default 5;
+:func:`~interpretable.attribution.vision.gaussian_blur`). Integrated gradients sum to the
+logit minus the baseline's logit (up to ``n_steps``); occlusion replaces a ``window`` ×
+``window`` square every ``stride`` pixels.
 """
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 import torch
 
-from ...attribution.vision import attribute, inherent, inherent_terms
+from ...attribution.vision import attribute, gaussian_blur, inherent, inherent_terms
 from ...explanation import ImageExplanation
 from ...nn.bcos.simple_vit import BcosSimpleViT, contributions
 from ...nn.losses import explained_logits
 from ..core.explainer import Attributions, Explainer
 
-__all__ = ["ImageExplainer", "BcosContributions", "Rollout", "FinalAttention", "GradSAM",
-           "GradCAM", "PixelInputXGradient", "PixelIntegratedGradients"]
+__all__ = ["BASELINES", "ImageExplainer", "BcosContributions", "Rollout", "FinalAttention",
+           "GradSAM", "GradCAM", "PixelInputXGradient", "PixelIntegratedGradients",
+           "PixelOcclusion"]
+
+#: the named baselines of integrated gradients and occlusion (or a number: a constant image)
+BASELINES = ("zeros", "blur")
 
 
 def _stacked(fields: dict, name: str, dtype=None):
@@ -188,17 +201,31 @@ class BcosContributions(ImageExplainer):
         return list(estimator.module_.term_names()) if by == "head" else []
 
 
-class _PostHoc(ImageExplainer):
-    """A post-hoc map of :func:`~interpretable.attribution.vision.attribute` named ``name``."""
+def _baseline_image(estimator, x: torch.Tensor, baseline, sigma) -> torch.Tensor:
+    """The encoded baseline ``(1 or B, C, H, W)`` of the encoded images ``x``: a constant
+    image (``"zeros"``: black), or ``x`` blurred (blurring commutes with the encoding)."""
+    if isinstance(baseline, str) and baseline == "blur":
+        return gaussian_blur(x, sigma)
+    value = 0.0 if isinstance(baseline, str) and baseline == "zeros" else baseline
+    if isinstance(value, (bool, str)) or not isinstance(value, Real) or not 0 <= value <= 1:
+        raise ValueError(f"baseline must be one of {list(BASELINES)} or a pixel value in "
+                         f"[0, 1], got {baseline!r}.")
+    image = np.full((1, *estimator.image_shape_, estimator.n_channels_), value, np.float32)
+    return estimator.encode(image).inputs["x"].to(x)
 
-    def attribute(self, estimator, batch, target, *, n_steps=32) -> Attributions:
+
+class _PostHoc(ImageExplainer):
+    """A post-hoc map of :func:`~interpretable.attribution.vision.attribute` named ``name``
+    (``settings``: its further keyword arguments)."""
+
+    def attribute(self, estimator, batch, target, *, baseline="zeros", sigma=5.0,
+                  **settings) -> Attributions:
         with torch.no_grad():
             logits = estimator.forward_batch(batch).float()
         t = _chosen(logits, target)
-        black = estimator.encode(np.zeros((1, *estimator.image_shape_, estimator.n_channels_),
-                                          dtype=np.float32)).inputs["x"]
-        maps = attribute(estimator.module_, batch["x"], t, self.name, n_steps=n_steps,
-                         baseline=black)
+        x = batch["x"]
+        maps = attribute(estimator.module_, x, t, self.name,
+                         baseline=_baseline_image(estimator, x, baseline, sigma), **settings)
         return Attributions(values=maps, logits=logits, target=t)
 
 
@@ -240,6 +267,26 @@ class PixelInputXGradient(_NoOptions):
 
 
 class PixelIntegratedGradients(_PostHoc):
-    """Integrated gradients (captum) from a black image, ``n_steps`` integration steps."""
+    """Integrated gradients (captum) from ``baseline`` (a black image by default, a constant
+    pixel value or ``"blur"``: the image blurred with ``sigma``), ``n_steps`` integration
+    steps."""
 
     name = "integrated_gradients"
+
+    def attribute(self, estimator, batch, target, *, n_steps=32, baseline="zeros",
+                  sigma=5.0) -> Attributions:
+        return super().attribute(estimator, batch, target, baseline=baseline, sigma=sigma,
+                                 n_steps=n_steps)
+
+
+class PixelOcclusion(_PostHoc):
+    """Occlusion (captum): the drop of the logit when a ``window`` × ``window`` square is
+    replaced by the ``baseline`` (as for integrated gradients), every ``stride`` pixels; a
+    pixel holds the mean over the windows covering it."""
+
+    name = "occlusion"
+
+    def attribute(self, estimator, batch, target, *, window=16, stride=8, baseline="zeros",
+                  sigma=5.0) -> Attributions:
+        return super().attribute(estimator, batch, target, baseline=baseline, sigma=sigma,
+                                 window=window, stride=stride)
