@@ -182,13 +182,16 @@ def load_estimator(cls, path, device="auto"):
 
 
 def restore_estimator(config, cls, device, shapes: Mapping[str, tuple],
-                      read: Callable[[str], torch.Tensor]):
+                      read: Callable[[str], torch.Tensor], dtype: torch.dtype | None = None):
     """The fitted estimator described by ``config`` (decoded config.json) and its tensors:
     ``shapes`` maps each tensor's name to its shape, ``read(name)`` reads it. Raises a
     ``ValueError`` naming the wrong field or tensor; reads tensors only once the module built
-    from the config has exactly their names and shapes."""
+    from the config has exactly their names and shapes. ``dtype``: the module's floating
+    dtype (None: the one ``_build_module`` gives)."""
     estimator = _estimator_from_config(config, cls, device)
     module = _meta_module(estimator)
+    if dtype is not None:
+        module = module.to(dtype)
     expected = module.state_dict()
     missing, unexpected = sorted(expected.keys() - shapes), sorted(shapes.keys() - expected)
     if missing or unexpected:

@@ -286,7 +286,8 @@ class VisionTransformerClassifier(NeuralClassifier):
         Returns
         -------
         EncodedImages
-            ``inputs``: ``{"x": model input (n, C', H, W)}``; ``images``: float32
+            ``inputs``: ``{"x": model input (n, C', H, W)}`` (float64 for a float64 module,
+        e.g. ``astype("float64")``); ``images``: float32
             ``(n, H, W, C)``, the crops the model sees; ``crop_boxes``.
 
         Raises
@@ -310,7 +311,9 @@ class VisionTransformerClassifier(NeuralClassifier):
         if tuple(images.shape[1:3]) != tuple(self.image_shape_):
             raise ValueError(f"X has images of size {tuple(images.shape[1:3])} but the "
                              f"estimator was fitted on {tuple(self.image_shape_)}.")
-        return EncodedImages({"x": self._encode(images)}, images=images, crop_boxes=boxes)
+        exact = next(self.module_.parameters()).dtype == torch.float64  # encoded in float64
+        return EncodedImages({"x": self._encode(images.astype(np.float64) if exact else images)},
+                             images=images, crop_boxes=boxes)
 
     def iter_batches(self, inputs, batch_size=None, *, ordered: bool = False):
         """Yield the mini-batches of encoded images, bounded in memory.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
+from collections.abc import Mapping
 from numbers import Integral, Real
 
 import torch
@@ -18,11 +19,13 @@ from torch import nn
 from ...nn.bcos.holistic_vit import ATTENTION_PRIORS, BcosViT
 from ...nn.bcos.layers import encode_image
 from ...nn.bcos.simple_vit import BcosSimpleViT
-from ...nn.bcos.vit_conversion import IMAGENET_MEAN, IMAGENET_STD
+from ...nn.bcos.vit_conversion import IMAGENET_MEAN, IMAGENET_STD, read_conventional
 from ...nn.conventional_vit import LAYOUTS, ConventionalViT
 from ...nn.losses import OneHotBCE, OutputCrossEntropy
 from ...nn.vit import ViT
 from ...params import Interval, StrOptions
+from ..core.model_folder import FORMAT_VERSION
+from ..core.persistence import restore_estimator
 from .base import VisionTransformerClassifier
 from .explainers import BcosContributions
 from .pretrained import (
@@ -30,10 +33,12 @@ from .pretrained import (
     HOLISTIC_PARAMS,
     RELEASED_CROP,
     check_backbone,
+    head_order,
     imagenet_head,
     imprint_classifier,
     pretrained_format,
     read_pretrained,
+    read_weights,
     resolve_architecture,
     set_trainable,
     start_from,
@@ -711,6 +716,83 @@ class ViTClassifier(VisionTransformerClassifier):
         self.precision = precision
         self.accelerator = accelerator
 
+    @classmethod
+    def from_pretrained(cls, model, *, classes=None, architecture=None, mean=IMAGENET_MEAN,
+                        std=IMAGENET_STD, **params) -> "ViTClassifier":
+        """A fitted classifier computing a trained torchvision or timm ``VisionTransformer``,
+        without training.
+
+        Its logits are the original's on images normalised with ``mean`` and ``std`` (to
+        rounding: ~1e-5 in float32, ~1e-12 in float64); every post-hoc method explains it and
+        it saves and loads as a fitted estimator (float32; ``astype`` first for another
+        dtype). The checkpoint is checked key by key, shape by shape, before any memory is
+        allocated.
+
+        Parameters
+        ----------
+        model : nn.Module, mapping of str to torch.Tensor, str or os.PathLike
+            A torchvision or timm ``VisionTransformer`` (the plain ViT: class token, learned
+            positions, pre-norm blocks, head on the class token), its state dict, or a file
+            of it (``.safetensors``, else read with ``torch.load(weights_only=True)``).
+        classes : sequence or None, default=None
+            The labels of the head's outputs, in output order (None: for 1,000 outputs the
+            ImageNet class names). ``classes_`` holds them sorted (the head's rows follow).
+        architecture : mapping or None, default=None
+            Sizes the model must have; ``{"heads": h}`` is needed for a state dict or a file
+            (the other sizes, ``dim``, ``depth``, ``mlp_dim``, ``patch_size``,
+            ``num_classes``, ``image_size``, come from its shapes).
+        mean, std : sequence of 3 floats, default=ImageNet's
+            The normalisation the model was trained with (folded into its patch embedding:
+            the estimator normalises with ImageNet's).
+        **params
+            Further parameters (``image_size``: default the side the model's learned
+            positions fix, so any image is resized and centre-cropped to it; ``device``,
+            ``batch_size``, ...).
+
+        Returns
+        -------
+        ViTClassifier
+            The fitted classifier (``layout`` the model's).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable import ViTClassifier
+        >>> X = np.random.default_rng(0).random((4, 16, 16, 3), dtype=np.float32)
+        >>> vit = ViTClassifier(patch_size=8, embed_dim=8, depth=1, num_heads=2, layout="timm",
+        ...                     max_epochs=1, random_state=0).fit(X, [0, 1, 0, 1])
+        >>> state = vit.module_.state_dict()  # e.g. timm's, or a file of it
+        >>> clf = ViTClassifier.from_pretrained(state, classes=["cat", "dog"],
+        ...                                     architecture={"heads": 2})
+        >>> clf.classes_, clf.image_size
+        (array(['cat', 'dog'], dtype='<U3'), 16)
+        """
+        source = model if isinstance(model, (nn.Module, Mapping)) else read_weights(model)
+        layout, state, sizes = read_conventional(source, architecture=architecture)
+        dim, side = sizes["dim"], sizes["image_size"]
+        if sizes["mlp_dim"] % dim:  # mlp_ratio could not say it
+            raise ValueError(f"the MLP width {sizes['mlp_dim']} is not a multiple of the token "
+                             f"width {dim}: ViTClassifier sizes its MLP by mlp_ratio.")
+        params = {"patch_size": sizes["patch_size"], "embed_dim": dim, "depth": sizes["depth"],
+                  "num_heads": sizes["heads"], "mlp_ratio": sizes["mlp_dim"] // dim,
+                  "layout": layout, "image_size": side, **params}
+        estimator = cls(**params)
+        estimator._validate_parameters()
+        crop = estimator._crop_size()
+        if crop not in (None, side):
+            raise ValueError(f"the model's learned positions fix images of {side} pixels; "
+                             f"image_size={crop} differs (pass {side} or None).")
+        labels, order = head_order(sizes["num_classes"], classes)
+        fitted = {"classes_": labels, "n_channels_": 3, "image_shape_": [side, side],
+                  "crop_size_": crop}
+        read = _imagenet_normalised(state, layout, mean, std, order)
+        config = {"format_version": FORMAT_VERSION, "estimator": cls.saved_as,
+                  "params": estimator.get_params(deep=False), "dropped_params": [],
+                  "fitted": fitted, "weights": None}
+        return restore_estimator(config, cls, estimator.device,
+                                 {k: tuple(v.shape) for k, v in state.items()},
+                                 read, dtype=state[_PATCH[layout]].dtype)
+
     def _check_params(self) -> None:
         super()._check_params()
         if self.layout != "stem" and (self._stem_channels() or self.dropout):
@@ -748,3 +830,34 @@ class ViTClassifier(VisionTransformerClassifier):
         mean, std = (torch.tensor(v, dtype=images.dtype)[:, None, None]
                      for v in (IMAGENET_MEAN, IMAGENET_STD))
         return (images - mean) / std
+
+
+#: the patch embedding and head of each layout, as in its state dict
+_PATCH = {"torchvision": "conv_proj.weight", "timm": "patch_embed.proj.weight"}
+_HEAD = {"torchvision": "heads.head.", "timm": "head."}
+
+
+def _imagenet_normalised(state, layout: str, mean, std, order):
+    """``read(name)``: the tensors of ``state`` for inputs normalised with ImageNet's mean and
+    std instead of ``mean`` and ``std`` (the patch embedding ``W``, ``b`` becomes ``W σ₀/σ``,
+    ``b + Σ W (μ₀ - μ)/σ``, in float64), its head's rows in ``order``; each computed when
+    read."""
+    patch = _PATCH[layout]
+    bias = patch[:-len("weight")] + "bias"
+    mean, std, mean0, std0 = (torch.as_tensor(v, dtype=torch.float64)[:, None, None]
+                              for v in (mean, std, IMAGENET_MEAN, IMAGENET_STD))
+    if mean.shape != (3, 1, 1) or std.shape != (3, 1, 1) or not (std > 0).all():
+        raise ValueError("mean and std must hold 3 values each, std > 0.")
+
+    def weight():
+        return (state[patch].double() * std0 / std).to(state[patch].dtype)
+
+    def shifted():
+        shift = (state[patch].double() * (mean0 - mean) / std).sum((1, 2, 3))
+        return (state[bias].double() + shift).to(state[bias].dtype)
+
+    rows = torch.as_tensor(order)
+    head = {_HEAD[layout] + k: (lambda k=k: state[_HEAD[layout] + k][rows])
+            for k in ("weight", "bias")}
+    changed = {patch: weight, bias: shifted, **head}
+    return lambda name: changed[name]() if name in changed else state[name]

@@ -27,7 +27,8 @@ from ...nn.bcos.zoo import PRETRAINED, load_checkpoint, read_state_dict
 __all__ = ["HOLISTIC", "BACKBONE_KEYS", "HOLISTIC_PARAMS", "RELEASED_CROP", "released_name",
            "resolve_architecture", "check_backbone", "v2_token_stride", "pretrained_format",
            "read_pretrained",
-           "start_from", "imprint_classifier", "set_trainable", "imagenet_head"]
+           "start_from", "imprint_classifier", "set_trainable", "imagenet_head", "head_order",
+           "read_weights"]
 
 HOLISTIC = "holistic"
 #: the :class:`~interpretable.nn.bcos.simple_vit.BcosSimpleViT` arguments an ``architecture`` dict
@@ -200,9 +201,18 @@ def set_trainable(module: BcosSimpleViT, finetune) -> BcosSimpleViT:
 
 def imagenet_head(module: BcosSimpleViT, classes: Sequence | None) -> np.ndarray:
     """The sorted class labels of the checkpoint ``module``'s classifier (scikit-learn's
-    ``classes_``), whose rows are permuted to that order in place: ``classes`` (one label per
-    row, in row order) or, for 1,000 rows, the ImageNet class names."""
-    rows = module.linear_head.linear.out_features
+    ``classes_``), whose rows are permuted to that order in place (see :func:`head_order`)."""
+    labels, order = head_order(module.linear_head.linear.out_features, classes)
+    with torch.no_grad():
+        weight = module.linear_head.linear.weight
+        weight.copy_(weight[torch.as_tensor(order)])
+    return labels
+
+
+def head_order(rows: int, classes: Sequence | None) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted labels (rows,), the row order that sorts them) of a classifier of ``rows``
+    outputs named ``classes`` (one label per row, in row order) or, for 1,000 rows, by the
+    ImageNet class names."""
     if classes is None:
         if rows != len(imagenet_class_names()):
             raise ValueError(f"the checkpoint's classifier has {rows} classes, not ImageNet's "
@@ -213,7 +223,19 @@ def imagenet_head(module: BcosSimpleViT, classes: Sequence | None) -> np.ndarray
         raise ValueError(f"classes must hold {rows} distinct labels (one per row of the "
                          f"checkpoint's classifier), got shape {labels.shape}.")
     order = np.argsort(labels, kind="stable")
-    with torch.no_grad():
-        weight = module.linear_head.linear.weight
-        weight.copy_(weight[torch.as_tensor(order)])
-    return labels[order]
+    return labels[order], order
+
+
+def read_weights(path) -> Mapping[str, torch.Tensor]:
+    """The tensors of a ``.safetensors`` file or of a ``torch.load(weights_only=True)``
+    checkpoint (see :func:`~interpretable.nn.bcos.zoo.read_state_dict`)."""
+    path = Path(path)
+    if path.suffix != ".safetensors":
+        return read_state_dict(path)
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(path)
+    except SafetensorError as exc:
+        raise ValueError(f"{path} is not a readable safetensors file: {exc}") from None

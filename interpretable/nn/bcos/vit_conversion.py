@@ -37,7 +37,7 @@ from .simple_vit import BcosLayerNorm, BcosSimpleViT
 from .zoo import HEAD_KEY, check_state
 
 __all__ = ["FORMATS", "IMAGENET_MEAN", "IMAGENET_STD", "bcosify_vit", "checkpoint_format",
-           "conventional_key_map", "finetuning_start"]
+           "conventional_key_map", "finetuning_start", "read_conventional"]
 
 #: the state-dict layouts :func:`checkpoint_format` tells apart, with a key each one has
 FORMATS = {"bcos": HEAD_KEY, "torchvision": "conv_proj.weight",
@@ -122,11 +122,77 @@ def _architecture(state: Mapping[str, torch.Tensor], fmt: str,
     architecture = {**found, **given}
     if architecture["heads"] is None:
         raise ValueError("a state dict does not say its number of attention heads: pass "
-                         "num_heads= (or the model object)")
+                         "them (num_heads=, or architecture={'heads': ...}) or the model object")
     if "image_size" not in given and side * side != positions:
         raise ValueError(f"{positions} positions are not a square token grid: pass the image "
                          "size in architecture=")
     return architecture
+
+
+#: keys of timm / torchvision variants the conversion does not compute, with their names
+_VARIANT_KEYS = {"reg_token": "register tokens (reg_tokens)", ".ls1.": "layer scale (init_values)",
+                 ".q_norm.": "q/k norms (qk_norm)", "fc_norm.": "average pooling (fc_norm)",
+                 "norm_pre.": "a pre-norm (pre_norm)", "attn_pool.": "attention pooling",
+                 "heads.pre_logits.": "a pre-logits layer (representation_size)"}
+
+
+def _variants(model: nn.Module | None, state: Mapping[str, torch.Tensor], fmt: str
+              ) -> list[str]:
+    """What a ``fmt`` model (object or None) or its state dict has beyond the plain ViT."""
+    found = {name for key in state for part, name in _VARIANT_KEYS.items()
+             if key.startswith(part) or part.startswith(".") and part in key}
+    if fmt == "timm" and "cls_token" not in state:
+        found.add("no class token (class_token=False)")
+    if model is not None and getattr(model, "global_pool", "token") != "token":
+        found.add(f"global_pool={model.global_pool!r} pooling")
+    if getattr(model, "no_embed_class", False):
+        found.add("positions without the class token's (no_embed_class)")
+    return sorted(found)
+
+
+def read_conventional(model_or_state_dict: nn.Module | Mapping[str, torch.Tensor], *,
+                      architecture: Mapping[str, object] | None = None
+                      ) -> tuple[str, Mapping[str, torch.Tensor], dict]:
+    """The layout, state dict and sizes of a conventional ViT.
+
+    Parameters
+    ----------
+    model_or_state_dict : nn.Module or mapping of str to torch.Tensor
+        A torchvision or timm ``VisionTransformer`` or its state dict.
+    architecture : mapping or None, default=None
+        Sizes it must have (``heads``, needed for a state dict; others are read off the
+        shapes: ``dim``, ``depth``, ``mlp_dim``, ``patch_size``, ``num_classes``,
+        ``image_size``).
+
+    Returns
+    -------
+    layout : {"torchvision", "timm"}
+    state_dict : mapping of str to torch.Tensor
+    sizes : dict
+        The :class:`BcosSimpleViT` sizes above.
+
+    Raises
+    ------
+    ValueError
+        For a B-cos release, an unknown layout, a variant it does not compute (register
+        tokens, layer scale, q/k norms, no class token, other pooling: named), or a missing
+        number of heads.
+    """
+    state, model = model_or_state_dict, None
+    given = dict(architecture or {})
+    if isinstance(state, nn.Module):
+        model, state = state, state.state_dict()
+        given.setdefault("heads", _num_heads(model))
+    fmt = checkpoint_format(state)
+    if fmt == "bcos":
+        raise ValueError("this is a B-cos release checkpoint, already B-cos: load it with "
+                         "interpretable.nn.bcos.zoo.load_checkpoint")
+    variants = _variants(model, state, fmt)
+    if variants:
+        raise ValueError(f"the {fmt} VisionTransformer has {', '.join(variants)}: only the "
+                         "plain ViT (class token, learned positions, pre-norm blocks, head on "
+                         "the class token) is supported")
+    return fmt, state, _architecture(state, fmt, given)
 
 
 def _num_heads(model: nn.Module) -> int:
@@ -187,18 +253,10 @@ def bcosify_vit(model_or_state_dict: nn.Module | Mapping[str, torch.Tensor], *,
         For a B-cos release or unknown layout, missing, unexpected or mis-shaped keys (named),
         non-floating or non-finite tensors, or a missing number of heads.
     """
-    state = model_or_state_dict
-    if isinstance(state, nn.Module):
-        num_heads = num_heads or _num_heads(state)
-        state = state.state_dict()
-    fmt = checkpoint_format(state)
-    if fmt == "bcos":
-        raise ValueError("this is a B-cos release checkpoint, already B-cos: load it with "
-                         "interpretable.nn.bcos.zoo.load_checkpoint")
     given = dict(architecture or {})
     if num_heads is not None:
         given.setdefault("heads", num_heads)
-    kwargs = _architecture(state, fmt, given)
+    fmt, state, kwargs = read_conventional(model_or_state_dict, architecture=given)
     with torch.device("meta"):
         model = BcosSimpleViT(**kwargs, in_channels=6, logit_bias=logit_bias, bcosified=True,
                               b=1.0, bias=True)
