@@ -300,6 +300,89 @@ def test_a_checkpoint_with_code_in_its_weights_is_refused_without_running_it(che
     assert not marker.exists()
 
 
+def _edited_copy(checkpoint, folder, edit=None, drop=()):
+    """A copy of a checkpoint folder whose weights went through ``edit`` (a state dict ->
+    None) and without the files ``drop``."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    folder = shutil.copytree(checkpoint, folder)
+    for name in drop:
+        (folder / name).unlink()
+    if edit is not None:
+        state = load_file(folder / "model.safetensors")
+        edit(state)
+        save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
+    return folder
+
+
+def _nan(state):
+    state["encoder.layer.0.output.dense.weight"][1, 2] = float("nan")
+
+
+BAD_CHECKPOINTS = {  # how the copy of the tiny BERT differs -> what the refusal names
+    "missing": (dict(edit=lambda state: state.pop("encoder.layer.1.attention.self.query.weight")),
+                r"model.safetensors does not hold the encoder .*missing encoder tensors: "
+                r"encoder.layer.1.attention.self.query.weight"),
+    "unexpected": (dict(edit=lambda state: state.update(
+        {"encoder.layer.2.output.dense.weight": torch.zeros(16, 32)})),
+        r"model.safetensors does not hold .*unexpected encoder tensors: "
+        r"encoder.layer.2.output.dense.weight"),
+    "non-finite": (dict(edit=_nan), r"model.safetensors has NaN or infinite values in: "
+                                    r"encoder.layer.0.output.dense.weight"),
+    "no tokeniser": (dict(drop=("tokenizer.json", "tokenizer_config.json")),
+                     r"'.*no-tokeniser' has no tokeniser files: BertTokenizer reads "
+                     r"tokenizer.json or vocab.txt"),
+}
+
+
+@pytest.mark.parametrize("estimator", ["BcosTextClassifier", "BertTextClassifier"])
+def test_checkpoints_with_weights_or_tokenisers_missing_or_broken_are_refused_at_load(
+        estimator, checkpoints, tmp_path):
+    """A missing or unexpected encoder tensor (transformers would start it at random), a NaN
+    in the weights (training would diverge) or a folder without tokeniser files (a vocabulary
+    of the special tokens alone) is refused before training, naming the tensor or the files;
+    a refit that is refused leaves the fitted model as it was."""
+    import interpretable
+
+    cls = getattr(interpretable, estimator)
+    fitted = cls(checkpoint=checkpoints["bert"], **FIT).fit(TEXTS, LABELS)
+    before, vocabulary = fitted.predict_proba(TEXTS), fitted.text_encoder_.index_to_token_
+    for kind, (change, message) in BAD_CHECKPOINTS.items():
+        folder = _edited_copy(checkpoints["bert"], tmp_path / kind.replace(" ", "-"), **change)
+        with pytest.raises(ValueError, match=message):
+            cls(checkpoint=folder, **FIT).fit(TEXTS, LABELS)
+        with pytest.raises(ValueError, match=message):
+            fitted.set_params(checkpoint=folder).fit(TEXTS, LABELS)
+        assert fitted.config_["model_type"] == "bert"
+        assert fitted.text_encoder_.index_to_token_ == vocabulary
+        np.testing.assert_array_equal(fitted.predict_proba(TEXTS), before)
+
+
+def test_a_missing_pooler_or_task_head_starts_at_random_with_one_warning(checkpoints,
+                                                                         tmp_path):
+    from interpretable import BcosTextClassifier
+    from interpretable.nn.bert_encoder import load_sequence_classifier
+
+    def no_pooler(state):
+        del state["pooler.dense.weight"], state["pooler.dense.bias"]
+
+    folder = _edited_copy(checkpoints["bert"], tmp_path / "no-pooler", edit=no_pooler)
+    with pytest.warns(UserWarning) as record:
+        BcosTextClassifier(checkpoint=folder, pooler=True, **FIT).fit(TEXTS, LABELS)
+    notes = [str(w.message) for w in record if "initialised at random" in str(w.message)]
+    assert notes == [f"{folder / 'model.safetensors'} holds no pooler or task head weights "
+                     "for pooler.dense.bias, pooler.dense.weight: initialised at random."]
+    with pytest.warns(UserWarning, match=r"no pooler or task head weights for "
+                                         r"classifier.bias, classifier.weight: initialised"):
+        load_sequence_classifier(checkpoints["bert"], tokenizer=False)
+    with pytest.raises(ValueError, match="no-tokeniser' has no tokeniser files"), \
+            pytest.warns(UserWarning, match="initialised at random"):
+        load_sequence_classifier(_edited_copy(checkpoints["bert"], tmp_path / "no-tokeniser",
+                                              drop=("tokenizer.json",)))
+
+
 def test_explanations_from_threads_equal_sequential_ones_and_leave_the_model_unchanged(
         checkpoints):
     from concurrent.futures import ThreadPoolExecutor

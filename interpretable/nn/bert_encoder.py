@@ -22,10 +22,16 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..validation import warn_caller
 from .encoder_families import FAMILIES, encoder_family, encoder_options
+from .tensors import check_finite, listed_keys
 
-__all__ = ["BertEncoder", "attention_probabilities", "load_encoder", "load_sequence_classifier",
-           "quiet_loading", "read_encoder_config"]
+__all__ = ["WEIGHTS_FILES", "BertEncoder", "attention_probabilities", "load_encoder",
+           "load_sequence_classifier", "load_tokenizer", "quiet_loading", "read_encoder_config"]
+
+#: the weights files ``transformers`` reads from a folder, in its order of preference
+WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                 "pytorch_model.bin.index.json")
 
 
 def _transformers():
@@ -70,41 +76,96 @@ def read_encoder_config(path):
 
 
 def load_encoder(path, *, pooler: bool = False, config=None):
-    """The base model of the encoder in a local ``transformers`` folder: its config (unless
-    given, as read by :func:`read_encoder_config`), then its weights, each read once (never
-    downloads); ``pooler``: keep the pooler of the families that have one (the B-cos
-    conversion uses it)."""
+    """The base model of the encoder in a local ``transformers`` folder, in float32: its
+    config (unless given, as read by :func:`read_encoder_config`), then its weights, each read
+    once and checked (:func:`check_loaded`); never downloads. ``pooler``: keep the pooler of
+    the families that have one (the B-cos conversion uses it)."""
     config = read_encoder_config(path) if config is None else config
-    with quiet_loading() as tf:
-        try:
-            return tf.AutoModel.from_pretrained(str(path), config=config, local_files_only=True,
-                                                **_pooler_option(config.to_dict(), pooler))
-        except (OSError, RuntimeError, ValueError, pickle.UnpicklingError) as exc:
-            reason = str(exc).split(". ")[0].splitlines()[0]
-            raise ValueError(f"cannot read the weights in {str(path)!r} ({type(exc).__name__}: "
-                             f"{reason}); only safetensors files and PyTorch files of plain "
-                             "tensors are read, a file's code is never run.") from exc
+    with _reading(path, "weights") as tf:
+        model, info = tf.AutoModel.from_pretrained(
+            str(path), config=config, local_files_only=True, dtype=torch.float32,
+            output_loading_info=True, **_pooler_option(config.to_dict(), pooler))
+    check_loaded(model, info, path)
+    return model
 
 
 def load_sequence_classifier(path, *, tokenizer: bool = True, **config_overrides):
     """The ``transformers`` sequence classifier in a local folder (any architecture that
-    ``AutoModelForSequenceClassification`` knows without remote code), in eval mode, and its
-    tokeniser (``tokenizer=False``: the model alone); ``config_overrides`` change its config
-    (e.g. ``num_labels``). Never downloads, never runs a file's code (ValueError naming the
+    ``AutoModelForSequenceClassification`` knows without remote code), in eval mode, its
+    weights checked (:func:`check_loaded`), and its tokeniser (:func:`load_tokenizer`;
+    ``tokenizer=False``: the model alone); ``config_overrides`` change its config (e.g.
+    ``num_labels``). Never downloads, never runs a file's code (ValueError naming the
     folder)."""
+    with _reading(path, "sequence classifier") as tf:
+        model, info = tf.AutoModelForSequenceClassification.from_pretrained(
+            str(path), local_files_only=True, output_loading_info=True, **config_overrides)
+    check_loaded(model, info, path)
+    return (model.eval(), load_tokenizer(path)) if tokenizer else model.eval()
+
+
+def load_tokenizer(path):
+    """The ``transformers`` tokeniser in a local folder (never downloads). A folder without
+    its files is refused (ValueError naming the folder and the files expected), where
+    ``AutoTokenizer`` would build one that knows its special tokens alone."""
+    with _reading(path, "tokeniser") as tf:
+        tokenizer = tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    files = dict(type(tokenizer).vocab_files_names)
+    complete = files.pop("tokenizer_file", None)
+    if not (complete and (Path(path) / complete).is_file()) \
+            and not all((Path(path) / name).is_file() for name in files.values()):
+        expected = " or ".join(filter(None, [complete, " + ".join(files.values())]))
+        raise ValueError(f"{str(path)!r} has no tokeniser files: {type(tokenizer).__name__} "
+                         f"reads {expected}; save the tokeniser into the folder "
+                         "(tokenizer.save_pretrained(folder)).")
+    return tokenizer
+
+
+@contextmanager
+def _reading(path, what: str):
+    """:func:`quiet_loading`, where a file that cannot be read becomes a ValueError naming
+    the folder."""
     with quiet_loading() as tf:
         try:
-            model = tf.AutoModelForSequenceClassification.from_pretrained(
-                str(path), local_files_only=True, **config_overrides)
-            if tokenizer:
-                tokenizer = tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+            yield tf
         except (OSError, RuntimeError, ValueError, pickle.UnpicklingError) as exc:
             reason = str(exc).split(". ")[0].splitlines()[0]
-            raise ValueError(f"cannot read the sequence classifier in {str(path)!r} "
-                             f"({type(exc).__name__}: {reason}); only safetensors files and "
-                             "PyTorch files of plain tensors are read, a file's code is never "
-                             "run.") from exc
-    return (model.eval(), tokenizer) if tokenizer else model.eval()
+            raise ValueError(f"cannot read the {what} in {str(path)!r} ({type(exc).__name__}: "
+                             f"{reason}); only safetensors files and PyTorch files of plain "
+                             "tensors are read, a file's code is never run.") from exc
+
+
+def check_loaded(model, info: dict, path) -> None:
+    """Refuse weights that are not the encoder's, before any training: an encoder tensor
+    missing from the weights file of ``path`` (``transformers`` would start it at random),
+    unexpected there or of another shape, or NaN / infinite values (ValueError naming the
+    tensors and the file). A missing pooler or task head starts at random, with one warning
+    (a head of another shape, as ``config_overrides`` asked for, without); a checkpoint's
+    unused pooler or head, and the position ids older files hold, are ignored. ``info``: the
+    ``output_loading_info`` of ``from_pretrained``."""
+    folder = Path(path)
+    source = next((folder / name for name in WEIGHTS_FILES if (folder / name).is_file()), folder)
+    base, prefix = model.base_model, model.base_model_prefix
+    parts = {name.split(".")[0] for name in base.state_dict()} - {"pooler"}
+    buffers = {name for name, _ in base.named_buffers()}
+
+    def in_encoder(key: str) -> bool:
+        key = key.removeprefix(f"{prefix}.")
+        return key.split(".")[0] in parts and key not in buffers
+
+    mismatched = {key for key, *_ in info["mismatched_keys"]}
+    restarted = set(info["missing_keys"]) | mismatched
+    wrong = {kind: [key for key in keys if in_encoder(key)] for kind, keys in (
+        ("missing", info["missing_keys"]), ("unexpected", info["unexpected_keys"]),
+        ("mis-shaped", mismatched))}
+    problems = [f"{kind} encoder tensors: {listed_keys(keys)}" for kind, keys in wrong.items()
+                if keys]
+    if problems:
+        raise ValueError(f"{source} does not hold the encoder its config.json describes: "
+                         + "; ".join(problems))
+    check_finite({k: t for k, t in model.state_dict().items() if k not in restarted}, source)
+    if info["missing_keys"]:
+        warn_caller(f"{source} holds no pooler or task head weights for "
+                    f"{listed_keys(info['missing_keys'])}: initialised at random.")
 
 
 def _pooler_option(config: dict, pooler: bool) -> dict:

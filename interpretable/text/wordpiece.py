@@ -18,7 +18,6 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ..optional import import_optional
 from ..params import Interval, validate_estimator_parameters
 from ..validation import check_texts
 
@@ -248,7 +247,8 @@ class WordPieceEncoder(BaseEstimator):
         Raises
         ------
         ValueError
-            If the tokeniser cannot be held as data (no ``tokenizers`` backend, another model
+            If the folder has no tokeniser files (the message names the files expected), or
+            the tokeniser cannot be held as data (no ``tokenizers`` backend, another model
             than WordPiece, BPE or Unigram) or does not frame a text with its start and end
             tokens.
 
@@ -260,7 +260,7 @@ class WordPieceEncoder(BaseEstimator):
         30522
         """
         validate_estimator_parameters(self)
-        AutoTokenizer = import_optional("transformers", "the word-piece tokeniser").AutoTokenizer
+        from ..nn.bert_encoder import load_tokenizer
 
         if self.checkpoint is None:
             from ..datasets import load_minilm
@@ -268,7 +268,7 @@ class WordPieceEncoder(BaseEstimator):
             folder = str(load_minilm())
         else:
             folder = str(self.checkpoint)
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        tokenizer = load_tokenizer(folder)
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if backend is None:
             raise ValueError(f"the tokeniser of {folder!r} ({type(tokenizer).__name__}) has no "
