@@ -136,3 +136,19 @@ def test_bcosify_keeps_float64_and_matches_torchvisions_normalisation(package):
     with torch.no_grad():
         torch.testing.assert_close(converted(encode_image(x)), model(normalise(x)), rtol=0,
                                    atol=1e-12)
+
+
+def test_b_cos_fine_tuning_of_a_real_checkpoint_names_the_image_size(tmp_path):
+    """``image_size="auto"`` is 224 with pretrained weights; a 32-pixel checkpoint says so."""
+    from interpretable import BcosViTClassifier
+
+    path = tmp_path / "vit.pth"
+    torch.save(_model("torchvision").state_dict(), path)
+    architecture = dict(dim=32, depth=2, heads=2, mlp_dim=64, patch_size=8)
+    X, y = _images(6), [0, 1, 2] * 2
+    with pytest.raises(ValueError, match=r"images of 32 x 32 pixels, not \(224, 224\).*"
+                                         r"pass image_size=32"):
+        BcosViTClassifier(pretrained=path, architecture=architecture, max_epochs=1).fit(X, y)
+    clf = BcosViTClassifier(pretrained=path, architecture=architecture, image_size=None,
+                            max_epochs=1, device="cpu", random_state=0).fit(X, y)
+    assert clf.module_.bcosified

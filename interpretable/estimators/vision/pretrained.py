@@ -21,7 +21,12 @@ import torch
 
 from ...datasets.images import imagenet_class_names
 from ...nn.bcos.simple_vit import BcosSimpleViT, token_stride
-from ...nn.bcos.vit_conversion import bcosify_vit, checkpoint_format, finetuning_start
+from ...nn.bcos.vit_conversion import (
+    bcosify_vit,
+    checkpoint_format,
+    finetuning_start,
+    read_conventional,
+)
 from ...nn.bcos.zoo import PRETRAINED, load_checkpoint, read_state_dict
 
 __all__ = ["HOLISTIC", "BACKBONE_KEYS", "HOLISTIC_PARAMS", "RELEASED_CROP", "released_name",
@@ -151,9 +156,15 @@ def read_pretrained(pretrained, backbone: dict, image_shape: tuple, download: bo
         raise ValueError(f"pretrained={pretrained!r} is a conventional ViT (a patch "
                          "embedding, no convolution stem): remove stem_channels from "
                          "architecture.")
+    state = read_state_dict(Path(pretrained))
+    side = read_conventional(state, architecture={"heads": backbone["heads"]})[2]["image_size"]
+    if (side, side) != tuple(image_shape):
+        raise ValueError(f"pretrained={pretrained!r} has learned positions for images of "
+                         f"{side} x {side} pixels, not {tuple(image_shape)} (image_size='auto' "
+                         f"is {RELEASED_CROP} with pretrained weights): pass image_size={side}, "
+                         f"or images of that size with image_size=None.")
     sizes = {k: backbone[k] for k in ("dim", "depth", "heads", "mlp_dim", "patch_size")}
-    model = bcosify_vit(read_state_dict(Path(pretrained)),
-                        architecture={**sizes, "image_size": tuple(image_shape)})
+    model = bcosify_vit(state, architecture={**sizes, "image_size": tuple(image_shape)})
     return finetuning_start(model)
 
 
