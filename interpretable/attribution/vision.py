@@ -20,8 +20,9 @@ changes the model (no hooks, no flags), so several threads may explain with one 
   is degenerate for them (B-cos networks are positively homogeneous, so IG from 0 equals
   Input×Gradient exactly, at ``n_steps`` times the cost); the estimators also offer a constant
   image and a Gaussian-blurred copy (:func:`gaussian_blur`).
-* ``"occlusion"``: captum ``Occlusion``, a ``window`` × ``window`` square (all channels)
-  replaced by the ``baseline`` at every ``stride``-th position (one forward pass of the batch
+* ``"occlusion"``: captum ``Occlusion``, a ``window`` × ``window`` square (all channels;
+  default: one token's patch) replaced by the ``baseline`` every ``stride`` pixels (default:
+  ``window``, the windows tile the image; one forward pass of the batch
   per window; the last windows of a row or column may be cut by the border); a pixel's value
   is the mean drop of the logit over the windows covering it.
 
@@ -301,8 +302,8 @@ def _rollout(attentions) -> torch.Tensor:
 
 def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_steps: int = 32,
               internal_batch_size: int | None = None,
-              baseline: torch.Tensor | None = None, window: int = 16,
-              stride: int = 8) -> torch.Tensor:
+              baseline: torch.Tensor | None = None, window: int | None = None,
+              stride: int | None = None) -> torch.Tensor:
     """Compute pixel attributions of the ``target`` logits with one of :data:`METHODS`.
 
     Parameters
@@ -321,10 +322,11 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
         Integration steps evaluated at a time (None: all).
     baseline : torch.Tensor of shape (1 or B, C, H, W) or None, default=None
         The baseline of integrated gradients and occlusion (None: zeros).
-    window : int, default=16
-        Occlusion: the side of the square window in pixels (at most the image's side).
-    stride : int, default=8
-        Occlusion: the step between windows in pixels.
+    window : int or None, default=None
+        Occlusion: the side of the square window in pixels, at most the image's side (None:
+        the model's token, ``H // grid_size[0]``).
+    stride : int or None, default=None
+        Occlusion: the step between windows in pixels (None: ``window``).
 
     Returns
     -------
@@ -373,6 +375,9 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
 
     baseline = torch.zeros_like(x) if baseline is None else baseline.to(x).expand_as(x)
     if method == "occlusion":
+        if window is None:
+            window = min(size[0] // model.grid_size[0], size[1] // model.grid_size[1])
+        stride = window if stride is None else stride
         for name, value, most in (("window", window, min(size)), ("stride", stride, None)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1 or \
                     (most is not None and value > most):

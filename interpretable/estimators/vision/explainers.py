@@ -15,7 +15,8 @@ all-zero input), a number in [0, 1] the image of that constant pixel value, ``"b
 Gaussian-blurred copy of the explained image (standard deviation ``sigma`` pixels, default 5;
 :func:`~interpretable.attribution.vision.gaussian_blur`). Integrated gradients sum to the
 logit minus the baseline's logit (up to ``n_steps``); occlusion replaces a ``window`` ×
-``window`` square every ``stride`` pixels.
+``window`` square every ``stride`` pixels (default: the model's token patches, one at a
+time).
 """
 
 from __future__ import annotations
@@ -281,12 +282,13 @@ class PixelIntegratedGradients(_PostHoc):
 
 class PixelOcclusion(_PostHoc):
     """Occlusion (captum): the drop of the logit when a ``window`` × ``window`` square is
-    replaced by the ``baseline`` (as for integrated gradients), every ``stride`` pixels; a
-    pixel holds the mean over the windows covering it."""
+    replaced by the ``baseline`` (as for integrated gradients), every ``stride`` pixels
+    (None: a token's patch, tiling the image); a pixel holds the mean over the windows
+    covering it."""
 
     name = "occlusion"
 
-    def attribute(self, estimator, batch, target, *, window=16, stride=8, baseline="zeros",
-                  sigma=5.0) -> Attributions:
+    def attribute(self, estimator, batch, target, *, window=None, stride=None,
+                  baseline="zeros", sigma=5.0) -> Attributions:
         return super().attribute(estimator, batch, target, baseline=baseline, sigma=sigma,
                                  window=window, stride=stride)
