@@ -13,9 +13,6 @@ import torch
 
 from interpretable import BertTextClassifier, EmbeddingBagClassifier, ViTClassifier
 from interpretable.attribution.vision import gaussian_blur
-from interpretable.estimators.bert import explainers as bert_methods
-from interpretable.estimators.text import explainers as text_methods
-from interpretable.estimators.vision.explainers import PixelOcclusion
 
 TINY_BERT = {"vocab_size": 30522, "hidden_size": 16, "num_hidden_layers": 2,
              "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32,
@@ -27,28 +24,15 @@ LABELS = ["pos", "neg", "neg", "pos", "pos", "neg"]
 WORDS = ["unbelievably good film", "the plot was dull", "great", "a boring, awful movie"]
 
 
-def offering(cls, *explainers):
-    """``cls``, or a subclass of it declaring the methods it does not offer yet."""
-    missing = tuple(e for e in explainers if e.name not in cls.explain_methods)
-    if not missing:
-        return cls
-    return type(cls.__name__, (cls,), {"explainers": (*cls.explainers, *missing)})
-
-
-TEXT_METHODS = (text_methods.Occlusion(), text_methods.Lime(), text_methods.KernelShap())
-BERT_METHODS = (bert_methods.BertOcclusion(), bert_methods.BertLime(),
-                bert_methods.BertKernelShap())
-
-
 @pytest.fixture(scope="module")
 def bag():
-    cls = offering(EmbeddingBagClassifier, *TEXT_METHODS)
+    cls = EmbeddingBagClassifier
     return cls(embed_dim=8, max_epochs=5, random_state=0).fit(TEXTS, LABELS)
 
 
 @pytest.fixture(scope="module")
 def bert():
-    cls = offering(BertTextClassifier, *BERT_METHODS)
+    cls = BertTextClassifier
     X = WORDS * 4
     y = ["pos", "neg", "pos", "neg"] * 4
     return cls(checkpoint=TINY_BERT, max_length=24, lr=3e-3, max_epochs=2, batch_size=8,
@@ -58,7 +42,7 @@ def bert():
 @pytest.fixture(scope="module")
 def vit():
     X = np.random.default_rng(0).random((6, 8, 8, 3), dtype=np.float32)
-    cls = offering(ViTClassifier, PixelOcclusion())
+    cls = ViTClassifier
     clf = cls(patch_size=4, embed_dim=8, depth=1, num_heads=2, max_epochs=2, random_state=0)
     return clf.fit(X, [0, 1, 2] * 2), X
 

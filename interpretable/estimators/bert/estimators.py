@@ -47,7 +47,15 @@ from .checkpoint import (
     read_checkpoint,
     resolve_model_folder,
 )
-from .explainers import BcosTextContributions, BertAttention, BertRollout
+from ..text.explainers import Gradient, InputXGradient, IntegratedGradients
+from .explainers import (
+    BcosTextContributions,
+    BertAttention,
+    BertKernelShap,
+    BertLime,
+    BertOcclusion,
+    BertRollout,
+)
 
 __all__ = ["BcosTextClassifier", "BertTextClassifier"]
 
@@ -62,7 +70,8 @@ class BaseEncoderClassifier(TextClassifierBase):
     """
 
     #: the explanation methods it offers, its default first
-    explainers = (BertAttention(), BertRollout(), *TextClassifierBase.explainers)
+    explainers = (BertAttention(), BertRollout(), Gradient(), IntegratedGradients(),
+                  InputXGradient(), BertOcclusion(), BertLime(), BertKernelShap())
 
     _parameter_constraints = {
         **TextClassifierBase._parameter_constraints,

@@ -15,7 +15,7 @@ from ...params import HasMethods, Interval, StrOptions
 from ...validation import check_targets, check_text_inputs
 from ..core.base import TABULAR_CHECKS, EncodedInputs
 from ..core.classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
-from .explainers import Gradient, InputXGradient, IntegratedGradients
+from .explainers import Gradient, InputXGradient, IntegratedGradients, KernelShap, Lime, Occlusion
 
 __all__ = ["TextClassifierBase", "resolve_embeddings", "trim_padding", "trim_collate"]
 
@@ -69,7 +69,8 @@ class TextClassifierBase(NeuralClassifier):
     """
 
     #: the explanation methods it offers, its default first
-    explainers = (Gradient(), IntegratedGradients(), InputXGradient())
+    explainers = (Gradient(), IntegratedGradients(), InputXGradient(), Occlusion(), Lime(),
+                  KernelShap())
 
     _supports_pairs = False
     _expected_failed_checks = {

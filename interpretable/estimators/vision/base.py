@@ -32,6 +32,7 @@ from .explainers import (
     GradSAM,
     PixelInputXGradient,
     PixelIntegratedGradients,
+    PixelOcclusion,
     Rollout,
 )
 
@@ -112,7 +113,7 @@ class VisionTransformerClassifier(NeuralClassifier):
 
     #: the explanation methods it offers, its default first
     explainers = (Rollout(), FinalAttention(), GradSAM(), GradCAM(), PixelInputXGradient(),
-                   PixelIntegratedGradients())
+                   PixelIntegratedGradients(), PixelOcclusion())
 
     _parameter_constraints = {
         **NeuralClassifier._parameter_constraints,
