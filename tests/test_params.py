@@ -7,6 +7,7 @@ from numbers import Integral, Real
 import numpy as np
 import pytest
 import torch
+from conformance.cases import _TINY_BERT
 
 from interpretable import EmbeddingBagClassifier
 from interpretable.params import (
@@ -101,3 +102,38 @@ def test_estimator_init_is_plain():
     assert names == sorted(EmbeddingBagClassifier().get_params(deep=False))
     assert not hasattr(EmbeddingBagClassifier.__init__, "__wrapped__")
     assert isinstance(EmbeddingBagClassifier(device=torch.device("cpu")).device, torch.device)
+
+
+#: the text estimators at a tiny size (everything else at its default)
+TINY_TEXT = {
+    "EmbeddingBagClassifier": dict(embed_dim=8),
+    "AttentionTextClassifier": dict(embed_dim=8, hidden_size=8),
+    "DiversityLSTMClassifier": dict(embed_dim=8, hidden_size=8),
+    "SEATClassifier": dict(embed_dim=8, hidden_size=8),
+    "BcosTextClassifier": dict(checkpoint=_TINY_BERT, max_length=16),
+}
+TINY_TEXT["BertTextClassifier"] = TINY_TEXT["BcosTextClassifier"]
+
+
+def _categorical_values(cls):
+    """(parameter, value) for every value of every string option and boolean of ``cls``
+    other than its default."""
+    defaults = cls().get_params(deep=False)
+    for name, constraints in sorted(cls._parameter_constraints.items()):
+        values = [v for c in constraints if isinstance(c, StrOptions) for v in sorted(c.options)]
+        values += [True, False] if "boolean" in constraints else []
+        yield from ((name, value) for value in values if value != defaults[name])
+
+
+@pytest.mark.parametrize("name, param, value", [
+    (name, param, value) for name in TINY_TEXT
+    for param, value in _categorical_values(getattr(__import__("interpretable"), name))])
+def test_text_estimators_fit_with_every_value_of_every_categorical_option(name, param, value):
+    import interpretable
+
+    X = ["a great film", "an awful film", "great acting", "dull acting"] * 4
+    y = ["pos", "neg", "pos", "neg"] * 4
+    options = {**TINY_TEXT[name], "max_epochs": 1, "random_state": 0, "device": "cpu",
+               param: value}
+    clf = getattr(interpretable, name)(**options).fit(X, y)
+    assert clf.predict(X[:2]).shape == (2,)

@@ -49,8 +49,6 @@ __all__ = [
     "AuthorsSEATCriterion",
 ]
 
-_NEG = torch.finfo(torch.float32).min
-
 
 def _check_pair(w: torch.Tensor, w_tilde: torch.Tensor, mask: torch.Tensor | None):
     if w.dim() != 2 or w.shape != w_tilde.shape:
@@ -75,7 +73,7 @@ def top_k_mask(scores: torch.Tensor, k: int, mask: torch.Tensor | None = None) -
     if mask is None:
         mask = torch.ones_like(scores, dtype=torch.bool)
     k = min(int(k), scores.shape[1])
-    filled = scores.detach().masked_fill(~mask.bool(), _NEG)
+    filled = scores.detach().masked_fill(~mask.bool(), torch.finfo(scores.dtype).min)
     idx = filled.topk(k, dim=1).indices
     selected = torch.zeros_like(mask, dtype=torch.bool).scatter_(1, idx, True)
     return selected & mask.bool()
