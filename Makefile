@@ -5,7 +5,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test fuzz test-gpu install docs dist bench bench-summary bench-bcos-package check-bcos-zoo clean
+.PHONY: demo test test-min fuzz test-gpu install docs dist bench bench-summary bench-bcos-package check-bcos-zoo clean
 
 $(BIN)/python:
 	@echo ">> creating $(VENV)"
@@ -31,6 +31,11 @@ demo: install
 test: install
 	@echo ">> running the test suite"
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# The declared minimum versions of setup.cfg, installed in a venv of their own (.venv-min), pass
+# the smoke test (tests/test_smoke_min_versions.py); .ci/run runs it after `make test`.
+test-min:
+	PYTHON=$(PYTHON) .ci/min-versions.sh
 
 # Long property-based fuzzing of every public entry point (tests/fuzz, Hypothesis profile
 # "long"): FUZZ_EXAMPLES examples per property, stopped after FUZZ_TIME (an interrupted run
@@ -100,4 +105,4 @@ check-bcos-zoo: $(BCOS_VENV)/.installed
 	$(BCOS_BIN)/python benchmarks/check_bcos_zoo.py
 
 clean:
-	rm -rf $(VENV) $(BCOS_VENV) *.egg-info build dist
+	rm -rf $(VENV) $(BCOS_VENV) .venv-min *.egg-info build dist

@@ -1,0 +1,50 @@
+"""A smoke test of the whole surface, run alone by ``.ci/min-versions.sh`` in a venv of the
+declared minimum versions (it runs in ``make test`` too): every estimator of
+``conformance.cases`` and the conventional BERT fit, predict, explain, save and load at a tiny
+size, and the README's quick start runs."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conformance.cases import _TINY_BERT, CASES, Case, _sentiment
+
+
+def _bert_text():
+    from interpretable import BertTextClassifier
+
+    return BertTextClassifier(checkpoint=_TINY_BERT, max_length=16, max_epochs=1,
+                              random_state=0)
+
+
+@pytest.mark.parametrize(
+    "case", [*CASES, Case("BertTextClassifier", _bert_text, _sentiment, "text")], ids=str)
+def test_fit_predict_explain_save_load(case, tmp_path):
+    X, y, X_test = case.data()
+    est = case.make()
+    est.fit(X, y) if y is not None else est.fit(X)
+    predicted = est.predict(X_test)
+    if case.explains:
+        assert len(est.explain(X_test[:2], **case.explain_kwargs).to_frame()) > 0
+    loaded = type(est).load(est.save(tmp_path / "model"), device="cpu")
+    np.testing.assert_equal(loaded.predict(X_test), predicted)
+
+
+def test_readme_quick_start(tmp_path, monkeypatch):
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    quick_start = re.search(r"```python\n(.*?)```", readme, re.DOTALL).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(quick_start, "README.md", "exec"), {"__name__": "__main__"})
+    assert (tmp_path / "quickstart.png").is_file()
+
+
+def test_a_checkpoint_folder_is_converted_and_explained_exactly(tmp_path):
+    from families import tiny_checkpoint
+
+    from interpretable import BcosTextClassifier
+
+    X, y, X_test = _sentiment()
+    clf = BcosTextClassifier(checkpoint=tiny_checkpoint(tmp_path / "bert", "bert"),
+                             max_length=32, max_epochs=1, random_state=0).fit(X, y)
+    assert clf.explain(X_test, dtype="float64").completeness_error.max() <= 1e-9
