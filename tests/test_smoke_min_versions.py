@@ -1,13 +1,12 @@
 """A smoke test of the whole surface, run alone by ``.ci/min-versions.sh`` in a venv of the
 declared minimum versions (it runs in ``make test`` too): every estimator of
 ``conformance.cases`` and the conventional BERT fit, predict, explain, save and load at a tiny
-size, and the README's quick start runs."""
+size, a checkpoint folder converts, and the README's quick start runs."""
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conformance.cases import _TINY_BERT, CASES, Case, _sentiment
 
 

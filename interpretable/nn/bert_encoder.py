@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import math
 import pickle
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from ..validation import warn_caller
 from .encoder_families import FAMILIES, encoder_family, encoder_options
 from .tensors import check_finite, listed_keys
 
@@ -164,8 +164,9 @@ def check_loaded(model, info: dict, path) -> None:
                          + "; ".join(problems))
     check_finite({k: t for k, t in model.state_dict().items() if k not in restarted}, source)
     if info["missing_keys"]:
-        warn_caller(f"{source} holds no pooler or task head weights for "
-                    f"{listed_keys(info['missing_keys'])}: initialised at random.")
+        warnings.warn(f"{source} holds no pooler or task head weights for "
+                      f"{listed_keys(info['missing_keys'])}: initialised at random.",
+                      UserWarning, stacklevel=3)
 
 
 def _pooler_option(config: dict, pooler: bool) -> dict:
