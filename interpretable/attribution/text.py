@@ -34,9 +34,12 @@ __all__ = ["GRADIENT_METHODS", "PERTURBATION_METHODS", "TokenAttributions", "att
 
 GRADIENT_METHODS = ("gradient", "integrated_gradients", "input_x_gradient")
 PERTURBATION_METHODS = ("occlusion", "lime", "kernel_shap")
-#: embeddings evaluated per forward pass inside integrated gradients and the perturbation
-#: methods (bounds their memory)
+#: embeddings evaluated per forward pass inside the perturbation methods (bounds their memory)
 _INTERNAL_BATCH = 4096
+#: token positions per forward and backward pass inside integrated gradients: the
+#: activations kept for the backward pass grow with it; measured on MiniLM (CPU, one thread),
+#: 8k tokens is as fast as 64k with a tenth of the memory (2 GiB against 17 GiB)
+_IG_TOKENS_PER_PASS = 8192
 
 
 class TokenAttributions(NamedTuple):
@@ -258,7 +261,8 @@ def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tenso
             else:
                 scores = IntegratedGradients(forward).attribute(
                     embedded, baselines=baseline, target=target, additional_forward_args=args,
-                    n_steps=n_steps, internal_batch_size=max(len(embedded), _INTERNAL_BATCH),
+                    n_steps=n_steps, internal_batch_size=max(
+                        len(embedded), _IG_TOKENS_PER_PASS // embedded.shape[1]),
                 ).sum(-1)
     if method in ("integrated_gradients", "kernel_shap"):
         with torch.no_grad():
