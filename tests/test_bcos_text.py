@@ -261,7 +261,7 @@ def test_a_local_checkpoint_folder_is_converted(tmp_path):
                                bert.encoder.layer[0].attention.self.query.weight.detach(),
                                atol=1e-9)
     assert clf.config_["hidden_size"] == 16
-    with pytest.raises(ValueError, match="config.json"):
+    with pytest.raises(ValueError, match="nowhere.*no Hugging Face Hub id|no local folder"):
         tiny(checkpoint=str(tmp_path / "nowhere")).fit(X, y)
 
 
@@ -618,7 +618,7 @@ def test_bad_teachers_are_named_and_a_failed_refit_keeps_the_model(taught, tmp_p
     for bad, error, match in (
             (clone(teacher), NotFittedError, "teacher .*not fitted"),
             (LinearRegression().fit(np.ones((2, 1)), [0, 1]), ValueError, "teacher"),
-            (str(tmp_path), ValueError, "is not a model saved with save"),
+            (str(tmp_path), ValueError, "teacher .* without config.json"),
             (3, ValueError, "teacher")):
         with pytest.raises(error, match=match):
             clf.set_params(teacher=bad).fit(X, y)

@@ -480,7 +480,7 @@ def test_bad_inputs(sentiment_data, vanilla):
     with pytest.raises(ValueError, match="unknown to base_estimator"):
         SEATClassifier(base_estimator=FrozenEstimator(vanilla)).fit(X[:4], ["a", "b", "a", "b"])
     with pytest.raises(ValueError, match="method"):
-        vanilla.explain(X[:2], method="lime")
+        vanilla.explain(X[:2], method="deeplift")
     with pytest.raises(ValueError, match="empty"):
         SEATClassifier(**TINY).fit([], [])
 

@@ -232,8 +232,9 @@ def explainers_for(estimator) -> list[Explainer]:
     --------
     >>> from interpretable import EmbeddingBagClassifier
     >>> from interpretable.estimators.explainers import explainers_for
-    >>> [e.name for e in explainers_for(EmbeddingBagClassifier)]
-    ['inherent', 'gradient', 'integrated_gradients', 'input_x_gradient']
+    >>> [e.name for e in explainers_for(EmbeddingBagClassifier)]  # doctest: +NORMALIZE_WHITESPACE
+    ['inherent', 'gradient', 'integrated_gradients', 'input_x_gradient', 'occlusion', 'lime',
+     'kernel_shap']
     """
     cls = estimator if isinstance(estimator, type) else type(estimator)
     return list(getattr(cls, "explainers", ()))

@@ -288,8 +288,8 @@ class VisionTransformerClassifier(NeuralClassifier):
         -------
         EncodedImages
             ``inputs``: ``{"x": model input (n, C', H, W)}`` (float64 for a float64 module,
-        e.g. ``astype("float64")``); ``images``: float32
-            ``(n, H, W, C)``, the crops the model sees; ``crop_boxes``.
+            e.g. ``astype("float64")``); ``images``: float32 ``(n, H, W, C)``, the crops
+            the model sees; ``crop_boxes``.
 
         Raises
         ------

@@ -719,8 +719,7 @@ class ViTClassifier(VisionTransformerClassifier):
     @classmethod
     def from_pretrained(cls, model, *, classes=None, architecture=None, mean=IMAGENET_MEAN,
                         std=IMAGENET_STD, **params) -> "ViTClassifier":
-        """A fitted classifier computing a trained torchvision or timm ``VisionTransformer``,
-        without training.
+        """Return a trained torchvision or timm ``VisionTransformer`` as a fitted classifier.
 
         Its logits are the original's on images normalised with ``mean`` and ``std`` (to
         rounding: ~1e-5 in float32, ~1e-12 in float64); every post-hoc method explains it and
