@@ -1,7 +1,7 @@
 """The model you already have, and its exact twin, side by side.
 
 ``OMP_NUM_THREADS=1 python benchmarks/explain_pretrained.py --checkpoint DIR_OR_HUB_ID
---twin DIR [--out NAME] [--faithfulness 300] [--train N] [--test N]``
+--twin DIR [--out NAME] [--faithfulness 300] [--train N] [--test N] [--report-models ...]``
 
 On the reproductions' Rotten Tomatoes split (stratified 80/20, seed 0):
 
@@ -15,7 +15,9 @@ On the reproductions' Rotten Tomatoes split (stratified 80/20, seed 0):
    on the whole test split, and :func:`interpretable.metrics.evaluate_explanations` (every
    explanation method of each model) on the first ``--faithfulness`` test texts.
 
-Writes ``benchmarks/results/<out>.json``.
+``--report-models original`` (or ``bcos_twin``) reports one model only, so that two processes
+can share the work; ``--merge A B`` writes ``<out>.json`` from the results files ``A`` and ``B``
+of such runs. Writes ``benchmarks/results/<out>.json``.
 """
 import argparse
 import json
@@ -50,6 +52,17 @@ def twin(args, X_train, y_train):
     return clf, seconds
 
 
+def merge(args):
+    """One results file from runs that reported one model each."""
+    runs = [json.loads((RESULTS / f"{name}.json").read_text()) for name in args.merge]
+    out = {**runs[0], "command": [run["command"] for run in runs], "merged_from": args.merge}
+    for run in runs[1:]:
+        for name, record in run["models"].items():
+            if "report" in record:
+                out["models"][name]["report"] = record["report"]
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(out, indent=1))
+
+
 def main(args):
     from interpretable import BertTextClassifier
     from interpretable.reproduce.bcos_text import split
@@ -82,6 +95,8 @@ def main(args):
         texts = X_test[:args.faithfulness]
         frames = []
         for name, clf in (("original", original), ("bcos_twin", bcos)):
+            if name not in args.report_models:
+                continue
             report = evaluate_explanations(clf, texts, y_test[:args.faithfulness],
                                            batch_size=args.batch_size, random_state=0)
             frame = report.to_frame().assign(model=name)
@@ -102,4 +117,7 @@ if __name__ == "__main__":
     parser.add_argument("--test", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)
-    main(parser.parse_args())
+    parser.add_argument("--report-models", nargs="+", default=["original", "bcos_twin"])
+    parser.add_argument("--merge", nargs=2, metavar="NAME")
+    arguments = parser.parse_args()
+    merge(arguments) if arguments.merge else main(arguments)
