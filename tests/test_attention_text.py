@@ -204,7 +204,7 @@ def test_bad_input(fitted, sentiment_data):
     with pytest.raises((TypeError, ValueError), match="embeddings"):
         AttentionTextClassifier(embeddings="word2vec").fit(X, y)
     with pytest.raises(ValueError, match="method"):
-        fitted.explain(X[:2], method="lime")
+        fitted.explain(X[:2], method="deeplift")
     with pytest.raises(ValueError, match="not seen"):
         fitted.explain(X[:2], target="maybe")
     with pytest.raises(ValueError, match="plain texts"):

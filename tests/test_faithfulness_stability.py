@@ -253,7 +253,7 @@ def test_bad_input(model, texts, sentiment_data):
     with pytest.raises(ValueError, match="radius"):
         embedding_stability(model, texts, radius=-1.0)
     with pytest.raises(ValueError, match="method"):
-        embedding_stability(model, texts, method="lime")
+        embedding_stability(model, texts, method="deeplift")
     with pytest.raises(ValueError, match="options of kind='pgd'"):
         embedding_stability(model, texts, y=y[:40])
     with pytest.raises(ValueError, match="clamp"):
