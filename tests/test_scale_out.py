@@ -126,6 +126,26 @@ def test_dask_bag_of_texts_explained_to_parquet(client, text_model, texts_and_ta
     pd.testing.assert_frame_equal(_read(tmp_path / "out"), expected, rtol=1e-6, atol=1e-7)
 
 
+def test_a_pretrained_transformers_classifier_is_explained_on_dask(client, tmp_path):
+    """A fine-tuned checkpoint taken as it is (``from_pretrained``) travels to the workers
+    like a model trained here."""
+    import dask.bag as db
+
+    from families import tiny_checkpoint
+
+    from interpretable import BertTextClassifier
+
+    folder = tiny_checkpoint(tmp_path / "checkpoint", "roberta", labels=["neg", "pos"])
+    model = BertTextClassifier.from_pretrained(folder, device="cpu")
+    texts = _sentiment(40, seed=2)[0]
+    files = explain_to_parquet(model, db.from_sequence(texts, npartitions=2), tmp_path / "out",
+                               client=client, method="integrated_gradients")
+    assert len(files) == 2
+    pd.testing.assert_frame_equal(
+        _read(tmp_path / "out"),
+        explanations_to_frame(model, texts, method="integrated_gradients"), rtol=1e-5, atol=1e-6)
+
+
 def test_dask_array_of_images_explained_to_parquet(client, tmp_path):
     import dask.array as da
 
