@@ -167,8 +167,8 @@ def test_bad_options_and_parameters_are_named(fitted):
     clf, X, y = fitted
     with pytest.raises(ValueError, match="level"):
         clf.explain(X[:1], level="sentence")
-    with pytest.raises(TypeError, match="level"):
-        clf.explain(X[:1], method="integrated_gradients", level="word")
+    with pytest.raises(TypeError, match="n_steps"):
+        clf.explain(X[:1], method="gradient", n_steps=4)
     for params, match in ((dict(b=0.5), "'b' parameter"), (dict(b=[1.5, "x"]), "b must be"),
                           (dict(max_length=2), "max_length"), (dict(warmup=1.0), "warmup"),
                           (dict(checkpoint={**TINY, "hidden_size": "8"}), "hidden_size"),

@@ -47,10 +47,12 @@ from .checkpoint import (
     read_checkpoint,
     resolve_model_folder,
 )
-from ..text.explainers import Gradient, InputXGradient, IntegratedGradients
 from .explainers import (
     BcosTextContributions,
     BertAttention,
+    BertGradient,
+    BertInputXGradient,
+    BertIntegratedGradients,
     BertKernelShap,
     BertLime,
     BertOcclusion,
@@ -70,8 +72,8 @@ class BaseEncoderClassifier(TextClassifierBase):
     """
 
     #: the explanation methods it offers, its default first
-    explainers = (BertAttention(), BertRollout(), Gradient(), IntegratedGradients(),
-                  InputXGradient(), BertOcclusion(), BertLime(), BertKernelShap())
+    explainers = (BertAttention(), BertRollout(), BertGradient(), BertIntegratedGradients(),
+                  BertInputXGradient(), BertOcclusion(), BertLime(), BertKernelShap())
 
     _parameter_constraints = {
         **TextClassifierBase._parameter_constraints,

@@ -19,18 +19,25 @@
   word's attribution, so the word's value is the word's own, and ``[CLS]`` / ``[SEP]`` are
   never replaced.
 
-Both attention methods are class-independent. The generic ``"gradient"``,
-``"integrated_gradients"`` and ``"input_x_gradient"`` of
-:mod:`interpretable.estimators.text.explainers` apply too (per piece); the ``"pad"`` and
-``"mask"`` baselines of integrated gradients and the perturbation methods keep ``[CLS]`` and
-``[SEP]`` (``<s>`` / ``</s>``) as they are.
+* ``"gradient"`` (:class:`BertGradient`), ``"integrated_gradients"``
+  (:class:`BertIntegratedGradients`), ``"input_x_gradient"`` (:class:`BertInputXGradient`):
+  the gradient methods of :mod:`interpretable.estimators.text.explainers` at either
+  ``level``. Integrated gradients and input × gradient are additive, so a word's value is the
+  sum of its pieces' (integrated gradients stay complete at word level); the saliency
+  ``"gradient"``, an L2 norm per piece, gives a word the L2 norm of its pieces' gradient
+  vectors together, ``sqrt(Σ_pieces norm²)``.
+
+Both attention methods are class-independent. The ``"pad"`` and ``"mask"`` baselines of
+integrated gradients and the perturbation methods keep ``[CLS]`` and ``[SEP]`` (``<s>`` /
+``</s>``) as they are.
 
 ``level`` (the methods above): ``"piece"`` (default) explains the model's tokens,
 ``[CLS]``, the word pieces and ``[SEP]`` of ``estimator.encode(X)`` (what the faithfulness
 metrics perturb); ``"word"`` sums the pieces of every word of the original text (words are
 whitespace-separated runs and single punctuation characters; unknown words are one
-``[UNK]`` piece) and moves ``[CLS]`` and ``[SEP]`` into ``bias`` (exact methods and Kernel
-SHAP) or leaves them out (attention, occlusion, LIME). At both levels ``offsets`` / ``to_frame()``'s ``char_start`` and
+``[UNK]`` piece; the saliency ``"gradient"`` takes their norm) and moves ``[CLS]`` and
+``[SEP]`` into ``bias`` (exact methods, integrated gradients and Kernel SHAP) or leaves them
+out (attention, gradient, input × gradient, occlusion, LIME). At both levels ``offsets`` / ``to_frame()``'s ``char_start`` and
 ``char_end`` are the tokeniser's exact character spans (``-1`` / <NA> for ``[CLS]`` and
 ``[SEP]``). A text longer than the model's ``max_length`` is explained as the model saw it:
 ``truncated`` counts the pieces cut off, and ``to_html()`` flags it.
@@ -39,6 +46,7 @@ SHAP) or leaves them out (attention, occlusion, LIME). At both levels ``offsets`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -46,13 +54,23 @@ import torch
 from ...explanation import TokenExplanation
 from ...nn.losses import explained_logits
 from ..core.explainer import Attributions, Explainer
-from ..text.explainers import KernelShap, Lime, Occlusion
+from ..text.explainers import (
+    Gradient,
+    InputXGradient,
+    IntegratedGradients,
+    KernelShap,
+    Lime,
+    Occlusion,
+)
 
 __all__ = [
     "LEVELS",
     "BcosTextContributions",
     "BertAttention",
     "BertExplainer",
+    "BertGradient",
+    "BertInputXGradient",
+    "BertIntegratedGradients",
     "BertKernelShap",
     "BertLime",
     "BertOcclusion",
@@ -117,19 +135,25 @@ class WordPieceExplanation(TokenExplanation):
         return html[:at] + note + html[at:] if at >= 0 else html
 
 
-def _word_level(values, bias, pieces, text: str):
+def _word_level(values, bias, pieces, text: str, norm: bool = False):
     """Piece values ``(T,)`` -> (word units, word values ``(W,)``, bias plus the ``[CLS]`` /
-    ``[SEP]`` values (None stays None), word spans)."""
+    ``[SEP]`` values (None stays None), word spans); ``norm``: the values are norms and a
+    word's is ``sqrt(Σ value²)`` over its pieces instead of the sum."""
     words = pieces.words
     real = words >= 0
-    summed = np.bincount(words[real], weights=values[real], minlength=len(pieces.spans))
+    weights = values[real] ** 2 if norm else values[real]
+    pooled = np.bincount(words[real], weights=weights, minlength=len(pieces.spans))
     units = [text[start:end] for start, end in pieces.spans]
-    return units, summed, None if bias is None else bias + values[~real].sum(), pieces.spans
+    return (units, np.sqrt(pooled) if norm else pooled,
+            None if bias is None else bias + values[~real].sum(), pieces.spans)
 
 
 class BertExplainer(Explainer):
     """Token explanations of the BERT-family text classifiers at ``level`` ``"piece"`` or
     ``"word"`` (see the module docstring)."""
+
+    #: whether the piece values are norms, pooled into a word's by the L2 norm (else summed)
+    norm_values: ClassVar[bool] = False
 
     def prepare(self, estimator, encoded, target, *, level="piece", **options) -> dict:
         if level not in LEVELS:
@@ -146,7 +170,7 @@ class BertExplainer(Explainer):
             row = np.asarray(fields["values"][i][: len(tokens)], dtype=np.float64)
             row_bias = None if bias is None else float(bias[i])
             if level == "word":
-                parts = _word_level(row, row_bias, pieces, text)
+                parts = _word_level(row, row_bias, pieces, text, self.norm_values)
             else:
                 parts = tokens, row, row_bias, pieces.offsets
             for column, part in zip((units, values, biases, spans), parts):
@@ -312,3 +336,33 @@ class BertKernelShap(BertLime, KernelShap):
     """Kernel SHAP over the pieces or, at ``level="word"``, the words (``n_samples``
     coalitions per text, seeded by ``random_state``); they sum to the logit minus the
     ``baseline``'s logit (``bias``)."""
+
+
+class BertGradient(BertExplainer, Gradient):
+    """Saliency per piece or, at ``level="word"``, per word: the L2 norm of the gradient at
+    the word's pieces' embeddings together (the norm of their norms)."""
+
+    norm_values = True
+
+    def attribute(self, estimator, batch, target, *, level="piece",
+                  embedding_offset=None) -> Attributions:
+        """(``level`` is applied by :meth:`assemble`.)"""
+        return super().attribute(estimator, batch, target, embedding_offset=embedding_offset)
+
+
+class BertInputXGradient(BertGradient, InputXGradient):
+    """Gradient × embedding per piece or, at ``level="word"``, summed over the word's
+    pieces."""
+
+    norm_values = False
+
+
+class BertIntegratedGradients(BertExplainer, IntegratedGradients):
+    """Integrated gradients per piece or, at ``level="word"``, summed over the word's pieces
+    (``[CLS]`` / ``[SEP]`` join ``bias``, so ``completeness_error`` is the piece level's)."""
+
+    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
+                  n_steps=50, baseline="zeros") -> Attributions:
+        """(``level`` is applied by :meth:`assemble`.)"""
+        return super().attribute(estimator, batch, target, embedding_offset=embedding_offset,
+                                 n_steps=n_steps, baseline=baseline)
