@@ -33,6 +33,7 @@ from .pretrained import (
     HOLISTIC_PARAMS,
     RELEASED_CROP,
     check_backbone,
+    conventional_backbone,
     head_order,
     imagenet_head,
     imprint_classifier,
@@ -121,8 +122,9 @@ class BcosViTClassifier(VisionTransformerClassifier):
         download it once with ``from_pretrained(name, download=True)``) or a ``.pth`` file in
         the ``bcos`` key layout (``architecture`` says which network unless its file name is a
         released one), or the state dict of a conventional torchvision or timm
-        ``VisionTransformer`` (``architecture`` gives its sizes; images of the size its learned
-        positions fix, normalised with ImageNet's mean and std in training): ``fit``
+        ``VisionTransformer`` (``architecture={"heads": h}``, its number of heads, which a state
+        dict does not record; its other sizes are read off its shapes; images of the size its
+        learned positions fix, normalised with ImageNet's mean and std in training): ``fit``
         B-cosifies it (:func:`~interpretable.nn.bcos.vit_conversion.bcosify_vit`) and
         fine-tunes it from the recipe's start, every bias removed and B = 2. ``fit`` puts a new
         classifier on it for the labels of y and trains as ``finetune`` says; ``clone`` keeps
@@ -386,12 +388,13 @@ class BcosViTClassifier(VisionTransformerClassifier):
         >>> clf.classes_
         array(['cat', 'dog'], dtype='<U3')
         """
-        estimator = cls(architecture=architecture, pretrained=name_or_path, **params)
-        estimator._validate_parameters()
         if pretrained_format(name_or_path) != "bcos":
             raise ValueError(f"{name_or_path} holds a conventional ViT, which must be "
                              "fine-tuned to become B-cos: BcosViTClassifier(pretrained=..., "
-                             "architecture=...).fit(X, y)")
+                             "architecture={'heads': h}).fit(X, y) (or, as it is, "
+                             "ViTClassifier.from_pretrained).")
+        estimator = cls(architecture=architecture, pretrained=name_or_path, **params)
+        estimator._validate_parameters()
         estimator._start_fit()
         crop = estimator._crop_size()
         side = crop or RELEASED_CROP
@@ -408,7 +411,12 @@ class BcosViTClassifier(VisionTransformerClassifier):
 
     # ------------------------------------------------------------------ architecture
     def _backbone(self) -> str | dict:
-        """:data:`~.pretrained.HOLISTIC` or the v2 backbone dict (see :mod:`.pretrained`)."""
+        """:data:`~.pretrained.HOLISTIC` or the v2 backbone dict (see :mod:`.pretrained`); a
+        B-cosified model continued by ``warm_start`` has the fitted sizes (no file read)."""
+        fitted = self.architecture_ if self._continues() else None
+        if fitted is not None and fitted["bcosified"]:
+            return conventional_backbone(self.architecture, "the fitted model is a B-cosified "
+                                         "conventional ViT", lambda heads: fitted)
         return resolve_architecture(self.architecture, self.pretrained)
 
     def _check_params(self) -> None:
@@ -421,9 +429,9 @@ class BcosViTClassifier(VisionTransformerClassifier):
             changed = [k for k in HOLISTIC_PARAMS
                        if not _same(getattr(self, k), defaults[k].default)]
             if changed:
-                raise ValueError(f"{changed} apply to the holistic architecture only; a B-cos "
-                                 "v2 architecture takes its size from architecture= (leave "
-                                 "them at their defaults).")
+                raise ValueError(f"{changed} apply to the holistic architecture only; this "
+                                 "network takes its sizes from architecture= (and pretrained=): "
+                                 "leave them at their defaults.")
 
     def _crop_size(self):
         if self.image_size != "auto":
@@ -542,7 +550,7 @@ class BcosViTClassifier(VisionTransformerClassifier):
                                  f"classes, channels and image size {fitted}.")
             set_here = (*fitted, "logit_bias", "bcosified")
             backbone = {k: v for k, v in architecture.items() if k not in set_here}
-            architecture = {**check_backbone(backbone), **fitted, "logit_bias": bias,
+            architecture = {**check_backbone(backbone, bcosified), **fitted, "logit_bias": bias,
                             "bcosified": bcosified}
         self.architecture_ = architecture
 

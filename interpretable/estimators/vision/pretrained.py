@@ -12,7 +12,7 @@ recipe's start: no biases, B = 2.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from numbers import Integral
 from pathlib import Path
 
@@ -24,14 +24,15 @@ from ...nn.bcos.simple_vit import BcosSimpleViT, token_stride
 from ...nn.bcos.vit_conversion import (
     bcosify_vit,
     checkpoint_format,
+    conventional_key_map,
     finetuning_start,
     read_conventional,
 )
 from ...nn.bcos.zoo import PRETRAINED, load_checkpoint, read_state_dict
 
 __all__ = ["HOLISTIC", "BACKBONE_KEYS", "HOLISTIC_PARAMS", "RELEASED_CROP", "released_name",
-           "resolve_architecture", "check_backbone", "v2_token_stride", "pretrained_format",
-           "read_pretrained",
+           "resolve_architecture", "check_backbone", "conventional_backbone", "v2_token_stride",
+           "pretrained_format", "read_pretrained",
            "start_from", "imprint_classifier", "set_trainable", "imagenet_head", "head_order",
            "read_weights"]
 
@@ -63,8 +64,9 @@ def released_name(pretrained) -> str | None:
     return next((n for n, spec in PRETRAINED.items() if spec.file_name == name), None)
 
 
-def check_backbone(architecture) -> dict:
-    """A checked copy of an ``architecture`` dict (:data:`BACKBONE_KEYS`)."""
+def check_backbone(architecture, bcosified: bool = False) -> dict:
+    """A checked copy of an ``architecture`` dict (:data:`BACKBONE_KEYS`); ``bcosified``: of a
+    B-cosified conventional ViT (learned positions, so any ``dim`` that ``heads`` divides)."""
     if not isinstance(architecture, Mapping):
         raise TypeError(f"architecture must be None, {HOLISTIC!r}, a released name or a dict "
                         f"of BcosSimpleViT arguments, got {type(architecture).__name__}.")
@@ -83,18 +85,50 @@ def check_backbone(architecture) -> dict:
     if not all(isinstance(v, Integral) and not isinstance(v, bool) and v >= 1 for v in sizes):
         raise ValueError(f"architecture sizes must be integers >= 1, got {architecture!r}.")
     dim, heads = backbone["dim"], backbone["heads"]
-    if dim % heads or dim % 4 or dim < 8:
+    if bcosified:
+        if dim % heads:
+            raise ValueError(f"architecture heads={heads} must divide dim={dim} (the token "
+                             "width).")
+    elif dim % heads or dim % 4 or dim < 8:
         raise ValueError(f"architecture dim={dim} must be divisible by heads={heads} and by 4 "
                          "(the sin-cos positional embedding), and at least 8.")
     return {k: backbone[k] for k in BACKBONE_KEYS}
+
+
+def conventional_backbone(architecture, what: str, read_sizes: Callable[[int], Mapping]
+                          ) -> dict:
+    """The checked backbone of a conventional ViT (``what`` it is, for errors):
+    ``architecture`` gives its number of heads, ``{"heads": h}``, which a state dict does not
+    record, and may repeat sizes; ``read_sizes(h)`` gives the others, read off its shapes
+    (:func:`~interpretable.nn.bcos.vit_conversion.read_conventional`)."""
+    if not isinstance(architecture, Mapping) or "heads" not in architecture:
+        raise ValueError(f"{what}, which does not record its number of attention heads: pass "
+                         "architecture={'heads': h} (its other sizes are read off its "
+                         f"shapes), not architecture={architecture!r}.")
+    if tuple(architecture.get("stem_channels", ())):
+        raise ValueError(f"{what}: a patch embedding, no convolution stem; remove "
+                         "stem_channels from architecture.")
+    found = read_sizes(architecture["heads"])
+    return check_backbone({**{k: found[k] for k in BACKBONE_KEYS[:-1]}, **architecture},
+                          bcosified=True)
 
 
 def resolve_architecture(architecture, pretrained) -> str | dict:
     """:data:`HOLISTIC`, or the checked backbone dict of a B-cos v2 architecture.
 
     ``architecture`` None is the holistic ViT, or with ``pretrained`` the released model it
-    names; a released name must agree with a released ``pretrained``."""
+    names; a released name must agree with a released ``pretrained``. The state dict of a
+    conventional ViT as ``pretrained`` needs ``{"heads": h}`` only
+    (:func:`conventional_backbone`)."""
     name = released_name(pretrained)
+    if name is None and pretrained is not None and Path(pretrained).is_file():
+        state = read_state_dict(Path(pretrained))
+        fmt = checkpoint_format(state)
+        if fmt != "bcos":
+            return conventional_backbone(
+                architecture, f"pretrained={pretrained!r} is the state dict of a conventional "
+                f"{fmt} VisionTransformer (learned positions, a class token)",
+                lambda heads: read_conventional(state, architecture={"heads": heads})[2])
     if architecture is None:
         if pretrained is None:
             return HOLISTIC
@@ -152,17 +186,16 @@ def read_pretrained(pretrained, backbone: dict, image_shape: tuple, download: bo
     if pretrained_format(pretrained) == "bcos":
         return load_checkpoint(pretrained, architecture={**backbone, "image_size": image_shape},
                                download=download)
-    if backbone["stem_channels"]:
-        raise ValueError(f"pretrained={pretrained!r} is a conventional ViT (a patch "
-                         "embedding, no convolution stem): remove stem_channels from "
-                         "architecture.")
     state = read_state_dict(Path(pretrained))
-    side = read_conventional(state, architecture={"heads": backbone["heads"]})[2]["image_size"]
-    if (side, side) != tuple(image_shape):
-        raise ValueError(f"pretrained={pretrained!r} has learned positions for images of "
-                         f"{side} x {side} pixels, not {tuple(image_shape)} (image_size='auto' "
-                         f"is {RELEASED_CROP} with pretrained weights): pass image_size={side}, "
-                         f"or images of that size with image_size=None.")
+    fmt, _, found = read_conventional(state, architecture={"heads": backbone["heads"]})
+    side, (h, w) = found["image_size"], image_shape
+    if (side, side) != (h, w):
+        positions = conventional_key_map(fmt, 0)["pos_embedding"]
+        raise ValueError(f"pretrained={pretrained!r} has learned positions ({positions}) for "
+                         f"images of {side} x {side} pixels, not {h} x {w}: pass "
+                         f"image_size={side} (image_size defaults to 'auto', which crops to "
+                         f"{RELEASED_CROP} with pretrained weights), or images of {side} x "
+                         f"{side} pixels with image_size=None.")
     sizes = {k: backbone[k] for k in ("dim", "depth", "heads", "mlp_dim", "patch_size")}
     model = bcosify_vit(state, architecture={**sizes, "image_size": tuple(image_shape)})
     return finetuning_start(model)
