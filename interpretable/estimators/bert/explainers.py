@@ -37,10 +37,11 @@ metrics perturb); ``"word"`` sums the pieces of every word of the original text 
 whitespace-separated runs and single punctuation characters; unknown words are one
 ``[UNK]`` piece; the saliency ``"gradient"`` takes their norm) and moves ``[CLS]`` and
 ``[SEP]`` into ``bias`` (exact methods, integrated gradients and Kernel SHAP) or leaves them
-out (attention, gradient, input × gradient, occlusion, LIME). At both levels ``offsets`` / ``to_frame()``'s ``char_start`` and
-``char_end`` are the tokeniser's exact character spans (``-1`` / <NA> for ``[CLS]`` and
-``[SEP]``). A text longer than the model's ``max_length`` is explained as the model saw it:
-``truncated`` counts the pieces cut off, and ``to_html()`` flags it.
+out (attention, gradient, input × gradient, occlusion, LIME). At both levels ``offsets`` /
+``to_frame()``'s ``char_start`` and ``char_end`` are the tokeniser's exact character spans
+(``-1`` / <NA> for ``[CLS]`` and ``[SEP]``). A text longer than the model's ``max_length`` is
+explained as the model saw it: ``truncated`` counts the pieces cut off, and ``to_html()``
+flags it.
 """
 
 from __future__ import annotations
