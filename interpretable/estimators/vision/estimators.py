@@ -420,11 +420,14 @@ class BcosViTClassifier(VisionTransformerClassifier):
         return resolve_architecture(self.architecture, self.pretrained)
 
     def _check_params(self) -> None:
+        """The architecture itself is resolved at fit (:meth:`_backbone`): a loaded model's
+        ``pretrained`` file may be gone."""
         super()._check_params()
         if self.patch_size % self.stem_stride:
             raise ValueError(f"stem_stride={self.stem_stride} must divide "
                              f"patch_size={self.patch_size}.")
-        if self._backbone() != HOLISTIC:
+        if self.architecture != HOLISTIC and not (self.architecture is None
+                                                  and self.pretrained is None):
             defaults = inspect.signature(type(self).__init__).parameters
             changed = [k for k in HOLISTIC_PARAMS
                        if not _same(getattr(self, k), defaults[k].default)]
