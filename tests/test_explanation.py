@@ -157,8 +157,10 @@ def test_concat_and_indexing(make):
     both = concat_explanations([a, b])
     assert len(both) == 2 * len(a)
     pd.testing.assert_frame_equal(both[: len(a)].to_frame(), a.to_frame())
-    with pytest.raises(ValueError, match="method"):
-        concat_explanations([a, dataclasses.replace(b, method="other")])
+    mixed = concat_explanations([a, dataclasses.replace(b, method="other")])
+    assert mixed.method.tolist() == [a.method] * len(a) + ["other"] * len(b)
+    assert mixed[len(a):].method == "other"
+    assert set(mixed.to_frame()["method"]) == {a.method, "other"}
 
 
 def test_completeness_and_mismatched_lengths():

@@ -79,3 +79,54 @@ def test_every_bert_method_takes_level_and_names_stay(bert):
         bert.explain(WORDS[:1], method="gradient", level="sentence")
     for method in ("gradient", "integrated_gradients", "input_x_gradient"):
         assert isinstance(get_explainer(BcosTextClassifier, method), BertExplainer)
+
+
+# ---------------------------------------------------------------------------- concatenation
+def test_methods_concatenate_and_keep_each_rows_method(bert):
+    ig = bert.explain(WORDS, method="integrated_gradients", n_steps=8, level="word")
+    gradient = bert.explain(WORDS, method="gradient", level="word")
+    attention = bert.explain(WORDS, method="attention", level="word")
+    both = concat_explanations([ig, gradient, attention])
+    assert both.method.tolist() == (["integrated_gradients"] * 4 + ["gradient"] * 4
+                                    + ["attention"] * 4)
+    assert both.class_independent.tolist() == [False] * 8 + [True] * 4
+    units = both.to_frame()
+    assert set(units.groupby("method")["class_independent"].first().items()) == {
+        ("integrated_gradients", False), ("gradient", False), ("attention", True)}
+    samples = both.to_frame(kind="samples")
+    assert samples["method"].tolist() == both.method.tolist()
+    # completeness only where the method has it: NaN for the others
+    np.testing.assert_array_equal(both.completeness_error[:4], ig.completeness_error)
+    assert np.isnan(both.completeness_error[4:]).all() and np.isnan(both.logit[4:]).all()
+    # selecting one method gives back a one-method explanation, views included
+    again = both[both.method == "gradient"]
+    assert again.method == "gradient" and again.class_independent is False
+    assert 'data-method="gradient"' in again.to_html()
+    for i, v in enumerate(gradient.values):
+        np.testing.assert_array_equal(again.values[i], v)
+    with pytest.raises(ValueError, match="holds the methods"):
+        both.to_html()
+
+
+def test_mismatches_that_would_be_silently_wrong_are_refused(bert):
+    words = bert.explain(WORDS[:2], method="gradient", level="word")
+    pieces = bert.explain(WORDS[:2], method="input_x_gradient")
+    with pytest.raises(ValueError, match="different 'level': 'word' and 'piece'"):
+        concat_explanations([words, pieces])
+    image = ImageExplanation(values=np.ones((1, 2, 2)), target=np.array([0]),
+                             prediction=np.array([0]), method="gradient")
+    with pytest.raises(TypeError, match="WordPieceExplanation and ImageExplanation"):
+        concat_explanations([words, image])
+    # one method whose parts disagree on carrying a field stays refused
+    with pytest.raises(ValueError, match="only some carry 'logit'"):
+        concat_explanations([words, dataclasses.replace(words, logit=np.zeros(2))])
+
+
+def test_global_explanation_refuses_mixed_methods(bert):
+    from interpretable.explanation import global_explanation
+
+    both = concat_explanations([bert.explain(WORDS, method="gradient"),
+                                bert.explain(WORDS, method="input_x_gradient")])
+    with pytest.raises(ValueError, match="different methods"):
+        global_explanation(both)
+    assert global_explanation(both[both.method == "gradient"]).method == "gradient"

@@ -1,5 +1,10 @@
 """What every explanation container shares: indexing, concatenation, sample ids,
-probabilities, the completeness check and the class-independence flag."""
+probabilities, the completeness check and the class-independence flag.
+
+``method`` and ``class_independent`` hold one value for all samples, or, in a concatenation of
+explanations of different methods (:func:`concat_explanations`), one per sample (an ndarray of
+shape ``(n_samples,)``); indexing returns one value again when the selected samples share it.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,17 @@ def relative_error(total, logit, magnitude):
     total, logit = np.asarray(total, dtype=np.float64), np.asarray(logit, dtype=np.float64)
     scale = np.maximum(np.maximum(np.abs(logit), np.asarray(magnitude, dtype=np.float64)), 1e-300)
     return np.abs(total - logit) / scale
+
+
+#: the fields of one method that become per-sample arrays when methods are concatenated
+PER_METHOD = ("method", "class_independent")
+
+
+def _collapsed(values: np.ndarray):
+    """``values (n,)`` as one value when they are all equal (and n > 0), else the array."""
+    if len(values) and all(v == values[0] for v in values[1:]):
+        return values.tolist()[0]
+    return values
 
 
 class Explanation:
@@ -38,7 +54,38 @@ class Explanation:
                 continue
             changes[name] = value[indices] if isinstance(value, np.ndarray) \
                 else [value[i] for i in indices]
+        for name in PER_METHOD:
+            if isinstance(getattr(self, name), np.ndarray):
+                changes[name] = _collapsed(getattr(self, name)[indices])
         return dataclasses.replace(self, **changes)
+
+    def _each(self, name: str) -> np.ndarray:
+        """``method`` or ``class_independent`` of every sample, shape (n_samples,)."""
+        value = getattr(self, name)
+        if isinstance(value, np.ndarray):
+            return value
+        return np.full(len(self), value, dtype=object if isinstance(value, str) else bool)
+
+    def _method_columns(self, samples: np.ndarray) -> dict:
+        """The ``method`` and ``class_independent`` columns of rows of sample positions
+        ``samples (R,)``."""
+        return {name: self._each(name)[samples] for name in PER_METHOD}
+
+    def _single(self, name: str):
+        """``method`` or ``class_independent`` shared by every sample, for the views.
+
+        Raises
+        ------
+        ValueError
+            If the samples hold different methods (a view shows one).
+        """
+        value = getattr(self, name)
+        if isinstance(value, np.ndarray):
+            methods = sorted(set(self._each("method").tolist()))
+            raise ValueError(f"this explanation holds the methods {methods}; a view shows "
+                             "one: select its samples first, e.g. "
+                             f"explanation[explanation.method == {methods[0]!r}].")
+        return value
 
     def ids(self) -> np.ndarray:
         """Return the sample ids: ``sample_ids`` (e.g. the caller's pandas index), else 0..n-1.
@@ -168,8 +215,7 @@ class ClassifierExplanation(Explanation):
             "target_probability": None if probabilities is None else probabilities[0],
             "prediction_probability": None if probabilities is None else probabilities[1],
             "completeness_error": self.completeness_error,
-            "method": np.full(n, self.method, dtype=object),
-            "class_independent": np.full(n, self.class_independent),
+            **self._method_columns(np.arange(n)),
         }
 
 
@@ -222,11 +268,19 @@ def with_sample_ids(explanation, X, offset: int = 0):
     return dataclasses.replace(explanation, sample_ids=ids)
 
 
-def _concat_field(values: list):
-    if any(v is None for v in values):
-        if not all(v is None for v in values):
-            raise ValueError("cannot concatenate explanations where only some carry a field")
-        return None
+def _concat_field(name: str, values: list, lengths: list, mixed: bool):
+    """The per-sample field ``name`` of all parts; with ``mixed`` methods a float array that
+    some parts lack is NaN for their samples."""
+    present = [v for v in values if v is not None]
+    if len(present) < len(values):
+        if not present:
+            return None
+        if not (mixed and all(isinstance(v, np.ndarray) and v.dtype.kind == "f"
+                              for v in present)):
+            raise ValueError(f"cannot concatenate explanations where only some carry "
+                             f"{name!r}.")
+        values = [np.full((n, *present[0].shape[1:]), np.nan) if v is None else v
+                  for v, n in zip(values, lengths)]
     if isinstance(values[0], np.ndarray):
         return np.concatenate(values, axis=0)
     return [item for value in values for item in value]
@@ -239,15 +293,20 @@ def _same(a, b) -> bool:
 
 
 def concat_explanations(explanations):
-    """Concatenate explanations of the same type and method.
+    """Concatenate explanations of the same kind, of one method or several.
 
     Sample ids are kept when every part has them; otherwise samples are renumbered 0..n-1 in
-    order.
+    order. Explanations of different methods (e.g. two methods on the same texts) combine:
+    ``method`` and ``class_independent`` become arrays of shape (n_samples,), one entry per
+    sample (``to_frame()``'s columns of the same names hold each row's), and the float
+    fields a method lacks (e.g. ``logit`` / ``bias`` of a method without completeness) are NaN
+    for its samples, so their ``completeness_error`` is NaN. The views (``to_html``,
+    ``plot``) show one method: select it first, ``both[both.method == "gradient"]``.
 
     Parameters
     ----------
     explanations : iterable of explanations
-        Explanations of one type, method and classes.
+        Explanations of one type (kind), level and classes.
 
     Returns
     -------
@@ -257,9 +316,10 @@ def concat_explanations(explanations):
     Raises
     ------
     ValueError
-        If ``explanations`` is empty or they differ in method (or another shared field).
+        If ``explanations`` is empty, they differ in a shared field (``level``: words and
+        pieces, ``classes``, ...) or, of one method, only some carry a per-sample field.
     TypeError
-        If they are of different types.
+        If they are of different kinds (e.g. text and image explanations).
 
     Examples
     --------
@@ -274,20 +334,40 @@ def concat_explanations(explanations):
     >>> both = concat_explanations([explanation[:1], explanation[1:]])
     >>> len(both), both.units
     (2, [['good', 'film'], ['bad']])
+    >>> import dataclasses
+    >>> other = dataclasses.replace(explanation, method="attention", class_independent=True,
+    ...                             logit=None, bias=None)
+    >>> mixed = concat_explanations([explanation, other])
+    >>> mixed.method.tolist(), mixed.completeness_error.tolist()
+    (['inherent', 'inherent', 'attention', 'attention'], [0.0, 0.0, nan, nan])
+    >>> mixed[mixed.method == "attention"].method
+    'attention'
     """
     explanations = list(explanations)
     if not explanations:
         raise ValueError("concat_explanations needs at least one explanation.")
     kind = type(explanations[0])
-    if any(type(e) is not kind for e in explanations):
-        raise TypeError("cannot concatenate explanations of different types.")
+    others = sorted({type(e).__name__ for e in explanations} - {kind.__name__})
+    if others:
+        raise TypeError(f"cannot concatenate explanations of different kinds: "
+                        f"{kind.__name__} and {', '.join(others)}.")
     changes = {}
+    for name in PER_METHOD:
+        values = [getattr(e, name) for e in explanations]
+        if any(isinstance(v, np.ndarray) or v != values[0] for v in values):
+            changes[name] = _collapsed(np.concatenate([e._each(name) for e in explanations]))
+    mixed = isinstance(changes.get("method"), np.ndarray)
+    lengths = [len(e) for e in explanations]
     for f in dataclasses.fields(kind):
         values = [getattr(e, f.name) for e in explanations]
+        if f.name in PER_METHOD:
+            continue
         if f.name == "sample_ids" and any(v is None for v in values):
             changes[f.name] = None
         elif f.name in kind._per_sample:
-            changes[f.name] = _concat_field(values)
+            changes[f.name] = _concat_field(f.name, values, lengths, mixed)
         elif any(not _same(v, values[0]) for v in values[1:]):
-            raise ValueError(f"cannot concatenate explanations with different {f.name!r}.")
+            differing = next(v for v in values[1:] if not _same(v, values[0]))
+            raise ValueError(f"cannot concatenate explanations with different {f.name!r}: "
+                             f"{values[0]!r} and {differing!r}.")
     return dataclasses.replace(explanations[0], **changes)

@@ -203,7 +203,7 @@ class ImageViews:
         if kind == "weights" and self.weights is None:
             raise ValueError("this explanation carries no dynamic weights W(x).")
         chosen = _samples(sample, len(self))
-        positive = evidence == "positive" and not self.class_independent
+        positive = evidence == "positive" and not self._single("class_independent")
         if kind == "heads":
             return self._plot_heads(ViewFigure, chosen, ncols, percentile, positive)
         panels = [kind]
@@ -234,13 +234,14 @@ class ImageViews:
                             + " (positive)" * positive)
             drawn += maps
         what = plot_text(self.explained(), limit=80)
-        _suptitle(fig, f"{plot_text(self.method)} explanation of {what}", drawn)
+        _suptitle(fig, f"{plot_text(self._single('method'))} explanation of {what}", drawn)
         fig.supxlabel(self._caption(panels, what, percentile, positive), fontsize=7,
                       wrap=True)
         return fig
 
     def _caption(self, panels, what: str, percentile: float, positive: bool) -> str:
-        colours = ("purple: more weight (the same for every target)" if self.class_independent
+        colours = ("purple: more weight (the same for every target)"
+                   if self._single("class_independent")
                    else "red raises it, white is 0 (positive evidence only)" if positive
                    else "red raises it, blue lowers it, white is 0")
         keys = [k for k, p in (("contributions", "contributions"), ("split", "from x"),
@@ -256,11 +257,11 @@ class ImageViews:
         """What the maps hold: ``"exact"`` shares of the explained logit, ``"approximate"``
         ones (integrated gradients), attention ``"weights"`` (class-independent methods) or
         other post-hoc relevance ``"scores"``."""
-        if self.class_independent:
+        if self._single("class_independent"):
             return "weights"
-        if self.method in EXACT_METHODS:
+        if self._single("method") in EXACT_METHODS:
             return "exact"
-        return "approximate" if self.method in APPROXIMATE_METHODS else "scores"
+        return "approximate" if self._single("method") in APPROXIMATE_METHODS else "scores"
 
     def _parts(self, i: int):
         """The contribution map's exact parts ``(H, W)`` from ``x`` and from ``1 − x`` (B-cos's
@@ -304,7 +305,7 @@ class ImageViews:
     def _show_map(self, ax, values: np.ndarray, lim: float, positive: bool = False):
         """``values`` on the colour scale of the method, clipped at ``±lim`` (``positive``:
         at 0 and ``lim``, white to red)."""
-        signed = not self.class_independent
+        signed = not self._single("class_independent")
         low = -lim if signed and not positive else 0
         cmap = colormap(signed, positive=positive).with_extremes(bad=NAN_COLOUR)
         return ax.imshow(np.clip(values, low, lim), vmin=low, vmax=lim, cmap=cmap)
@@ -344,7 +345,7 @@ class ImageViews:
             block.suptitle(f"sample {plot_text(self.ids()[i])} · target "
                            f"{self._label(i, 'target')}: contributions to "
                            f"{plot_text(self.explained(i))} by component", fontsize=9)
-        _suptitle(fig, f"{plot_text(self.method)}: the components' maps sum to the "
+        _suptitle(fig, f"{plot_text(self._single('method'))}: the components' maps sum to the "
                        "contribution map", [self.components[i] for i in chosen])
         return fig
 
@@ -380,10 +381,10 @@ class ImageViews:
         1
         """
         shown = self[:max_samples]
-        signed = not self.class_independent
+        signed, method = not self._single("class_independent"), self._single("method")
         samples = shown.to_frame(kind="samples").drop(columns=["method", "class_independent"])
-        return render("images.html", kind="images", method=self.method, standalone=standalone,
-                      title=f"{self.method} pixel contributions", signed=signed,
+        return render("images.html", kind="images", method=method, standalone=standalone,
+                      title=f"{method} pixel contributions", signed=signed,
                       targets=target_names(self.target), weights=self.weights is not None,
                       shown=len(shown), total=len(self), samples=table_cells(samples),
                       png=figure_png(shown.plot()), explains=self.explained(),

@@ -75,14 +75,14 @@ class SequenceViews:
                 for row, s in zip(self._dense(i, picked, step), step)]
         scales = row_scales(scale, rows)
         shared = None if scale == "row" else (scales[0] if len(scales) else 0.0)
-        signed = not self.class_independent
+        signed = not self._single("class_independent")
         targets = [t for i, (picked, _) in enumerate(selected) for t in self.target[i][picked]]
         per_row = iter(scales)
         samples = [self._html_sample(i, picked, step, per_row, signed)
                    for i, (picked, step) in enumerate(selected)]
-        return render("sequence.html", kind="sequence", method=self.method,
+        return render("sequence.html", kind="sequence", method=self._single("method"),
                       standalone=standalone, signed=signed, level=self.level,
-                      title=f"{self.method} {self.level}-level contributions",
+                      title=f"{self._single('method')} {self.level}-level contributions",
                       targets=target_names(visible(t) for t in targets), samples=samples,
                       scale=legend(shared, signed, "the target's logit", values=rows))
 
@@ -140,7 +140,7 @@ class SequenceViews:
         grid = self._dense(sample, rows, step)
         unread = np.arange(len(units))[None] > step[:, None]
         lim = finite_peak(grid[~unread]) or 1.0
-        signed = not self.class_independent
+        signed = not self._single("class_independent")
         labels = [plot_text(visible(u), limit=24) for u in units] \
             if len(units) <= max_labels else []
         tall = 0.07 * max(map(len, labels), default=0)  # room for the rotated labels
@@ -162,8 +162,8 @@ class SequenceViews:
                                              for r, s in zip(rows, step)], fontsize=7)
         ax.set_xlabel(f"{self.level} read")
         ax.set_ylabel("step → explained target")
-        title = (f"{plot_text(self.method)}: sample {plot_text(self.ids()[sample])} (range "
-                 f"±{fmt(lim)})")
+        title = (f"{plot_text(self._single('method'))}: sample "
+                 f"{plot_text(self.ids()[sample])} (range ±{fmt(lim)})")
         caption = nonfinite_caption([grid[~unread]])
         ax.set_title(f"{title}\n{caption}" if caption else title, fontsize=9)
         return fig

@@ -125,7 +125,7 @@ class TextViews:
                                 height_ratios=[r + 3 for r in rows]).ravel()
         else:
             fig, axes = ax.figure, [ax]
-        signed = not self.class_independent
+        signed = not self._single("class_independent")
         for ax, i in zip(axes, chosen):
             values = np.asarray(self.values[i], dtype=np.float64)
             order = np.argsort(-np.nan_to_num(np.abs(values), nan=-1.0), kind="stable")[:k][::-1]
@@ -140,7 +140,7 @@ class TextViews:
                 for j, v in zip(order, shown)], fontsize=7)
             ax.axvline(0, color="black", linewidth=0.6)
             ax.tick_params(axis="x", labelsize=7)
-            ax.set_xlabel(f"{plot_text(self.method)} attribution to "
+            ax.set_xlabel(f"{plot_text(self._single('method'))} attribution to "
                           f"{plot_text(self.explained(i))}", fontsize=8)
             ax.set_title(plot_text(self._header(i), limit=120), fontsize=8)
         caption = nonfinite_caption([np.asarray(self.values[i]) for i in chosen])
@@ -157,7 +157,7 @@ class TextViews:
 
         rows = [np.asarray(self.values[i], dtype=np.float64) for i in chosen]
         scales = row_scales(scale, rows)
-        signed = not self.class_independent
+        signed = not self._single("class_independent")
         width = _WIDTH if ax is None else ax.get_window_extent().width / ax.figure.dpi
         renderer = RendererAgg(10, 10, _DPI)
         space = _text_width(renderer, "a b") - _text_width(renderer, "ab")
@@ -202,7 +202,7 @@ class TextViews:
             what = plot_text(self.explained(), limit=80)
             note = nonfinite_caption(rows)
             colour_bar.set_label(
-                f"{plot_text(self.method)} attribution to {what}"
+                f"{plot_text(self._single('method'))} attribution to {what}"
                 + (f" (each row its own range, ±{fmt(lim)} here)" if scale == "row" else "")
                 + (f" · {note}" if note else ""), fontsize=7)
         return fig

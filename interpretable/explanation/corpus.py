@@ -328,7 +328,8 @@ def global_explanation(source, X=None, *, chunk_size: int = 1000,
             "abs": np.nan_to_num(np.abs(values), nan=0.0)})
         part = frame.groupby(["target", "token"]).sum()
         sums = part if sums is None else sums.add(part, fill_value=0)
-        methods.add((explanation.method, explanation.class_independent))
+        methods.update(zip(explanation._each("method").tolist(),
+                           explanation._each("class_independent").tolist()))
         n_samples += len(explanation)
     if sums is None:
         raise ValueError("global_explanation needs at least one explanation.")

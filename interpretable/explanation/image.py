@@ -174,6 +174,5 @@ class ImageExplanation(ImageViews, ClassifierExplanation):
             "contrast": None if self.contrast is None else texts(self.contrast)[rows],
             "attribution": maps.reshape(-1).astype(np.float64),
             "prediction": labels(self.prediction)[rows],
-            "method": np.full(len(rows), self.method, dtype=object),
-            "class_independent": np.full(len(rows), self.class_independent),
+            **self._method_columns(rows),
         }, FRAME_COLUMNS)

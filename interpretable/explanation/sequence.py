@@ -272,8 +272,7 @@ class SequenceExplanation(SequenceViews, Explanation):
             "target": labels(self.target[i])[rows][which],
             "attribution": values[rows[which], column],
             "prediction": labels(self.prediction[i])[rows][which],
-            "method": np.full(len(unit), self.method, dtype=object),
-            "class_independent": np.full(len(unit), self.class_independent),
+            **self._method_columns(np.full(len(unit), i)),
         }
 
     def _samples_frame(self, selected: list) -> pd.DataFrame:
@@ -286,7 +285,6 @@ class SequenceExplanation(SequenceViews, Explanation):
             "logit": None if self.logit is None else np.asarray(self.logit[i])[rows],
             "bias": None if self.bias is None else np.asarray(self.bias[i])[rows],
             "completeness_error": None if errors is None else errors[i][rows],
-            "method": np.full(len(rows), self.method, dtype=object),
-            "class_independent": np.full(len(rows), self.class_independent),
+            **self._method_columns(np.full(len(rows), i)),
         } for i, (rows, step) in enumerate(selected)]
         return build_frame(_concat_columns(per_sample), SAMPLE_COLUMNS)

@@ -256,8 +256,7 @@ class TokenExplanation(TextViews, ClassifierExplanation):
             "contrast": None if self.contrast is None else texts(self.contrast)[rows],
             "attribution": np.concatenate(self.values).astype(np.float64),
             "prediction": labels(self.prediction)[rows],
-            "method": np.full(len(rows), self.method, dtype=object),
-            "class_independent": np.full(len(rows), self.class_independent),
+            **self._method_columns(rows),
         }, FRAME_COLUMNS)
 
     def to_html(self, scale="shared", *, standalone: bool = False) -> str:
@@ -296,13 +295,13 @@ class TokenExplanation(TextViews, ClassifierExplanation):
         >>> "film" in html
         True
         """
-        signed = not self.class_independent
+        signed, method = not self._single("class_independent"), self._single("method")
         scales = row_scales(scale, [np.asarray(v, dtype=np.float64) for v in self.values])
         probabilities, texts = self.probabilities(), self._texts()
         rows = [self._html_row(i, scales[i], signed, scale == "row", probabilities, texts)
                 for i in range(len(self))]
-        return render("tokens.html", kind="tokens", method=self.method, standalone=standalone,
-                      title=f"{self.method} token attributions", signed=signed,
+        return render("tokens.html", kind="tokens", method=method, standalone=standalone,
+                      title=f"{method} token attributions", signed=signed,
                       targets=target_names(self.target), rows=rows,
                       explains=("the logit of the row's target class" if self.contrast is None
                                 else self.explained()),
