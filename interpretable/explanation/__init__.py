@@ -43,6 +43,12 @@ texts, images, sequences and the corpus view. One colour scale everywhere: red r
 explained logit (or, with ``explain(contrast=...)``, the explained difference of logits), blue
 lowers it, white is 0; class-independent methods (attention) use one purple scale and are
 flagged.
+
+:func:`concat_explanations` combines explanations of one kind and level, also of different
+methods (e.g. several methods on the same texts): ``method`` and ``class_independent`` then hold
+one entry per sample (the table's columns keep each row's), the float fields a method lacks
+(``logit``, ``bias``) are NaN for its samples, and the views show one method at a time
+(``both[both.method == "gradient"]``).
 """
 
 from ._base import concat_explanations, with_sample_ids
