@@ -103,7 +103,7 @@ def test_errors_say_what_the_checkpoint_is_and_a_refusal_keeps_the_earlier_fit(t
         clf.fit(*_data(4, side=28))
     assert str(error.value) == (
         f"pretrained={small!r} has learned positions (encoder.pos_embedding) for images of "
-        "28 x 28 pixels, not 224 x 224: pass image_size=28 (image_size defaults to 'auto', "
+        "28 x 28 pixels, not (224, 224): pass image_size=28 (image_size defaults to 'auto', "
         "which crops to 224 with pretrained weights), or images of 28 x 28 pixels with "
         "image_size=None.")
     # the refusal left the earlier fit as it was

@@ -1,9 +1,10 @@
 """B-cosification of conventional ViTs (interpretable.nn.bcos.vit_conversion) and fine-tuning
 them with BcosViTClassifier: the formats told apart, the converted network's logits equal to
 the original's, exact explanations (the biases' and class token's share reported), the recipe's
-fine-tuning start, refused checkpoints, and fitted models that no longer need the file. Tiny
-stand-ins of torchvision's and timm's VisionTransformer (tests/conventional_vit.py), checked
-against the real packages (tests/_real_vision.py), keep most tests fast."""
+fine-tuning start, refused checkpoints, and fitted models that no longer need the file. The
+models are the real torchvision's and timm's tiny VisionTransformer (tests/_real_vision.py),
+every parameter random; the package's own ConventionalViT (ViTClassifier's layouts) is checked
+against them."""
 import copy
 import pickle
 import sys
@@ -25,14 +26,24 @@ from interpretable.nn.bcos.vit_conversion import (
     finetuning_start,
 )
 from interpretable.nn.bcos.zoo import to_bcos_state_dict
+from interpretable.nn.conventional_vit import LAYOUTS, ConventionalViT
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _real_vision import real_vision  # noqa: E402
-from conventional_vit import LAYOUTS, TINY, conventional_vit, randomise  # noqa: E402
+from _real_vision import timm_vit, torchvision_vit  # noqa: E402
+from conventional_vit import TINY, randomise  # noqa: E402
 
 ARCH = dict(dim=16, depth=2, heads=2, mlp_dim=32, patch_size=4)
-FIT = dict(architecture=ARCH, image_size=None, max_epochs=2, batch_size=8, random_state=0,
-           device="cpu")
+FIT = dict(architecture={"heads": 2}, image_size=None, max_epochs=2, batch_size=8,
+           random_state=0, device="cpu")
+
+
+def real_vit(layout):
+    """The real package's tiny ViT of :data:`TINY`'s sizes, every parameter random, in eval
+    mode."""
+    if layout == "torchvision":
+        return randomise(torchvision_vit(**TINY))
+    return randomise(timm_vit(img_size=16, patch_size=4, depth=2, num_heads=2, embed_dim=16,
+                              mlp_ratio=2.0, num_classes=5))
 
 
 def _normalised(x):
@@ -60,7 +71,7 @@ def checkpoints(tmp_path_factory):
     paths = {}
     for layout in LAYOUTS:
         paths[layout] = folder / f"{layout}.pth"
-        torch.save(conventional_vit(layout).state_dict(), paths[layout])
+        torch.save(real_vit(layout).state_dict(), paths[layout])
     return paths
 
 
@@ -73,8 +84,8 @@ def _data(n=24, seed=0):
 
 # ---------------------------------------------------------------------------- conversion
 def test_formats_are_told_apart():
-    assert checkpoint_format(conventional_vit("torchvision").state_dict()) == "torchvision"
-    assert checkpoint_format(conventional_vit("timm").state_dict()) == "timm"
+    assert checkpoint_format(real_vit("torchvision").state_dict()) == "torchvision"
+    assert checkpoint_format(real_vit("timm").state_dict()) == "timm"
     bcos = to_bcos_state_dict(BcosSimpleViT(**ARCH, num_classes=3, image_size=16))
     assert checkpoint_format(bcos) == "bcos"
     with pytest.raises(ValueError, match="already B-cos"):
@@ -85,7 +96,7 @@ def test_formats_are_told_apart():
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_the_converted_network_computes_the_original_logits(layout):
-    original = conventional_vit(layout).double()
+    original = real_vit(layout).double()
     x = _images()
     with torch.no_grad():
         expected = original(_normalised(x))
@@ -94,36 +105,29 @@ def test_the_converted_network_computes_the_original_logits(layout):
         for model in (from_object, from_state):
             assert model.pos_embedding.dtype == torch.float64 and not model.training
             torch.testing.assert_close(model(encode_image(x)), expected, rtol=0, atol=1e-12)
-        single = bcosify_vit(conventional_vit(layout))  # float32 stays float32
+        single = bcosify_vit(real_vit(layout))  # float32 stays float32
         torch.testing.assert_close(single(encode_image(x.float())),
                                    expected.float(), rtol=1e-5, atol=1e-5)
     assert from_state.transformer.encoder_0.attn.to_out.b == 1.0
 
 
-@pytest.mark.parametrize("package", ["torchvision", "timm"])
-def test_the_real_packages_models_convert_and_match_the_stand_ins(package):
-    """The real packages' tiny ViT has the stand-in's keys and shapes, and converts with its
-    logits."""
-    torchvision, timm = real_vision()
-    if package == "torchvision":
-        real = torchvision.models.VisionTransformer(**TINY)
-    else:
-        real = timm.models.vision_transformer.VisionTransformer(
-            img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, mlp_ratio=2.0,
-            num_classes=5)
-    real = randomise(real).double().eval()
-    stand_in = conventional_vit(package).state_dict()
-    assert {k: v.shape for k, v in real.state_dict().items()} == \
-        {k: v.shape for k, v in stand_in.items()}
-    x = _images()
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_conventional_vit_is_the_real_packages_model(layout):
+    """ViTClassifier's ConventionalViT (no real package builds it) has the real model's keys
+    and shapes and, with its weights, its logits."""
+    real = real_vit(layout).double()
+    ours = ConventionalViT(layout, **TINY).double().eval()
+    assert {k: v.shape for k, v in ours.state_dict().items()} == \
+        {k: v.shape for k, v in real.state_dict().items()}
+    ours.load_state_dict(real.state_dict())
+    x = _normalised(_images())
     with torch.no_grad():
-        torch.testing.assert_close(bcosify_vit(real)(encode_image(x)),
-                                   real(_normalised(x)), rtol=0, atol=1e-12)
+        torch.testing.assert_close(ours(x), real(x), rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_explanations_are_exact_at_the_start_and_after_the_recipe_step(layout):
-    converted = bcosify_vit(conventional_vit(layout).double())
+    converted = bcosify_vit(real_vit(layout).double())
     x = _images()
     error, c = _complete(converted, x)
     assert error <= 1e-12
@@ -146,7 +150,7 @@ def _refused(match, state, **kwargs):
 
 
 def test_mismatched_and_hostile_state_dicts_are_refused():
-    state = conventional_vit("torchvision").state_dict()
+    state = real_vit("torchvision").state_dict()
     _refused("number of attention heads", state)
     _refused(r"missing keys: encoder\.ln\.bias",
              {k: v for k, v in state.items() if k != "encoder.ln.bias"}, num_heads=2)
@@ -161,7 +165,7 @@ def test_mismatched_and_hostile_state_dicts_are_refused():
     _refused("NaN or infinite", {**state, "class_token": torch.full((1, 1, 16), np.nan)},
              num_heads=2)
     _refused("takes RGB", {**state, "conv_proj.weight": torch.zeros(16, 1, 4, 4)}, num_heads=2)
-    timm = conventional_vit("timm").state_dict()
+    timm = real_vit("timm").state_dict()
     _refused(r"has layer scale \(init_values\), register tokens \(reg_tokens\): only the plain",
              {**timm, "reg_token": torch.zeros(1, 4, 16), "blocks.0.ls1.gamma": torch.ones(16)},
              num_heads=2)
@@ -187,7 +191,7 @@ def test_fine_tuning_starts_from_the_recipe_and_explains_exactly(checkpoints, fi
     assert exp.weights.shape == (4, 16, 16, 6)
     # finetune="head" trains the head only: the rest is the recipe's start
     head = BcosViTClassifier(pretrained=checkpoints["torchvision"], finetune="head",
-                             **FIT).fit(X, y)
+                             **{**FIT, "architecture": ARCH}).fit(X, y)  # a full dict, too
     start = finetuning_start(bcosify_vit(torch.load(checkpoints["torchvision"]), num_heads=2))
     tuned = head.module_.state_dict()
     assert all(torch.equal(tuned[k], v) for k, v in start.state_dict().items()
@@ -248,8 +252,8 @@ def test_hostile_and_mismatched_checkpoints_are_refused_by_the_estimator(checkpo
         BcosViTClassifier(pretrained=tmp_path / "missing.pth", **FIT).fit(X, y)
     with pytest.raises(ValueError, match=r"mis-shaped: .*mlp\.0\.weight"):
         BcosViTClassifier(pretrained=checkpoints["torchvision"],
-                          **{**FIT, "architecture": {**ARCH, "mlp_dim": 64}}).fit(X, y)
-    with pytest.raises(ValueError, match="cannot tell the architecture"):
+                          **{**FIT, "architecture": {"heads": 2, "mlp_dim": 64}}).fit(X, y)
+    with pytest.raises(ValueError, match="does not record its number of attention heads"):
         BcosViTClassifier(pretrained=checkpoints["timm"], **{**FIT, "architecture": None}
                           ).fit(X, y)
     with pytest.raises(ValueError, match="must be fine-tuned"):

@@ -121,10 +121,12 @@ def resolve_architecture(architecture, pretrained) -> str | dict:
     conventional ViT as ``pretrained`` needs ``{"heads": h}`` only
     (:func:`conventional_backbone`)."""
     name = released_name(pretrained)
-    if name is None and pretrained is not None and Path(pretrained).is_file():
-        state = read_state_dict(Path(pretrained))
-        fmt = checkpoint_format(state)
+    partial = isinstance(architecture, Mapping) and not set(BACKBONE_KEYS[:-1]) <= set(
+        architecture)  # sizes to read off the file
+    if name is None and pretrained is not None and (partial or Path(pretrained).is_file()):
+        fmt = pretrained_format(pretrained)  # FileNotFoundError when it is gone
         if fmt != "bcos":
+            state = read_state_dict(Path(pretrained))
             return conventional_backbone(
                 architecture, f"pretrained={pretrained!r} is the state dict of a conventional "
                 f"{fmt} VisionTransformer (learned positions, a class token)",
@@ -192,7 +194,7 @@ def read_pretrained(pretrained, backbone: dict, image_shape: tuple, download: bo
     if (side, side) != (h, w):
         positions = conventional_key_map(fmt, 0)["pos_embedding"]
         raise ValueError(f"pretrained={pretrained!r} has learned positions ({positions}) for "
-                         f"images of {side} x {side} pixels, not {h} x {w}: pass "
+                         f"images of {side} x {side} pixels, not {(h, w)}: pass "
                          f"image_size={side} (image_size defaults to 'auto', which crops to "
                          f"{RELEASED_CROP} with pretrained weights), or images of {side} x "
                          f"{side} pixels with image_size=None.")
