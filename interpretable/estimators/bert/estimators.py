@@ -345,8 +345,17 @@ class BertTextClassifier(BaseEncoderClassifier):
         state starts afresh.
     precision : {"float32", "bf16"}, default="float32"
         ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
-        the weights stay float32), while prediction and explanations always run in the
-        parameters' own precision, so inherent explanations stay exact.
+        the weights stay float32); prediction runs in ``inference_precision``, and
+        explanations always in the parameters' own precision, so inherent explanations stay
+        exact.
+    inference_precision : {"float32", "bf16"}, default="float32"
+        ``"bf16"`` runs ``predict``, ``predict_proba``, ``decision_function`` and ``score``
+        under ``torch.autocast`` in bfloat16 where the device computes bfloat16 natively (a
+        CUDA GPU of compute capability 8.0 or newer, a CPU with AVX512-BF16 or AMX); elsewhere
+        they run in float32, with one warning. Outputs keep their dtypes (float32 logits,
+        float64 probabilities). ``explain``, ``logits`` and the metrics always run in the
+        parameters' own precision. Saved with the model (models saved before it load with
+        ``"float32"``).
     accelerator : accelerate.Accelerator or None, default=None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
@@ -531,7 +540,8 @@ class BertTextClassifier(BaseEncoderClassifier):
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
-                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
+                 n_iter_no_change=5, warm_start=False, precision="float32",
+                 inference_precision="float32", accelerator=None):
         self.checkpoint = checkpoint
         self.pooling = pooling
         self.max_length = max_length
@@ -551,6 +561,7 @@ class BertTextClassifier(BaseEncoderClassifier):
         self.n_iter_no_change = n_iter_no_change
         self.warm_start = warm_start
         self.precision = precision
+        self.inference_precision = inference_precision
         self.accelerator = accelerator
 
 
@@ -696,8 +707,17 @@ class BcosTextClassifier(BaseEncoderClassifier):
         state starts afresh.
     precision : {"float32", "bf16"}, default="float32"
         ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
-        the weights stay float32), while prediction and explanations always run in the
-        parameters' own precision, so inherent explanations stay exact.
+        the weights stay float32); prediction runs in ``inference_precision``, and
+        explanations always in the parameters' own precision, so inherent explanations stay
+        exact.
+    inference_precision : {"float32", "bf16"}, default="float32"
+        ``"bf16"`` runs ``predict``, ``predict_proba``, ``decision_function`` and ``score``
+        under ``torch.autocast`` in bfloat16 where the device computes bfloat16 natively (a
+        CUDA GPU of compute capability 8.0 or newer, a CPU with AVX512-BF16 or AMX); elsewhere
+        they run in float32, with one warning. Outputs keep their dtypes (float32 logits,
+        float64 probabilities). ``explain``, ``logits`` and the metrics always run in the
+        parameters' own precision. Saved with the model (models saved before it load with
+        ``"float32"``).
     accelerator : accelerate.Accelerator or None, default=None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
@@ -763,7 +783,8 @@ class BcosTextClassifier(BaseEncoderClassifier):
     _borrowed_params = ("teacher",)
     #: the conversion, head and distillation options added since the first release, with
     #: the values of the models saved before them
-    _params_since_0_1 = {"gain": "unit", "b_anneal": 0.0, "row_norms": "unit", "pooler": True,
+    _params_since_0_1 = {**BaseEncoderClassifier._params_since_0_1, "gain": "unit",
+                         "b_anneal": 0.0, "row_norms": "unit", "pooler": True,
                          "gate_biases": False, "logit_scale": 1.0, "head_lr": None,
                          "teacher": None, "teacher_weight": 0.5, "teacher_temperature": 2.0}
 
@@ -774,7 +795,8 @@ class BcosTextClassifier(BaseEncoderClassifier):
                  lr=1e-4, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
                  device="auto", random_state=None, verbose=0, class_weight=None,
                  callbacks=None, validation_fraction=None, early_stopping=False,
-                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
+                 n_iter_no_change=5, warm_start=False, precision="float32",
+                 inference_precision="float32", accelerator=None):
         self.b = b
         self.gain = gain
         self.b_anneal = b_anneal
@@ -805,6 +827,7 @@ class BcosTextClassifier(BaseEncoderClassifier):
         self.n_iter_no_change = n_iter_no_change
         self.warm_start = warm_start
         self.precision = precision
+        self.inference_precision = inference_precision
         self.accelerator = accelerator
 
     def _callbacks(self) -> list:

@@ -1,9 +1,13 @@
 """The classifier surface shared by the text and image classifiers: labels, class weights,
-logits, ``decision_function``, ``predict_proba``, ``predict``, ``score`` and explained targets."""
+logits, ``decision_function``, ``predict_proba``, ``predict``, ``score`` and explained targets;
+the precision of prediction (``inference_precision``, :func:`native_bf16`)."""
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Mapping
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -11,10 +15,64 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.class_weight import compute_class_weight
 
 from ...nn.losses import logits_of
-from ...params import StrOptions
+from ...params import StrOptions, validate_parameters
+from ...validation import warn_caller
 from .base import NeuralEstimator
 
-__all__ = ["NeuralClassifier"]
+__all__ = ["INFERENCE_PRECISIONS", "NeuralClassifier", "native_bf16"]
+
+#: the values of ``inference_precision``: the autocast dtype of prediction (None: the
+#: parameters' own)
+INFERENCE_PRECISIONS = {"float32": None, "bf16": torch.bfloat16}
+#: the estimators that were told, in this process, that their device lacks bfloat16
+_WARNED_NO_BF16: weakref.WeakSet = weakref.WeakSet()
+
+
+@lru_cache(maxsize=None)
+def _native_bf16(device: torch.device) -> bool:
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            return False
+        with torch.cuda.device(device):  # the current device, this thread, for this call
+            return torch.cuda.is_bf16_supported(including_emulation=False)
+    if device.type == "cpu":  # x86 only: torch reports no other CPU's bfloat16 units
+        cpu = torch.cpu
+        return any(getattr(cpu, name, lambda: False)()
+                   for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"))
+    return False
+
+
+def native_bf16(device) -> bool:
+    """Whether ``device`` computes in bfloat16 natively (so autocast in bfloat16 pays).
+
+    CUDA: ``torch.cuda.is_bf16_supported(including_emulation=False)`` for that device
+    (compute capability 8.0 or newer, or a ROCm GPU). CPU: the instructions torch's cpuinfo
+    reports, ``torch.cpu._is_avx512_bf16_supported()`` (AVX512-BF16) or
+    ``torch.cpu._is_amx_tile_supported()`` (AMX, whose tiles multiply bfloat16). oneDNN
+    emulates bfloat16 on other x86 CPUs with AVX-512
+    (``torch.ops.mkldnn._is_mkldnn_bf16_supported()``), slower than float32: that does not
+    count. Other devices (MPS, CPUs other than x86): no.
+
+    Parameters
+    ----------
+    device : str or torch.device
+        The device.
+
+    Returns
+    -------
+    bool
+        Whether bfloat16 is native there.
+
+    Examples
+    --------
+    >>> from interpretable.estimators.core.classifier import native_bf16
+    >>> native_bf16("meta")
+    False
+    """
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+        device = torch.device("cuda", torch.cuda.current_device())
+    return _native_bf16(device)
 
 #: scikit-learn's classifier checks that fit on generated 2-d numeric arrays (see
 #: :data:`~.base.TABULAR_CHECKS`)
@@ -86,8 +144,17 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         state starts afresh.
     precision : {"float32", "bf16"}
         ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
-        the weights stay float32), while prediction and explanations always run in the
-        parameters' own precision, so inherent explanations stay exact.
+        the weights stay float32); prediction runs in ``inference_precision``, and
+        explanations always in the parameters' own precision, so inherent explanations stay
+        exact.
+    inference_precision : {"float32", "bf16"}
+        ``"bf16"`` runs ``predict``, ``predict_proba``, ``decision_function`` and ``score``
+        under ``torch.autocast`` in bfloat16 where the device computes bfloat16 natively (a
+        CUDA GPU of compute capability 8.0 or newer, a CPU with AVX512-BF16 or AMX); elsewhere
+        they run in float32, with one warning. Outputs keep their dtypes (float32 logits,
+        float64 probabilities). ``explain``, ``logits`` and the metrics always run in the
+        parameters' own precision. Saved with the model (models saved before it load with
+        ``"float32"``).
     accelerator : accelerate.Accelerator or None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
@@ -124,7 +191,10 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
     _parameter_constraints = {
         **NeuralEstimator._parameter_constraints,
         "class_weight": [StrOptions({"balanced"}), dict, None],
+        "inference_precision": [StrOptions(set(INFERENCE_PRECISIONS))],
     }
+    #: added after version 0.1 (see :meth:`~.base.NeuralEstimator._upgrade_config`)
+    _params_since_0_1 = {"inference_precision": "float32"}
 
     def _fit_labels(self, y) -> np.ndarray:
         """Class indices (n,) of the training labels ``y``; sets ``classes_``, or when the fit
@@ -185,6 +255,35 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
             logits[rows] = out
         return logits
 
+    def _inference_autocast(self):
+        """The context of the predictions (``predict``, ``predict_proba``,
+        ``decision_function``): autocast in bfloat16 on ``device_`` when ``inference_precision``
+        is ``"bf16"`` and the device computes it natively (:func:`native_bf16`), else none
+        (warning once per estimator when bfloat16 was asked). Autocast is thread-local: the
+        shared module is never changed."""
+        # an estimator pickled, or a subclass written, before the parameter: float32
+        precision = getattr(self, "inference_precision", "float32")
+        validate_parameters({"inference_precision": [StrOptions(set(INFERENCE_PRECISIONS))]},
+                            {"inference_precision": precision}, type(self).__name__)
+        dtype = INFERENCE_PRECISIONS[precision]
+        if dtype is None:
+            return contextlib.nullcontext()
+        device = torch.device(self.device_)
+        if native_bf16(device):
+            return torch.autocast(device.type, dtype=dtype)
+        if self not in _WARNED_NO_BF16:
+            _WARNED_NO_BF16.add(self)
+            warn_caller(f"{type(self).__name__}: inference_precision='bf16' but {device} does "
+                        "not compute bfloat16 natively; predicting in float32.")
+        return contextlib.nullcontext()
+
+    def _predicted_logits(self, X) -> torch.Tensor:
+        """The logits ``(n, n_classes)`` (float32, CPU) of the predictions, in
+        ``inference_precision``."""
+        inputs = self.encode(X).inputs  # raises NotFittedError first
+        with self._inference_autocast():
+            return self.logits(inputs)
+
     def decision_function(self, X) -> np.ndarray:
         """Compute the decision function (the logits, or the margin for two classes).
 
@@ -210,7 +309,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         >>> clf.decision_function(["good film", "bad"]).shape
         (2,)
         """
-        logits = self.logits(self.encode(X).inputs).numpy()
+        logits = self._predicted_logits(X).numpy()
         return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
 
     def predict_proba(self, X) -> np.ndarray:
@@ -235,7 +334,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         >>> clf.predict_proba(["good film"]).sum(axis=1)
         array([1.])
         """
-        logits = self.logits(self.encode(X).inputs).double()
+        logits = self._predicted_logits(X).double()
         return torch.softmax(logits, dim=1).numpy()
 
     def predict(self, X) -> np.ndarray:
@@ -260,7 +359,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         >>> clf.predict(["good film", "great movie"])
         array(['pos', 'pos'], dtype='<U3')
         """
-        logits = self.logits(self.encode(X).inputs)  # raises NotFittedError first
+        logits = self._predicted_logits(X)  # raises NotFittedError first
         return self.classes_[logits.numpy().argmax(axis=1)]
 
     def score(self, X, y, sample_weight=None) -> float:

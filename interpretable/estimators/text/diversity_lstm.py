@@ -110,8 +110,17 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
         state starts afresh.
     precision : {"float32", "bf16"}, default="float32"
         ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
-        the weights stay float32), while prediction and explanations always run in the
-        parameters' own precision, so inherent explanations stay exact.
+        the weights stay float32); prediction runs in ``inference_precision``, and
+        explanations always in the parameters' own precision, so inherent explanations stay
+        exact.
+    inference_precision : {"float32", "bf16"}, default="float32"
+        ``"bf16"`` runs ``predict``, ``predict_proba``, ``decision_function`` and ``score``
+        under ``torch.autocast`` in bfloat16 where the device computes bfloat16 natively (a
+        CUDA GPU of compute capability 8.0 or newer, a CPU with AVX512-BF16 or AMX); elsewhere
+        they run in float32, with one warning. Outputs keep their dtypes (float32 logits,
+        float64 probabilities). ``explain``, ``logits`` and the metrics always run in the
+        parameters' own precision. Saved with the model (models saved before it load with
+        ``"float32"``).
     accelerator : accelerate.Accelerator or None, default=None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
@@ -168,7 +177,8 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
                  text_encoder=None, lr=1e-3, max_epochs=10, batch_size=64, optimizer="adam",
                  weight_decay=0.0, device="auto", random_state=None, verbose=0,
                  class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,
-                 n_iter_no_change=5, warm_start=False, precision="float32", accelerator=None):
+                 n_iter_no_change=5, warm_start=False, precision="float32",
+                 inference_precision="float32", accelerator=None):
         self.cell = cell
         self.diversity_weight = diversity_weight
         self.conicity = conicity
@@ -194,6 +204,7 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
         self.n_iter_no_change = n_iter_no_change
         self.warm_start = warm_start
         self.precision = precision
+        self.inference_precision = inference_precision
         self.accelerator = accelerator
 
     def architecture(self) -> dict:

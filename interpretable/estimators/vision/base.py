@@ -128,7 +128,7 @@ class VisionTransformerClassifier(NeuralClassifier):
         "zoom_out_probability": [Interval(Real, 0, 1, closed="both")],
         "lr_decay_at": [Interval(Real, 0, 1, closed="right"), None],
     }
-    _params_since_0_1 = {"image_size": "auto"}
+    _params_since_0_1 = {**NeuralClassifier._params_since_0_1, "image_size": "auto"}
     _fitted_since_0_1 = {"crop_size_": None}
     _expected_failed_checks = dict.fromkeys(
         TABULAR_CHECKS + TABULAR_CLASSIFIER_CHECKS + ("check_fit2d_1sample",),
