@@ -114,7 +114,9 @@ class BcosViTClassifier(VisionTransformerClassifier):
         (fixed sin-cos positional embedding, bias-free LayerNorms, B = 2, no MaxOut). A dict
         ``{"dim", "depth", "heads", "mlp_dim", "patch_size"[, "stem_channels"]}`` of
         :class:`~interpretable.nn.bcos.simple_vit.BcosSimpleViT` sizes: a custom v2 ViT (e.g. a tiny
-        one). With a v2 architecture the (holistic) parameters must keep their defaults (a
+        one); with a conventional ViT's state dict as ``pretrained``, ``{"heads": h}`` is
+        enough (its other sizes are read off its shapes). With a v2 architecture or a
+        conventional checkpoint the (holistic) parameters must keep their defaults (a
         ValueError names those that do not); images must be multiples of the token stride
         (16 for the released models).
     pretrained : None, a released name or a path, default=None
