@@ -60,21 +60,29 @@ def real_vision():
     return torchvision, pytest.importorskip("timm", reason="timm cannot be imported")
 
 
+def _seeded(build, seed):
+    """``build()`` with the torch RNG seeded (the global one left as it was): the same model
+    whatever ran before."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build().eval()
+
+
 def torchvision_vit(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
-                    mlp_dim=64, num_classes=3):
+                    mlp_dim=64, num_classes=3, seed=0):
     """A random tiny ``torchvision.models.VisionTransformer`` in eval mode."""
     torchvision, _ = real_vision()
-    return torchvision.models.VisionTransformer(
+    return _seeded(lambda: torchvision.models.VisionTransformer(
         image_size=image_size, patch_size=patch_size, num_layers=num_layers,
         num_heads=num_heads, hidden_dim=hidden_dim, mlp_dim=mlp_dim,
-        num_classes=num_classes).eval()
+        num_classes=num_classes), seed)
 
 
 def timm_vit(img_size=32, patch_size=8, depth=2, num_heads=2, embed_dim=32, mlp_ratio=2.0,
-             num_classes=3, **options):
+             num_classes=3, seed=0, **options):
     """A random tiny timm ``VisionTransformer`` in eval mode (``options``: its further
     arguments, e.g. ``reg_tokens=1``)."""
     _, timm = real_vision()
-    return timm.models.vision_transformer.VisionTransformer(
+    return _seeded(lambda: timm.models.vision_transformer.VisionTransformer(
         img_size=img_size, patch_size=patch_size, depth=depth, num_heads=num_heads,
-        embed_dim=embed_dim, mlp_ratio=mlp_ratio, num_classes=num_classes, **options).eval()
+        embed_dim=embed_dim, mlp_ratio=mlp_ratio, num_classes=num_classes, **options), seed)
