@@ -441,9 +441,10 @@ class SEATClassifier(AttentionTextClassifier):
     @classmethod
     def _upgrade_config(cls, params: dict, dropped: list, fitted):
         """A model saved by version 0.1 (``method=``, ``objective=``, ``k=``, ...): its
-        parameters become the equal variant."""
+        parameters become the equal variant; then the parameters added since
+        (:attr:`_params_since_0_1`)."""
         if not isinstance(params, dict) or "method" not in params:
-            return params, dropped, fitted
+            return super()._upgrade_config(params, dropped, fitted)
         old = {k: from_jsonable(params.get(k)) for k in _PARAMS_0_1}
         variant = _variant_0_1(old)
         params = {k: v for k, v in params.items() if k not in _PARAMS_0_1}
@@ -451,7 +452,7 @@ class SEATClassifier(AttentionTextClassifier):
         if isinstance(fitted, dict):
             fitted = {**fitted, "variant": to_jsonable(
                 {"name": variant.name, "params": variant.get_params()})}
-        return params, dropped, fitted
+        return super()._upgrade_config(params, dropped, fitted)
 
     def _get_fitted_state(self) -> dict:
         return {**super()._get_fitted_state(),
