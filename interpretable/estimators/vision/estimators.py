@@ -205,8 +205,17 @@ class BcosViTClassifier(VisionTransformerClassifier):
         state starts afresh.
     precision : {"float32", "bf16"}, default="float32"
         ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
-        the weights stay float32), while prediction and explanations always run in the
-        parameters' own precision, so inherent explanations stay exact.
+        the weights stay float32); prediction runs in ``inference_precision``, and
+        explanations always in the parameters' own precision, so inherent explanations stay
+        exact.
+    inference_precision : {"float32", "bf16"}, default="float32"
+        ``"bf16"`` runs ``predict``, ``predict_proba``, ``decision_function`` and ``score``
+        under ``torch.autocast`` in bfloat16 where the device computes bfloat16 natively (a
+        CUDA GPU of compute capability 8.0 or newer, a CPU with AVX512-BF16 or AMX); elsewhere
+        they run in float32, with one warning. Outputs keep their dtypes (float32 logits,
+        float64 probabilities). ``explain``, ``logits`` and the metrics always run in the
+        parameters' own precision. Saved with the model (models saved before it load with
+        ``"float32"``).
     accelerator : accelerate.Accelerator or None, default=None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
@@ -300,7 +309,7 @@ class BcosViTClassifier(VisionTransformerClassifier):
                  weight_decay=0.0, device="auto", random_state=None, verbose=0,
                  class_weight=None, callbacks=None, validation_fraction=None,
                  early_stopping=False, n_iter_no_change=5, warm_start=False,
-                 precision="float32", accelerator=None):
+                 precision="float32", inference_precision="float32", accelerator=None):
         self.patch_size = patch_size
         self.embed_dim = embed_dim
         self.depth = depth
@@ -337,6 +346,7 @@ class BcosViTClassifier(VisionTransformerClassifier):
         self.n_iter_no_change = n_iter_no_change
         self.warm_start = warm_start
         self.precision = precision
+        self.inference_precision = inference_precision
         self.accelerator = accelerator
 
     @classmethod
@@ -646,8 +656,17 @@ class ViTClassifier(VisionTransformerClassifier):
         state starts afresh.
     precision : {"float32", "bf16"}, default="float32"
         ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
-        the weights stay float32), while prediction and explanations always run in the
-        parameters' own precision, so inherent explanations stay exact.
+        the weights stay float32); prediction runs in ``inference_precision``, and
+        explanations always in the parameters' own precision, so inherent explanations stay
+        exact.
+    inference_precision : {"float32", "bf16"}, default="float32"
+        ``"bf16"`` runs ``predict``, ``predict_proba``, ``decision_function`` and ``score``
+        under ``torch.autocast`` in bfloat16 where the device computes bfloat16 natively (a
+        CUDA GPU of compute capability 8.0 or newer, a CPU with AVX512-BF16 or AMX); elsewhere
+        they run in float32, with one warning. Outputs keep their dtypes (float32 logits,
+        float64 probabilities). ``explain``, ``logits`` and the metrics always run in the
+        parameters' own precision. Saved with the model (models saved before it load with
+        ``"float32"``).
     accelerator : accelerate.Accelerator or None, default=None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
@@ -699,7 +718,8 @@ class ViTClassifier(VisionTransformerClassifier):
                  batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
                  random_state=None, verbose=0, class_weight=None, callbacks=None,
                  validation_fraction=None, early_stopping=False, n_iter_no_change=5,
-                 warm_start=False, precision="float32", accelerator=None):
+                 warm_start=False, precision="float32", inference_precision="float32",
+                 accelerator=None):
         self.patch_size = patch_size
         self.embed_dim = embed_dim
         self.depth = depth
@@ -727,6 +747,7 @@ class ViTClassifier(VisionTransformerClassifier):
         self.n_iter_no_change = n_iter_no_change
         self.warm_start = warm_start
         self.precision = precision
+        self.inference_precision = inference_precision
         self.accelerator = accelerator
 
     @classmethod
