@@ -57,11 +57,15 @@ def native(monkeypatch):
     monkeypatch.setattr(classifier, "native_bf16", lambda device: True)
 
 
-def _linear_dtypes(clf, call):
-    """The output dtypes of the module's linear layers during ``call()``."""
+def _dtypes(clf, call):
+    """The dtypes of the floating tensors the module's layers return during ``call()``."""
     seen = set()
-    hooks = [m.register_forward_hook(lambda m, i, o: seen.add(o.dtype))
-             for m in clf.module_.modules() if isinstance(m, torch.nn.Linear)]
+
+    def record(module, inputs, output):
+        if isinstance(output, torch.Tensor) and output.is_floating_point():
+            seen.add(output.dtype)
+
+    hooks = [m.register_forward_hook(record) for m in clf.module_.modules()]
     try:
         call()
     finally:
@@ -87,9 +91,9 @@ def test_bf16_predictions_agree_with_float32(fitted, native):
     base, X = fitted
     clf = twin(base, inference_precision="float32")
     p32, d32, y32 = clf.predict_proba(X), clf.decision_function(X), clf.predict(X)
-    assert _linear_dtypes(clf, lambda: clf.predict(X[:4])) == {torch.float32}
+    assert _dtypes(clf, lambda: clf.predict(X[:4])) == {torch.float32}
     clf.set_params(inference_precision="bf16")
-    assert _linear_dtypes(clf, lambda: clf.predict(X[:4])) == {torch.bfloat16}
+    assert torch.bfloat16 in _dtypes(clf, lambda: clf.predict(X[:4]))
     p16, d16, y16 = clf.predict_proba(X), clf.decision_function(X), clf.predict(X)
     assert p16.dtype == np.float64 and d16.dtype == np.float32
     np.testing.assert_allclose(p16.sum(axis=1), 1.0, rtol=0, atol=1e-12)
@@ -108,7 +112,7 @@ def test_explanations_and_logits_ignore_inference_precision(fitted, native):
         clf = twin(base, inference_precision=precision)
         explained[precision] = [clf.explain(X[:8]), clf.explain(X[:8], dtype="float64"),
                                 clf.explain(X[:4], method="integrated_gradients", n_steps=4)]
-        assert _linear_dtypes(clf, lambda: clf.explain(X[:2])) == {torch.float32}
+        assert _dtypes(clf, lambda: clf.explain(X[:2])) == {torch.float32}
         assert torch.equal(clf.logits(clf.encode(X).inputs), base.logits(base.encode(X).inputs))
     for a, b in zip(explained["float32"], explained["bf16"]):
         for field in ("values", "logit", "bias"):
@@ -198,3 +202,38 @@ def test_estimators_pickled_before_the_parameter_predict_in_float32(fitted):
     old = copy.copy(base)
     del old.inference_precision
     np.testing.assert_array_equal(old.predict_proba(X[:4]), base.predict_proba(X[:4]))
+
+
+@pytest.fixture(scope="module", params=["BcosViTClassifier", "ViTClassifier"])
+def fitted_vit(request):
+    import interpretable
+    from interpretable.datasets import load_digits_images
+
+    X, y = load_digits_images(return_X_y=True)
+    options = dict(max_epochs=2, batch_size=32, random_state=0, device="cpu")
+    if request.param == "BcosViTClassifier":
+        options["architecture"] = dict(dim=16, depth=1, heads=2, mlp_dim=16, patch_size=4)
+    else:
+        options.update(patch_size=4, embed_dim=16, depth=1, num_heads=2)
+    return getattr(interpretable, request.param)(**options).fit(X[:96], y[:96]), X[96:128]
+
+
+def test_vision_transformers(fitted_vit, native, tmp_path):
+    base, X = fitted_vit
+    clf = twin(base, inference_precision="bf16")
+    assert torch.bfloat16 in _dtypes(clf, lambda: clf.predict(X[:4]))
+    p32, p16 = base.predict_proba(X), clf.predict_proba(X)
+    np.testing.assert_allclose(p16.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(p16, p32, atol=0.03)
+    assert (p16.argmax(1) == p32.argmax(1)).mean() >= 0.9
+    exact = type(base).__name__ == "BcosViTClassifier"  # the contribution maps
+    for options in ({}, {"dtype": "float64"}) if exact else ({}, {"method": "gradcam"}):
+        a, b = base.explain(X[:4], **options), clf.explain(X[:4], **options)
+        assert np.array_equal(a.values, b.values) and np.array_equal(a.logit, b.logit)
+        assert torch.bfloat16 not in _dtypes(clf, lambda: clf.explain(X[:2], **options))
+    if exact:
+        assert clf.explain(X[:4], dtype="float64").completeness_error.max() <= 1e-9
+    loaded = type(base).load(base.save(tmp_path / "m"), device="cpu")
+    assert loaded.inference_precision == "float32"
+    loaded.set_params(inference_precision="bf16")  # after load
+    np.testing.assert_array_equal(loaded.predict_proba(X), p16)
