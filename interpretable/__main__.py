@@ -106,14 +106,15 @@ def _data(args) -> int:
 
 
 def _reproduce(args, module) -> int:
-    options = {k: v for k, v in vars(args).items() if k not in ("command", "name")}
+    options = {k: v for k, v in vars(args).items() if k not in ("command", "name", "out")}
+    out = reproduce.default_results_dir() if args.out is None else Path(args.out)
     accepted = inspect.signature(module.run).parameters
-    results = module.run(**{k: v for k, v in options.items() if k in accepted})
+    results = module.run(**{k: v for k, v in {**options, "out": out}.items() if k in accepted})
     # quick runs go to <name>_quick.json so they never overwrite a full run's results; a
     # module's results_suffix(options) names other variants (e.g. seat_minilm.json)
     suffix = module.results_suffix(options) if hasattr(module, "results_suffix") else ""
     name = args.name + suffix + ("-quick" if options["quick"] else "")
-    path = reproduce.write_results(name, results)
+    path = reproduce.write_results(name, results, out)
     print(f"results written to {path}")
     return 0
 
@@ -143,12 +144,15 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict, dict]:
     data.add_argument("--dry-run", action="store_true", help="print the pip command only")
     rep = sub.add_parser("reproduce", help="reproduce a paper's claims",
                          description="Reproduce a paper's claims; results go to "
-                                     "benchmarks/results/<name>[_quick].json.")
+                                     "<out>/<name>[_quick].json.")
     names = rep.add_subparsers(dest="name", required=True, metavar="NAME")
     for name, module in papers.items():
         paper = names.add_parser(name, help=_first_line(module), description=module.__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
         paper.add_argument("--quick", action="store_true", help="small, fast version of the run")
+        paper.add_argument("--out", default=None, metavar="DIR",
+                           help="folder for the results (default: "
+                                f"{reproduce.default_results_dir()})")
         if hasattr(module, "add_arguments"):
             module.add_arguments(paper)
     return parser, demos, papers

@@ -42,3 +42,17 @@ def test_module_entry_point_prints_the_version():
     out = subprocess.run([sys.executable, "-m", "interpretable", "--version"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and interpretable.__version__ in out.stdout
+
+
+def test_reproductions_write_where_told_and_never_into_the_working_directory(
+        tmp_path, monkeypatch):
+    from interpretable import reproduce
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert reproduce.default_results_dir() == tmp_path / "data" / "interpretable" / "results"
+    assert reproduce.write_results("isan", {"x": 1.0}) == \
+        tmp_path / "data" / "interpretable" / "results" / "isan.json"
+    assert reproduce.write_results("isan", {"x": 1.0}, tmp_path / "mine").parent == \
+        tmp_path / "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "mine"]

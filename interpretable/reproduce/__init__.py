@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import json
+import os
 import pkgutil
 from importlib import import_module
 from pathlib import Path
 
-__all__ = ["available", "load", "write_results"]
+__all__ = ["available", "default_results_dir", "load", "write_results"]
 
 
 def available() -> list[str]:
@@ -62,7 +63,27 @@ def load(name: str):
     return import_module(f"{__name__}.{name.replace('-', '_')}")
 
 
-def write_results(name: str, results: dict, directory: str | Path = "benchmarks/results") -> Path:
+def default_results_dir() -> Path:
+    """Where reproductions write unless told (``--out``): ``interpretable/results`` in the
+    user's data folder (``$XDG_DATA_HOME``, else ``~/.local/share``), never the working
+    directory or the package.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder (not created here).
+
+    Examples
+    --------
+    >>> from interpretable.reproduce import default_results_dir
+    >>> default_results_dir().parts[-2:]
+    ('interpretable', 'results')
+    """
+    data = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data) / "interpretable" / "results"
+
+
+def write_results(name: str, results: dict, directory: str | Path | None = None) -> Path:
     """Write results as indented JSON to ``directory/<name>.json``.
 
     Parameters
@@ -71,8 +92,8 @@ def write_results(name: str, results: dict, directory: str | Path = "benchmarks/
         The reproduction.
     results : dict
         JSON-compatible results (numbers that JSON lacks are written as floats).
-    directory : str or Path, default="benchmarks/results"
-        The folder (created if needed).
+    directory : str, Path or None, default=None
+        The folder (created if needed); None: :func:`default_results_dir`.
 
     Returns
     -------
@@ -85,7 +106,8 @@ def write_results(name: str, results: dict, directory: str | Path = "benchmarks/
     >>> write_results("isan", {"bits_per_char": 2.5}, directory="results")
     PosixPath('results/isan.json')
     """
-    path = Path(directory) / f"{name.replace('-', '_')}.json"
+    folder = default_results_dir() if directory is None else Path(directory)
+    path = folder / f"{name.replace('-', '_')}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2, default=float))
     return path

@@ -16,15 +16,15 @@ Diversity-LSTM models, on the same held-out texts.
 * for reference, the same post-hoc methods on the B-cos model itself;
 * cost: predict throughput of the B-cos and the conventional MiniLM (same texts, batch size and
   threads, alternated, median of 3) and the exact explanation's time over predict's;
-* ``targets``: each of the issue's targets with ``met`` and the numbers.
+* ``targets``: each accuracy, faithfulness and cost target with ``met`` and the numbers.
 
 Both MiniLMs train with the same schedule (AdamW, ``lr``, 10 % linear warm-up then linear
 decay, batch 32, at most 64 word pieces, ``epochs`` passes over the training split);
 the B-cos MiniLMs train at their own default learning rate (1e-4, with ``gate_biases``: the
-recipe of issue 29, measured on 3 seeds of the full split) unless ``--bcos-lr`` gives one;
+recipe measured best on 3 seeds of the full split) unless ``--bcos-lr`` gives one;
 ``--bcos-params`` sets further parameters of theirs. The full
-run (``--b 1.5`` alone fits in about 40 minutes on 2 busy cores) writes
-``benchmarks/results/bcos_text.json``; ``--quick`` trains on 2,000 texts.
+run (``--b 1.5`` alone fits in about 40 minutes on 2 busy cores) writes ``bcos_text.json``
+into ``--out``; ``--quick`` trains on 2,000 texts.
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ SETTINGS = {
     "full": dict(train=None, test=None, epochs=1, b=(1.25, 1.5, 2.0), eval=300, ig_steps=32,
                  speed=256, lstm_train=None, lstm_epochs=4),
 }
-#: the issue's fine-tuning setting, the same for the conventional and the B-cos MiniLM
+#: the fine-tuning setting, the same for the conventional and the B-cos MiniLM
 #: (checkpoint None: the bundled MiniLM)
 BERT = dict(batch_size=32, max_length=64, warmup=0.1, lr=5e-5, checkpoint=None)
 #: post-hoc baselines on the conventional MiniLM
@@ -222,7 +222,8 @@ def cost(conventional, bcos, X) -> dict:
 
 
 def targets(results: dict) -> dict:
-    """The issue's targets, each with ``met`` and its numbers."""
+    """The targets (B-cos accuracy against TF-IDF and the conventional MiniLM, faithfulness
+    against the post-hoc methods, cost), each with ``met`` and its numbers."""
     models, faith = results["models"], results["faithfulness"]
     conventional, tfidf = models["minilm"]["accuracy"], models["tfidf_logreg"]["accuracy"]
     post_hoc = faith["minilm"]

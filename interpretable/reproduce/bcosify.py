@@ -25,7 +25,7 @@ budget.
 * text (Rotten Tomatoes, :func:`.bcos_text.split`; the fine-tuning of :data:`.bcos_text.BERT`
   for ``text_epochs``): the conventional MiniLM fine-tuned, the B-cosified MiniLM fine-tuned
   and the B-cos MiniLM of the same configuration from random weights (both B-cos ones at
-  ``lr`` 1e-4 with ``gate_biases=True``, the choice of issue 29). Test accuracy and seconds.
+  ``lr`` 1e-4 with ``gate_biases=True``, the text models' default). Test accuracy and seconds.
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ FULL = dict(n_train=5000, pretrain_epochs=15, epochs=10, lr=1e-3, finetune_lr=5e
             n_grids=250, text_train=None, text_test=None, text_epochs=1)
 QUICK = dict(n_train=5000, pretrain_epochs=8, epochs=4, lr=1e-3, finetune_lr=5e-4,
              n_grids=32, text_train=2000, text_test=500, text_epochs=1)
-#: the B-cos MiniLMs' learning rate and option (issue 29)
+#: the B-cos MiniLMs' learning rate and option (the defaults measured best at full size)
 BCOS_TEXT = dict(lr=1e-4, gate_biases=True)
 
 

@@ -36,12 +36,12 @@ from ..metrics.isan_analysis import (
     word_context_effects,
 )
 from ..nn.char_lstm import lstm_parameter_count
+from . import default_results_dir
 from ..nn.isan import isan_parameter_count
 from ..progress import report
 
 logger = logging.getLogger(__name__)
 
-RESULTS_DIR = Path("benchmarks/results")
 
 # budgets: ISAN hidden sizes. The largest exceeds the ~80-symbol alphabet, so the readout
 # subspace has a complement (the "computational" subspace of the paper's analyses).
@@ -256,8 +256,9 @@ def _ngram_analyses(model, train) -> dict:
 
 
 def run(quick: bool = False, train_chars=None, test_chars=None, epochs=None, budgets=None,
-        patience=None, seed: int = 0) -> dict:
-    """Run the reproduction; returns the results dict (also printed as it goes)."""
+        patience=None, seed: int = 0, out=None) -> dict:
+    """Run the reproduction; returns the results dict (also printed as it goes). ``out``: the
+    folder of the worked example's HTML page (None: :func:`.default_results_dir`)."""
     torch.set_num_threads(1)
     cfg = dict(QUICK if quick else FULL)
     options = {"train_chars": train_chars, "test_chars": test_chars, "epochs": epochs,
@@ -280,7 +281,7 @@ def run(quick: bool = False, train_chars=None, test_chars=None, epochs=None, bud
     log(f"    previous word decides the prediction at {effects['flip_share']:.1%} of positions "
         f"({effects['correct_flip_share']:.1%} flips to the right character)")
     worked = worked_decomposition(large, effects["example_text"] or WORKED_TEXT,
-                                  html_path=RESULTS_DIR / html_name)
+                                  html_path=Path(out or default_results_dir()) / html_name)
     worked["context_effects"] = effects
     log(f"    example {worked['text']!r} -> {worked['prediction']!r}")
     for row in worked["words"]:
