@@ -1,7 +1,7 @@
 """An mlflow flavour for the estimators, on the package's safe save format.
 
 ``log_model(clf, name="model")`` logs the model folder that :meth:`~interpretable.estimators.
-base.NeuralEstimator.save` writes (JSON config + safetensors weights, no pickle) as an mlflow
+core.base.NeuralEstimator.save` writes (JSON config + safetensors weights, no pickle) as an mlflow
 ``python_function`` model whose loader is this module: ``mlflow.pyfunc.load_model(uri)`` and
 :func:`load_model` run only the installed package's code (:meth:`NeuralEstimator.load`, which
 validates the files before it allocates), never code from the model's artifacts, so they need

@@ -13,8 +13,9 @@ in its own ``__init__`` and in ``_parameter_constraints``, and implements
 * ``_build_module()`` and ``_get_fitted_state()`` / ``_set_fitted_state(state)`` for
   :meth:`save` / :meth:`load`.
 
-Explanation methods are not declared here: each explainer says which estimators it applies to
-(CONTRIBUTING.md walks through adding an estimator, an explainer and a metric).
+Explanation methods are declared by each estimator class in its ``explainers`` attribute, its
+default first (:mod:`.explainer`; CONTRIBUTING.md walks through adding an estimator, an
+explainer and a metric).
 """
 
 from __future__ import annotations

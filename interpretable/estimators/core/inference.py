@@ -80,7 +80,7 @@ class BatchedInference:
             Samples per batch; None: the estimator's ``batch_size`` (checked again:
             ``set_params`` may have changed it after fit).
         ordered : bool, default=False
-            EncodedInputs samples of similar lengths together (texts and sequences: longest first).
+            Batch samples of similar lengths together (texts and sequences: longest first).
 
         Yields
         ------
@@ -159,7 +159,7 @@ class BatchedInference:
         grad : bool, default=False
             Whether autograd records the forward passes.
         ordered : bool, default=False
-            EncodedInputs samples of similar lengths together (see :meth:`iter_batches`).
+            Batch samples of similar lengths together (see :meth:`iter_batches`).
         **options
             Keyword arguments of the module's ``forward``.
 

@@ -17,7 +17,8 @@ from ..core.base import TABULAR_CHECKS, EncodedInputs
 from ..core.classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
 from .explainers import Gradient, InputXGradient, IntegratedGradients, KernelShap, Lime, Occlusion
 
-__all__ = ["TextClassifierBase", "resolve_embeddings", "trim_padding", "trim_collate"]
+__all__ = ["TextClassifierBase", "VocabularyClassifierBase", "resolve_embeddings",
+           "trim_padding", "trim_collate"]
 
 
 def _text_encoders() -> dict:
@@ -163,7 +164,6 @@ class TextClassifierBase(NeuralClassifier):
     def _inference_order(self, inputs) -> torch.Tensor:
         return torch.argsort(inputs["lengths"], descending=True, stable=True)
 
-    # ---------------------------------------------------------------- fit
     # ---------------------------------------------------------------- forward
     def embed(self, batch: dict) -> torch.Tensor:
         """Return the token embeddings of a batch of device tensors.
