@@ -103,11 +103,12 @@ def gated_gelu(x: torch.Tensor, gate_bias: torch.Tensor | None = None) -> torch.
     """GELU as ``x·Φ(x)`` with the gate ``Φ(x)`` (standard normal CDF) a dynamic weight
     (without gradients: the fused ``F.gelu``, the same function). ``gate_bias``: the gate is
     ``Φ(x + bias)`` (the pretrained bias kept where it is a dynamic weight; the linear path
-    ``x`` stays bias-free)."""
+    ``x`` stays bias-free). Under autocast (bfloat16 prediction) the gate is computed in
+    ``x``'s dtype: the bias is cast to it (a no-op in the parameters' own precision)."""
     if gate_bias is None and not torch.is_grad_enabled():
         return F.gelu(x)
     with dynamic_weight():
-        gate = torch.special.ndtr(x if gate_bias is None else x + gate_bias)
+        gate = torch.special.ndtr(x if gate_bias is None else x + gate_bias.to(x.dtype))
     if not torch.is_grad_enabled():
         return gate.mul_(x)
     return x * gate
