@@ -179,3 +179,33 @@ def test_device_and_image_validation():
             check_images(X)
     with pytest.raises(ValueError, match="fitted on 3"):
         check_images(np.zeros((1, 4, 4, 1)), channels=3)
+
+
+def test_float64_copies_are_made_once_and_follow_weight_changes():
+    """``explain(dtype="float64")`` explains a float64 copy of the module made once per fitted
+    module (not per call), shared by threads, remade when a weight changed in place."""
+    import threading
+
+    import torch
+
+    from interpretable import EmbeddingBagClassifier
+
+    X = ["good movie", "great film", "bad movie", "awful film"]
+    clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(
+        X, ["pos", "pos", "neg", "neg"])
+    first = clf.astype("float64").module_
+    assert clf.astype("float64").module_ is first
+    assert next(clf.module_.parameters()).dtype == torch.float32  # the fitted one untouched
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(
+        clf.explain(X, dtype="float64").values)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(all(np.array_equal(a, b) for a, b in zip(r, results[0])) for r in results)
+    with torch.no_grad():
+        next(clf.module_.parameters()).mul_(2.0)
+    again = clf.astype("float64").module_
+    assert again is not first
+    assert torch.equal(next(again.parameters()), next(clf.module_.parameters()).double())

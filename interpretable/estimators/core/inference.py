@@ -10,6 +10,8 @@ estimator's class declares in ``explainers``, :mod:`.explainer`).
 from __future__ import annotations
 
 import copy
+import threading
+import weakref
 from collections.abc import Iterator, Mapping
 
 import torch
@@ -21,6 +23,35 @@ from ...validation import check_batch_size
 from .explainer import explainers_for, get_explainer
 
 __all__ = ["BatchedInference"]
+
+
+def _versions(module: torch.nn.Module) -> tuple:
+    """The in-place version counters of a module's tensors: any change of a weight moves
+    one."""
+    return tuple(t._version for t in (*module.parameters(), *module.buffers()))
+
+
+class _DtypeCopies:
+    """Copies of fitted modules in another precision (``explain(dtype="float64")``), made
+    once per fitted module and dtype and shared by every thread; a copy is made afresh when
+    its source or the copy itself changed in place since (their tensors' version counters).
+    The fitted module itself is never touched; a module's copies go with it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._copies = weakref.WeakKeyDictionary()  # module -> {dtype: (versions, copy)}
+
+    def get(self, module: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
+        with self._lock:
+            copies = self._copies.setdefault(module, {})
+            versions, made = copies.get(dtype, (None, None))
+            if made is None or versions != (_versions(module), _versions(made)):
+                made = copy.deepcopy(module).to(dtype)
+                copies[dtype] = ((_versions(module), _versions(made)), made)
+            return made
+
+
+_DTYPE_COPIES = _DtypeCopies()
 
 
 class _ExplainMethods:
@@ -189,7 +220,9 @@ class BatchedInference:
     def astype(self, dtype) -> BatchedInference:
         """Return a copy of this fitted estimator whose module computes in ``dtype``.
 
-        This estimator is unchanged; the copy shares everything but the module.
+        This estimator is unchanged; the copy shares everything but the module, which is made
+        once per fitted module and dtype (later calls, from any thread, share it; it is made
+        again when either module's weights changed in place).
 
         Parameters
         ----------
@@ -212,7 +245,7 @@ class BatchedInference:
         """
         self._check_fitted()
         new = copy.copy(self)
-        new.module_ = copy.deepcopy(self.module_).to(getattr(torch, str(dtype)))
+        new.module_ = _DTYPE_COPIES.get(self.module_, getattr(torch, str(dtype)))
         return new
 
     # ------------------------------------------------------------------ explain
