@@ -237,3 +237,25 @@ def test_vision_transformers(fitted_vit, native, tmp_path):
     assert loaded.inference_precision == "float32"
     loaded.set_params(inference_precision="bf16")  # after load
     np.testing.assert_array_equal(loaded.predict_proba(X), p16)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_on_cuda(fitted, tmp_path):
+    """On CUDA: the support check is torch's for the device, and bf16 predictions (autocast
+    on CUDA where the GPU computes bfloat16) agree with float32; explanations unchanged."""
+    base, X = fitted
+    gpu = BcosTextClassifier.load(base.save(tmp_path / "m"), device="cuda")
+    with torch.cuda.device(0):
+        expected = torch.cuda.is_bf16_supported(including_emulation=False)
+    assert classifier.native_bf16("cuda") == classifier.native_bf16("cuda:0") == expected
+    bf16 = twin(gpu, inference_precision="bf16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error" if expected else "ignore")
+        proba = bf16.predict_proba(X)
+    if expected:
+        assert torch.bfloat16 in _dtypes(bf16, lambda: bf16.predict(X[:4]))
+    np.testing.assert_allclose(proba, gpu.predict_proba(X), atol=0.03)
+    a, b = gpu.explain(X[:4], dtype="float64"), bf16.explain(X[:4], dtype="float64")
+    for u, v in zip(_rows(a.values), _rows(b.values), strict=True):
+        assert np.array_equal(u, v)
