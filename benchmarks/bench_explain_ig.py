@@ -16,7 +16,9 @@ every word piece, ``[CLS]`` and ``[SEP]`` kept), three ways:
 * ``captum_batched``: the same over batches of 32 texts (padded by the tokeniser) with the
   fastest ``internal_batch_size`` of a grid, chosen on the first 64 texts.
 
-Each runs in a fresh process (its peak resident memory is its own); records seconds, texts/s,
+Each runs in a fresh process (its peak resident memory is its own), one thread; records wall
+and process-CPU seconds (the ratios use CPU time: on a shared machine it is what the runs
+compete for least), texts/s,
 the completeness error (``|sum of attributions - (f(x) - f(baseline))|``: Captum's convergence
 delta, the package's ``completeness_error``) and the ratios. Targets: the package at least 5x
 the per-text loop and 1.5x Captum batched, at an equal or smaller completeness error. Writes
@@ -43,14 +45,19 @@ def _texts(n):
     return split("rotten-tomatoes", None, n, 0)[1]
 
 
+def _timed(function, *args, **kwargs):
+    """``function(*args, **kwargs)`` and its (wall, process-CPU) seconds."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = function(*args, **kwargs)
+    return result, (time.perf_counter() - wall, time.process_time() - cpu)
+
+
 def run_package(args, texts):
     from interpretable import BertTextClassifier
 
     clf = BertTextClassifier.from_pretrained(args.checkpoint, max_length=64, device="cpu")
-    start = time.perf_counter()
-    explanation = clf.explain(texts, method="integrated_gradients", n_steps=args.n_steps,
-                              baseline="pad")
-    seconds = time.perf_counter() - start
+    explanation, seconds = _timed(clf.explain, texts, method="integrated_gradients",
+                                  n_steps=args.n_steps, baseline="pad")
     return seconds, np.abs(np.asarray(explanation.completeness_error, dtype=np.float64))
 
 
@@ -86,25 +93,21 @@ def _captum(args):
 
 def run_captum_per_text(args, texts):
     explain = _captum(args)
-    start = time.perf_counter()
-    errors = [explain([text], None)[1] for text in texts]
-    return time.perf_counter() - start, torch.cat(errors).numpy()
+    errors, seconds = _timed(lambda: [explain([text], None)[1] for text in texts])
+    return seconds, torch.cat(errors).numpy()
 
 
 def run_captum_batched(args, texts):
     explain = _captum(args)
     choice = {}
     for internal in INTERNAL_BATCH_GRID:  # the fastest internal batch on the first 64 texts
-        start = time.perf_counter()
-        for i in range(0, 64, 32):
-            explain(texts[i:i + 32], internal)
-        choice[internal] = time.perf_counter() - start
+        choice[internal] = _timed(lambda: [explain(texts[i:i + 32], internal)
+                                           for i in range(0, min(64, len(texts)), 32)])[1][1]
     best = min(choice, key=choice.get)
-    start = time.perf_counter()
-    errors = [explain(texts[i:i + 32], best)[1] for i in range(0, len(texts), 32)]
-    seconds = time.perf_counter() - start
+    errors, seconds = _timed(lambda: [explain(texts[i:i + 32], best)[1]
+                                      for i in range(0, len(texts), 32)])
     return seconds, torch.cat(errors).numpy(), {"internal_batch_size": best,
-                                                "grid_seconds_64_texts": {
+                                                "grid_cpu_seconds_64_texts": {
                                                     str(k): v for k, v in choice.items()}}
 
 
@@ -116,8 +119,8 @@ def child(args):
     torch.set_num_threads(args.threads)
     texts = _texts(args.texts)
     result = RUNS[args.child](args, texts)
-    seconds, errors = result[:2]
-    out = {"seconds": seconds, "texts_per_second": len(texts) / seconds,
+    (wall, cpu), errors = result[:2]
+    out = {"seconds": wall, "cpu_seconds": cpu, "texts_per_cpu_second": len(texts) / cpu,
            "completeness_error_mean": float(np.mean(errors)),
            "completeness_error_median": float(np.median(errors)),
            "completeness_error_max": float(np.max(errors)),
@@ -143,12 +146,12 @@ def main(args):
         print(name, record["runs"][name], flush=True)
     runs = record["runs"]
     if {"package", "captum_per_text", "captum_batched"} <= runs.keys():
-        ours = runs["package"]["seconds"]
+        ours = runs["package"]["cpu_seconds"]
         record["targets"] = [
-            target("IG, package over Captum one text per call",
-                   runs["captum_per_text"]["seconds"] / ours, 5),
-            target("IG, package over Captum batched at its best internal_batch_size",
-                   runs["captum_batched"]["seconds"] / ours, 1.5),
+            target("IG, package over Captum one text per call (CPU time)",
+                   runs["captum_per_text"]["cpu_seconds"] / ours, 5),
+            target("IG, package over Captum batched at its best internal_batch_size (CPU time)",
+                   runs["captum_batched"]["cpu_seconds"] / ours, 1.5),
             target("IG completeness error, package over Captum batched (mean)",
                    runs["package"]["completeness_error_mean"]
                    / runs["captum_batched"]["completeness_error_mean"], 1.0, at_most=True)]

@@ -64,9 +64,10 @@ def load(name: str):
 
 
 def default_results_dir() -> Path:
-    """Where reproductions write unless told (``--out``): ``interpretable/results`` in the
-    user's data folder (``$XDG_DATA_HOME``, else ``~/.local/share``), never the working
-    directory or the package.
+    """Return the folder reproductions write to unless told otherwise (``--out``).
+
+    ``interpretable/results`` in the user's data folder (``$XDG_DATA_HOME``, else
+    ``~/.local/share``): never the working directory or the package.
 
     Returns
     -------
