@@ -47,3 +47,30 @@ def test_a_checkpoint_folder_is_converted_and_explained_exactly(tmp_path):
     clf = BcosTextClassifier(checkpoint=tiny_checkpoint(tmp_path / "bert", "bert"),
                              max_length=32, max_epochs=1, random_state=0).fit(X, y)
     assert clf.explain(X_test, dtype="float64").completeness_error.max() <= 1e-9
+
+
+def test_every_explanation_method_and_the_report():
+    """The captum methods (occlusion, LIME, Kernel SHAP, integrated gradients' baselines) and
+    the evaluation report at the floors of captum, scikit-learn and scipy."""
+    from interpretable import EmbeddingBagClassifier
+    from interpretable.metrics import evaluate_explanations
+
+    X, y, X_test = _sentiment()
+    clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=1, random_state=0).fit(X, y)
+    for method in clf.explain_methods:
+        assert len(clf.explain(X_test[:2], method=method).values) == 2, method
+    clf.explain(X_test[:2], method="integrated_gradients", baseline="pad")
+    report = evaluate_explanations(clf, X_test[:4], methods=["inherent", "occlusion"])
+    assert {"comprehensiveness", "loo_kendall_tau"} <= set(report.to_frame()["metric"])
+
+
+def test_a_fine_tuned_classifier_folder_is_an_estimator(tmp_path):
+    from families import tiny_checkpoint
+
+    from interpretable import BertTextClassifier
+
+    folder = tiny_checkpoint(tmp_path / "roberta", "roberta", labels=["neg", "pos"])
+    clf = BertTextClassifier.from_pretrained(folder, device="cpu")
+    _, _, X_test = _sentiment()
+    assert clf.predict_proba(X_test).shape == (len(X_test), 2)
+    assert len(clf.explain(X_test[:2], method="lime", level="word").values) == 2
