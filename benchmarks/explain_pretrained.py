@@ -15,7 +15,8 @@ On the reproductions' Rotten Tomatoes split (stratified 80/20, seed 0):
    on the whole test split, and :func:`interpretable.metrics.evaluate_explanations` (every
    explanation method of each model) on the first ``--faithfulness`` test texts.
 
-``--report-models original`` (or ``bcos_twin``) reports one model only, so that two processes
+``--methods`` limits the report to some explanation methods; ``--report-models original`` (or
+``bcos_twin``) reports one model only, so that two processes
 can share the work; ``--merge A B`` writes ``<out>.json`` from the results files ``A`` and ``B``
 of such runs. Writes ``benchmarks/results/<out>.json``.
 """
@@ -98,7 +99,8 @@ def main(args):
             if name not in args.report_models:
                 continue
             report = evaluate_explanations(clf, texts, y_test[:args.faithfulness],
-                                           batch_size=args.batch_size, random_state=0)
+                                           methods=args.methods, batch_size=args.batch_size,
+                                           random_state=0)
             frame = report.to_frame().assign(model=name)
             frames.append(frame)
             out["models"][name]["report"] = json.loads(frame.to_json(orient="records"))
@@ -118,6 +120,8 @@ if __name__ == "__main__":
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--report-models", nargs="+", default=["original", "bcos_twin"])
+    parser.add_argument("--methods", nargs="+", default=None,
+                        help="the explanation methods reported (default: every one)")
     parser.add_argument("--merge", nargs=2, metavar="NAME")
     arguments = parser.parse_args()
     merge(arguments) if arguments.merge else main(arguments)
