@@ -34,7 +34,7 @@ FOLDER = Path(sys.prefix) / "real-vision"
 
 
 def _torchvision():
-    if FOLDER.is_dir() and str(FOLDER) not in sys.path:
+    if FOLDER.is_dir() and str(FOLDER) not in sys.path and "torchvision" not in sys.modules:
         sys.path.append(str(FOLDER))
     try:
         import torchvision
@@ -56,8 +56,12 @@ def _torchvision():
 def real_vision():
     """``(torchvision, timm)``, the real packages; skips the test (saying why) where
     torchvision or timm cannot be imported."""
-    torchvision = _torchvision()
-    return torchvision, pytest.importorskip("timm", reason="timm cannot be imported")
+    try:
+        torchvision = _torchvision()
+        return torchvision, pytest.importorskip("timm", reason="timm cannot be imported")
+    finally:  # imported packages stay; processes started later (Dask workers) must not find
+        if str(FOLDER) in sys.path:  # torchvision, which transformers would import there
+            sys.path.remove(str(FOLDER))
 
 
 def _seeded(build, seed):
