@@ -17,8 +17,8 @@ On the reproductions' Rotten Tomatoes split (stratified 80/20, seed 0):
 
 ``--methods`` limits the report to some explanation methods; ``--report-models original`` (or
 ``bcos_twin``) reports one model only, so that two processes
-can share the work; ``--merge A B`` writes ``<out>.json`` from the results files ``A`` and ``B``
-of such runs. Writes ``benchmarks/results/<out>.json``.
+can share the work; ``--merge A B ...`` writes ``<out>.json`` from the results files ``A``, ``B``, ...
+of such runs (their report rows concatenated). Writes ``benchmarks/results/<out>.json``.
 """
 import argparse
 import json
@@ -54,13 +54,12 @@ def twin(args, X_train, y_train):
 
 
 def merge(args):
-    """One results file from runs that reported one model each."""
+    """One results file from runs that reported some models or methods each."""
     runs = [json.loads((RESULTS / f"{name}.json").read_text()) for name in args.merge]
     out = {**runs[0], "command": [run["command"] for run in runs], "merged_from": args.merge}
-    for run in runs[1:]:
-        for name, record in run["models"].items():
-            if "report" in record:
-                out["models"][name]["report"] = record["report"]
+    for name, record in out["models"].items():
+        rows = [row for run in runs for row in run["models"][name].get("report", [])]
+        out["models"][name] = {**record, **({"report": rows} if rows else {})}
     (RESULTS / f"{args.out}.json").write_text(json.dumps(out, indent=1))
 
 
@@ -122,6 +121,6 @@ if __name__ == "__main__":
     parser.add_argument("--report-models", nargs="+", default=["original", "bcos_twin"])
     parser.add_argument("--methods", nargs="+", default=None,
                         help="the explanation methods reported (default: every one)")
-    parser.add_argument("--merge", nargs=2, metavar="NAME")
+    parser.add_argument("--merge", nargs="+", metavar="NAME")
     arguments = parser.parse_args()
     merge(arguments) if arguments.merge else main(arguments)
