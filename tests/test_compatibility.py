@@ -150,3 +150,25 @@ def test_pickles_naming_old_module_paths_load():
                       b"interpretable.estimators.seat\n")
     loaded = pickle.loads(old)
     assert type(loaded) is SEATClassifier and loaded.get_params() == est.get_params()
+
+
+@pytest.mark.parametrize("old", ["interpretable.estimators.bert.explainers",
+                                 "interpretable.estimators.explainers.bcos_text"])
+def test_pickled_word_piece_explanations_naming_where_the_class_was_load(old):
+    """``WordPieceExplanation`` lives in :mod:`interpretable.explanation`; a pickle naming the
+    module of the BERT explainers (where it was defined), or that module's path in the
+    development snapshots, loads."""
+    import pickle
+
+    from interpretable.explanation import WordPieceExplanation
+
+    explanation = WordPieceExplanation(
+        units=[["[CLS]", "good", "[SEP]"]], values=[np.array([0.0, 1.0, 0.0])],
+        target=np.array(["pos"]), prediction=np.array(["pos"]), method="gradient",
+        spans=[np.array([[-1, -1], [0, 4], [-1, -1]])], truncated=np.array([0]))
+    data = pickle.dumps(explanation, protocol=0)
+    assert b"interpretable.explanation.text\n" in data
+    loaded = pickle.loads(data.replace(b"interpretable.explanation.text\n",
+                                       old.encode() + b"\n"))
+    assert type(loaded) is WordPieceExplanation
+    assert loaded.to_frame().equals(explanation.to_frame())

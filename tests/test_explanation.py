@@ -265,7 +265,7 @@ def test_text_plot_colours_the_words_and_returns_the_figure():
 def test_every_explanation_plots_renders_and_exports(make):
     from matplotlib.figure import Figure
 
-    from interpretable.estimators.bert.explainers import WordPieceExplanation
+    from interpretable.explanation import WordPieceExplanation
 
     explanation = make()
     assert isinstance(explanation.plot(), Figure)

@@ -65,7 +65,7 @@ from .chunked import citing_samples, iter_explanations
 from .corpus import GlobalExplanation, global_explanation
 from .image import ImageExplanation, weights_to_rgba
 from .sequence import SequenceExplanation
-from .text import TokenExplanation, token_offsets
+from .text import TokenExplanation, WordPieceExplanation, token_offsets
 
 __all__ = [
     "FRAME_COLUMNS",
@@ -76,6 +76,7 @@ __all__ = [
     "ImageExplanation",
     "SequenceExplanation",
     "TokenExplanation",
+    "WordPieceExplanation",
     "citing_samples",
     "concat_explanations",
     "global_explanation",

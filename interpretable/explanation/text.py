@@ -340,3 +340,70 @@ class TokenExplanation(TextViews, ClassifierExplanation):
         starts = [0, *spans[:-1, 1]]
         return [(text[cursor:a], cell) for cursor, (a, _), cell in zip(starts, spans, cells)], \
             text[spans[-1, 1]:] if len(spans) else text
+
+
+@dataclass
+class WordPieceExplanation(TokenExplanation):
+    """A :class:`TokenExplanation` of a BERT-family classifier, at the level of its word pieces
+    or of the words of the text (the explainers of
+    :mod:`interpretable.estimators.bert.explainers` make it).
+
+    It has the fields of a token explanation and these.
+
+    Attributes
+    ----------
+    level : {"piece", "word"}
+        The units: the model's word pieces or the words of the text.
+    spans : list of ndarray of shape (T_i, 2)
+        Per sample, the character spans of the units in the text (-1: not in the text).
+    position_type : ndarray of shape (n_samples,) or None
+        The position / token-type share of the logit (part of ``bias``); None for post-hoc
+        methods.
+    truncated : ndarray of shape (n_samples,)
+        The word pieces of each text cut off by ``max_length`` (0: all seen).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable.explanation import WordPieceExplanation
+    >>> explanation = WordPieceExplanation(
+    ...     units=[["[CLS]", "good", "film", "[SEP]"]], values=[np.array([0.0, 0.5, 0.25, 0.0])],
+    ...     target=np.array(["pos"]), prediction=np.array(["pos"]), method="gradient",
+    ...     inputs=["good film"], spans=[np.array([[-1, -1], [0, 4], [5, 9], [-1, -1]])],
+    ...     truncated=np.array([0]))
+    >>> explanation.to_frame("samples")["truncated"].tolist()
+    [0]
+    """
+
+    level: str = "piece"
+    spans: list | None = None
+    position_type: np.ndarray | None = None
+    truncated: np.ndarray | None = None
+    _per_sample = TokenExplanation._per_sample + ("spans", "position_type", "truncated")
+
+    @property
+    def offsets(self) -> list | None:
+        """The tokeniser's exact character spans (see :attr:`spans`)."""
+        return self.spans
+
+    def to_frame(self, kind: str = "units") -> pd.DataFrame:
+        """As :meth:`TokenExplanation.to_frame`; ``kind="samples"`` adds ``position_type``
+        (when known) and ``truncated``."""
+        frame = super().to_frame(kind)
+        if kind == "samples":
+            for name in ("position_type", "truncated"):
+                if getattr(self, name) is not None:
+                    frame[name] = np.asarray(getattr(self, name))
+        return frame
+
+    def to_html(self, scale="shared", *, standalone: bool = False) -> str:
+        """As :meth:`TokenExplanation.to_html`, with a note naming truncated samples."""
+        html = super().to_html(scale, standalone=standalone)
+        cut = [] if self.truncated is None else np.flatnonzero(np.asarray(self.truncated))
+        if len(cut) == 0:
+            return html
+        names = ", ".join(str(self.ids()[i]) for i in cut[:10]) + (" …" if len(cut) > 10 else "")
+        note = (f'<p class="ie-note">Truncated to the model\'s max_length: sample(s) {names}; '
+                "only the start of their text was seen (the rest is not coloured).</p>")
+        at = html.find('<div class="ie-row"')
+        return html[:at] + note + html[at:] if at >= 0 else html

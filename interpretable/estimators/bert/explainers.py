@@ -1,5 +1,6 @@
 """Explainers of the fine-tuned BERT-family text classifiers
-(:mod:`interpretable.estimators.bert.estimators`), assembled into a :class:`WordPieceExplanation`:
+(:mod:`interpretable.estimators.bert.estimators`), assembled into a
+:class:`~interpretable.explanation.WordPieceExplanation`:
 
 * ``"inherent"`` (:class:`BcosTextContributions`, B-cos models only, their default): the exact
   contribution ``W(x)_t · word_t`` of every word piece to the explained logit, one forward and
@@ -46,13 +47,12 @@ flags it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 import torch
 
-from ...explanation import TokenExplanation
+from ...explanation import WordPieceExplanation  # defined here before: pickles name this path
 from ...nn.losses import explained_logits
 from ..core.explainer import Attributions, Explainer
 from ..text.explainers import (
@@ -76,64 +76,9 @@ __all__ = [
     "BertLime",
     "BertOcclusion",
     "BertRollout",
-    "WordPieceExplanation",
 ]
 
 LEVELS = ("piece", "word")
-
-
-@dataclass
-class WordPieceExplanation(TokenExplanation):
-    """A :class:`~interpretable.explanation.TokenExplanation` of a BERT-family classifier.
-
-    It has the fields of a token explanation and these.
-
-    Attributes
-    ----------
-    level : {"piece", "word"}
-        The units: the model's word pieces or the words of the text (see
-        :mod:`interpretable.estimators.bert.explainers`).
-    spans : list of ndarray of shape (T_i, 2)
-        Per sample, the character spans of the units in the text (-1: not in the text).
-    position_type : ndarray of shape (n_samples,) or None
-        The position / token-type share of the logit (part of ``bias``); None for post-hoc
-        methods.
-    truncated : ndarray of shape (n_samples,)
-        The word pieces of each text cut off by ``max_length`` (0: all seen).
-    """
-
-    level: str = "piece"
-    spans: list | None = None
-    position_type: np.ndarray | None = None
-    truncated: np.ndarray | None = None
-    _per_sample = TokenExplanation._per_sample + ("spans", "position_type", "truncated")
-
-    @property
-    def offsets(self) -> list | None:
-        """The tokeniser's exact character spans (see :attr:`spans`)."""
-        return self.spans
-
-    def to_frame(self, kind: str = "units"):
-        """As :meth:`TokenExplanation.to_frame`; ``kind="samples"`` adds ``position_type``
-        (when known) and ``truncated``."""
-        frame = super().to_frame(kind)
-        if kind == "samples":
-            for name in ("position_type", "truncated"):
-                if getattr(self, name) is not None:
-                    frame[name] = np.asarray(getattr(self, name))
-        return frame
-
-    def to_html(self, scale="shared", *, standalone: bool = False) -> str:
-        """As :meth:`TokenExplanation.to_html`, with a note naming truncated samples."""
-        html = super().to_html(scale, standalone=standalone)
-        cut = [] if self.truncated is None else np.flatnonzero(np.asarray(self.truncated))
-        if len(cut) == 0:
-            return html
-        names = ", ".join(str(self.ids()[i]) for i in cut[:10]) + (" …" if len(cut) > 10 else "")
-        note = (f'<p class="ie-note">Truncated to the model\'s max_length: sample(s) {names}; '
-                "only the start of their text was seen (the rest is not coloured).</p>")
-        at = html.find('<div class="ie-row"')
-        return html[:at] + note + html[at:] if at >= 0 else html
 
 
 def _word_level(values, bias, pieces, text: str, norm: bool = False):
