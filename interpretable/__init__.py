@@ -13,8 +13,9 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _LAZY = {
     "EmbeddingBagClassifier": "interpretable.estimators.text.embedding_bag",
-    "BcosViTClassifier": "interpretable.estimators.vision.estimators",
-    "ViTClassifier": "interpretable.estimators.vision.estimators",
+    "BcosViTClassifier": "interpretable.estimators.vision.bcos_vit",
+    "BcosSimpleViTClassifier": "interpretable.estimators.vision.bcos_simple_vit",
+    "ViTClassifier": "interpretable.estimators.vision.vit",
     "AttentionTextClassifier": "interpretable.estimators.text.attention",
     "DiversityLSTMClassifier": "interpretable.estimators.text.diversity_lstm",
     "SEATClassifier": "interpretable.estimators.seat.estimator",
@@ -31,7 +32,7 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY)
-_compat.install()  # old module paths (pickles of 0.1 / 0.2) resolve to the new ones
+_compat.install()  # module paths of the development snapshots resolve to the new ones
 
 
 def __getattr__(name):

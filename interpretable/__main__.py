@@ -27,7 +27,7 @@ def write_views(out: Path) -> list[Path]:
     from .estimators.sequence.language_model import ISANLanguageModel
     from .estimators.text.diversity_lstm import DiversityLSTMClassifier
     from .estimators.text.embedding_bag import EmbeddingBagClassifier
-    from .estimators.vision.estimators import BcosViTClassifier
+    from .estimators.vision import BcosViTClassifier
     from .explanation import global_explanation
     from .pipeline import make_explainable_pipeline
 

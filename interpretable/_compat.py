@@ -1,5 +1,5 @@
-"""Module paths of versions 0.1 / 0.2, which pickles and user code may name, resolved to where
-the code lives now.
+"""Module paths of the development snapshots before release 0.1.0, which pickles and user code
+may name, resolved to where the code lives now.
 
 The estimators moved into one subpackage per model family (``estimators/core``, ``text``,
 ``seat``, ``bert``, ``vision``, ``sequence``) and the B-cos layers into ``nn/bcos``. A pickle
@@ -19,7 +19,12 @@ import importlib.machinery
 import importlib.util
 import sys
 
-__all__ = ["MOVED_MODULES", "MovedModuleFinder", "install"]
+__all__ = ["MOVED_MODULES", "MovedModuleFinder", "install", "SHIMS_REMOVED_IN"]
+
+#: the release that removes every shim for the development snapshots: this module's moved
+#: paths, the estimators' ``_params_added`` / ``_fitted_added`` and ``_upgrade_config`` hand-ons,
+#: the snapshot readers of the text encoders (see CHANGELOG.md, "Compatibility policy")
+SHIMS_REMOVED_IN = "1.0.0"
 
 #: old module path -> the module that holds its code now
 MOVED_MODULES = {
@@ -49,7 +54,8 @@ MOVED_MODULES = {
     "interpretable.estimators.bert_callbacks": "interpretable.estimators.bert.callbacks",
     "interpretable.estimators.explainers.bcos_text": "interpretable.estimators.bert.explainers",
     "interpretable.estimators.vision_base": "interpretable.estimators.vision.base",
-    "interpretable.estimators.bcos_vit_hooks": "interpretable.estimators.vision.estimators",
+    "interpretable.estimators.bcos_vit_hooks": "interpretable.estimators.vision",
+    "interpretable.estimators.vision.estimators": "interpretable.estimators.vision",
     "interpretable.estimators.pretrained": "interpretable.estimators.vision.pretrained",
     "interpretable.estimators.augmentation": "interpretable.estimators.vision.augmentation",
     "interpretable.estimators.explainers.image": "interpretable.estimators.vision.explainers",
@@ -66,6 +72,8 @@ MOVED_MODULES = {
     "interpretable.nn.bcos_zoo": "interpretable.nn.bcos.zoo",
     "interpretable.nn.bcos_bert": "interpretable.nn.bcos.bert",
     "interpretable.nn.bcos_bert_layers": "interpretable.nn.bcos.bert_layers",
+    "interpretable.nn.vit": "interpretable.nn.stem_vit",
+    "interpretable.nn.conventional_vit": "interpretable.nn.library_vit",
 }
 
 

@@ -12,7 +12,7 @@ from interpretable.attribution.vision import gradcam, inherent, inherent_terms
 from interpretable.nn.bcos.holistic_vit import BcosAttention, BcosViT
 from interpretable.nn.bcos.layers import BcosConv2d, BcosLinear, encode_image, explanation_mode
 from interpretable.nn.heads import mha_forward
-from interpretable.nn.vit import ViT
+from interpretable.nn.stem_vit import ViT
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ import torch
 from interpretable.attribution.vision import attribute, inherent_terms
 from interpretable.nn.bcos.holistic_vit import BcosViT
 from interpretable.nn.bcos.layers import encode_image
-from interpretable.nn.vit import ViT
+from interpretable.nn.stem_vit import ViT
 
 METHODS = ("inherent", "rollout", "gradsam", "gradcam", "input_x_gradient",
            "integrated_gradients")

@@ -26,7 +26,7 @@ from interpretable.nn.bcos.vit_conversion import (
     finetuning_start,
 )
 from interpretable.nn.bcos.zoo import to_bcos_state_dict
-from interpretable.nn.conventional_vit import LAYOUTS, ConventionalViT
+from interpretable.nn.library_vit import LAYOUTS, ConventionalViT
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _real_vision import timm_vit, torchvision_vit  # noqa: E402

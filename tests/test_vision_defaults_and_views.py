@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from interpretable import BcosViTClassifier, ViTClassifier
-from interpretable.nn.conventional_vit import LAYOUTS
+from interpretable.nn.library_vit import LAYOUTS
 from interpretable.params import StrOptions
 
 matplotlib.use("Agg")

@@ -57,7 +57,7 @@ class QuantusModel(nn.Module):
         super().__init__()
         if getattr(estimator, "module_", None) is None or not hasattr(estimator, "encode"):
             raise TypeError("QuantusModel needs a fitted image estimator from "
-                            "interpretable.estimators.vision.estimators.")
+                            "interpretable.estimators.vision.")
         self.estimator = estimator
         self.net = estimator.module_
         self.training = False  # as the fitted module: Quantus refuses models in training mode

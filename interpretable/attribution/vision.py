@@ -4,7 +4,7 @@
 [attention (B, heads, N, N)] per layer)``, ``forward_features(x) -> (final token map
 (B, D, h, w), attentions)``, ``forward_head(token map) -> logits`` and ``grid_size`` (token
 grid); both :class:`~interpretable.nn.bcos.holistic_vit.BcosViT` and
-:class:`~interpretable.nn.vit.ViT` qualify. All methods return (B, H, W) pixel maps. No method
+:class:`~interpretable.nn.stem_vit.ViT` qualify. All methods return (B, H, W) pixel maps. No method
 changes the model (no hooks, no flags), so several threads may explain with one model at once.
 
 * ``"inherent"``: B-cos contribution maps ``W(x)ᵀ_k ⊙ x`` summed over channels (exact).

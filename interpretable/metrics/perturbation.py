@@ -30,7 +30,7 @@ def pixel_perturbation(clf, X, y, method: str | None = None, max_fraction: float
     Parameters
     ----------
     clf : fitted image classifier
-        From :mod:`interpretable.estimators.vision.estimators`.
+        From :mod:`interpretable.estimators.vision`.
     X : ndarray of shape (n, H, W[, C])
         Images.
     y : ndarray of shape (n,)

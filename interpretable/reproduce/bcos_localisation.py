@@ -92,7 +92,7 @@ def run(quick: bool = False, epochs=None, n_grids=None, settings=None, models=No
         seed: int = 0, threads=1) -> dict:
     import torch
 
-    from ..estimators.vision.estimators import BcosViTClassifier
+    from ..estimators.vision import BcosViTClassifier
 
     if threads:
         torch.set_num_threads(threads)

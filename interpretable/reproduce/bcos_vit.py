@@ -142,7 +142,7 @@ def run(quick: bool = False, epochs=None, n_train=None, priors=None, n_grids=Non
         threads=1, vit: bool = True, metrics: bool = True) -> dict:
     import torch
 
-    from ..estimators.vision.estimators import BcosViTClassifier, ViTClassifier
+    from ..estimators.vision import BcosViTClassifier, ViTClassifier
     from ..metrics import grid_pointing_game, pixel_perturbation
     from ..metrics.localisation import confident_grids, smoothing_kernel
 
@@ -283,7 +283,7 @@ def demo() -> None:
     import torch
 
     from ..datasets import load_digits_images
-    from ..estimators.vision.estimators import BcosViTClassifier
+    from ..estimators.vision import BcosViTClassifier
 
     torch.set_num_threads(1)
     X, y = load_digits_images(return_X_y=True)

@@ -6,7 +6,7 @@ budget.
 ``python -m interpretable reproduce bcosify [--quick] [--part {all,vision,text}]``:
 
 * vision: a conventional ViT in timm's layout
-  (:class:`~interpretable.nn.conventional_vit.ConventionalViT`: class token, learned positions,
+  (:class:`~interpretable.nn.library_vit.ConventionalViT`: class token, learned positions,
   pre-norm blocks with LayerNorm eps 1e-6, GELU MLPs, head on the class token; 8×8 tokens of
   patch 4 at 32 px, width 64, 4 blocks of 4 heads, on ImageNet-normalised images) learns
   digits on black, then textured digits (the phases of :mod:`.bcos_localisation`,
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ..attribution.vision import METHODS
-from ..estimators.vision.estimators import ViTClassifier
+from ..estimators.vision import ViTClassifier
 from ..progress import report
 from .bcos_localisation import localisation_scores, setting_split
 from .bcos_vit import SIZE, ZOOM_OUT, _fit
@@ -121,7 +121,7 @@ def vision(cfg: dict, seed: int, n_test=None) -> dict:
     """The vision comparison: ``{"conversion_max_logit_error", "models": {name: row}}``."""
     import torch
 
-    from ..estimators.vision.estimators import BcosViTClassifier
+    from ..estimators.vision import BcosViTClassifier
     from ..nn.bcos.layers import encode_image
     from ..nn.bcos.vit_conversion import bcosify_vit
 

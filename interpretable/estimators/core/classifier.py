@@ -193,8 +193,8 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "inference_precision": [StrOptions(set(INFERENCE_PRECISIONS))],
     }
-    #: added after version 0.1 (see :meth:`~.base.NeuralEstimator._upgrade_config`)
-    _params_since_0_1 = {"inference_precision": "float32"}
+    #: added during development (see :meth:`~.base.NeuralEstimator._upgrade_config`)
+    _params_added = {"inference_precision": "float32"}
 
     def _fit_labels(self, y) -> np.ndarray:
         """Class indices (n,) of the training labels ``y``; sets ``classes_``, or when the fit

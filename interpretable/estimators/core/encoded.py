@@ -55,5 +55,5 @@ class EncodedInputs:
         return len(next(iter(self.inputs.values())))
 
 
-#: the name of versions 0.1 and 0.2 (kept for code that imports it)
+#: the name of the development snapshots (kept for code that imports it; removed in 1.0.0)
 Batch = EncodedInputs

@@ -163,12 +163,18 @@ def set_estimator_state(estimator, state) -> None:
     cls = type(estimator)
     if not isinstance(state, dict) or state.get("interpretable_state") != STATE_VERSION:
         raise ValueError(f"not the state of a {cls.__name__} of this version of interpretable "
-                         "(pickles of version 0.1 hold torch objects: unpickle them with that "
-                         "version, save() the model and load() the folder).")
+                         "(pickles of the first development snapshots hold torch objects: unpickle "
+                         "them with that snapshot, save() the model and load() the folder).")
     if state.keys() not in (_KEYS, _FITTED_KEYS) or state["estimator"] != cls.saved_as:
         raise ValueError(f"the state of a {cls.__name__} needs the keys {sorted(_FITTED_KEYS)} "
                          f"and estimator {cls.saved_as!r}; got {sorted(state)[:8]} and "
                          f"{state['estimator']!r:.40}.")
+    klass = cls._upgrade_config(state["params"], [], None)[0]
+    if klass is not cls:  # the state of a class whose network another class holds now
+        estimator.__class__ = cls = klass
+        state = {**state, "estimator": cls.saved_as,
+                 **{key: cls._upgrade_config(state[key], [], None)[1]
+                    for key in ("params", "fitted_params") if key in state}}
     params = _checked_params(cls, state["params"])
     if state.keys() == _FITTED_KEYS:
         restored = _restored(cls, state, params["device"])

@@ -35,14 +35,15 @@ from .variants import VARIANTS, SEATVariant, TrainingPhase
 __all__ = ["SEATClassifier"]
 
 
-#: version 0.1's SEATClassifier parameters, now held by the variant objects
-_PARAMS_0_1 = ("method", "objective", "k", "lambda_topk", "lambda_stability", "pgd_radius",
-               "pgd_steps", "pgd_step_size", "pgd_norm", "pgd_clamp", "divergence",
+#: the SEATClassifier parameters of the development snapshots (removed in 1.0.0), now held by
+#: the variant objects
+_SNAPSHOT_PARAMS = ("method", "objective", "k", "lambda_topk", "lambda_stability", "pgd_radius",
+                    "pgd_steps", "pgd_step_size", "pgd_norm", "pgd_clamp", "divergence",
                "seat_epochs", "seat_lr", "adv_epsilon")
 
 
-def _variant_0_1(old: dict) -> SEATVariant:
-    """The variant equal to version 0.1's ``method`` / ``objective`` / ... parameters."""
+def _snapshot_variant(old: dict) -> SEATVariant:
+    """The variant equal to a snapshot's ``method`` / ``objective`` / ... parameters."""
     method, objective = old["method"], old["objective"]
     if method != "seat":
         cls = VARIANTS[method]
@@ -440,15 +441,15 @@ class SEATClassifier(AttentionTextClassifier):
     # ------------------------------------------------------------------ persistence
     @classmethod
     def _upgrade_config(cls, params: dict, dropped: list, fitted):
-        """A model saved by version 0.1 (``method=``, ``objective=``, ``k=``, ...): its
-        parameters become the equal variant; then the parameters added since
-        (:attr:`_params_since_0_1`)."""
+        """A model saved by a development snapshot (``method=``, ``objective=``, ``k=``, ...):
+        its parameters become the equal variant; then the parameters added since
+        (:attr:`_params_added`)."""
         if not isinstance(params, dict) or "method" not in params:
             return super()._upgrade_config(params, dropped, fitted)
-        old = {k: from_jsonable(params.get(k)) for k in _PARAMS_0_1}
-        variant = _variant_0_1(old)
-        params = {k: v for k, v in params.items() if k not in _PARAMS_0_1}
-        dropped = [k for k in dropped if k not in _PARAMS_0_1] + ["variant"]
+        old = {k: from_jsonable(params.get(k)) for k in _SNAPSHOT_PARAMS}
+        variant = _snapshot_variant(old)
+        params = {k: v for k, v in params.items() if k not in _SNAPSHOT_PARAMS}
+        dropped = [k for k in dropped if k not in _SNAPSHOT_PARAMS] + ["variant"]
         if isinstance(fitted, dict):
             fitted = {**fitted, "variant": to_jsonable(
                 {"name": variant.name, "params": variant.get_params()})}

@@ -36,7 +36,8 @@ from .explainers import (
     Rollout,
 )
 
-__all__ = ["EncodedImages", "VisionTransformerClassifier", "INFERENCE_MEMORY", "activation_bytes",
+__all__ = ["EncodedImages", "VisionTransformerClassifier", "SizedVisionTransformerClassifier",
+           "INFERENCE_MEMORY", "activation_bytes",
            "resize_size"]
 
 #: bytes the activations of one inference batch may take on CPU (on CUDA: half the free memory)
@@ -117,19 +118,13 @@ class VisionTransformerClassifier(NeuralClassifier):
 
     _parameter_constraints = {
         **NeuralClassifier._parameter_constraints,
-        "patch_size": [Interval(Integral, 1, None, closed="left")],
-        "embed_dim": [Interval(Integral, 1, None, closed="left")],
-        "depth": [Interval(Integral, 1, None, closed="left")],
-        "num_heads": [Interval(Integral, 1, None, closed="left")],
-        "mlp_ratio": [Interval(Real, 0, None, closed="neither")],
-        "stem_channels": [tuple, list],
         "image_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
         "zoom_out": [tuple, list, None],
         "zoom_out_probability": [Interval(Real, 0, 1, closed="both")],
         "lr_decay_at": [Interval(Real, 0, 1, closed="right"), None],
     }
-    _params_since_0_1 = {**NeuralClassifier._params_since_0_1, "image_size": "auto"}
-    _fitted_since_0_1 = {"crop_size_": None}
+    _params_added = {**NeuralClassifier._params_added, "image_size": "auto"}
+    _fitted_added = {"crop_size_": None}
     _expected_failed_checks = dict.fromkeys(
         TABULAR_CHECKS + TABULAR_CLASSIFIER_CHECKS + ("check_fit2d_1sample",),
         "fits on 2-d numeric data, which an image classifier refuses: it takes image batches "
@@ -154,17 +149,13 @@ class VisionTransformerClassifier(NeuralClassifier):
         """(n, H, W, C) float32 in [0, 1] -> model input (n, C', H, W)."""
         raise NotImplementedError
 
-    def _stem_channels(self) -> tuple:
-        """``stem_channels`` resolved: the channels of the stem's convolutions."""
-        return tuple(self.stem_channels)
-
     def _crop_size(self) -> int | None:
         """``image_size`` resolved: None (images as given) or the crop size."""
         return None if self.image_size == "auto" else self.image_size
 
     def _token_stride(self, channels: int) -> tuple[int, str]:
         """(input pixels per token side, what sets it) for images of ``channels`` channels."""
-        return self.patch_size, f"patch_size={self.patch_size}"
+        raise NotImplementedError
 
     def _prepare_fit(self) -> None:
         """Set further fitted attributes once ``classes_``, ``n_channels_`` and
@@ -205,18 +196,6 @@ class VisionTransformerClassifier(NeuralClassifier):
         self.crop_size_ = crop
 
     def _check_params(self) -> None:
-        if self.embed_dim % self.num_heads:
-            raise ValueError(f"embed_dim={self.embed_dim} must be divisible by "
-                             f"num_heads={self.num_heads}.")
-        if int(self.embed_dim * self.mlp_ratio) < 1:
-            raise ValueError(f"mlp_ratio={self.mlp_ratio} gives an MLP of "
-                             f"int(embed_dim * mlp_ratio) = 0 units (embed_dim="
-                             f"{self.embed_dim}); it must be at least 1.")
-        channels = self._stem_channels()
-        if not all(isinstance(c, Integral) and not isinstance(c, bool) and c >= 1
-                   for c in channels):
-            raise ValueError(f"stem_channels must be a sequence of integers >= 1, got "
-                             f"{channels!r}.")
         scale = self.zoom_out
         if scale is not None and not (
                 len(scale) == 2
@@ -370,3 +349,41 @@ class VisionTransformerClassifier(NeuralClassifier):
         budget = INFERENCE_MEMORY if device.type != "cuda" else \
             torch.cuda.mem_get_info(device)[0] // 2
         return max(1, budget // _BYTES_PER_IMAGE[key])
+
+
+class SizedVisionTransformerClassifier(VisionTransformerClassifier):
+    """A :class:`VisionTransformerClassifier` whose network the parameters size:
+    ``patch_size``, ``embed_dim``, ``depth``, ``num_heads``, ``mlp_ratio`` and
+    ``stem_channels`` (the holistic B-cos ViT and the conventional ViT)."""
+
+    _parameter_constraints = {
+        **VisionTransformerClassifier._parameter_constraints,
+        "patch_size": [Interval(Integral, 1, None, closed="left")],
+        "embed_dim": [Interval(Integral, 1, None, closed="left")],
+        "depth": [Interval(Integral, 1, None, closed="left")],
+        "num_heads": [Interval(Integral, 1, None, closed="left")],
+        "mlp_ratio": [Interval(Real, 0, None, closed="neither")],
+        "stem_channels": [tuple, list],
+    }
+
+    def _stem_channels(self) -> tuple:
+        """``stem_channels`` resolved: the channels of the stem's convolutions."""
+        return tuple(self.stem_channels)
+
+    def _token_stride(self, channels: int) -> tuple[int, str]:
+        return self.patch_size, f"patch_size={self.patch_size}"
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.embed_dim % self.num_heads:
+            raise ValueError(f"embed_dim={self.embed_dim} must be divisible by "
+                             f"num_heads={self.num_heads}.")
+        if int(self.embed_dim * self.mlp_ratio) < 1:
+            raise ValueError(f"mlp_ratio={self.mlp_ratio} gives an MLP of "
+                             f"int(embed_dim * mlp_ratio) = 0 units (embed_dim="
+                             f"{self.embed_dim}); it must be at least 1.")
+        channels = self._stem_channels()
+        if not all(isinstance(c, Integral) and not isinstance(c, bool) and c >= 1
+                   for c in channels):
+            raise ValueError(f"stem_channels must be a sequence of integers >= 1, got "
+                             f"{channels!r}.")

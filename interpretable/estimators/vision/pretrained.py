@@ -1,5 +1,5 @@
 """B-cos v2 architectures and pretrained checkpoints for
-:class:`~interpretable.estimators.vision.estimators.BcosViTClassifier`: what ``architecture`` and
+:class:`~interpretable.estimators.vision.bcos_simple_vit.BcosSimpleViTClassifier`: what ``architecture`` and
 ``pretrained`` resolve to, starting a fit from a checkpoint (a new classifier, frozen layers),
 the fine-tuning learning-rate schedule, and the ImageNet classifier of ``from_pretrained``.
 
@@ -30,13 +30,12 @@ from ...nn.bcos.vit_conversion import (
 )
 from ...nn.bcos.zoo import PRETRAINED, load_checkpoint, read_state_dict
 
-__all__ = ["HOLISTIC", "BACKBONE_KEYS", "HOLISTIC_PARAMS", "RELEASED_CROP", "released_name",
+__all__ = ["BACKBONE_KEYS", "RELEASED_CROP", "released_name",
            "resolve_architecture", "check_backbone", "conventional_backbone", "v2_token_stride",
            "pretrained_format", "read_pretrained",
            "start_from", "imprint_classifier", "set_trainable", "imagenet_head", "head_order",
            "read_weights"]
 
-HOLISTIC = "holistic"
 #: the :class:`~interpretable.nn.bcos.simple_vit.BcosSimpleViT` arguments an ``architecture`` dict
 #: gives (the network's size); ``stem_channels`` is optional
 BACKBONE_KEYS = ("dim", "depth", "heads", "mlp_dim", "patch_size", "stem_channels")
@@ -44,10 +43,6 @@ BACKBONE_KEYS = ("dim", "depth", "heads", "mlp_dim", "patch_size", "stem_channel
 SET_BY_ESTIMATOR = {"num_classes": "the labels y", "in_channels": "the images",
                     "image_size": "image_size=", "logit_bias": "logit_bias=",
                     "bcosified": "the format of pretrained="}
-#: BcosViTClassifier parameters of the holistic design only
-HOLISTIC_PARAMS = ("patch_size", "embed_dim", "depth", "num_heads", "mlp_ratio",
-                   "stem_channels", "attention_prior", "b", "max_out", "scale_factor",
-                   "output_scale", "stem_stride")
 #: the crop size of the released models' evaluation transform
 RELEASED_CROP = 224
 _HEAD = "linear_head.linear."  # the classifier's parameters (replaced when fine-tuning)
@@ -68,8 +63,8 @@ def check_backbone(architecture, bcosified: bool = False) -> dict:
     """A checked copy of an ``architecture`` dict (:data:`BACKBONE_KEYS`); ``bcosified``: of a
     B-cosified conventional ViT (learned positions, so any ``dim`` that ``heads`` divides)."""
     if not isinstance(architecture, Mapping):
-        raise TypeError(f"architecture must be None, {HOLISTIC!r}, a released name or a dict "
-                        f"of BcosSimpleViT arguments, got {type(architecture).__name__}.")
+        raise TypeError(f"architecture must be None, a released name or a dict of "
+                        f"BcosSimpleViT arguments, got {type(architecture).__name__}.")
     reserved = sorted(set(architecture) & set(SET_BY_ESTIMATOR))
     if reserved:
         raise ValueError(f"architecture sets {reserved}, which the estimator sets (from "
@@ -113,11 +108,11 @@ def conventional_backbone(architecture, what: str, read_sizes: Callable[[int], M
                           bcosified=True)
 
 
-def resolve_architecture(architecture, pretrained) -> str | dict:
-    """:data:`HOLISTIC`, or the checked backbone dict of a B-cos v2 architecture.
+def resolve_architecture(architecture, pretrained) -> dict:
+    """The checked backbone dict of a B-cos v2 architecture.
 
-    ``architecture`` None is the holistic ViT, or with ``pretrained`` the released model it
-    names; a released name must agree with a released ``pretrained``. The state dict of a
+    ``architecture`` None is the released model that ``pretrained`` names; a released name
+    must agree with a released ``pretrained``. The state dict of a
     conventional ViT as ``pretrained`` needs ``{"heads": h}`` only
     (:func:`conventional_backbone`)."""
     name = released_name(pretrained)
@@ -132,23 +127,15 @@ def resolve_architecture(architecture, pretrained) -> str | dict:
                 f"{fmt} VisionTransformer (learned positions, a class token)",
                 lambda heads: read_conventional(state, architecture={"heads": heads})[2])
     if architecture is None:
-        if pretrained is None:
-            return HOLISTIC
         if name is None:
             raise ValueError(f"cannot tell the architecture of pretrained={pretrained!r}: pass "
                              f"architecture= (a released name of {sorted(PRETRAINED)} or a dict "
                              f"of BcosSimpleViT arguments {list(BACKBONE_KEYS)}).")
         architecture = name
     if isinstance(architecture, str):
-        if architecture == HOLISTIC:
-            if pretrained is not None:
-                raise ValueError("the holistic architecture has no released weights; "
-                                 "pretrained= needs a B-cos v2 architecture.")
-            return HOLISTIC
         if architecture not in PRETRAINED:
-            raise ValueError(f"architecture={architecture!r} is not {HOLISTIC!r}, a released "
-                             f"name of {sorted(PRETRAINED)} or a dict of BcosSimpleViT "
-                             "arguments.")
+            raise ValueError(f"architecture={architecture!r} is not a released name of "
+                             f"{sorted(PRETRAINED)} or a dict of BcosSimpleViT arguments.")
         if name is not None and name != architecture:
             raise ValueError(f"pretrained={pretrained!r} holds the weights of {name}, not of "
                              f"architecture={architecture!r}.")

@@ -1,6 +1,8 @@
-"""Conventional Vision Transformer of the same size as
-:class:`~interpretable.nn.bcos.holistic_vit.BcosViT`:
-CNN stem, learned positional embedding, pre-LayerNorm blocks with GELU MLPs, mean pooling."""
+"""A conventional Vision Transformer with a CNN stem, of the same size as
+:class:`~interpretable.nn.bcos.holistic_vit.BcosViT` (the B-cos ViT's baseline, ``layout="stem"``
+of :class:`~interpretable.ViTClassifier`): CNN stem, learned positional embedding,
+pre-LayerNorm blocks with GELU MLPs, mean pooling. The ViTs of torchvision's and timm's layouts
+are :mod:`interpretable.nn.library_vit`."""
 from __future__ import annotations
 
 from typing import Sequence
