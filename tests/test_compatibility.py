@@ -172,3 +172,19 @@ def test_pickled_word_piece_explanations_naming_where_the_class_was_load(old):
                                        old.encode() + b"\n"))
     assert type(loaded) is WordPieceExplanation
     assert loaded.to_frame().equals(explanation.to_frame())
+
+
+def test_family_explainer_modules_import_under_their_short_names():
+    """``explainers.bert`` (B-cos and conventional BERT-family classifiers), ``text``,
+    ``image`` and ``sequence`` are the families' modules, importable by those paths (the API
+    reference documents them so); ``bcos_text`` is left to the snapshots' path table."""
+    import importlib
+
+    from interpretable.estimators import explainers
+    from interpretable.estimators.bert import explainers as bert
+
+    assert importlib.import_module("interpretable.estimators.explainers.bert") is bert
+    assert explainers.bert is bert and "bcos_text" not in explainers.__all__
+    for family in ("text", "image", "sequence"):
+        module = importlib.import_module(f"interpretable.estimators.explainers.{family}")
+        assert module is getattr(explainers, family)

@@ -8,6 +8,9 @@ declares the methods it offers in its ``explainers`` class attribute, its defaul
 and ``estimator.explain_methods`` lists their names. Options only metrics need (e.g.
 ``embedding_offset``) go through ``get_explainer(estimator, name).explain(estimator, X, ...)``.
 
+Each family's explainers are here under a short name: ``text``, ``bert`` (the BERT-family
+classifiers, B-cos and conventional), ``image`` and ``sequence``.
+
 Adding a method is writing one object and declaring it on the estimator (see
 CONTRIBUTING.md)::
 
@@ -20,7 +23,9 @@ CONTRIBUTING.md)::
         explainers = (*EmbeddingBagClassifier.explainers, TokenLength())
 """
 
-from ..bert import explainers as bcos_text
+import sys
+
+from ..bert import explainers as bert
 from ..core.explainer import (
                               Attributions,
                               Explainer,
@@ -36,5 +41,10 @@ from ..vision import explainers as image
 from ..vision.explainers import ImageExplainer
 
 __all__ = ["Attributions", "Explainer", "ImageExplainer", "StepExplainer", "TokenExplainer",
-           "bcos_text", "describe_explainers", "explainers_for", "get_explainer", "image",
+           "bert", "describe_explainers", "explainers_for", "get_explainer", "image",
            "sequence", "text"]
+
+# the family modules import under these names too (``import
+# interpretable.estimators.explainers.bert``), as the API reference names them
+sys.modules.update({f"{__name__}.bert": bert, f"{__name__}.image": image,
+                    f"{__name__}.sequence": sequence, f"{__name__}.text": text})
