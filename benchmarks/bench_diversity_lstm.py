@@ -18,6 +18,7 @@ import contextlib
 import json
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 from unittest import mock
@@ -26,6 +27,8 @@ import torch
 from skorch.callbacks import EpochTimer
 
 RESULTS = Path(__file__).parent / "results"
+#: the tests' helpers: the plain autograd loop the orthogonal cell is timed against
+TESTS = Path(__file__).parents[1] / "tests"
 CELLS = ("vanilla", "diversity", "orthogonal")
 
 
@@ -79,7 +82,10 @@ def epoch_times(n_train, epochs, repeats, hidden_size):
 
 
 def encoder_step_times(batch=64, length=30, embed=50, hidden=128, n=20):
-    from interpretable.nn.recurrent import OrthogonalLSTM, _orthogonal_lstm_reference
+    sys.path.insert(0, str(TESTS))
+    from orthogonal_lstm_reference import orthogonal_lstm_reference
+
+    from interpretable.nn.recurrent import OrthogonalLSTM
 
     torch.manual_seed(0)
     x = torch.randn(batch, length, embed)
@@ -89,7 +95,7 @@ def encoder_step_times(batch=64, length=30, embed=50, hidden=128, n=20):
     fns = {
         "nn.LSTM": lambda: lstm(x)[0],
         "orthogonal_fused": lambda: ortho(x, mask),
-        "orthogonal_autograd_loop": lambda: _orthogonal_lstm_reference(
+        "orthogonal_autograd_loop": lambda: orthogonal_lstm_reference(
             x, mask, ortho.weight_ih, ortho.weight_hh, ortho.bias),
     }
     times = {k: [] for k in fns}

@@ -24,30 +24,6 @@ RECURRENT_KINDS = ("rnn", "lstm", "bilstm", "orthogonal")
 _EPS = 1e-12
 
 
-def _orthogonal_lstm_reference(x, mask, weight_ih, weight_hh, bias):
-    """Plain autograd recurrence over the padded batch, masking every step.
-
-    Reference for the tests and the benchmark; same contract as :func:`orthogonal_lstm`.
-    """
-    B, T, _ = x.shape
-    h = c = s = x.new_zeros(B, weight_hh.shape[1])
-    xw = x @ weight_ih.t() + bias
-    m = mask.to(x.dtype).unsqueeze(-1)
-    outs = []
-    for t in range(T):
-        i, f, g, o = (xw[:, t] + h @ weight_hh.t()).chunk(4, 1)
-        c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-        hh = torch.sigmoid(o) * torch.tanh(c_new)
-        coef = (hh * s).sum(1, keepdim=True) / ((s * s).sum(1, keepdim=True) + _EPS)
-        h_new = hh - coef * s
-        mt = m[:, t]
-        h = mt * h_new + (1 - mt) * h
-        c = mt * c_new + (1 - mt) * c
-        s = s + mt * h_new
-        outs.append(mt * h_new)
-    return torch.stack(outs, 1)
-
-
 def _pack(mask):
     """Packed layout of a ``(B, T)`` mask with padding at the end of each row.
 
