@@ -339,3 +339,18 @@ def test_vit_shapes_and_mha_forward_matches_module():
     mha = model.blocks[0].attn
     t = torch.randn(3, 16, 16)
     torch.testing.assert_close(mha_forward(mha, t)[0], mha(t, t, t)[0], atol=1e-6, rtol=1e-5)
+
+
+def test_normal_cdf_is_the_standard_normal_cdf_with_and_without_gradients():
+    from interpretable.nn.bcos.layers import normal_cdf
+
+    x = torch.linspace(-8, 8, 1001, dtype=torch.float64)
+    torch.testing.assert_close(normal_cdf(x), torch.special.ndtr(x), rtol=0, atol=1e-15)
+    leaf = x.clone().requires_grad_(True)
+    normal_cdf(leaf).sum().backward()  # out of place: autograd keeps what it needs
+    density = torch.exp(-x ** 2 / 2) / (2 * torch.pi) ** 0.5
+    torch.testing.assert_close(leaf.grad, density, rtol=0, atol=1e-15)
+    before = x.clone()
+    with torch.no_grad():
+        normal_cdf(x)
+    assert torch.equal(x, before)  # in place on its own temporary only

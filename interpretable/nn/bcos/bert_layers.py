@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .layers import BcosLinear, dynamic_weight
+from .layers import BcosLinear, dynamic_weight, normal_cdf
 
 __all__ = ["BcosBertLayer", "BcosFeedForward", "BertBcosLayerNorm", "BcosSelfAttention",
            "BertBcosLinear", "alignment_gain", "gated_gelu", "unscaled_bcos_linear"]
@@ -108,7 +108,7 @@ def gated_gelu(x: torch.Tensor, gate_bias: torch.Tensor | None = None) -> torch.
     if gate_bias is None and not torch.is_grad_enabled():
         return F.gelu(x)
     with dynamic_weight():
-        gate = torch.special.ndtr(x if gate_bias is None else x + gate_bias.to(x.dtype))
+        gate = normal_cdf(x if gate_bias is None else x + gate_bias.to(x.dtype))
     if not torch.is_grad_enabled():
         return gate.mul_(x)
     return x * gate

@@ -43,6 +43,7 @@ __all__ = [
     "explanation_mode",
     "explaining",
     "dynamic_weight",
+    "normal_cdf",
     "encode_image",
     "conv_layout",
     "add_constant",
@@ -115,6 +116,18 @@ def dynamic_weight() -> contextlib.AbstractContextManager:
     """Context for computing a dynamic weight: a constant (no autograd graph) in explanation
     mode, differentiable otherwise."""
     return torch.no_grad() if _EXPLAINING.get() else contextlib.nullcontext()
+
+
+def normal_cdf(x: torch.Tensor) -> torch.Tensor:
+    """The standard normal CDF ``Φ(x) = (1 + erf(x / √2)) / 2``, elementwise: (...) -> (...).
+
+    The erf form of GELU's gate (as ``transformers`` and torch's ``F.gelu`` compute it), about
+    3x faster on CPU than ``torch.special.ndtr``; computed in place on its own temporary when
+    no gradient is recorded."""
+    scaled = x * math.sqrt(0.5)
+    if scaled.requires_grad:
+        return 0.5 * (1.0 + torch.erf(scaled))
+    return scaled.erf_().add_(1.0).mul_(0.5)
 
 
 class _MaxOut2(torch.autograd.Function):

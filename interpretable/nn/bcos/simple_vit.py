@@ -45,6 +45,7 @@ from .layers import (
     conv_layout,
     dynamic_weight,
     explanation_mode,
+    normal_cdf,
     recording_constants,
 )
 
@@ -137,7 +138,7 @@ class BcosGELU(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with dynamic_weight():
-            gate = 0.5 * (1.0 + torch.erf(x * 0.5 ** 0.5))
+            gate = normal_cdf(x)
         return x * gate
 
 
