@@ -1,5 +1,6 @@
 """Explanations of many samples in bounded memory: the tidy table of a whole corpus, written
-chunk by chunk (:func:`explanations_to_frame`); :func:`iter_explanations` yields the chunks."""
+chunk by chunk (:func:`explanations_to_frame`) from the chunks that
+:func:`~interpretable.explanation.iter_explanations` yields."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pandas as pd
 
 from .explanation import iter_explanations, table_writer
 
-__all__ = ["iter_explanations", "explanations_to_frame"]
+__all__ = ["explanations_to_frame"]
 
 EMPTY = "X is empty: at least one sample is required."
 

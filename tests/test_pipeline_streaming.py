@@ -5,8 +5,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.preprocessing import FunctionTransformer
 
 from interpretable import EmbeddingBagClassifier
+from interpretable.explanation import iter_explanations
 from interpretable.pipeline import ExplainablePipeline, make_explainable_pipeline
-from interpretable.streaming import explanations_to_frame, iter_explanations
+from interpretable.streaming import explanations_to_frame
 
 
 def _strip_html(texts):
