@@ -157,13 +157,13 @@ def test_threads_explaining_and_predicting_share_one_model():
     model = _tiny("vitc")
     before = {k: v.clone() for k, v in model.state_dict().items()}
     inputs = [_images(2) for _ in range(8)]
-    sequential = [(model(x), contributions(model, x)) for x in inputs]
-
     def work(i):
         x = inputs[i]
-        with torch.no_grad():
+        with torch.no_grad():  # the fused inference path
             logits = model(x)
         return logits, contributions(model, x)
+
+    sequential = [work(i) for i in range(len(inputs))]
 
     with ThreadPoolExecutor(4) as pool:
         parallel = list(pool.map(work, range(8)))
@@ -303,3 +303,14 @@ def test_contributions_on_cuda_match_the_cpu():
     cuda = contributions(model.cuda(), x.cuda())
     for a, b in zip(cpu, cuda):
         torch.testing.assert_close(b.cpu(), a, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("family", ["simple_vit", "vitc"])
+def test_inference_without_gradients_is_the_same_function(family):
+    """Without autograd the LayerNorms run fused (F.layer_norm / F.group_norm): the same
+    function as the differentiable path, to float64 rounding."""
+    model = _tiny(family)
+    x = _images(3)
+    with torch.no_grad():
+        fused = model(x)
+    torch.testing.assert_close(fused, model(x).detach(), rtol=0, atol=1e-12)

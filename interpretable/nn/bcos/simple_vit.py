@@ -118,6 +118,8 @@ class BcosLayerNorm(nn.Module):
         self._parameters.setdefault("bias", None)  # pickled before LayerNorms had biases
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not torch.is_grad_enabled():  # the same function, fused
+            return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
         return add_constant(_centred_normalised(x, (-1,), self.eps) * self.weight, self.bias)
 
     def forward_parts(self, x: torch.Tensor, parts: Sequence[torch.Tensor]
@@ -147,6 +149,8 @@ class BcosLayerNorm2d(BcosLayerNorm):
     per-channel weight, variance detached in explanation mode: (B, C, H, W) -> (B, C, H, W)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not torch.is_grad_enabled():  # the same function, fused
+            return F.group_norm(x, 1, self.weight, None, self.eps)
         return _centred_normalised(x, (1, 2, 3), self.eps) * self.weight[:, None, None]
 
 
