@@ -1,9 +1,14 @@
 """A fine-tuned ``transformers`` sequence classifier as a fitted estimator (``from_pretrained``):
 its own probabilities, every explanation method, persistence, pipelines, fine-tuning from it,
 and Hub ids resolved through a local ``huggingface_hub`` cache (never the network)."""
+import builtins
+import io
+import os
 import pickle
 import shutil
 import warnings
+from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -134,6 +139,50 @@ def test_a_refused_checkpoint_leaves_the_fitted_model(checkpoints, tmp_path):
 
 
 # --------------------------------------------------------------------------- the Hub cache
+def _config_reads(monkeypatch) -> Counter:
+    """Count the opens of every ``config.json`` by the name of its folder (``transformers``
+    opens with ``open``, ``pathlib`` with ``io.open``: the same function)."""
+    reads, real = Counter(), builtins.open
+
+    def counting_open(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and Path(file).name == "config.json":
+            reads[Path(file).parent.name] += 1
+        return real(file, *args, **kwargs)
+
+    for module in (builtins, io):
+        monkeypatch.setattr(module, "open", counting_open)
+    return reads
+
+
+def test_a_fit_resolves_the_checkpoint_and_reads_each_config_once(checkpoints, tmp_path,
+                                                                   monkeypatch):
+    """The student's checkpoint (its config read for the encoder, the tokeniser and the
+    classifier head alike) and a ``transformers`` teacher: one read of each config.json; the
+    bundled MiniLM (``checkpoint=None``) is looked up once."""
+    import interpretable.datasets
+
+    y = ["fresh", "rotten", "fresh", "rotten", "fresh"]
+    student = tiny_checkpoint(tmp_path / "student", "bert")
+    reads = _config_reads(monkeypatch)
+    BcosTextClassifier(checkpoint=student, teacher=checkpoints["bert"], max_length=16,
+                       max_epochs=1, device="cpu").fit(TEXTS, y)
+    assert reads == {"student": 1, "bert": 1}  # before: student 2, teacher 3
+    reads.clear()
+    BertTextClassifier(checkpoint=checkpoints["roberta"], pooling="checkpoint", max_length=16,
+                       max_epochs=1, device="cpu").fit(TEXTS, y)
+    assert reads == {"roberta": 1}  # before: 4
+    lookups, load_minilm = Counter(), interpretable.datasets.load_minilm
+
+    def counting_load_minilm():
+        lookups["minilm"] += 1
+        return load_minilm()
+
+    monkeypatch.setattr(interpretable.datasets, "load_minilm", counting_load_minilm)
+    reads.clear()
+    BertTextClassifier(max_length=16, max_epochs=1, device="cpu").fit(TEXTS, y)
+    assert lookups == {"minilm": 1} and sum(reads.values()) == 1  # before: 2 and 2
+
+
 def _cache_layout(cache, repo_id, folder, revision="0123456789abcdef0123456789abcdef01234567"):
     """What ``huggingface_hub`` writes for a downloaded repository: refs/main naming the
     commit, the files under snapshots/<commit>/ (copies instead of links into blobs/)."""

@@ -26,8 +26,9 @@ from torch import nn
 from .encoder_families import FAMILIES, encoder_family, encoder_options
 from .tensors import check_finite, listed_keys
 
-__all__ = ["WEIGHTS_FILES", "BertEncoder", "attention_probabilities", "load_encoder",
-           "load_sequence_classifier", "load_tokenizer", "quiet_loading", "read_encoder_config"]
+__all__ = ["WEIGHTS_FILES", "BertEncoder", "attention_probabilities", "config_from_fields",
+           "load_encoder", "load_sequence_classifier", "load_tokenizer", "quiet_loading",
+           "read_encoder_config"]
 
 #: the weights files ``transformers`` reads from a folder, in its order of preference
 WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
@@ -75,6 +76,18 @@ def read_encoder_config(path):
     return config
 
 
+def config_from_fields(fields: dict, path):
+    """The ``transformers`` config of the decoded ``config.json`` of the local folder ``path``,
+    built as ``AutoConfig`` builds it from the file (which is not read again); ValueError
+    naming the folder for a ``model_type`` that ``transformers`` does not know."""
+    with quiet_loading() as tf:
+        model_type = fields.get("model_type")
+        if model_type not in tf.CONFIG_MAPPING:
+            raise ValueError(f"cannot read the config in {str(path)!r}: transformers knows no "
+                             f"model_type {model_type!r}.")
+        return tf.CONFIG_MAPPING[model_type].from_dict(fields)
+
+
 def load_encoder(path, *, pooler: bool = False, config=None):
     """The base model of the encoder in a local ``transformers`` folder, in float32: its
     config (unless given, as read by :func:`read_encoder_config`), then its weights, each read
@@ -89,26 +102,33 @@ def load_encoder(path, *, pooler: bool = False, config=None):
     return model
 
 
-def load_sequence_classifier(path, *, tokenizer: bool = True, **config_overrides):
+def load_sequence_classifier(path, *, config=None, tokenizer: bool = True, **options):
     """The ``transformers`` sequence classifier in a local folder (any architecture that
     ``AutoModelForSequenceClassification`` knows without remote code), in eval mode, its
     weights checked (:func:`check_loaded`), and its tokeniser (:func:`load_tokenizer`;
-    ``tokenizer=False``: the model alone); ``config_overrides`` change its config (e.g.
-    ``num_labels``). Never downloads, never runs a file's code (ValueError naming the
-    folder)."""
+    ``tokenizer=False``: the model alone). ``config``: its config, already read (None: read
+    here); ``config.json`` is read once either way. ``options``: further keywords of
+    ``from_pretrained``, e.g. ``ignore_mismatched_sizes`` (without ``config``, config fields
+    too, e.g. ``num_labels``). Never downloads, never runs a file's code (ValueError naming
+    the folder)."""
     with _reading(path, "sequence classifier") as tf:
         model, info = tf.AutoModelForSequenceClassification.from_pretrained(
-            str(path), local_files_only=True, output_loading_info=True, **config_overrides)
+            str(path), config=config, local_files_only=True, output_loading_info=True,
+            **options)
     check_loaded(model, info, path)
-    return (model.eval(), load_tokenizer(path)) if tokenizer else model.eval()
+    if not tokenizer:
+        return model.eval()
+    return model.eval(), load_tokenizer(path, config=model.config)
 
 
-def load_tokenizer(path):
-    """The ``transformers`` tokeniser in a local folder (never downloads). A folder without
-    its files is refused (ValueError naming the folder and the files expected), where
+def load_tokenizer(path, *, config=None):
+    """The ``transformers`` tokeniser in a local folder (never downloads); ``config``: the
+    folder's ``transformers`` config, already read (None: ``AutoTokenizer`` reads it). A folder
+    without its files is refused (ValueError naming the folder and the files expected), where
     ``AutoTokenizer`` would build one that knows its special tokens alone."""
     with _reading(path, "tokeniser") as tf:
-        tokenizer = tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        tokenizer = tf.AutoTokenizer.from_pretrained(str(path), config=config,
+                                                     local_files_only=True)
     files = dict(type(tokenizer).vocab_files_names)
     complete = files.pop("tokenizer_file", None)
     if not (complete and (Path(path) / complete).is_file()) \
@@ -139,7 +159,7 @@ def check_loaded(model, info: dict, path) -> None:
     missing from the weights file of ``path`` (``transformers`` would start it at random),
     unexpected there or of another shape, or NaN / infinite values (ValueError naming the
     tensors and the file). A missing pooler or task head starts at random, with one warning
-    (a head of another shape, as ``config_overrides`` asked for, without); a checkpoint's
+    (a head of another shape, as asked for, without); a checkpoint's
     unused pooler or head, and the position ids older files hold, are ignored. ``info``: the
     ``output_loading_info`` of ``from_pretrained``."""
     folder = Path(path)

@@ -47,10 +47,12 @@ class PretrainedSequenceClassifier(nn.Module):
         self.model = model
 
     @classmethod
-    def from_pretrained(cls, folder, **config_overrides) -> PretrainedSequenceClassifier:
+    def from_pretrained(cls, folder, *, config=None, **options) -> PretrainedSequenceClassifier:
         """The fine-tuned classifier in a local folder (never downloads, never runs code from
-        a file); ``config_overrides`` e.g. ``num_labels`` (a new output layer)."""
-        return cls(load_sequence_classifier(folder, tokenizer=False, **config_overrides))
+        a file); ``config``: its ``transformers`` config, already read (None: read here);
+        ``options``: of :func:`~interpretable.nn.bert_encoder.load_sequence_classifier`, e.g.
+        ``num_labels`` with ``ignore_mismatched_sizes=True`` (a new output layer)."""
+        return cls(load_sequence_classifier(folder, config=config, tokenizer=False, **options))
 
     @classmethod
     def from_config(cls, config: dict, n_classes: int) -> PretrainedSequenceClassifier:

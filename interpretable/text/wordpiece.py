@@ -265,10 +265,55 @@ class WordPieceEncoder(BaseEstimator):
         if self.checkpoint is None:
             from ..datasets import load_minilm
 
-            folder = str(load_minilm())
+            folder = load_minilm()
         else:
-            folder = str(self.checkpoint)
-        tokenizer = load_tokenizer(folder)
+            folder = self.checkpoint
+        return self._hold(load_tokenizer(folder))
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer, *, max_len=None, checkpoint=None) -> WordPieceEncoder:
+        """Return the encoder that ``fit`` makes, from a ``transformers`` tokeniser already read.
+
+        For a caller that read the tokeniser's folder already (its config too, so that it is
+        not read again).
+
+        Parameters
+        ----------
+        tokenizer : transformers tokeniser
+            A fast tokeniser (one with a ``tokenizers`` backend), e.g. from
+            ``AutoTokenizer.from_pretrained(folder)``.
+        max_len : int or None, default=None
+            As the parameter.
+        checkpoint : str, path or None, default=None
+            Recorded as the parameter: the folder it was read from (None: the bundled MiniLM).
+
+        Returns
+        -------
+        WordPieceEncoder
+            The fitted encoder.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`fit`.
+
+        Examples
+        --------
+        >>> from interpretable.datasets import load_minilm
+        >>> from interpretable.nn.bert_encoder import load_tokenizer
+        >>> from interpretable.text import WordPieceEncoder
+        >>> encoder = WordPieceEncoder.from_tokenizer(load_tokenizer(load_minilm()), max_len=8)
+        >>> encoder.tokenize("A good film")
+        ['[CLS]', 'a', 'good', 'film', '[SEP]']
+        """
+        encoder = cls(max_len=max_len, checkpoint=checkpoint)
+        validate_estimator_parameters(encoder)
+        return encoder._hold(tokenizer)
+
+    def _hold(self, tokenizer) -> WordPieceEncoder:
+        """Check that ``tokenizer`` frames a text as ``cls_token pieces sep_token`` and hold it
+        as data (its vocabulary and settings, or its ``tokenizers`` JSON)."""
+        folder = tokenizer.name_or_path
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if backend is None:
             raise ValueError(f"the tokeniser of {folder!r} ({type(tokenizer).__name__}) has no "

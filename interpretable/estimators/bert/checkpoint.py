@@ -10,14 +10,18 @@ MiniLM; a folder or Hub id of BERT, RoBERTa / XLM-RoBERTa, DistilBERT or ELECTRA
 a config dict: a random encoder) into an :class:`EncoderCheckpoint`: the config fields the
 fitted model keeps (:func:`encoder_config`, validated by
 :func:`~interpretable.nn.encoder_families.encoder_options`) and the folder of its tokeniser
-and weights; the estimators check the tokeniser against the config before the weights are
-read (:meth:`EncoderCheckpoint.load_encoder`), once, into the network they build.
+and weights; the estimators read its tokeniser with that config
+(:meth:`EncoderCheckpoint.load_tokenizer`) and check it against the config before the weights
+are read (:meth:`EncoderCheckpoint.load_encoder`), once, into the network they build: a fit
+resolves the checkpoint and reads its ``config.json`` once.
 
 :class:`ClassifierCheckpoint` is the other kind of folder the B-cos model reads: a fine-tuned
-``transformers`` sequence classifier given as its distillation ``teacher``.
+``transformers`` sequence classifier given as its distillation ``teacher``, recognised by
+:func:`read_classifier_config` from the one read of its ``config.json``.
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 from pathlib import Path
@@ -29,8 +33,8 @@ import torch
 from ...nn.encoder_families import FAMILIES, encoder_family, encoder_options
 
 __all__ = ["ClassifierCheckpoint", "EncoderCheckpoint", "checkpoint_labels",
-           "classifier_config", "encoder_config", "is_classifier_checkpoint", "read_checkpoint",
-           "resolve_model_folder"]
+           "classifier_config", "encoder_config", "names_sequence_classifier", "read_checkpoint",
+           "read_classifier_config", "resolve_model_folder"]
 
 #: the files a checkpoint folder is made of, as fetched from the Hub (weights, config,
 #: tokeniser); code files (``*.py``) are never fetched
@@ -63,6 +67,32 @@ class EncoderCheckpoint(NamedTuple):
         from ...nn.bert_encoder import load_encoder
 
         return load_encoder(self.folder, pooler=pooler, config=self.source_config)
+
+    def load_classifier(self, n_outputs: int | None = None):
+        """The sequence classifier in ``folder``
+        (:class:`~interpretable.nn.sequence_classifier.PretrainedSequenceClassifier`), read
+        with ``source_config``: its weights, read now. ``n_outputs``: a new output layer of
+        that size (None: the checkpoint's head)."""
+        from ...nn.sequence_classifier import PretrainedSequenceClassifier
+
+        if n_outputs is None:
+            return PretrainedSequenceClassifier.from_pretrained(self.folder,
+                                                                config=self.source_config)
+        config = copy.deepcopy(self.source_config)
+        config.num_labels = n_outputs
+        return PretrainedSequenceClassifier.from_pretrained(self.folder, config=config,
+                                                            ignore_mismatched_sizes=True)
+
+    def load_tokenizer(self):
+        """The ``transformers`` tokeniser in ``folder``, read with ``source_config`` (not read
+        again); the bundled MiniLM's for a random encoder."""
+        from ...nn.bert_encoder import load_tokenizer
+
+        if self.folder is None:
+            from ...datasets import load_minilm
+
+            return load_tokenizer(load_minilm())
+        return load_tokenizer(self.folder, config=self.source_config)
 
 
 def encoder_config(config: dict) -> dict:
@@ -169,18 +199,29 @@ def read_checkpoint(checkpoint) -> EncoderCheckpoint:
     return EncoderCheckpoint(encoder_config(source.to_dict()), folder, source)
 
 
-def is_classifier_checkpoint(path) -> bool:
-    """Whether ``path`` is a folder of a ``transformers`` sequence classifier (its
-    ``config.json`` names a ``...ForSequenceClassification`` architecture), as opposed to a
-    model saved by this package (whose ``config.json`` names its ``estimator``)."""
-    config = Path(os.fspath(path)) / "config.json"
-    try:
-        fields = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
+def names_sequence_classifier(fields) -> bool:
+    """Whether decoded ``config.json`` fields describe a ``transformers`` sequence classifier
+    (a ``...ForSequenceClassification`` architecture), as opposed to a base model or a model
+    saved by this package (whose ``config.json`` names its ``estimator``)."""
     return isinstance(fields, dict) and "estimator" not in fields and any(
         isinstance(name, str) and name.endswith("ForSequenceClassification")
         for name in fields.get("architectures") or ())
+
+
+def read_classifier_config(folder):
+    """The ``transformers`` config of the sequence classifier in ``folder``, built from one
+    read of its ``config.json``; None when the folder holds another model (e.g. one saved by
+    this package)."""
+    folder = Path(os.fspath(folder))
+    try:
+        fields = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not names_sequence_classifier(fields):
+        return None
+    from ...nn.bert_encoder import config_from_fields
+
+    return config_from_fields(fields, folder)
 
 
 class ClassifierCheckpoint:
@@ -191,14 +232,15 @@ class ClassifierCheckpoint:
     strings (``"pos"``, or ``"1"`` for the class 1): a checkpoint whose labels are
     ``LABEL_0``, ``LABEL_1``... is refused rather than guessed. Texts are tokenised by its
     own tokeniser, cut at its own maximum length, ``batch_size`` at a time on ``device``.
+    ``config``: its config, already read (:func:`read_classifier_config`; None: read here).
     Never downloads; a file's code is never run.
     """
 
-    def __init__(self, folder, classes, *, batch_size: int = 32, device="cpu"):
+    def __init__(self, folder, classes, *, config=None, batch_size: int = 32, device="cpu"):
         from ...nn.bert_encoder import load_sequence_classifier
 
         self.folder = Path(os.fspath(folder))
-        self.model, self.tokenizer = load_sequence_classifier(self.folder)
+        self.model, self.tokenizer = load_sequence_classifier(self.folder, config=config)
         config = self.model.config
         if getattr(config, "problem_type", None) == "multi_label_classification":
             raise ValueError(f"the teacher {str(self.folder)!r} is a multi-label classifier; "

@@ -43,8 +43,9 @@ from .checkpoint import (
     checkpoint_labels,
     classifier_config,
     encoder_config,
-    is_classifier_checkpoint,
+    names_sequence_classifier,
     read_checkpoint,
+    read_classifier_config,
     resolve_model_folder,
 )
 from .explainers import (
@@ -197,9 +198,9 @@ class BaseEncoderClassifier(TextClassifierBase):
             checkpoint.config if checkpoint.source_config is None
             else checkpoint.source_config.to_dict())
         named = isinstance(self.checkpoint, (str, os.PathLike))
-        self.text_encoder_ = WordPieceEncoder(
-            max_len=self.max_length,
-            checkpoint=checkpoint.folder if named else None).fit()
+        self.text_encoder_ = WordPieceEncoder.from_tokenizer(
+            checkpoint.load_tokenizer(), max_len=self.max_length,
+            checkpoint=checkpoint.folder if named else None)
         self._check_vocabulary()
         self.embed_dim_ = encoder_options(self.config_)["hidden_size"]
         return checkpoint
@@ -494,7 +495,7 @@ class BertTextClassifier(BaseEncoderClassifier):
                 raise ValueError(f"classes must name each of the checkpoint's {len(labels)} "
                                  f"outputs once, got {classes!r}.")
         self.classes_, order = np.unique(outputs, return_index=True)
-        module = PretrainedSequenceClassifier.from_pretrained(checkpoint.folder)
+        module = checkpoint.load_classifier()
         _reorder_outputs(module, order)
         self.module_ = module.to(self.device_).eval()
         self.history_ = []
@@ -517,12 +518,11 @@ class BertTextClassifier(BaseEncoderClassifier):
         if self.pooling != "checkpoint" or checkpoint.folder is None:
             return super()._initial_module(checkpoint)
         names = [str(c) for c in self.classes_]
-        if not is_classifier_checkpoint(checkpoint.folder):  # a base model: the head is new
-            return PretrainedSequenceClassifier.from_pretrained(checkpoint.folder,
-                                                                num_labels=len(names))
+        if not names_sequence_classifier(checkpoint.source_config.to_dict()):
+            return checkpoint.load_classifier(len(names))  # a base model: the head is new
         labels = checkpoint_labels(checkpoint.source_config)
         if sorted(labels) == sorted(names):
-            module = PretrainedSequenceClassifier.from_pretrained(checkpoint.folder)
+            module = checkpoint.load_classifier()
             _reorder_outputs(module, [labels.index(name) for name in names])
             return module
         if len(labels) == len(names):
@@ -530,11 +530,10 @@ class BertTextClassifier(BaseEncoderClassifier):
                 warn_caller(f"the checkpoint's classes {labels[:5]} are not the labels "
                             f"{names[:5]}: its outputs are taken in order (output i is "
                             f"{names[0]!r}, ...).")
-            return PretrainedSequenceClassifier.from_pretrained(checkpoint.folder)
+            return checkpoint.load_classifier()
         warn_caller(f"the checkpoint has {len(labels)} outputs ({labels[:5]}), the labels are "
                     f"{len(names)}: its classification head's output layer is new.")
-        return PretrainedSequenceClassifier.from_pretrained(
-            checkpoint.folder, num_labels=len(names), ignore_mismatched_sizes=True)
+        return checkpoint.load_classifier(len(names))
 
     def __init__(self, *, checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
@@ -852,8 +851,9 @@ class BcosTextClassifier(BaseEncoderClassifier):
         teacher = self.teacher
         if isinstance(teacher, (str, os.PathLike)):
             teacher = resolve_model_folder(teacher, what="teacher")
-            if is_classifier_checkpoint(teacher):
-                teacher = ClassifierCheckpoint(teacher, self.classes_,
+            config = read_classifier_config(teacher)
+            if config is not None:  # else the folder of a model saved with save()
+                teacher = ClassifierCheckpoint(teacher, self.classes_, config=config,
                                                batch_size=self.batch_size, device=self.device_)
         return {TEACHER_PROBABILITIES: teacher_probabilities(teacher, texts, self.classes_,
                                                              self.device_)}
