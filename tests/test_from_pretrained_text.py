@@ -20,7 +20,7 @@ from sklearn.preprocessing import FunctionTransformer
 from interpretable import BcosTextClassifier, BertTextClassifier
 from interpretable.estimators.explainers import explainers_for
 
-from families import FAMILIES, tiny_checkpoint
+from families import FAMILIES, MAX_POSITIONS, tiny_checkpoint
 
 pytest.importorskip("transformers")
 
@@ -215,6 +215,27 @@ def test_hub_id_resolves_through_the_cache_offline(checkpoints, hub_cache):
                                  random_state=0, device="cpu")
     student.fit(TEXTS, ["fresh", "rotten", "fresh", "rotten", "fresh"])
     assert student.predict_proba(TEXTS).shape == (5, 2)
+
+
+def test_from_pretrained_resolves_a_hub_id_and_reads_its_config_once(checkpoints, hub_cache,
+                                                                     monkeypatch):
+    """``max_length=None`` takes the checkpoint's positions from the config read for the
+    model, not from a read of its own."""
+    from interpretable.estimators.bert import checkpoint
+
+    snapshot = _cache_layout(hub_cache, "someone/tiny-sentiment", checkpoints["bert"])
+    resolved, resolve = Counter(), checkpoint.resolve_model_folder
+
+    def counting_resolve(name, **kwargs):
+        resolved[name] += 1
+        return resolve(name, **kwargs)
+
+    monkeypatch.setattr(checkpoint, "resolve_model_folder", counting_resolve)
+    reads = _config_reads(monkeypatch)
+    clf = BertTextClassifier.from_pretrained("someone/tiny-sentiment", device="cpu")
+    assert clf.max_length == MAX_POSITIONS  # the checkpoint's own
+    assert resolved == {"someone/tiny-sentiment": 1}  # before: 2
+    assert reads == {snapshot.name: 1}  # before: 2
 
 
 def test_missing_hub_model_names_the_id_the_cache_and_the_fix(hub_cache):

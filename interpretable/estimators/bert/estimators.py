@@ -179,7 +179,8 @@ class BaseEncoderClassifier(TextClassifierBase):
         if self._continues():
             module_factory = self._warm_started(self._build_module)
         else:
-            checkpoint = self._read_checkpoint()
+            checkpoint = read_checkpoint(self.checkpoint)
+            self._adopt_config(checkpoint)
             module_factory = functools.partial(self._initial_module, checkpoint)
         self._fit_net(module_factory, self._criterion(), self._encode_texts(texts, None).inputs,
                       torch.from_numpy(y_index.astype(np.int64)), seed=seed,
@@ -188,11 +189,10 @@ class BaseEncoderClassifier(TextClassifierBase):
                       iterator_train__collate_fn=trim_collate,
                       iterator_valid__collate_fn=trim_collate, **self._net_options())
 
-    def _read_checkpoint(self) -> EncoderCheckpoint:
-        """Read ``checkpoint`` (its weights are read later) and set the fitted state that does
-        not depend on training: ``config_``, the tokeniser ``text_encoder_`` (checked against
-        the config), ``embed_dim_``."""
-        checkpoint = read_checkpoint(self.checkpoint)
+    def _adopt_config(self, checkpoint: EncoderCheckpoint) -> None:
+        """Set the fitted state of the read ``checkpoint`` (its weights are read later) that
+        does not depend on training: ``config_``, the tokeniser ``text_encoder_`` (checked
+        against the config), ``embed_dim_``."""
         self.pair_input_ = False
         self.config_ = self._structure_config(
             checkpoint.config if checkpoint.source_config is None
@@ -203,7 +203,6 @@ class BaseEncoderClassifier(TextClassifierBase):
             checkpoint=checkpoint.folder if named else None)
         self._check_vocabulary()
         self.embed_dim_ = encoder_options(self.config_)["hidden_size"]
-        return checkpoint
 
     def _structure_config(self, config: dict) -> dict:
         """The fields of a checkpoint's config dict that the fitted model keeps
@@ -467,19 +466,20 @@ class BertTextClassifier(BaseEncoderClassifier):
         >>> clf.predict_proba(["a fine film"]).shape
         (1, 2)
         """
+        checkpoint = read_checkpoint(name_or_folder)  # a Hub id is resolved here, once
         if max_length is None:
-            config = read_checkpoint(name_or_folder).config
-            max_length = min(usable_positions(config), 512)
+            max_length = min(usable_positions(checkpoint.config), 512)
         estimator = cls(checkpoint=name_or_folder, pooling="checkpoint", max_length=max_length,
                         device=device, **params)
         estimator._validate_parameters()
-        return fit_transactionally(estimator, lambda work, *_: work._adopt_checkpoint(classes),
-                                   None, None, None)
+        return fit_transactionally(
+            estimator, lambda work, *_: work._adopt_checkpoint(checkpoint, classes),
+            None, None, None)
 
-    def _adopt_checkpoint(self, classes) -> None:
-        """Fitted state of the checkpoint's classifier as it is (``from_pretrained``)."""
+    def _adopt_checkpoint(self, checkpoint: EncoderCheckpoint, classes) -> None:
+        """Fitted state of the read checkpoint's classifier as it is (``from_pretrained``)."""
         self._start_fit()
-        checkpoint = self._read_checkpoint()
+        self._adopt_config(checkpoint)
         if checkpoint.folder is None:
             raise ValueError("from_pretrained needs a folder or a Hub id, got a config dict.")
         labels = checkpoint_labels(checkpoint.source_config)
