@@ -169,12 +169,16 @@ def set_estimator_state(estimator, state) -> None:
         raise ValueError(f"the state of a {cls.__name__} needs the keys {sorted(_FITTED_KEYS)} "
                          f"and estimator {cls.saved_as!r}; got {sorted(state)[:8]} and "
                          f"{state['estimator']!r:.40}.")
-    klass = cls._upgrade_config(state["params"], [], None)[0]
+    # in this version's terms (parameters added since; the class that holds the network now),
+    # by the saved class's rules: the parameters, and the fitted ones with the fitted state
+    klass, params = cls._upgrade_config(state["params"], [], state.get("fitted"))[:2]
+    state = {**state, "estimator": klass.saved_as, "params": params}
+    if "fitted_params" in state:
+        _, fitted_params, _, fitted = cls._upgrade_config(state["fitted_params"], [],
+                                                         state["fitted"])
+        state.update(fitted_params=fitted_params, fitted=fitted)
     if klass is not cls:  # the state of a class whose network another class holds now
         estimator.__class__ = cls = klass
-        state = {**state, "estimator": cls.saved_as,
-                 **{key: cls._upgrade_config(state[key], [], None)[1]
-                    for key in ("params", "fitted_params") if key in state}}
     params = _checked_params(cls, state["params"])
     if state.keys() == _FITTED_KEYS:
         restored = _restored(cls, state, params["device"])

@@ -229,6 +229,9 @@ class BcosSimpleViTClassifier(VisionTransformerClassifier):
     """
 
     saved_as = "BcosSimpleViTClassifier"
+    #: the former BcosViTClassifier's, for the v2 models it saved before these existed
+    _params_added = {**VisionTransformerClassifier._params_added, "pretrained": None,
+                     "finetune": "all", "warmup": "auto"}
 
     #: the explanation methods it offers, its default first
     explainers = (BcosContributions(), *VisionTransformerClassifier.explainers)
@@ -358,6 +361,7 @@ class BcosSimpleViTClassifier(VisionTransformerClassifier):
     def _resolve_backbone(self) -> dict:
         """The v2 backbone dict (see :mod:`.pretrained`); a B-cosified model continued by
         ``warm_start`` has the fitted sizes (no file read)."""
+        self._check_network()
         fitted = self.architecture_ if self._continues() else None
         if fitted is not None and fitted["bcosified"]:
             return conventional_backbone(self.architecture, "the fitted model is a B-cosified "
@@ -369,16 +373,20 @@ class BcosSimpleViTClassifier(VisionTransformerClassifier):
         return self._resolved_backbone
 
     def _check_params(self) -> None:
-        """The architecture itself is resolved at fit: a loaded model's ``pretrained`` file
-        may be gone."""
+        """The architecture itself is resolved at fit (:meth:`_check_network`): a loaded
+        model's ``pretrained`` file may be gone, or a path, which config.json does not hold
+        (it loads as None)."""
         super()._check_params()
+        if self.architecture == "holistic":
+            raise ValueError("architecture='holistic' is the network of BcosViTClassifier; "
+                             "BcosSimpleViTClassifier takes a released name or a dict of sizes.")
+
+    def _check_network(self) -> None:
+        """What a fit needs: a network to build, and ``pretrained`` weights to ``finetune``."""
         if self.architecture is None and self.pretrained is None:
             raise ValueError("BcosSimpleViTClassifier needs architecture= (a released name of "
                              "interpretable.nn.bcos.zoo.PRETRAINED or a dict of BcosSimpleViT "
                              "sizes) or pretrained= (weights to start from).")
-        if self.architecture == "holistic":
-            raise ValueError("architecture='holistic' is the network of BcosViTClassifier; "
-                             "BcosSimpleViTClassifier takes a released name or a dict of sizes.")
         if self.finetune != "all" and self.pretrained is None:
             raise ValueError(f"finetune={self.finetune!r} trains part of pretrained weights; "
                              "without pretrained= use finetune='all'.")

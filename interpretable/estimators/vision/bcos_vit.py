@@ -209,6 +209,8 @@ class BcosViTClassifier(SizedVisionTransformerClassifier):
     """
 
     saved_as = "BcosViTClassifier"
+    #: models saved before ``warmup`` existed trained without a warm-up
+    _params_added = {**SizedVisionTransformerClassifier._params_added, "warmup": 0.0}
 
     #: the explanation methods it offers, its default first
     explainers = (BcosContributions(), *SizedVisionTransformerClassifier.explainers)
