@@ -33,7 +33,7 @@ from unittest import mock
 import numpy as np
 import torch
 
-from interpretable import BcosViTClassifier
+from interpretable import BcosSimpleViTClassifier
 from interpretable.datasets import load_mnist_5k
 from interpretable.datasets.textures import make_textured_digits
 from interpretable.nn.bcos.zoo import PRETRAINED, checkpoint_path, to_bcos_state_dict
@@ -44,7 +44,7 @@ STAND_IN = dict(dim=64, depth=4, heads=4, mlp_dim=128, patch_size=4, stem_channe
 MODES = {"head": "head", "last_2_blocks": 2, "all": "all", "scratch": None}
 
 
-class OneHotLoss(BcosViTClassifier):
+class OneHotLoss(BcosSimpleViTClassifier):
     """Ablation: the holistic ViT's one-hot BCE on a v2 architecture."""
 
     def _criterion(self):
@@ -53,7 +53,7 @@ class OneHotLoss(BcosViTClassifier):
 
 def _no_imprinting():
     """Ablation: the new classifier keeps its random initialisation."""
-    return mock.patch("interpretable.estimators.vision.estimators.imprint_classifier",
+    return mock.patch("interpretable.estimators.vision.bcos_simple_vit.imprint_classifier",
                       lambda module, features, y: module)
 
 
@@ -68,8 +68,8 @@ def stand_in_data():
 
 def pretrain_stand_in(X, y, folder: Path, epochs: int) -> tuple[Path, dict]:
     start = time.perf_counter()
-    clf = BcosViTClassifier(architecture=STAND_IN, image_size=None, max_epochs=epochs,
-                            random_state=0).fit(X[:2300], y[:2300])
+    clf = BcosSimpleViTClassifier(architecture=STAND_IN, image_size=None, max_epochs=epochs,
+                                  random_state=0).fit(X[:2300], y[:2300])
     path = folder / "stand_in.pth"
     torch.save(to_bcos_state_dict(clf.module_), path)
     return path, {"task": "MNIST-5k digits 0-4, RGB 32 px", "n_train": 2300, "epochs": epochs,
@@ -80,12 +80,13 @@ def pretrain_stand_in(X, y, folder: Path, epochs: int) -> tuple[Path, dict]:
 def save_figure(path: Path, images, figure: str) -> None:
     """The README's figure: ``from_pretrained`` on the stand-in checkpoint (its 5 classes,
     digits 0-4, the 32-px evaluation transform) explaining held-out digits."""
-    clf = BcosViTClassifier.from_pretrained(path, architecture=STAND_IN, classes=range(5),
-                                            image_size=32)
+    clf = BcosSimpleViTClassifier.from_pretrained(path, architecture=STAND_IN, classes=range(5),
+                                                  image_size=32)
     clf.explain(images).plot().savefig(figure, dpi=90)
 
 
-def fine_tune(mode, seed, X, y, X_test, y_test, common, cls=BcosViTClassifier, imprint=True):
+def fine_tune(mode, seed, X, y, X_test, y_test, common, cls=BcosSimpleViTClassifier,
+              imprint=True):
     params = dict(common, random_state=seed)
     if MODES[mode] is None:
         params.pop("pretrained")
@@ -165,8 +166,8 @@ def main(argv=None):
             n = min(sizes)
             for name, mode, cls, imprint in (("head_one_hot_bce_random_head", "head", OneHotLoss,
                                               False),
-                                             ("head_random_head", "head", BcosViTClassifier,
-                                              False),
+                                             ("head_random_head", "head",
+                                              BcosSimpleViTClassifier, False),
                                              ("all_one_hot_bce_random_head", "all", OneHotLoss,
                                               False)):
                 runs = [fine_tune(mode, s, X[:n], y[:n], *test, common, cls, imprint)

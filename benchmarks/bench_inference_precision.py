@@ -1,7 +1,7 @@
 """bf16 inference (``inference_precision="bf16"``) against float32: predict throughput and top-1
 agreement, measured side by side in one run.
 
-* (a) the B-cos ViT (``BcosViTClassifier``, the B-cos v2 ``simple_vit_ti_patch16_224``
+* (a) the B-cos ViT (``BcosSimpleViTClassifier``, the B-cos v2 ``simple_vit_ti_patch16_224``
   architecture at 224 px, random weights: speed does not depend on them; fitted for one epoch on
   ``--batch-vit`` random images so that it is a fitted estimator), predict on batches of 8;
 * (b) the B-cos MiniLM (``BcosTextClassifier``, the trained twin at ``--text-model``,
@@ -49,7 +49,7 @@ def twins(clf) -> dict:
 
 def vit(tiny: bool, device: str, batch: int):
     """The fitted B-cos ViT and a batch of images."""
-    from interpretable import BcosViTClassifier
+    from interpretable import BcosSimpleViTClassifier
 
     if tiny:
         architecture, size = dict(dim=16, depth=1, heads=2, mlp_dim=16, patch_size=8), 32
@@ -57,8 +57,8 @@ def vit(tiny: bool, device: str, batch: int):
         architecture, size = "simple_vit_ti_patch16_224", 224
     rng = np.random.default_rng(0)
     images = rng.random((batch, size, size, 3), dtype=np.float32)
-    clf = BcosViTClassifier(architecture=architecture, max_epochs=1, batch_size=batch,
-                            device=device, random_state=0)
+    clf = BcosSimpleViTClassifier(architecture=architecture, max_epochs=1, batch_size=batch,
+                                  device=device, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf.fit(images, np.arange(batch) % 2)

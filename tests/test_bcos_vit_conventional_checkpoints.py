@@ -1,5 +1,5 @@
-"""BcosViTClassifier(pretrained=<the state dict of a real torchvision or timm ViT>): only the
-number of heads is given (every other size is read off the shapes), and every refusal says what
+"""BcosSimpleViTClassifier(pretrained=<the state dict of a real torchvision or timm ViT>): only
+the number of heads is given (every other size is read off the shapes), and every refusal says what
 the checkpoint is (learned positions, a class token, the keys by name), never the B-cos v2
 release models (``simple_vit_*``, ``vitc_*``, their sin-cos positions)."""
 import sys
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from interpretable import BcosViTClassifier
+from interpretable import BcosSimpleViTClassifier
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _real_vision import real_vision, timm_vit, torchvision_vit  # noqa: E402
@@ -33,7 +33,7 @@ def _data(n=6, side=32, seed=0):
 def _refused(match, **params):
     """The error of fitting with ``params``: a ValueError matching ``match``, not of the zoo."""
     with pytest.raises(ValueError, match=match) as error:
-        BcosViTClassifier(**{**FIT, **params}).fit(*_data(4))
+        BcosSimpleViTClassifier(**{**FIT, **params}).fit(*_data(4))
     assert not any(word in str(error.value) for word in ZOO), error.value
     return str(error.value)
 
@@ -48,14 +48,14 @@ def test_the_number_of_heads_is_enough(package, tmp_path):
         model, dim, heads, image_size = timm_vit(embed_dim=30, num_heads=3), 30, 3, 32
     path = _save(model, tmp_path / "vit.pth")
     X, y = _data()
-    clf = BcosViTClassifier(**{**FIT, "architecture": {"heads": heads}},
-                            pretrained=path, image_size=image_size).fit(X, y)
+    clf = BcosSimpleViTClassifier(**{**FIT, "architecture": {"heads": heads}},
+                                  pretrained=path, image_size=image_size).fit(X, y)
     assert {k: clf.architecture_[k] for k in ("dim", "depth", "heads", "mlp_dim", "patch_size",
                                               "stem_channels", "image_size", "bcosified")} == \
         dict(dim=dim, depth=2, heads=heads, mlp_dim=2 * dim, patch_size=8, stem_channels=(),
              image_size=[32, 32], bcosified=True)
     assert clf.explain(X[:2], dtype="float64").completeness_error.max() <= 1e-9
-    loaded = BcosViTClassifier.load(clf.save(tmp_path / "saved"), device="cpu")
+    loaded = BcosSimpleViTClassifier.load(clf.save(tmp_path / "saved"), device="cpu")
     np.testing.assert_array_equal(loaded.decision_function(X), clf.decision_function(X))
 
 
@@ -69,8 +69,8 @@ def test_errors_say_what_the_checkpoint_is_and_a_refusal_keeps_the_earlier_fit(t
     with pytest.raises(ValueError, match=r"conventional torchvision VisionTransformer .* pass "
                                          r"architecture=\{'heads': h\} .*, not "
                                          r"architecture='simple_vit_ti_patch16_224'\.$"):
-        BcosViTClassifier(**{**FIT, "architecture": "simple_vit_ti_patch16_224"},
-                          pretrained=path).fit(*_data(4))  # the name is the user's word
+        BcosSimpleViTClassifier(**{**FIT, "architecture": "simple_vit_ti_patch16_224"},
+                                pretrained=path).fit(*_data(4))  # the name is the user's word
     _refused(r"heads=3 must divide dim=32 \(the token width\)", pretrained=path,
              architecture={"heads": 3})
     _refused(r"no convolution stem; remove stem_channels", pretrained=path,
@@ -92,11 +92,11 @@ def test_errors_say_what_the_checkpoint_is_and_a_refusal_keeps_the_earlier_fit(t
              pretrained=_save(timm_vit(reg_tokens=1), tmp_path / "reg.pth"))
     with pytest.raises(ValueError, match=r"must be fine-tuned to become B-cos: .*"
                                          r"architecture=\{'heads': h\}"):
-        BcosViTClassifier.from_pretrained(path)
+        BcosSimpleViTClassifier.from_pretrained(path)
 
     # 28-px images: the learned positions fix the size, image_size="auto" crops to 224
     small = _save(torchvision_vit(image_size=28, patch_size=7), tmp_path / "small.pth")
-    clf = BcosViTClassifier(**FIT, pretrained=small, image_size=None).fit(*_data(side=28))
+    clf = BcosSimpleViTClassifier(**FIT, pretrained=small, image_size=None).fit(*_data(side=28))
     before = clf.decision_function(_data(side=28)[0])
     clf.set_params(image_size="auto")
     with pytest.raises(ValueError) as error:

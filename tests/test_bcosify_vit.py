@@ -1,6 +1,6 @@
 """B-cosification of conventional ViTs (interpretable.nn.bcos.vit_conversion) and fine-tuning
-them with BcosViTClassifier: the formats told apart, the converted network's logits equal to
-the original's, exact explanations (the biases' and class token's share reported), the recipe's
+them with BcosSimpleViTClassifier: the formats told apart, the converted network's logits equal
+to the original's, exact explanations (the biases' and class token's share reported), the recipe's
 fine-tuning start, refused checkpoints, and fitted models that no longer need the file. The
 models are the real torchvision's and timm's tiny VisionTransformer (tests/_real_vision.py),
 every parameter random; the package's own ConventionalViT (ViTClassifier's layouts) is checked
@@ -15,7 +15,7 @@ import pytest
 import torch
 from sklearn.base import clone
 
-from interpretable import BcosViTClassifier
+from interpretable import BcosSimpleViTClassifier
 from interpretable.nn.bcos.layers import encode_image
 from interpretable.nn.bcos.simple_vit import BcosSimpleViT, contributions
 from interpretable.nn.bcos.vit_conversion import (
@@ -174,7 +174,7 @@ def test_mismatched_and_hostile_state_dicts_are_refused():
 # ---------------------------------------------------------------------------- estimator
 @pytest.fixture(scope="module")
 def fitted(checkpoints):
-    return BcosViTClassifier(pretrained=checkpoints["timm"], **FIT).fit(*_data())
+    return BcosSimpleViTClassifier(pretrained=checkpoints["timm"], **FIT).fit(*_data())
 
 
 def test_fine_tuning_starts_from_the_recipe_and_explains_exactly(checkpoints, fitted):
@@ -190,8 +190,8 @@ def test_fine_tuning_starts_from_the_recipe_and_explains_exactly(checkpoints, fi
     assert exp32.completeness_error.max() <= 1e-4
     assert exp.weights.shape == (4, 16, 16, 6)
     # finetune="head" trains the head only: the rest is the recipe's start
-    head = BcosViTClassifier(pretrained=checkpoints["torchvision"], finetune="head",
-                             **{**FIT, "architecture": ARCH}).fit(X, y)  # a full dict, too
+    head = BcosSimpleViTClassifier(pretrained=checkpoints["torchvision"], finetune="head",
+                                   **{**FIT, "architecture": ARCH}).fit(X, y)  # a full dict, too
     start = finetuning_start(bcosify_vit(torch.load(checkpoints["torchvision"]), num_heads=2))
     tuned = head.module_.state_dict()
     assert all(torch.equal(tuned[k], v) for k, v in start.state_dict().items()
@@ -211,11 +211,11 @@ def test_the_fitted_model_needs_no_checkpoint(checkpoints, fitted, tmp_path):
     X, y = _data()
     path = tmp_path / "tiny.pth"
     path.write_bytes(checkpoints["torchvision"].read_bytes())
-    clf = BcosViTClassifier(pretrained=path, **FIT).fit(X, y)
+    clf = BcosSimpleViTClassifier(pretrained=path, **FIT).fit(X, y)
     saved = clf.save(tmp_path / "saved")
     path.unlink()
     expected = clf.decision_function(X)
-    loaded = BcosViTClassifier.load(saved, device="cpu")
+    loaded = BcosSimpleViTClassifier.load(saved, device="cpu")
     unpickled = pickle.loads(pickle.dumps(clf))
     for other in (loaded, unpickled):
         np.testing.assert_array_equal(other.decision_function(X), expected)
@@ -243,24 +243,25 @@ def test_hostile_and_mismatched_checkpoints_are_refused_by_the_estimator(checkpo
     marker = tmp_path / "pwned"
     torch.save({"conv_proj.weight": _Exploit(marker)}, tmp_path / "hostile.pth")
     with pytest.raises(ValueError, match="was refused"):
-        BcosViTClassifier(pretrained=tmp_path / "hostile.pth", **FIT).fit(X, y)
+        BcosSimpleViTClassifier(pretrained=tmp_path / "hostile.pth", **FIT).fit(X, y)
     assert not marker.exists()
     state = torch.load(checkpoints["torchvision"])
     torch.save({k: v for k, v in state.items() if k != "heads.head.bias"},
                tmp_path / "missing.pth")
     with pytest.raises(ValueError, match=r"missing keys: heads\.head\.bias"):
-        BcosViTClassifier(pretrained=tmp_path / "missing.pth", **FIT).fit(X, y)
+        BcosSimpleViTClassifier(pretrained=tmp_path / "missing.pth", **FIT).fit(X, y)
     with pytest.raises(ValueError, match=r"mis-shaped: .*mlp\.0\.weight"):
-        BcosViTClassifier(pretrained=checkpoints["torchvision"],
-                          **{**FIT, "architecture": {"heads": 2, "mlp_dim": 64}}).fit(X, y)
+        BcosSimpleViTClassifier(pretrained=checkpoints["torchvision"],
+                                **{**FIT, "architecture": {"heads": 2, "mlp_dim": 64}}).fit(X, y)
     with pytest.raises(ValueError, match="does not record its number of attention heads"):
-        BcosViTClassifier(pretrained=checkpoints["timm"], **{**FIT, "architecture": None}
-                          ).fit(X, y)
+        BcosSimpleViTClassifier(pretrained=checkpoints["timm"], **{**FIT, "architecture": None}
+                                ).fit(X, y)
     with pytest.raises(ValueError, match="must be fine-tuned"):
-        BcosViTClassifier.from_pretrained(checkpoints["timm"], architecture=ARCH, classes=range(5))
+        BcosSimpleViTClassifier.from_pretrained(checkpoints["timm"], architecture=ARCH,
+                                                classes=range(5))
     with pytest.raises(ValueError, match="which the estimator sets"):
-        BcosViTClassifier(pretrained=checkpoints["timm"],
-                          **{**FIT, "architecture": {**ARCH, "bcosified": False}}).fit(X, y)
+        BcosSimpleViTClassifier(pretrained=checkpoints["timm"],
+                                **{**FIT, "architecture": {**ARCH, "bcosified": False}}).fit(X, y)
 
 
 # ---------------------------------------------------------------------------- your own ViT
@@ -290,7 +291,7 @@ def test_a_vit_trained_here_in_a_standard_layout_is_b_cosified_from_its_state_di
                         num_heads=2)
         torch.testing.assert_close(exact(encode_image(images.double())), reference(normalised),
                                    rtol=0, atol=1e-10)
-    bcos = BcosViTClassifier(pretrained=path, **{**FIT, "max_epochs": 1}).fit(X, y)
+    bcos = BcosSimpleViTClassifier(pretrained=path, **{**FIT, "max_epochs": 1}).fit(X, y)
     assert bcos.explain(X[:2], dtype="float64").completeness_error.max() <= 1e-9
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from interpretable import BcosViTClassifier, EmbeddingBagClassifier
+from interpretable import BcosSimpleViTClassifier, BcosViTClassifier, EmbeddingBagClassifier
 
 CLASSES = ("neg", "pos", "mixed")
 CUES = {"neg": ["awful", "dull", "boring"], "pos": ["great", "superb", "moving"],
@@ -142,9 +142,12 @@ def test_bcos_vit_contrast_is_exact_in_float64_per_head_too(architecture):
     X[y == 1, :4] += 0.5
     X[y == 2, :, :4] += 0.5
     params = dict(max_epochs=2, random_state=0, device="cpu")
-    params.update(dict(patch_size=2, embed_dim=16, depth=2, num_heads=2, stem_channels=(4,))
-                  if architecture is None else dict(architecture=architecture, image_size=None))
-    clf = BcosViTClassifier(**params).fit(np.clip(X, 0, 1), y)
+    if architecture is None:
+        clf = BcosViTClassifier(patch_size=2, embed_dim=16, depth=2, num_heads=2,
+                                stem_channels=(4,), **params)
+    else:
+        clf = BcosSimpleViTClassifier(architecture, image_size=None, **params)
+    clf.fit(np.clip(X, 0, 1), y)
     X = np.clip(X[:4], 0, 1)
     exp = clf.explain(X, contrast="mean", by="head", dtype="float64")
     assert exp.completeness_error.max() < 1e-9

@@ -204,14 +204,14 @@ def test_estimators_pickled_before_the_parameter_predict_in_float32(fitted):
     np.testing.assert_array_equal(old.predict_proba(X[:4]), base.predict_proba(X[:4]))
 
 
-@pytest.fixture(scope="module", params=["BcosViTClassifier", "ViTClassifier"])
+@pytest.fixture(scope="module", params=["BcosSimpleViTClassifier", "ViTClassifier"])
 def fitted_vit(request):
     import interpretable
     from interpretable.datasets import load_digits_images
 
     X, y = load_digits_images(return_X_y=True)
     options = dict(max_epochs=2, batch_size=32, random_state=0, device="cpu")
-    if request.param == "BcosViTClassifier":
+    if request.param == "BcosSimpleViTClassifier":
         options["architecture"] = dict(dim=16, depth=1, heads=2, mlp_dim=16, patch_size=4)
     else:
         options.update(patch_size=4, embed_dim=16, depth=1, num_heads=2)
@@ -226,7 +226,7 @@ def test_vision_transformers(fitted_vit, native, tmp_path):
     np.testing.assert_allclose(p16.sum(axis=1), 1.0, rtol=0, atol=1e-12)
     np.testing.assert_allclose(p16, p32, atol=0.03)
     assert (p16.argmax(1) == p32.argmax(1)).mean() >= 0.9
-    exact = type(base).__name__ == "BcosViTClassifier"  # the contribution maps
+    exact = type(base).__name__ == "BcosSimpleViTClassifier"  # the contribution maps
     for options in ({}, {"dtype": "float64"}) if exact else ({}, {"method": "gradcam"}):
         a, b = base.explain(X[:4], **options), clf.explain(X[:4], **options)
         assert np.array_equal(a.values, b.values) and np.array_equal(a.logit, b.logit)

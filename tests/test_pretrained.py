@@ -1,5 +1,5 @@
-"""BcosViTClassifier with B-cos v2 architectures and pretrained checkpoints: from_pretrained
-from a checkpoint in the ``bcos`` layout (equal logits, complete explanations, ImageNet class
+"""BcosSimpleViTClassifier (the B-cos v2 ViTs) and pretrained checkpoints: from_pretrained from
+a checkpoint in the ``bcos`` layout (equal logits, complete explanations, ImageNet class
 names), refused files, fine-tuning that learns, inputs of any size, clone / save / load, the
 parameter rules, and explanation batches bounded in memory. A tiny v2 model stands in for the
 released ones (nothing is downloaded)."""
@@ -16,7 +16,7 @@ from PIL import Image
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-from interpretable import BcosViTClassifier
+from interpretable import BcosSimpleViTClassifier, BcosViTClassifier
 from interpretable.datasets.images import eval_crops, imagenet_class_names
 from interpretable.estimators import vision_base
 from interpretable.estimators.core.nets import LearningRateSchedule
@@ -46,7 +46,7 @@ def checkpoint(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def imagenet(checkpoint):
-    return BcosViTClassifier.from_pretrained(checkpoint[1], **FIT)
+    return BcosSimpleViTClassifier.from_pretrained(checkpoint[1], **FIT)
 
 
 def _photos(n=4, seed=0):
@@ -70,7 +70,8 @@ def _shapes(n, seed=0, colours=RGB, side=16):
 @pytest.fixture(scope="module")
 def colour_checkpoint(tmp_path_factory):
     """A tiny v2 ViT trained on red / green / blue squares, saved in the bcos layout."""
-    clf = BcosViTClassifier(**{**FIT, "image_size": None, "max_epochs": 4}).fit(*_shapes(240))
+    clf = BcosSimpleViTClassifier(**{**FIT, "image_size": None, "max_epochs": 4})
+    clf.fit(*_shapes(240))
     assert clf.score(*_shapes(120, seed=1)) == 1.0
     path = tmp_path_factory.mktemp("colours") / "rgb.pth"
     torch.save(to_bcos_state_dict(clf.module_), path)
@@ -125,7 +126,7 @@ def test_inputs_of_any_size_and_kind_are_cropped_as_the_model_sees_them(imagenet
 # ---------------------------------------------------------------------------- refused files
 def _refused(error, match, *args, **kwargs):
     with pytest.raises(error, match=match):
-        BcosViTClassifier.from_pretrained(*args, **{**FIT, **kwargs})
+        BcosSimpleViTClassifier.from_pretrained(*args, **{**FIT, **kwargs})
 
 
 class _Exploit:
@@ -156,8 +157,8 @@ def test_corrupt_mismatched_and_hostile_checkpoints_are_refused(checkpoint, tmp_
     _refused(ValueError, "cannot tell the architecture", path, architecture=None)
     _refused(FileNotFoundError, "no checkpoint file", tmp_path / "absent.pth")
     with pytest.raises(ValueError, match="does not fit the architecture"):  # at fit, too
-        BcosViTClassifier(**{**FIT, "architecture": {**TINY, "depth": 3}},
-                          pretrained=path).fit(*_shapes(8))
+        BcosSimpleViTClassifier(**{**FIT, "architecture": {**TINY, "depth": 3}},
+                                pretrained=path).fit(*_shapes(8))
 
 
 def test_released_checkpoints_come_only_from_the_hub_cache_unless_download(tmp_path,
@@ -166,7 +167,7 @@ def test_released_checkpoints_come_only_from_the_hub_cache_unless_download(tmp_p
     name = "simple_vit_ti_patch16_224"
     _refused(FileNotFoundError, "download=True", name, architecture=None)
     with pytest.raises(FileNotFoundError, match="download"):
-        BcosViTClassifier(pretrained=name, max_epochs=1).fit(*_shapes(4))
+        BcosSimpleViTClassifier(pretrained=name, max_epochs=1).fit(*_shapes(4))
     calls = []
 
     def fake_download(url, dst, hash_prefix=None, progress=True):
@@ -196,25 +197,26 @@ def test_offline_download_names_the_url_the_cache_and_the_alternative(tmp_path, 
     name = "vitc_ti_patch1_14"
     cached = checkpoint_path(name)
     with pytest.raises(OSError) as raised:
-        BcosViTClassifier.from_pretrained(name, download=True)
+        BcosSimpleViTClassifier.from_pretrained(name, download=True)
     message = str(raised.value)
     assert not isinstance(raised.value, urllib.error.URLError)
     assert opened and opened[0] in message and "releases/download" in opened[0]
     assert str(cached) in message and "name resolution" in message
-    assert "from_pretrained('/path/to/" in message
+    assert "BcosSimpleViTClassifier.from_pretrained('/path/to/" in message
     assert not cached.exists()
 
 
 # ---------------------------------------------------------------------------- parameters
 @pytest.mark.parametrize("params, match", [
-    (dict(architecture=TINY, embed_dim=32, depth=2), r"\['embed_dim', 'depth'\] apply to the "
-                                                     "holistic architecture only"),
+    (dict(), r"needs architecture= .* or pretrained="),
+    (dict(architecture="holistic"), "the network of BcosViTClassifier"),
+    (dict(architecture="holistic", pretrained="simple_vit_ti_patch16_224"),
+     "the network of BcosViTClassifier"),
     (dict(architecture={**TINY, "num_classes": 3}), r"sets \['num_classes'\], which the "
                                                     "estimator sets"),
     (dict(architecture={**TINY, "width": 3}), r"unknown \['width'\]"),
     (dict(architecture={**TINY, "dim": 18}), "divisible by heads=2 and by 4"),
-    (dict(architecture="vit_xl"), "is not 'holistic', a released name"),
-    (dict(architecture="holistic", pretrained="simple_vit_ti_patch16_224"), "no released weights"),
+    (dict(architecture="vit_xl"), "is not a released name"),
     (dict(architecture="vitc_ti_patch1_14", pretrained="simple_vit_ti_patch16_224"),
      "holds the weights of simple_vit_ti_patch16_224"),
     (dict(pretrained="my_model.pth"), "cannot tell the architecture"),
@@ -224,14 +226,26 @@ def test_offline_download_names_the_url_the_cache_and_the_alternative(tmp_path, 
 ])
 def test_parameter_rules(params, match):
     with pytest.raises(ValueError, match=match):
-        BcosViTClassifier(max_epochs=1, **params).fit(*_shapes(4))
+        BcosSimpleViTClassifier(max_epochs=1, **params).fit(*_shapes(4))
 
 
-def test_the_holistic_vit_stays_the_default():
+def test_one_estimator_per_network():
+    """The holistic ViT is BcosViTClassifier's alone: its parameters are not
+    BcosSimpleViTClassifier's, nor the v2 ones BcosViTClassifier's (a TypeError, as for any
+    unknown parameter); BcosSimpleViTClassifier has no default network."""
+    with pytest.raises(ValueError, match="architecture= .* or pretrained="):
+        BcosSimpleViTClassifier().fit(*_shapes(4))
+    for params in (dict(architecture=TINY), dict(pretrained="simple_vit_ti_patch16_224"),
+                   dict(finetune="head")):
+        with pytest.raises(TypeError, match="unexpected keyword"):
+            BcosViTClassifier(**params)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        BcosSimpleViTClassifier(TINY, embed_dim=32)
+    assert not hasattr(BcosViTClassifier, "from_pretrained")
     clf = BcosViTClassifier(max_epochs=1, patch_size=4, embed_dim=8, depth=1, num_heads=2,
                             stem_channels=(4,)).fit(*_shapes(8))
-    assert clf.architecture is None and clf.architecture_ is None and clf.crop_size_ is None
-    assert type(clf.module_).__name__ == "BcosViT"
+    assert clf.crop_size_ is None and not hasattr(clf, "architecture_")
+    assert type(clf.module_).__name__ == "BcosViT" and clf.warmup == 0.0
     with pytest.raises(ValueError, match=r"size \(40, 56\)"):  # fixed input size from fit
         clf.predict(_photos())
 
@@ -247,8 +261,8 @@ def test_fine_tuning_learns_and_trains_only_what_finetune_says(colour_checkpoint
                "all": {"linear_head", "transformer.encoder_0", "transformer.encoder_1",
                        "to_patch_embedding"}}
     for finetune, parts in trained.items():
-        clf = BcosViTClassifier(pretrained=path, finetune=finetune,
-                                **{**FIT, "image_size": None, "max_epochs": 4}).fit(X, y)
+        clf = BcosSimpleViTClassifier(pretrained=path, finetune=finetune,
+                                      **{**FIT, "image_size": None, "max_epochs": 4}).fit(X, y)
         assert clf.score(X_test, y_test) >= 0.9, finetune  # chance: 1/3
         after = clf.module_.state_dict()
         changed = {".".join(k.split(".")[:2 if k.startswith("transformer") else 1])
@@ -262,7 +276,8 @@ def test_fine_tuning_learns_and_trains_only_what_finetune_says(colour_checkpoint
 def test_the_new_classifier_starts_from_the_class_means_of_the_features(colour_checkpoint):
     model, path = colour_checkpoint
     X, y = _shapes(60, seed=2, colours=CMY, side=12)
-    clf = BcosViTClassifier(pretrained=path, finetune="head", **{**FIT, "image_size": None})
+    clf = BcosSimpleViTClassifier(pretrained=path, finetune="head",
+                                  **{**FIT, "image_size": None})
     clf.set_params(lr=1e-12, warmup=0.0).fit(X, y)  # (almost) no step: the imprinted start
     features = clf._features(model, X).double()
     centred = features - features.mean(0)
@@ -281,7 +296,7 @@ def test_losses_stay_finite_on_degenerate_images_and_extreme_logits():
         assert torch.isfinite(loss) and torch.isfinite(gradient).all()
     X = np.concatenate([np.zeros((8, 32, 32, 3)), np.ones((8, 32, 32, 3))])
     y = [0] * 8 + [1] * 8
-    clf = BcosViTClassifier(**{**FIT, "image_size": None, "max_epochs": 10}).fit(X, y)
+    clf = BcosSimpleViTClassifier(**{**FIT, "image_size": None, "max_epochs": 10}).fit(X, y)
     assert all(np.isfinite(h["train_loss"]) for h in clf.history_)
     assert clf.score(X, y) == 1.0
 
@@ -291,7 +306,8 @@ def test_warm_up_then_step_decay():
     schedule.total_, schedule.steps_per_epoch_ = 16, 2  # 8 epochs of 2 steps, decay after 6
     assert [schedule.factor(t) for t in range(16)] == [0.25, 0.5, 0.75, 1, 1, 1, 1, 1, 1, 1,
                                                        1, 1, 0.1, 0.1, 0.1, 0.1]
-    clf = BcosViTClassifier(pretrained="m.pth", architecture=TINY, max_epochs=10, batch_size=10)
+    clf = BcosSimpleViTClassifier(pretrained="m.pth", architecture=TINY, max_epochs=10,
+                                  batch_size=10)
     phase = clf._phase(95)  # pretrained: 10 % warm-up, the paper's step decay
     name, schedule = phase["callbacks"][0]
     assert name == "lr_schedule" and (schedule.warmup, schedule.decay) == (0.1, "step")
@@ -312,10 +328,11 @@ def test_clone_and_grid_search_start_from_the_pretrained_weights(imagenet, check
 
 def test_save_and_load_pretrained_and_fine_tuned_models(imagenet, checkpoint, tmp_path):
     X = _photos()
-    tuned = BcosViTClassifier(pretrained=checkpoint[1], finetune="head", **FIT).fit(*_shapes(16))
+    tuned = BcosSimpleViTClassifier(pretrained=checkpoint[1], finetune="head", **FIT)
+    tuned.fit(*_shapes(16))
     for est in (imagenet, tuned):
         path = est.save(tmp_path / type(est.module_).__name__ / str(len(est.classes_)))
-        loaded = BcosViTClassifier.load(path, device="cpu")
+        loaded = BcosSimpleViTClassifier.load(path, device="cpu")
         np.testing.assert_array_equal(loaded.decision_function(X), est.decision_function(X))
         np.testing.assert_array_equal(loaded.explain(X).values, est.explain(X).values)
         assert loaded.architecture_ == est.architecture_ and loaded.crop_size_ == 32
@@ -325,7 +342,7 @@ def test_save_and_load_pretrained_and_fine_tuned_models(imagenet, checkpoint, tm
 # ---------------------------------------------------------------------------- inference
 def test_post_hoc_methods_on_non_square_v2_inputs():
     X = np.random.RandomState(0).rand(6, 24, 40, 3).astype(np.float32)
-    clf = BcosViTClassifier(**{**FIT, "image_size": None}).fit(X, [0, 1] * 3)
+    clf = BcosSimpleViTClassifier(**{**FIT, "image_size": None}).fit(X, [0, 1] * 3)
     assert clf.module_.grid_size == (3, 5)
     for method in clf.explain_methods:
         options = {"n_steps": 4} if method == "integrated_gradients" else {}
@@ -359,13 +376,14 @@ def test_explanation_batches_are_bounded_in_memory(imagenet, monkeypatch):
 
 PEAK_MEMORY = """
 import sys, numpy as np, torch
-from interpretable import BcosViTClassifier
+from interpretable import BcosSimpleViTClassifier
 from interpretable.estimators import vision_base
 torch.set_num_threads(1)
 vision_base.INFERENCE_MEMORY = 16 * 2**20
 X = np.random.RandomState(0).rand(256, 96, 96, 3).astype(np.float32)
-clf = BcosViTClassifier(architecture=dict(dim=32, depth=4, heads=4, mlp_dim=64, patch_size=8),
-                        image_size=None, max_epochs=1, batch_size=256, random_state=0)
+clf = BcosSimpleViTClassifier(architecture=dict(dim=32, depth=4, heads=4, mlp_dim=64,
+                                                patch_size=8),
+                              image_size=None, max_epochs=1, batch_size=256, random_state=0)
 clf.fit(X[:8], [0, 1] * 4)
 def status_kib(field):
     with open("/proc/self/status") as f:

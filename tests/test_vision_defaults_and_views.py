@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from interpretable import BcosViTClassifier, ViTClassifier
+from interpretable import BcosSimpleViTClassifier, BcosViTClassifier, ViTClassifier
 from interpretable.nn.library_vit import LAYOUTS
 from interpretable.params import StrOptions
 
@@ -14,6 +14,10 @@ matplotlib.use("Agg")
 
 #: categorical values that need another parameter set (not a default-only fit)
 NEEDS_MORE = {("finetune", "head"): "trains part of pretrained= weights"}
+#: what an estimator needs besides its defaults (BcosSimpleViTClassifier has no default
+#: network: a tiny one)
+REQUIRED = {BcosSimpleViTClassifier: dict(architecture=dict(dim=8, depth=1, heads=2, mlp_dim=8,
+                                                            patch_size=4))}
 
 
 def _data(n=8, side=8, seed=0):
@@ -34,7 +38,8 @@ def _categorical(cls):
                         yield name, value
 
 
-CASES = [(cls, name, value) for cls in (ViTClassifier, BcosViTClassifier)
+CASES = [(cls, name, value)
+         for cls in (ViTClassifier, BcosViTClassifier, BcosSimpleViTClassifier)
          for name, value in _categorical(cls)]
 
 
@@ -43,14 +48,16 @@ CASES = [(cls, name, value) for cls in (ViTClassifier, BcosViTClassifier)
 def test_every_categorical_option_fits_at_the_defaults(cls, name, value):
     """Defaults that depend on an option (``stem_channels`` on ``layout``) resolve per value."""
     X, y = _data()
-    clf = cls(**{name: value}, max_epochs=1, device="cpu", random_state=0).fit(X, y)
+    clf = cls(**REQUIRED.get(cls, {}), **{name: value}, max_epochs=1, device="cpu",
+              random_state=0).fit(X, y)
     assert clf.predict(X[:2]).shape == (2,)
 
 
 def test_the_categorical_options_are_the_expected_ones():
     found = {(cls.__name__, name) for cls, name, _ in CASES}
     assert {("ViTClassifier", "layout"), ("ViTClassifier", "optimizer"),
-            ("BcosViTClassifier", "attention_prior")} <= found
+            ("BcosViTClassifier", "attention_prior"),
+            ("BcosSimpleViTClassifier", "optimizer")} <= found
 
 
 @pytest.fixture(scope="module", params=LAYOUTS)

@@ -140,7 +140,7 @@ def test_bcosify_keeps_float64_and_matches_torchvisions_normalisation(package):
 
 def test_b_cos_fine_tuning_of_a_real_checkpoint_names_the_image_size(tmp_path):
     """``image_size="auto"`` is 224 with pretrained weights; a 32-pixel checkpoint says so."""
-    from interpretable import BcosViTClassifier
+    from interpretable import BcosSimpleViTClassifier
 
     path = tmp_path / "vit.pth"
     torch.save(_model("torchvision").state_dict(), path)
@@ -148,7 +148,7 @@ def test_b_cos_fine_tuning_of_a_real_checkpoint_names_the_image_size(tmp_path):
     X, y = _images(6), [0, 1, 2] * 2
     with pytest.raises(ValueError, match=r"images of 32 x 32 pixels, not \(224, 224\).*"
                                          r"pass image_size=32"):
-        BcosViTClassifier(pretrained=path, architecture=architecture, max_epochs=1).fit(X, y)
-    clf = BcosViTClassifier(pretrained=path, architecture=architecture, image_size=None,
-                            max_epochs=1, device="cpu", random_state=0).fit(X, y)
+        BcosSimpleViTClassifier(pretrained=path, architecture=architecture, max_epochs=1).fit(X, y)
+    clf = BcosSimpleViTClassifier(pretrained=path, architecture=architecture, image_size=None,
+                                  max_epochs=1, device="cpu", random_state=0).fit(X, y)
     assert clf.module_.bcosified

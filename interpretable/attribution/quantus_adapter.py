@@ -34,7 +34,8 @@ class QuantusModel(nn.Module):
     Parameters
     ----------
     estimator : fitted image classifier
-        A :class:`~interpretable.BcosViTClassifier` or :class:`~interpretable.ViTClassifier`.
+        A :class:`~interpretable.BcosViTClassifier`,
+        :class:`~interpretable.BcosSimpleViTClassifier` or :class:`~interpretable.ViTClassifier`.
 
     See Also
     --------

@@ -84,7 +84,8 @@ def pixel_perturbation(clf, X, y, method: str | None = None, max_fraction: float
         raise ValueError(f"steps must be an integer >= 2, got {steps!r}.")
     if not hasattr(clf, "encode") or getattr(clf, "n_channels_", None) is None:
         raise TypeError("pixel_perturbation needs a fitted image classifier from "
-                        "interpretable.estimators.vision (BcosViTClassifier, ViTClassifier).")
+                        "interpretable.estimators.vision (BcosViTClassifier, "
+                        "BcosSimpleViTClassifier, ViTClassifier).")
     X = check_images(X)
     y = check_targets(y, len(X))
     chosen = most_confident_correct(clf, X, y)

@@ -92,7 +92,7 @@ def run(quick: bool = False, epochs=None, n_grids=None, settings=None, models=No
         seed: int = 0, threads=1) -> dict:
     import torch
 
-    from ..estimators.vision import BcosViTClassifier
+    from ..estimators.vision import BcosSimpleViTClassifier, BcosViTClassifier
 
     if threads:
         torch.set_num_threads(threads)
@@ -105,10 +105,11 @@ def run(quick: bool = False, epochs=None, n_grids=None, settings=None, models=No
                                           "torch_threads": torch.get_num_threads()},
                "settings": {}}
     phases = SETTINGS[:max(SETTINGS.index(s) for s in settings) + 1]
+    estimators = {"holistic": BcosViTClassifier, "v2": BcosSimpleViTClassifier}
     for name in models:
-        clf = BcosViTClassifier(**MODELS[name], max_epochs=cfg["epochs"], lr=2e-3,
-                                zoom_out=ZOOM_OUT, image_size=None, batch_size=32,
-                                random_state=seed)
+        clf = estimators[name](**MODELS[name], max_epochs=cfg["epochs"], lr=2e-3,
+                               zoom_out=ZOOM_OUT, image_size=None, batch_size=32,
+                               random_state=seed)
         for setting in phases:  # black first, then textured (warm start)
             X_train, X_test, y_train, y_test = setting_split(setting, cfg["n_train"], seed)
             start = time.perf_counter()

@@ -13,13 +13,14 @@ budget.
   ``pretrain_epochs`` each; from scratch, textured digits are barely learnt at this size);
   its state dict is saved to a ``.pth`` file. Then, for ``epochs`` more epochs on the textured
   digits each: (a) the original fine-tuned further, (b) the B-cosified model,
-  ``BcosViTClassifier(pretrained=<the file>, architecture=...)`` (no biases, B = 2), (c) the
-  same ``BcosViTClassifier`` from scratch. Test accuracy, training seconds and the grid pointing
-  game (:func:`.bcos_localisation.localisation_scores`, on each model's own confidently
-  classified test digits: softmax > .5 for the original, trained with cross-entropy, the
-  sigmoid of the logit > .5 for the B-cos models, trained with binary cross-entropy) of the
-  B-cos models' inherent explanations against the post-hoc methods on (a) (GradCAM left out:
-  the head reads the class token only, so its map of the patch tokens is 0).
+  ``BcosSimpleViTClassifier(pretrained=<the file>, architecture=...)`` (no biases, B = 2), (c)
+  the same ``BcosSimpleViTClassifier`` from scratch. Test accuracy, training seconds and the
+  grid pointing game (:func:`.bcos_localisation.localisation_scores`, on each model's own
+  confidently classified test digits: softmax > .5 for the original, trained with
+  cross-entropy, the sigmoid of the logit > .5 for the B-cos models, trained with binary
+  cross-entropy) of the B-cos models' inherent explanations against the post-hoc methods on
+  (a) (GradCAM left out: the head reads the class token only, so its map of the patch tokens
+  is 0).
   ``conversion_max_logit_error``: the B-cosified network before fine-tuning's start computes
   the original's logits.
 * text (Rotten Tomatoes, :func:`.bcos_text.split`; the fine-tuning of :data:`.bcos_text.BERT`
@@ -121,7 +122,7 @@ def vision(cfg: dict, seed: int, n_test=None) -> dict:
     """The vision comparison: ``{"conversion_max_logit_error", "models": {name: row}}``."""
     import torch
 
-    from ..estimators.vision import BcosViTClassifier
+    from ..estimators.vision import BcosSimpleViTClassifier
     from ..nn.bcos.layers import encode_image
     from ..nn.bcos.vit_conversion import bcosify_vit
 
@@ -158,10 +159,11 @@ def vision(cfg: dict, seed: int, n_test=None) -> dict:
         models = {
             "original_finetuned": original.set_params(warm_start=True, lr=cfg["finetune_lr"],
                                                       max_epochs=cfg["epochs"]),
-            "bcosified": BcosViTClassifier(pretrained=path, architecture=ARCHITECTURE,
-                                           **finetune),
-            "bcos_from_scratch": BcosViTClassifier(architecture=ARCHITECTURE, **common,
-                                                   lr=cfg["lr"], max_epochs=cfg["epochs"]),
+            "bcosified": BcosSimpleViTClassifier(pretrained=path, architecture=ARCHITECTURE,
+                                                 **finetune),
+            "bcos_from_scratch": BcosSimpleViTClassifier(architecture=ARCHITECTURE, **common,
+                                                         lr=cfg["lr"],
+                                                         max_epochs=cfg["epochs"]),
         }
         for name, clf in models.items():
             clf, seconds = _fit(clf, X_train, y_train)

@@ -129,12 +129,12 @@ def _bcos_vit():
     return BcosViTClassifier(**_TINY_VIT)
 
 
-def _bcos_v2():
+def _bcos_simple_vit():
     """A tiny B-cos v2 ViT (the released models' design) on grey digits, images as given."""
-    from interpretable import BcosViTClassifier
+    from interpretable import BcosSimpleViTClassifier
 
-    return BcosViTClassifier(architecture=dict(dim=8, depth=1, heads=2, mlp_dim=8, patch_size=4),
-                             max_epochs=2, batch_size=32, random_state=0)
+    return BcosSimpleViTClassifier(dict(dim=8, depth=1, heads=2, mlp_dim=8, patch_size=4),
+                                   max_epochs=2, batch_size=32, random_state=0)
 
 
 def _vit():
@@ -168,7 +168,7 @@ CASES = [
     Case("SEATClassifier-word-at", _seat("word-at"), _sentiment, "text"),
     Case("BcosTextClassifier", _bcos_text, _sentiment, "text"),
     Case("BcosViTClassifier", _bcos_vit, _digits, "image"),
-    Case("BcosViTClassifier-v2", _bcos_v2, _digits, "image"),
+    Case("BcosSimpleViTClassifier", _bcos_simple_vit, _digits, "image"),
     Case("ViTClassifier", _vit, _digits, "image", {"method": "input_x_gradient"}),
     Case("ISANLanguageModel", _isan, _shakespeare_lines, "chars"),
     Case("LSTMLanguageModel", _lstm_lm, _shakespeare_lines, "chars"),

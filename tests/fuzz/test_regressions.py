@@ -152,7 +152,7 @@ def test_other_text_estimators_accept_lone_surrogates():
 @pytest.fixture(scope="module")
 def pretrained(tmp_path_factory):
     """A tiny v2 checkpoint loaded with the default 224-pixel crops."""
-    from interpretable import BcosViTClassifier
+    from interpretable import BcosSimpleViTClassifier
     from interpretable.nn.bcos.simple_vit import BcosSimpleViT
     from interpretable.nn.bcos.zoo import to_bcos_state_dict
 
@@ -161,7 +161,7 @@ def pretrained(tmp_path_factory):
                           image_size=224)
     path = tmp_path_factory.mktemp("checkpoint") / "tiny.pth"
     torch.save(to_bcos_state_dict(model), path)
-    return BcosViTClassifier.from_pretrained(path, architecture=dict(
+    return BcosSimpleViTClassifier.from_pretrained(path, architecture=dict(
         dim=8, depth=1, heads=2, mlp_dim=8, patch_size=32), device="cpu")
 
 

@@ -15,7 +15,7 @@ lineage (``transformers``) and for conventional Vision Transformers (torchvision
 
 Either network is dynamic linear: its explanations (``contributions``) are exact. The
 estimators do the same from a checkpoint folder or file and fine-tune:
-``BcosTextClassifier(checkpoint=folder)``, ``BcosViTClassifier(pretrained=file,
+``BcosTextClassifier(checkpoint=folder)``, ``BcosSimpleViTClassifier(pretrained=file,
 architecture=...)``.
 """
 from __future__ import annotations

@@ -166,7 +166,7 @@ def download_checkpoint(name: str, progress: bool = True) -> Path:
                 f"could not download {spec.name} from {spec.url} to the torch hub cache "
                 f"({path}): {reason}. Offline, download the file on another machine and put "
                 f"it at {path}, or pass the path of your copy instead of the name "
-                f"(BcosViTClassifier.from_pretrained('/path/to/{spec.file_name}'))") from exc
+                f"(BcosSimpleViTClassifier.from_pretrained('/path/to/{spec.file_name}'))") from exc
     return path
 
 
@@ -254,7 +254,7 @@ def load_checkpoint(name_or_path: str | Path, *, architecture: str | Mapping | N
         if not path.is_file():
             raise FileNotFoundError(
                 f"{spec.name} is not in the torch hub cache ({path}); download it once with "
-                f"download=True (load_checkpoint, BcosViTClassifier.from_pretrained) or "
+                f"download=True (load_checkpoint, BcosSimpleViTClassifier.from_pretrained) or "
                 f"download_checkpoint({spec.name!r}), or put {spec.url} there")
     else:
         path = Path(name_or_path)
