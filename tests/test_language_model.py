@@ -20,7 +20,7 @@ from interpretable import (
     LSTMLanguageModel,
     SequenceExplanation,
 )
-from interpretable.estimators.sequence.base import UNKNOWN, next_symbol_windows
+from interpretable.estimators.sequence.alphabet import UNKNOWN, next_symbol_windows
 from interpretable.estimators.sequence.language_model import split_words
 
 WORDS = ["the", "king", "is", "dead", "long", "live", "queen", "my", "lord", "good"]

@@ -213,7 +213,7 @@ def test_new_parameters_are_validated():
 
 def test_explain_progress_bar_only_on_a_terminal_and_only_during_explain(monkeypatch, capsys):
     """verbose explain shows a tqdm bar on a terminal (and nothing else is changed)."""
-    from interpretable.estimators import base
+    from interpretable import progress
 
     X, y, _ = _sentiment()
     X_test = X[:6]
@@ -225,6 +225,6 @@ def test_explain_progress_bar_only_on_a_terminal_and_only_during_explain(monkeyp
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     shown = est.explain(X_test)
     assert "explain" in capsys.readouterr().err
-    assert base.SHOW_PROGRESS.get() is False  # reset after the call
+    assert progress.SHOW_PROGRESS.get() is False  # reset after the call
     for a, b in zip(quiet.values, shown.values):
         assert (a == b).all()

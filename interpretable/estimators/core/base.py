@@ -29,7 +29,7 @@ from sklearn.base import BaseEstimator
 
 from ...nn.tensors import resolve_device
 from ...params import validate_estimator_parameters
-from ...progress import SHOW_PROGRESS, report
+from ...progress import report
 from ...validation import check_random_state_seed
 from .encoded import EncodedInputs
 from .inference import BatchedInference
@@ -48,8 +48,7 @@ from .training import (
 # side (.nets: skorch takes ~0.8 s to import) is imported at the first fit, so importing the
 # estimators that need no skorch class at import time (the text classifiers, the ViTs) does
 # not import it (`python -X importtime -c "from interpretable import EmbeddingBagClassifier"`).
-__all__ = ["EncodedInputs", "NeuralEstimator", "SHOW_PROGRESS", "TrainingDivergedError",  # noqa: F822
-           "TrainingNet"]
+__all__ = ["EncodedInputs", "NeuralEstimator", "TrainingDivergedError"]
 
 
 def __getattr__(name):

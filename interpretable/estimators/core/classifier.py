@@ -19,7 +19,7 @@ from ...params import StrOptions, validate_parameters
 from ...validation import warn_caller
 from .base import NeuralEstimator
 
-__all__ = ["INFERENCE_PRECISIONS", "NeuralClassifier", "native_bf16"]
+__all__ = ["NeuralClassifier"]
 
 #: the values of ``inference_precision``: the autocast dtype of prediction (None: the
 #: parameters' own)

@@ -17,8 +17,6 @@ import torch
 
 from ...explanation import with_sample_ids
 
-__all__ = ["ExplainLoop"]
-
 
 def _rows(value) -> list:
     """A per-sample field of one batch as a list of CPU numpy arrays (or objects)."""

@@ -26,9 +26,6 @@ from ...nn.tensors import make_generator
 from ...progress import interactive, progress_bar, report
 from .training import OPTIMIZERS, PRECISIONS, SAMPLE_WEIGHT, TrainingDivergedError
 
-__all__ = ["TrainingNet", "AcceleratedTrainingNet", "DivergenceGuard", "LearningRateSchedule",
-           "TrainingStepCallback", "ValidAccuracy",
-           "check_callbacks", "training_callbacks", "train_module"]
 
 logger = logging.getLogger(__name__)
 

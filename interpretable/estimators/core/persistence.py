@@ -42,7 +42,7 @@ from .model_folder import (
     read_snapshot,
 )
 
-__all__ = ["save_estimator", "load_estimator", "restore_estimator", "to_jsonable", "from_jsonable"]
+__all__ = ["save_estimator", "load_estimator"]
 
 #: bound on the size of a decoded array in a config
 MAX_ARRAY_BYTES = 2**30

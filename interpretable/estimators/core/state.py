@@ -37,7 +37,7 @@ from .model_folder import FORMAT_VERSION
 from .persistence import from_jsonable, restore_estimator, to_jsonable
 from .training import is_fitted_attribute
 
-__all__ = ["EstimatorState", "estimator_state", "set_estimator_state", "trusted_types"]
+__all__ = ["trusted_types"]
 
 STATE_VERSION = 1
 _KEYS = {"interpretable_state", "estimator", "params"}

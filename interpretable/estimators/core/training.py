@@ -30,17 +30,7 @@ import torch
 
 from ...params import HasMethods, Interval, StrOptions
 
-__all__ = [
-    "TRAINING_CONSTRAINTS",
-    "OPTIMIZERS",
-    "PRECISIONS",
-    "SAMPLE_WEIGHT",
-    "TrainingDivergedError",
-    "check_sample_weight",
-    "warm_started",
-    "fit_transactionally",
-    "is_fitted_attribute",
-]
+__all__ = ["TrainingDivergedError"]
 
 OPTIMIZERS = {
     "adam": torch.optim.Adam,

@@ -3,8 +3,8 @@ variant objects (the variant contract in :mod:`.phases`, the papers' baselines i
 :mod:`.baselines`, SEAT and the authors' SEAT in :mod:`.variants`)."""
 from .baselines import AttentionAT, AttentionRP, Vanilla, WordAT
 from .estimator import SEATClassifier
-from .phases import RecordTerms, SEATVariant, TrainingPhase
-from .variants import SEAT, VARIANTS, AuthorsSEAT
+from .phases import SEATVariant, TrainingPhase
+from .variants import SEAT, AuthorsSEAT
 
-__all__ = ["SEAT", "VARIANTS", "AttentionAT", "AttentionRP", "AuthorsSEAT", "RecordTerms",
-           "SEATClassifier", "SEATVariant", "TrainingPhase", "Vanilla", "WordAT"]
+__all__ = ["SEAT", "AttentionAT", "AttentionRP", "AuthorsSEAT", "SEATClassifier", "SEATVariant",
+           "TrainingPhase", "Vanilla", "WordAT"]

@@ -21,7 +21,7 @@ from skorch.callbacks import Callback
 
 from ...params import validate_estimator_parameters
 
-__all__ = ["TrainingPhase", "SEATVariant", "RecordTerms"]
+__all__ = ["TrainingPhase", "SEATVariant"]
 
 
 @dataclass
@@ -95,7 +95,7 @@ class RecordTerms(Callback):
 
         Examples
         --------
-        >>> from interpretable.estimators.seat import RecordTerms
+        >>> from interpretable.estimators.seat.phases import RecordTerms
         >>> callable(RecordTerms().on_epoch_begin)
         True
         """
@@ -115,7 +115,7 @@ class RecordTerms(Callback):
 
         Examples
         --------
-        >>> from interpretable.estimators.seat import RecordTerms
+        >>> from interpretable.estimators.seat.phases import RecordTerms
         >>> callable(RecordTerms().on_batch_end)
         True
         """
@@ -136,7 +136,7 @@ class RecordTerms(Callback):
 
         Examples
         --------
-        >>> from interpretable.estimators.seat import RecordTerms
+        >>> from interpretable.estimators.seat.phases import RecordTerms
         >>> callable(RecordTerms().on_epoch_end)
         True
         """

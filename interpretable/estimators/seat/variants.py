@@ -35,7 +35,7 @@ from ...params import Interval, StrOptions
 from .baselines import AttentionAT, AttentionRP, Vanilla, WordAT
 from .phases import RecordTerms, SEATVariant, TrainingPhase
 
-__all__ = ["SEAT", "AuthorsSEAT", "VARIANTS"]
+__all__ = ["SEAT", "AuthorsSEAT"]
 
 
 _PGD = {

@@ -29,11 +29,11 @@ from ...nn.isan import ISAN
 from ...nn.losses import SequenceLoss
 from ...params import Interval, StrOptions
 from ..core.base import EncodedInputs, NeuralEstimator
-from .alphabet import UNKNOWN, SymbolAlphabet, next_symbol_windows
+from .alphabet import SymbolAlphabet
 from .explainers import ISANContributions
 from .isan_maps import ISANMaps
 
-__all__ = ["UNKNOWN", "SequenceEstimator", "ISANBase", "next_symbol_windows"]
+__all__ = ["SequenceEstimator", "ISANBase"]
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 

@@ -20,8 +20,8 @@ from ...explanation import SequenceExplanation
 from ...nn.tensors import pad_sequences
 from ..core.explainer import Attributions, Explainer
 
-__all__ = ["StepExplainer", "ISANContributions", "StepInputXGradient",
-           "StepIntegratedGradients", "StepGradient", "DENSE_EXPLANATION_LIMIT"]
+__all__ = ["StepExplainer", "ISANContributions", "StepInputXGradient", "StepIntegratedGradients",
+           "StepGradient"]
 
 #: largest (steps × symbols) explanation, in bytes, built without ``positions=`` / ``window=``
 DENSE_EXPLANATION_LIMIT = 4 * 2**30

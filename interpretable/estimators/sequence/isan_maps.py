@@ -11,8 +11,6 @@ import numpy as np
 import torch
 from sklearn.utils import Bunch
 
-__all__ = ["ISANMaps"]
-
 
 class ISANMaps:
     """Mixin: substring composition and change of basis of a fitted ISAN estimator.

@@ -29,7 +29,7 @@ from .base import DTYPES, ISANBase
 from .explainers import StepGradient, StepInputXGradient, StepIntegratedGradients
 from .language_model_base import LanguageModelBase, split_words
 
-__all__ = ["ISANLanguageModel", "LSTMLanguageModel", "split_words"]
+__all__ = ["ISANLanguageModel", "LSTMLanguageModel"]
 
 
 class ISANLanguageModel(ISANBase, LanguageModelBase):

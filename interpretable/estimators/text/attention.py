@@ -26,7 +26,7 @@ from ...params import Interval, StrOptions
 from .base import TextClassifierBase, VocabularyClassifierBase
 from .explainers import Attention
 
-__all__ = ["AttentionClassifierBase", "AttentionTextClassifier", "ARCHITECTURE"]
+__all__ = ["AttentionClassifierBase", "AttentionTextClassifier"]
 
 #: the parameters that shape an attention classifier's module (with its encoder)
 ARCHITECTURE = ("hidden_size", "attention_size", "freeze_embeddings", "dropout")

@@ -17,8 +17,7 @@ from ..core.base import TABULAR_CHECKS, EncodedInputs
 from ..core.classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
 from .explainers import Gradient, InputXGradient, IntegratedGradients, KernelShap, Lime, Occlusion
 
-__all__ = ["TextClassifierBase", "VocabularyClassifierBase", "resolve_embeddings",
-           "trim_padding", "trim_collate"]
+__all__ = ["TextClassifierBase", "VocabularyClassifierBase"]
 
 
 def _text_encoders() -> dict:

@@ -28,7 +28,7 @@ from ...params import Interval, StrOptions
 from .attention import AttentionClassifierBase
 from .explainers import DetachedGradient
 
-__all__ = ["DiversityLSTMClassifier", "CELLS", "CONICITY_KINDS"]
+__all__ = ["DiversityLSTMClassifier"]
 
 CELLS = ("vanilla", "diversity", "orthogonal")
 

@@ -39,9 +39,9 @@ from ...text import WordPieceEncoder
 from ...text.encoding import PAD_TOKEN
 from ..core.explainer import Attributions, Explainer
 
-__all__ = ["BASELINES", "TokenExplainer", "MeanEmbeddingContributions", "Attention",
-           "VanillaAttention", "Gradient", "IntegratedGradients", "InputXGradient", "Occlusion",
-           "Lime", "KernelShap", "DetachedGradient"]
+__all__ = ["TokenExplainer", "MeanEmbeddingContributions", "Attention", "VanillaAttention",
+           "Gradient", "IntegratedGradients", "InputXGradient", "Occlusion", "Lime", "KernelShap",
+           "DetachedGradient"]
 
 #: the token baselines of integrated gradients and the perturbation methods
 BASELINES = ("zeros", "pad", "mask")
