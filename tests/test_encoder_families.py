@@ -251,6 +251,26 @@ def test_bert_text_classifier_fine_tunes_every_family(family, checkpoints, tmp_p
     np.testing.assert_array_equal(loaded.predict_proba(TEXTS), clf.predict_proba(TEXTS))
 
 
+def test_fit_encodes_ids_only_and_explain_aligns_the_pieces_it_explains(checkpoints,
+                                                                         monkeypatch):
+    """Fit reads the ids alone: no text is aligned with its characters (was: every training
+    text); explain aligns the texts it explains, once."""
+    from interpretable import BertTextClassifier
+    from interpretable.text import WordPieceEncoder
+
+    aligned, align = [], WordPieceEncoder.align
+
+    def counting_align(self, text):
+        aligned.append(text)
+        return align(self, text)
+
+    monkeypatch.setattr(WordPieceEncoder, "align", counting_align)
+    clf = BertTextClassifier(checkpoint=checkpoints["roberta"], **FIT).fit(TEXTS, LABELS)
+    assert aligned == []
+    clf.explain(TEXTS[:2], method="gradient", level="word")
+    assert aligned == TEXTS[:2]
+
+
 def test_checkpoints_that_do_not_fit_are_refused_at_fit(checkpoints, tmp_path):
     import json
     import shutil

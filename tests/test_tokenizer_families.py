@@ -153,6 +153,19 @@ def test_truncation_keeps_the_first_pieces_and_counts_the_dropped(family):
     assert encoder.align(TEXT).dropped == 0
 
 
+def test_encode_texts_gives_the_ids_of_the_aligned_pieces(family):
+    """What fit reads (ids, lengths, pieces cut off) without aligning, as align gives them."""
+    _, folder, _, encoder = family
+    for fitted in (encoder, WordPieceEncoder(max_len=5, checkpoint=folder).fit()):
+        aligned = [fitted.align(text) for text in TEXTS]
+        ids, lengths, dropped = fitted.encode_texts(TEXTS)
+        expected_ids, expected_lengths = fitted.encode_tokens([a.pieces for a in aligned])
+        np.testing.assert_array_equal(ids, expected_ids)
+        np.testing.assert_array_equal(lengths, expected_lengths)
+        assert dropped.tolist() == [a.dropped for a in aligned]
+    assert dropped.any()  # max_len=5 cut some
+
+
 # ---------------------------------------------------------------------------- persistence
 def test_state_through_json_and_pickle_gives_the_same_encoder(family):
     _, _, _, encoder = family

@@ -405,6 +405,45 @@ class WordPieceEncoder(BaseEstimator):
             words=np.concatenate([[-1], index, [-1]]).astype(np.int64), spans=spans,
             dropped=max(len(encoding.ids) - kept, 0))
 
+    def encode_texts(self, X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return the ids of texts as the model sees them, without aligning them with the text.
+
+        The ids of :meth:`align`'s pieces (what training reads), without their offsets and
+        words.
+
+        Parameters
+        ----------
+        X : sequence of str of shape (n_samples,)
+            The texts (blank ones too: they become ``start end``).
+
+        Returns
+        -------
+        ids : ndarray of shape (n_samples, T)
+            Ids (int64), ``start pieces end``, padded with ``pad_token_id_``.
+        lengths : ndarray of shape (n_samples,)
+            The lengths (at most ``max_len``).
+        dropped : ndarray of shape (n_samples,)
+            The pieces of each text cut off by ``max_len`` (0: the whole text).
+
+        Examples
+        --------
+        >>> from interpretable.text import WordPieceEncoder
+        >>> encoder = WordPieceEncoder(max_len=4).fit()  # the bundled MiniLM's tokeniser
+        >>> encoder.encode_texts(["good", "a good film"])
+        (array([[ 101, 2204,  102,    0],
+               [ 101, 1037, 2204,  102]]), array([3, 4]), array([0, 1]))
+        """
+        kept = self._limit - 2
+        start, end = (self._ids[self.settings_[k]] for k in ("cls_token", "sep_token"))
+        pieces = [self._tokenizer.encode(_SURROGATE.sub("\ufffd", text),
+                                         add_special_tokens=False).ids for text in X]
+        lengths = np.array([min(len(p), kept) + 2 for p in pieces], dtype=np.int64)
+        ids = np.full((len(pieces), max(lengths, default=1)), self.pad_token_id_, np.int64)
+        for row, text_ids, length in zip(ids, pieces, lengths):
+            row[:length] = [start, *text_ids[:kept], end]
+        dropped = np.array([max(len(p) - kept, 0) for p in pieces], dtype=np.int64)
+        return ids, lengths, dropped
+
     def tokenize(self, text: str) -> list[str]:
         """Return the pieces of one text, the start and end tokens included.
 

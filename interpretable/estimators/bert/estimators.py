@@ -124,18 +124,30 @@ class BaseEncoderClassifier(TextClassifierBase):
 
     # ------------------------------------------------------------------ inputs
     def _encode_texts(self, texts, queries) -> EncodedInputs:
-        """Word pieces of ``texts`` (``max_length`` at most, with a warning)."""
+        """Word pieces of ``texts``, aligned with the texts (``max_length`` at most, with a
+        warning)."""
         aligned = [self.text_encoder_.align(text) for text in texts]
-        cut = [i for i, a in enumerate(aligned) if a.dropped]
-        if cut:
-            warn_caller(f"{len(cut)} of {len(texts)} texts (e.g. #{cut[0]}) are longer than "
-                        f"max_length={self.max_length} word pieces: the model sees their first "
-                        f"{self.max_length - 2} pieces only.")
+        self._warn_truncated([a.dropped for a in aligned])
         units = [a.pieces for a in aligned]
         ids, lengths = self.text_encoder_.encode_tokens(units)
         return EncodedInputs({"tokens": torch.from_numpy(ids),
                               "lengths": torch.from_numpy(lengths)}, units=units, texts=texts,
                              alignments=aligned)
+
+    def _training_inputs(self, texts) -> dict:
+        """``tokens (n, T)`` and ``lengths (n,)`` of the training texts: their ids alone (fit
+        reads no alignment), ``max_length`` at most, with a warning."""
+        ids, lengths, dropped = self.text_encoder_.encode_texts(texts)
+        self._warn_truncated(dropped)
+        return {"tokens": torch.from_numpy(ids), "lengths": torch.from_numpy(lengths)}
+
+    def _warn_truncated(self, dropped) -> None:
+        """Warn when texts lost pieces to ``max_length`` (``dropped (n,)``: per text)."""
+        cut = np.flatnonzero(dropped)
+        if len(cut):
+            warn_caller(f"{len(cut)} of {len(dropped)} texts (e.g. #{cut[0]}) are longer than "
+                        f"max_length={self.max_length} word pieces: the model sees their first "
+                        f"{self.max_length - 2} pieces only.")
 
     def word_pieces(self, X) -> list:
         """Return how the model sees each text: its word pieces, aligned with its words.
@@ -182,7 +194,7 @@ class BaseEncoderClassifier(TextClassifierBase):
             checkpoint = read_checkpoint(self.checkpoint)
             self._adopt_config(checkpoint)
             module_factory = functools.partial(self._initial_module, checkpoint)
-        self._fit_net(module_factory, self._criterion(), self._encode_texts(texts, None).inputs,
+        self._fit_net(module_factory, self._criterion(), self._training_inputs(texts),
                       torch.from_numpy(y_index.astype(np.int64)), seed=seed,
                       sample_weight=self._training_weights(y_index, sample_weight),
                       loss_inputs=self._loss_inputs(texts), callbacks=self._callbacks(),
