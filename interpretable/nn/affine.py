@@ -15,8 +15,6 @@ from collections.abc import Iterator
 import torch
 import torch.nn.functional as F
 
-__all__ = ["affine_scan", "AffineScan", "ISANDecomposition", "ReversePass"]
-
 
 class ISANDecomposition(dict):
     """Exact logit decomposition (a dict of tensors; the float ones share one dtype).

@@ -19,16 +19,6 @@ import torch.nn.functional as F
 
 from .losses import prediction_divergence
 
-__all__ = [
-    "projected_gradient_ascent",
-    "project_ball",
-    "pgd_attention",
-    "gold_margin",
-    "check_clamp",
-    "embedding_pgd",
-    "embedding_attack",
-    "NORMS",
-]
 
 #: the norms of the balls perturbations are projected onto
 NORMS = ("l2", "linf")

@@ -21,8 +21,6 @@ from torch import nn
 
 from .recurrent import RECURRENT_KINDS, RecurrentEncoder
 
-__all__ = ["AttentionOutput", "AttentionTextModule", "AdditiveAttention", "conicity",
-           "check_conicity_kind", "CONICITY_KINDS", "lengths_to_mask"]
 
 #: conicity forms: mean ``|cos|`` (the Diversity LSTM authors' code) or mean signed ``cos``
 CONICITY_KINDS = ("absolute", "signed")

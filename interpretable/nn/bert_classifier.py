@@ -11,8 +11,6 @@ from torch.nn import functional as F
 
 from .bert_encoder import BertEncoder
 
-__all__ = ["BertClassifier"]
-
 
 class BertClassifier(nn.Module):
     """Build with :meth:`from_pretrained` (a local checkpoint folder) or :meth:`from_config`

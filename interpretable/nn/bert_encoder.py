@@ -26,9 +26,6 @@ from torch import nn
 from .encoder_families import FAMILIES, encoder_family, encoder_options
 from .tensors import check_finite, listed_keys
 
-__all__ = ["WEIGHTS_FILES", "BertEncoder", "attention_probabilities", "config_from_fields",
-           "load_encoder", "load_sequence_classifier", "load_tokenizer", "quiet_loading",
-           "read_encoder_config"]
 
 #: the weights files ``transformers`` reads from a folder, in its order of preference
 WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",

@@ -9,8 +9,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["CharLSTM", "lstm_parameter_count"]
-
 
 def lstm_parameter_count(
     n_symbols: int, hidden_size: int, embedding_dim: int, n_outputs: int | None = None,

@@ -6,8 +6,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-__all__ = ["MeanEmbeddingClassifier"]
-
 
 class MeanEmbeddingClassifier(nn.Module):
     """``logits = W · mean_t e(x_t) + b``.

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["FAMILIES", "OPTION_TYPES", "EncoderFamily", "checkpoint_key", "encoder_family",
-           "encoder_options", "usable_positions"]
+__all__ = ["EncoderFamily", "encoder_options"]
 
 #: the structure every family's config becomes, with its types (the networks' arguments)
 OPTION_TYPES = {"vocab_size": int, "hidden_size": int, "embedding_size": int, "num_layers": int,

@@ -9,8 +9,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-__all__ = ["check_mha", "mha_forward", "mha_heads"]
-
 
 def check_mha(mha: nn.MultiheadAttention) -> None:
     """Raise unless ``mha`` is a :class:`torch.nn.MultiheadAttention` without extra keys."""

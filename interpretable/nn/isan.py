@@ -26,8 +26,6 @@ from torch import nn
 
 from .affine import AffineScan, ISANDecomposition, ReversePass
 
-__all__ = ["ISAN", "ISANDecomposition", "readout_basis", "isan_parameter_count"]
-
 
 def isan_parameter_count(n_symbols: int, hidden_size: int, n_outputs: int | None = None) -> int:
     """Number of parameters of :class:`ISAN` (``S·H² + S·H + O·H + O + H``)."""

@@ -16,9 +16,7 @@ from torch.nn import functional as F
 
 from .attention import AttentionOutput, conicity
 
-__all__ = ["OutputCrossEntropy", "DistillationLoss", "OneHotBCE", "DiversityLoss",
-           "SequenceLoss", "IGNORE_INDEX", "logits_of", "explained_logits", "weighted_mean",
-           "reduce_loss", "prediction_divergence"]
+__all__ = ["logits_of"]
 
 #: target value of positions that are not scored (padding, context-only positions)
 IGNORE_INDEX = -100

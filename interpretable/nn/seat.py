@@ -29,26 +29,6 @@ from .attacks import embedding_pgd, pgd_attention
 from .attention import AttentionTextModule, lengths_to_mask
 from .losses import prediction_divergence, reduce_loss, weighted_mean
 
-__all__ = [
-    "top_k_mask",
-    "top_k_overlap",
-    "topk_surrogate_loss",
-    "SEATLoss",
-    "seat_objective",
-    "SEATForward",
-    "SEATTrainer",
-    "SEATCriterion",
-    "RobustTrainer",
-    "RobustCriterion",
-    "AUTHORS_PARAM_GROUPS",
-    "authors_topk_loss",
-    "AuthorsLoss",
-    "authors_objective",
-    "AuthorsForward",
-    "AuthorsSEATTrainer",
-    "AuthorsSEATCriterion",
-]
-
 
 def _check_pair(w: torch.Tensor, w_tilde: torch.Tensor, mask: torch.Tensor | None):
     if w.dim() != 2 or w.shape != w_tilde.shape:

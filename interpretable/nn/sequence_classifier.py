@@ -17,8 +17,6 @@ from torch import nn
 from .bert_encoder import attention_probabilities, load_sequence_classifier, quiet_loading
 from .encoder_families import encoder_family
 
-__all__ = ["PretrainedSequenceClassifier"]
-
 
 class PretrainedSequenceClassifier(nn.Module):
     """Build with :meth:`from_pretrained` (a local folder) or :meth:`from_config` (the

@@ -8,8 +8,6 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import torch
 
-__all__ = ["LISTED_KEYS", "check_finite", "listed_keys", "make_generator", "pad_sequences",
-           "resolve_device"]
 
 LISTED_KEYS = 5  # keys named per kind of problem in error messages
 

@@ -8,12 +8,11 @@ from .layers import (
                      BcosConv2d,
                      BcosLinear,
                      bcos_implementation,
-                     conv_layout,
                      dynamic_weight,
                      encode_image,
                      explaining,
                      explanation_mode,
 )
 
-__all__ = ["BcosConv2d", "BcosLinear", "bcos_implementation", "bcosify", "conv_layout",
-           "dynamic_weight", "encode_image", "explaining", "explanation_mode"]
+__all__ = ["BcosConv2d", "BcosLinear", "bcos_implementation", "bcosify", "dynamic_weight",
+           "encode_image", "explaining", "explanation_mode"]

@@ -16,9 +16,6 @@ from torch.nn import functional as F
 
 from .layers import BcosLinear, dynamic_weight, normal_cdf
 
-__all__ = ["BcosBertLayer", "BcosFeedForward", "BertBcosLayerNorm", "BcosSelfAttention",
-           "BertBcosLinear", "alignment_gain", "gated_gelu", "unscaled_bcos_linear"]
-
 
 def alignment_gain(fan_in: int, b: float) -> float:
     """``E|ŵᵀx| / E(|cos(x, ŵ)|^(B-1) |ŵᵀx|)`` for inputs of random direction (``cos ~

@@ -38,8 +38,7 @@ from typing import Callable, Iterator
 import torch
 from torch.nn import functional as F
 
-__all__ = ["IMPLEMENTATIONS", "ONEDNN_MIN_MACS", "bcos_implementation", "resolve_implementation",
-           "linear", "compiled"]
+__all__ = ["bcos_implementation"]
 
 IMPLEMENTATIONS = ("auto", "reference", "fused", "compiled")
 _IMPLEMENTATION: contextvars.ContextVar[str | None] = contextvars.ContextVar(

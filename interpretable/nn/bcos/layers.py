@@ -36,19 +36,8 @@ from .kernels import (
     resolve_implementation,
 )
 
-__all__ = [
-    "BcosLinear",
-    "BcosConv2d",
-    "bcos_implementation",
-    "explanation_mode",
-    "explaining",
-    "dynamic_weight",
-    "normal_cdf",
-    "encode_image",
-    "conv_layout",
-    "add_constant",
-    "recording_constants",
-]
+__all__ = ["BcosLinear", "BcosConv2d", "bcos_implementation", "explanation_mode", "explaining",
+           "dynamic_weight", "encode_image"]
 
 # A context variable, not a module attribute: explaining in one thread never changes what
 # another thread computes with the same module (new threads start with the default).

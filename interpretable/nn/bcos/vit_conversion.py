@@ -36,8 +36,7 @@ from .layers import BcosLinear
 from .simple_vit import BcosLayerNorm, BcosSimpleViT
 from .zoo import HEAD_KEY, check_state
 
-__all__ = ["FORMATS", "IMAGENET_MEAN", "IMAGENET_STD", "bcosify_vit", "checkpoint_format",
-           "conventional_key_map", "finetuning_start", "read_conventional"]
+__all__ = ["bcosify_vit", "finetuning_start"]
 
 #: the state-dict layouts :func:`checkpoint_format` tells apart, with a key each one has
 FORMATS = {"bcos": HEAD_KEY, "torchvision": "conv_proj.weight",
