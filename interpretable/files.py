@@ -25,8 +25,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-__all__ = ["exclusive", "reporting", "fsync", "remove", "replacing", "leftovers", "open_regular",
-           "check_regular"]
+__all__ = ["exclusive", "replacing"]
 
 STAGED, REPLACED = "partial", "replaced"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["EXTRAS", "import_optional"]
 
 #: the extra of ``interpretable-models`` that installs each optional top-level module
 EXTRAS = {"transformers": "bert", "polars": "polars", "skops": "tracking", "mlflow": "tracking",

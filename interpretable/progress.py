@@ -38,7 +38,6 @@ import logging
 import re
 import sys
 
-__all__ = ["SHOW_PROGRESS", "interactive", "progress_bar", "report"]
 
 #: whether the batching loop of the estimators draws a progress bar (set per ``explain`` call
 #: and thread from the estimator's ``verbose``; the bar is drawn only when :func:`interactive`)

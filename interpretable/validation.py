@@ -16,21 +16,6 @@ import numpy as np
 import torch
 from scipy import sparse
 
-__all__ = [
-    "check_texts",
-    "check_pairs",
-    "check_text_inputs",
-    "check_images",
-    "check_targets",
-    "check_documents",
-    "check_sequences",
-    "check_sequence_targets",
-    "as_column",
-    "check_random_state_seed",
-    "check_batch_size",
-    "warn_caller",
-]
-
 
 def _refuse_sparse(X, what: str) -> None:
     """A scipy sparse matrix or array (a vectorizer's output passed by mistake) is refused,

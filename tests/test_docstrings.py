@@ -53,7 +53,6 @@ MODULES = (
     "interpretable.streaming",
     "interpretable.tracking",
     "interpretable.pipeline",
-    "interpretable.progress",
     "interpretable.scale",
     "interpretable.text",
     "interpretable.params",

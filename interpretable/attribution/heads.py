@@ -12,9 +12,9 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ..nn.heads import check_mha, mha_forward, mha_heads  # mha_forward: re-exported
+from ..nn.heads import check_mha, mha_heads
 
-__all__ = ["HeadContributions", "head_contributions", "mha_forward"]
+__all__ = ["HeadContributions", "head_contributions"]
 
 
 class HeadContributions(NamedTuple):

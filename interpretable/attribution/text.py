@@ -30,7 +30,7 @@ from typing import Callable, NamedTuple, Optional
 
 import torch
 
-__all__ = ["GRADIENT_METHODS", "PERTURBATION_METHODS", "TokenAttributions", "attribute_tokens"]
+__all__ = ["TokenAttributions", "attribute_tokens"]
 
 GRADIENT_METHODS = ("gradient", "integrated_gradients", "input_x_gradient")
 PERTURBATION_METHODS = ("occlusion", "lime", "kernel_shap")

@@ -39,7 +39,7 @@ from torch.nn import functional as F
 from ..nn.bcos.layers import explanation_mode
 from ..nn.losses import explained_logits
 
-__all__ = ["METHODS", "attribute", "gaussian_blur", "gradcam", "inherent", "inherent_terms"]
+__all__ = ["attribute", "gradcam", "inherent", "inherent_terms"]
 
 METHODS = ("inherent", "rollout", "final_attention", "gradsam", "gradcam", "input_x_gradient",
            "integrated_gradients", "occlusion")

@@ -17,17 +17,8 @@ from torch.nn import functional as F
 from ..files import open_regular
 from ..validation import check_images
 
-__all__ = [
-    "IMAGE_EXTENSIONS",
-    "CropBox",
-    "eval_crops",
-    "eval_transform",
-    "imagenet_class_names",
-    "load_image_folder",
-    "read_image",
-    "read_images",
-    "resize_shorter_side",
-]
+__all__ = ["CropBox", "eval_crops", "eval_transform", "imagenet_class_names", "load_image_folder",
+           "read_image", "read_images"]
 
 # torchvision.datasets.folder.IMG_EXTENSIONS
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")

@@ -19,7 +19,7 @@ from torch.nn import functional as F
 from .images import resize_shorter_side
 from .synthetic import make_image_grid
 
-__all__ = ["make_textured_digit_grids", "make_textured_digits", "sample_photos"]
+__all__ = ["make_textured_digit_grids", "make_textured_digits"]
 
 LUMINANCE = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 

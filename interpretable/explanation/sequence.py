@@ -11,9 +11,9 @@ import pandas as pd
 
 from ._base import Explanation, check_kind, relative_error
 from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels, texts
-from ._sequence_views import SequenceViews, visible
+from ._sequence_views import SequenceViews
 
-__all__ = ["SequenceExplanation", "visible"]
+__all__ = ["SequenceExplanation"]
 
 
 def _concat_columns(parts: list) -> dict:

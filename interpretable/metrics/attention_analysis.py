@@ -12,8 +12,7 @@ They use the public interface of the attention text classifiers
 
 Defined here: :func:`conicity`, :func:`hidden_state_conicity`, :func:`attribution_agreement`
 and :func:`pos_attention`. The analyses that intervene on the attention weights and decode
-again, :func:`decision_flip_fraction` and :func:`permutation_tvd` (with
-:data:`MAX_ATTENTION_BINS`), are re-exported from
+again, :func:`decision_flip_fraction` and :func:`permutation_tvd`, are re-exported from
 :mod:`interpretable.metrics.attention_interventions`.
 """
 from __future__ import annotations
@@ -22,15 +21,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..nn.attention import CONICITY_KINDS, check_conicity_kind
+from ..nn.attention import check_conicity_kind
 from ..nn.attention import conicity as _conicity_torch  # the metric below shares its name
-from .attention_interventions import MAX_ATTENTION_BINS, decision_flip_fraction, permutation_tvd
+from .attention_interventions import decision_flip_fraction, permutation_tvd
 from .common import AnalysisResult
-from .divergences import jensen_shannon, jensen_shannon_rows
+from .divergences import jensen_shannon_rows
 
 __all__ = ["AnalysisResult", "conicity", "hidden_state_conicity", "decision_flip_fraction",
-           "permutation_tvd", "attribution_agreement", "pos_attention", "jensen_shannon",
-           "MAX_ATTENTION_BINS", "CONICITY_KINDS"]
+           "permutation_tvd", "attribution_agreement", "pos_attention"]
 
 
 def conicity(H, mask=None, kind: str = "absolute") -> np.ndarray:

@@ -18,7 +18,7 @@ from ..validation import check_random_state_seed
 from .common import AnalysisResult
 from .divergences import total_variation
 
-__all__ = ["decision_flip_fraction", "permutation_tvd", "MAX_ATTENTION_BINS"]
+__all__ = ["decision_flip_fraction", "permutation_tvd"]
 
 #: bins of the sample's maximum attention weight used to summarise permutation TVD (Fig. 4)
 MAX_ATTENTION_BINS = (0.0, 0.25, 0.5, 0.75, 1.0)

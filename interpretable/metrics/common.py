@@ -15,8 +15,7 @@ from ..estimators.explainers import get_explainer
 from ..explanation import TokenExplanation
 from ..nn.losses import logits_of
 
-__all__ = ["AnalysisResult", "check_text_model", "model_view", "predict_probabilities",
-           "explanation_matrix", "explain_or_take", "TEXT_MODEL_INTERFACE"]
+__all__ = ["AnalysisResult", "check_text_model"]
 
 #: the public methods of a text classifier the metrics use
 TEXT_MODEL_INTERFACE = ("encode", "iter_batches", "embed", "forward_batch", "explain")

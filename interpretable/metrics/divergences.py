@@ -6,8 +6,6 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.distance import jensenshannon
 
-__all__ = ["jensen_shannon", "jensen_shannon_rows", "total_variation"]
-
 
 def jensen_shannon(p: np.ndarray, q: np.ndarray) -> float:
     """Jensen-Shannon divergence (natural log, in [0, ln 2]) of two distributions."""

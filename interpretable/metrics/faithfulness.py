@@ -31,8 +31,7 @@ from .common import (
     predict_probabilities,
 )
 
-__all__ = ["comprehensiveness", "sufficiency", "sensitivity", "top_k_overlap",
-           "ERASER_FRACTIONS", "SENSITIVITY_FRACTIONS"]
+__all__ = ["comprehensiveness", "sufficiency", "sensitivity", "top_k_overlap"]
 
 #: token fractions of ERASER's AOPC bins
 ERASER_FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.5)

@@ -9,8 +9,6 @@ from sklearn.utils.validation import check_is_fitted
 from ..estimators.sequence.language_model import ISANLanguageModel
 from ..estimators.sequence.tagger import ISANSequenceTagger
 
-__all__ = ["check_isan", "isan_parameters"]
-
 
 def check_isan(model, *classes):
     """Raise unless ``model`` is a fitted instance of one of ``classes`` (default: a language

@@ -17,8 +17,7 @@ from torch.nn import functional as F
 
 from ..validation import check_images, check_targets
 
-__all__ = ["confident_grids", "grid_pointing_game", "most_confident_correct",
-           "smoothing_kernel"]
+__all__ = ["confident_grids", "grid_pointing_game"]
 
 CONFIDENCES = ("sigmoid", "softmax")
 

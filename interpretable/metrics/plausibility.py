@@ -11,7 +11,7 @@ from sklearn.metrics import average_precision_score
 from ..explanation import ImageExplanation, TokenExplanation
 from .common import AnalysisResult
 
-__all__ = ["plausibility", "PLAUSIBILITY_METRICS"]
+__all__ = ["plausibility"]
 
 #: the columns of :func:`plausibility`'s frame
 PLAUSIBILITY_METRICS = ("auprc", "token_f1", "token_iou")

@@ -33,8 +33,7 @@ from .faithfulness import ERASER_FRACTIONS, _compact, comprehensiveness, suffici
 from .plausibility import PLAUSIBILITY_METRICS, plausibility
 from .stability import embedding_stability
 
-__all__ = ["ExplanationReport", "evaluate_explanations", "loo_kendall_tau", "REPORT_METRICS",
-           "REPORT_COLUMNS"]
+__all__ = ["ExplanationReport", "evaluate_explanations", "loo_kendall_tau"]
 
 #: metric -> (property, whether higher is better), in the report's row order
 REPORT_METRICS = {

@@ -31,8 +31,7 @@ from .common import (
 from .divergences import jensen_shannon_rows, total_variation
 from .embedding_noise import EMBEDDING_NOISE, embedding_offsets
 
-__all__ = ["embedding_stability", "word_stability", "seed_stability",
-           "explanation_distributions", "total_variation"]
+__all__ = ["embedding_stability", "word_stability", "seed_stability"]
 
 
 def explanation_distributions(scores: np.ndarray, lengths) -> np.ndarray:

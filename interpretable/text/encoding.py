@@ -18,7 +18,7 @@ from .output import TextOutputMixin
 from .tokenize import sentence_tokens, word_tokenize
 from .vocabulary import PAD, PAD_TOKEN, UNK, UNK_TOKEN, VocabularyMixin
 
-__all__ = ["TextEncoder", "PAD", "UNK", "PAD_TOKEN", "UNK_TOKEN"]
+__all__ = ["TextEncoder", "PAD", "UNK"]
 
 # NLTKWordTokenizer splits off only a text's final period; split sentences first (a light
 # rule instead of punkt, whose data files are not available offline).

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..datasets.packages import package_file
 
-__all__ = ["pos_tag", "PTB_TO_UNIVERSAL"]
+__all__ = ["pos_tag"]
 
 PTB_TO_UNIVERSAL = {
     "!": ".", "#": ".", "$": ".", "''": ".", "(": ".", ")": ".", ",": ".", "-LRB-": ".",

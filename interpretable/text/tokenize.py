@@ -25,7 +25,7 @@ from itertools import chain
 
 import regex
 
-__all__ = ["word_tokenize", "sentence_tokens"]
+__all__ = ["word_tokenize"]
 
 
 def _rules(*rules):

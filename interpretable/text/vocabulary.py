@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["PAD", "PAD_TOKEN", "UNK", "UNK_TOKEN", "VocabularyMixin"]
+__all__ = ["PAD", "UNK"]
 
 PAD, UNK = 0, 1
 PAD_TOKEN, UNK_TOKEN = "<pad>", "<unk>"
