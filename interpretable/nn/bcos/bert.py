@@ -42,7 +42,7 @@ from ..losses import explained_logits
 from .bert_layers import BcosBertLayer, BertBcosLayerNorm, BertBcosLinear, unscaled_bcos_linear
 from .layers import explanation_mode
 
-__all__ = ["POOLINGS", "BcosBertClassifier", "PieceContributions"]
+__all__ = ["BcosBertClassifier", "PieceContributions"]
 
 #: how the sequence becomes one vector: the ``[CLS]`` state (the authors') or the mean
 POOLINGS = ("cls", "mean")
@@ -81,25 +81,50 @@ class BcosBertClassifier(nn.Module):
     checkpoint) or :meth:`from_config` (the structure of a BERT config, randomly initialised:
     rebuild a saved model, e.g. on the meta device, then ``load_state_dict``).
 
-    Args:
-        vocab_size, n_classes: sizes of the word-piece vocabulary and the output.
-        hidden_size, num_layers, num_heads, intermediate_size, max_positions, type_vocab_size,
-            layer_norm_eps, pad_token_id: the encoder's structure (BERT's fields).
-        b: the B-cos exponent of the encoder layers, a float or one per layer.
-        head_b: the exponent of the pooler and the classifier (default: the last layer's).
-        pooling: ``"cls"`` (the ``[CLS]`` state, the authors' models) or ``"mean"`` (the
-            mean over real tokens), before the B-cos pooler.
-        dropout, attention_dropout: training-time dropout of the hidden states and of the
-            attention probabilities (BERT's ``hidden_dropout_prob`` and
-            ``attention_probs_dropout_prob``).
-        logit_bias: a fixed constant added to every logit (0 in B-cos LM).
-        matched: scale every B-cos layer by the constant
-            :func:`~interpretable.nn.bcos.bert_layers.alignment_gain` (False: γ = 1, the
-            authors'), keeping the pretrained scale (see
-            :class:`~interpretable.estimators.BcosTextClassifier`).
-        row_gains, logit_scale, learn_logit_scale, pooler, gate_biases: as
-            :class:`~interpretable.estimators.BcosTextClassifier`'s ``row_norms``,
-            ``logit_scale`` and ``gate_biases`` (:meth:`from_bert` sets the row gains).
+    Parameters
+    ----------
+    vocab_size, n_classes : int
+        Sizes of the word-piece vocabulary and of the output.
+    hidden_size, num_layers, num_heads, intermediate_size, max_positions : int
+        The encoder's structure (BERT's fields).
+    type_vocab_size : int, default=2
+        Token types (0: none, DistilBERT).
+    layer_norm_eps : float, default=1e-12
+        BERT's LayerNorm epsilon.
+    pad_token_id : int or None, default=0
+        The padding id, whose embedding is not trained.
+    embedding_size : int or None, default=None
+        Width of the embeddings when narrower than the hidden states (ELECTRA: a bias-free
+        projection follows); None: ``hidden_size``.
+    position_offset : int, default=0
+        Position of the first token (RoBERTa: ``pad_token_id + 1``).
+    b : float or sequence of float, default=2.0
+        The B-cos exponent of the encoder layers, one for all or one per layer.
+    head_b : float or None, default=None
+        The exponent of the pooler and the classifier (None: the last layer's).
+    pooling : {"cls", "mean"}, default="cls"
+        The ``[CLS]`` state (the authors' models) or the mean over real tokens, before the
+        B-cos pooler.
+    dropout, attention_dropout : float, default=0.1
+        Training-time dropout of the hidden states and of the attention probabilities (BERT's
+        ``hidden_dropout_prob`` and ``attention_probs_dropout_prob``).
+    logit_bias : float, default=0.0
+        A fixed constant added to every logit (0 in B-cos LM).
+    matched : bool, default=False
+        Scale every B-cos layer by the constant
+        :func:`~interpretable.nn.bcos.bert_layers.alignment_gain`, keeping the pretrained
+        scale (False: γ = 1, the authors').
+    row_gains : bool, default=False
+        Each row keeps a fixed gain (:meth:`from_bert` sets the checkpoint's row norms), as
+        :class:`~interpretable.BcosTextClassifier`'s ``row_norms="pretrained"``.
+    logit_scale : float > 0, default=1.0
+        A constant factor of the logits; with ``learn_logit_scale``, trained from this value.
+    learn_logit_scale : bool, default=False
+        Train the logit scale.
+    pooler : bool, default=True
+        Keep a B-cos pooler; False: the classifier reads the pooling.
+    gate_biases : bool, default=False
+        As :class:`~interpretable.BcosTextClassifier`'s ``gate_biases``.
     """
 
     def __init__(self, vocab_size: int, n_classes: int, *, hidden_size: int = 384,
@@ -167,12 +192,22 @@ class BcosBertClassifier(nn.Module):
         weights into a model of the checkpoint's floating dtype (biases are dropped; a
         checkpoint without a pooler keeps a random one); the classifier is new.
 
-        Args:
-            bert: a ``transformers`` model of the family (base model or with a task head) or
-                its state dict (keys with or without the ``bert.`` / ``roberta.`` / ...
-                prefix).
-            config: its config (default: ``bert.config`` for a model).
-            n_classes, options: as for :meth:`from_config`.
+        Parameters
+        ----------
+        bert : transformers model or mapping of str to torch.Tensor
+            A model of the family (base model or with a task head) or its state dict (keys
+            with or without the ``bert.`` / ``roberta.`` / ... prefix).
+        config : transformers config, dict or None
+            Its config (None: ``bert.config`` of a model).
+        n_classes : int
+            Size of the new classifier.
+        **options
+            The other constructor arguments, as for :meth:`from_config`.
+
+        Returns
+        -------
+        BcosBertClassifier
+            The converted model.
         """
         if isinstance(bert, nn.Module):
             state, config = bert.state_dict(), bert.config if config is None else config

@@ -29,20 +29,8 @@ from ..tensors import check_finite, listed_keys
 from .layers import BcosConv2d, BcosLinear
 from .simple_vit import BcosSimpleViT
 
-__all__ = [
-    "PRETRAINED",
-    "PretrainedViT",
-    "architecture_kwargs",
-    "bcos_key_map",
-    "build_model",
-    "check_state",
-    "checkpoint_path",
-    "download_checkpoint",
-    "load_checkpoint",
-    "read_state_dict",
-    "sha256_of",
-    "to_bcos_state_dict",
-]
+__all__ = ["PRETRAINED", "PretrainedViT", "download_checkpoint", "load_checkpoint",
+           "to_bcos_state_dict"]
 
 RELEASE_URL = "https://github.com/B-cos/B-cos-v2/releases/download/v0.0.1-weights"
 HEAD_KEY = "0.linear_head.linear.linear.weight"  # the classifier's weight in the bcos layout
@@ -82,6 +70,8 @@ _WIDE_STEM = (64, 128, 128, 256, 256, 512)
 
 # Hash prefixes: bcos/models/pretrained.py (URLS["vit_final"]); the ViT-C depths are the
 # reference's 12 (14 for L) minus one for the stem.
+#: The released B-cos ViTs by name (what :func:`load_checkpoint` and
+#: ``BcosSimpleViTClassifier(pretrained=name)`` accept).
 PRETRAINED: dict[str, PretrainedViT] = {spec.name: spec for spec in (
     PretrainedViT("simple_vit_ti_patch16_224", _vit(**_TI, depth=12), "4b0824b1c1", 59.960),
     PretrainedViT("simple_vit_s_patch16_224", _vit(**_S, depth=12), "75e99d1f73", 69.246),
