@@ -35,7 +35,7 @@ PENDING = {f"{module}.{name}" for module, names in {
     "interpretable.estimators.bert.callbacks": "AnnealExponent",
     "interpretable.estimators.bert.checkpoint": (
         "ClassifierCheckpoint EncoderCheckpoint checkpoint_labels classifier_config encoder_config "
-        "is_classifier_checkpoint read_checkpoint resolve_model_folder"),
+        "names_sequence_classifier read_checkpoint read_classifier_config resolve_model_folder"),
     "interpretable.estimators.bert.explainers": (
         "BertGradient BertInputXGradient BertIntegratedGradients BertKernelShap BertLime "
         "BertOcclusion LEVELS"),
