@@ -9,10 +9,10 @@ from interpretable.metrics.attention_analysis import (
     conicity,
     decision_flip_fraction,
     hidden_state_conicity,
-    jensen_shannon,
     permutation_tvd,
     pos_attention,
 )
+from interpretable.metrics.divergences import jensen_shannon
 
 SMALL = dict(embed_dim=12, hidden_size=12, batch_size=16, lr=1e-2, device="cpu", max_epochs=6)
 

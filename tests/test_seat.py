@@ -257,13 +257,13 @@ from sklearn.frozen import FrozenEstimator  # noqa: E402
 from interpretable import AttentionTextClassifier, SEATClassifier  # noqa: E402
 from interpretable.estimators.seat import (  # noqa: E402
     SEAT,
-    VARIANTS,
     AttentionAT,
     AttentionRP,
     AuthorsSEAT,
     Vanilla,
     WordAT,
 )
+from interpretable.estimators.seat.variants import VARIANTS  # noqa: E402
 from interpretable.explanation import TokenExplanation  # noqa: E402
 
 TINY = dict(encoder="rnn", embed_dim=12, hidden_size=12, max_epochs=6, batch_size=16, lr=2e-2,
