@@ -43,9 +43,9 @@ from .training import (
     warm_started,
 )
 
-# TrainingDivergedError and TrainingNet keep the public home they had in the development
-# snapshots here (until 1.0.0). The skorch
-# side (.nets: skorch takes ~0.8 s to import) is imported at the first fit, so importing the
+# TrainingDivergedError (public) and TrainingNet (importable, an implementation detail) keep
+# the home they had in the development snapshots here (until 1.0.0). The skorch side (.nets:
+# skorch takes ~0.8 s to import) is imported at the first fit, so importing the
 # estimators that need no skorch class at import time (the text classifiers, the ViTs) does
 # not import it (`python -X importtime -c "from interpretable import EmbeddingBagClassifier"`).
 __all__ = ["EncodedInputs", "NeuralEstimator", "TrainingDivergedError"]
