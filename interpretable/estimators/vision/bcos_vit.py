@@ -59,7 +59,7 @@ class BcosViTClassifier(SizedVisionTransformerClassifier):
         Units per neuron pooled by MaxOut in the stem, attention and MLP layers
         (1 = none).
     scale_factor : float or None, default=None
-        f in the per-layer output scaling γ = f/√fan_in (None: 30; see
+        Factor f in the per-layer output scaling γ = f/√fan_in (None: 30; see
         :class:`~interpretable.nn.bcos.holistic_vit.BcosViT` for why not the paper's 15 / 150).
     output_scale : float, default=1.0
         Factor applied to the classifier output before the logit bias (the paper's
