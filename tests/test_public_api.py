@@ -40,23 +40,6 @@ PENDING = {f"{module}.{name}" for module, names in {
         "BertGradient BertInputXGradient BertIntegratedGradients BertKernelShap BertLime "
         "BertOcclusion LEVELS"),
     "interpretable.estimators.core.inference": "BatchedInference",
-    "interpretable.estimators.vision.augmentation": "ZoomOutBatches",
-    "interpretable.estimators.vision.base": (
-        "EncodedImages INFERENCE_MEMORY activation_bytes resize_size"),
-    "interpretable.estimators.vision.bcos_simple_vit": "AUTO_WARMUP HEAD_LR_SCALE",
-    "interpretable.estimators.vision.explainers": "BASELINES PixelOcclusion",
-    "interpretable.estimators.vision.pretrained": (
-        "BACKBONE_KEYS RELEASED_CROP check_backbone conventional_backbone head_order imagenet_head "
-        "imprint_classifier pretrained_format read_pretrained read_weights released_name "
-        "resolve_architecture set_trainable start_from v2_token_stride"),
-    "interpretable.nn.bcos.holistic_vit": (
-        "ATTENTION_PRIORS BcosAttention BcosBlock BcosMLP BcosStem BcosViT"),
-    "interpretable.nn.bcos.simple_vit": (
-        "BcosGELU BcosLayerNorm BcosLayerNorm2d BcosSimpleViT Contributions contributions "
-        "sincos_positional_embedding token_stride"),
-    "interpretable.nn.library_vit": "ConventionalViT LAYOUTS",
-    "interpretable.nn.recurrent": "OrthogonalLSTM RECURRENT_KINDS RecurrentEncoder orthogonal_lstm",
-    "interpretable.nn.stem_vit": "ViT ViTBlock",
     "interpretable.text.wordpiece": "WordPieces",
 }.items() for name in names.split()}
 

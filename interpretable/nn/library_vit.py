@@ -27,7 +27,7 @@ from torch import nn
 
 from .heads import mha_forward
 
-__all__ = ["LAYOUTS", "ConventionalViT"]
+__all__ = ["ConventionalViT"]
 
 LAYOUTS = ("torchvision", "timm")
 

@@ -15,7 +15,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-__all__ = ["OrthogonalLSTM", "RecurrentEncoder", "orthogonal_lstm", "RECURRENT_KINDS"]
+__all__ = ["OrthogonalLSTM", "orthogonal_lstm"]
 
 RECURRENT_KINDS = ("rnn", "lstm", "bilstm", "orthogonal")
 

@@ -13,7 +13,7 @@ from torch import nn
 from .bcos.layers import conv_layout
 from .heads import mha_forward
 
-__all__ = ["ViT", "ViTBlock"]
+__all__ = ["ViT"]
 
 
 class ViTBlock(nn.Module):

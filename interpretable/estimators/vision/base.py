@@ -37,8 +37,7 @@ from .explainers import (
 )
 
 __all__ = ["EncodedImages", "VisionTransformerClassifier", "SizedVisionTransformerClassifier",
-           "INFERENCE_MEMORY", "activation_bytes",
-           "resize_size"]
+           "INFERENCE_MEMORY"]
 
 #: bytes the activations of one inference batch may take on CPU (on CUDA: half the free memory)
 INFERENCE_MEMORY = 2**30

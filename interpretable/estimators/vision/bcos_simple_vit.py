@@ -38,7 +38,7 @@ from .pretrained import (
     v2_token_stride,
 )
 
-__all__ = ["BcosSimpleViTClassifier", "AUTO_WARMUP", "HEAD_LR_SCALE"]
+__all__ = ["BcosSimpleViTClassifier"]
 
 #: ``warmup="auto"`` from pretrained weights (0 from scratch)
 AUTO_WARMUP = 0.1

@@ -32,7 +32,7 @@ from ...nn.bcos.simple_vit import BcosSimpleViT, contributions
 from ...nn.losses import explained_logits
 from ..core.explainer import Attributions, Explainer
 
-__all__ = ["BASELINES", "ImageExplainer", "BcosContributions", "Rollout", "FinalAttention",
+__all__ = ["ImageExplainer", "BcosContributions", "Rollout", "FinalAttention",
            "GradSAM", "GradCAM", "PixelInputXGradient", "PixelIntegratedGradients",
            "PixelOcclusion"]
 

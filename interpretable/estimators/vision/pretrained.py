@@ -30,11 +30,7 @@ from ...nn.bcos.vit_conversion import (
 )
 from ...nn.bcos.zoo import PRETRAINED, load_checkpoint, read_state_dict
 
-__all__ = ["BACKBONE_KEYS", "RELEASED_CROP", "released_name",
-           "resolve_architecture", "check_backbone", "conventional_backbone", "v2_token_stride",
-           "pretrained_format", "read_pretrained",
-           "start_from", "imprint_classifier", "set_trainable", "imagenet_head", "head_order",
-           "read_weights"]
+__all__: list[str] = []  # the checkpoint plumbing of BcosSimpleViTClassifier
 
 #: the :class:`~interpretable.nn.bcos.simple_vit.BcosSimpleViT` arguments an ``architecture`` dict
 #: gives (the network's size); ``stem_channels`` is optional

@@ -16,7 +16,7 @@ from torch import nn
 from .kernels import linear, resolve_implementation
 from .layers import BcosConv2d, BcosLinear, conv_layout, dynamic_weight, explaining
 
-__all__ = ["BcosAttention", "BcosMLP", "BcosBlock", "BcosStem", "BcosViT", "ATTENTION_PRIORS"]
+__all__ = ["BcosViT"]
 
 ATTENTION_PRIORS = ("multiplicative", "additive", "none")
 

@@ -49,16 +49,7 @@ from .layers import (
     recording_constants,
 )
 
-__all__ = [
-    "BcosGELU",
-    "BcosLayerNorm",
-    "BcosLayerNorm2d",
-    "BcosSimpleViT",
-    "Contributions",
-    "contributions",
-    "sincos_positional_embedding",
-    "token_stride",
-]
+__all__ = ["BcosSimpleViT", "Contributions", "contributions"]
 
 
 class _Layers(NamedTuple):
