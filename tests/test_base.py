@@ -209,3 +209,39 @@ def test_float64_copies_are_made_once_and_follow_weight_changes():
     again = clf.astype("float64").module_
     assert again is not first
     assert torch.equal(next(again.parameters()), next(clf.module_.parameters()).double())
+
+
+def test_explain_and_predict_check_fittedness_once_per_call(monkeypatch):
+    """The public call checks; encode, the batches and the float64 copy it runs do not check
+    again (explain checked 3 times, 4 with dtype, predict 2). Unfitted, the NotFittedError
+    still comes first; each thread's call is checked on its own."""
+    import threading
+
+    from interpretable import ISANSequenceTagger
+    from interpretable.estimators.core import inference
+
+    checks, check_is_fitted = [], inference.check_is_fitted
+
+    def counting_check(estimator, *args, **kwargs):
+        checks.append(threading.get_ident())
+        return check_is_fitted(estimator, *args, **kwargs)
+
+    monkeypatch.setattr(inference, "check_is_fitted", counting_check)
+    X, y = ["good movie", "great film", "bad movie", "awful film"], ["pos", "pos", "neg", "neg"]
+    with pytest.raises(NotFittedError):
+        EmbeddingBagClassifier().explain(X, method="no such method")
+    clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+    tagger = ISANSequenceTagger(hidden_size=8, max_epochs=1, random_state=0).fit(
+        ["abc", "cba"], [[0, 1, 2], [2, 1, 0]])
+    for call in (lambda: clf.explain(X), lambda: clf.explain(X, target="pos", contrast="neg"),
+                 lambda: clf.predict_proba(X), lambda: tagger.explain(["ab"], dtype="float64")):
+        checks.clear()
+        call()
+        assert len(checks) == 1
+    checks.clear()
+    threads = [threading.Thread(target=clf.explain, args=(X,)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(checks) == sorted(thread.ident for thread in threads)

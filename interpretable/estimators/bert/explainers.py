@@ -54,6 +54,7 @@ import torch
 
 from ...explanation import WordPieceExplanation  # defined here before: pickles name this path
 from ...nn.losses import explained_logits
+from ..core.attributions import explained_classes
 from ..core.explainer import Attributions, Explainer
 from ..text.explainers import (
     Gradient,
@@ -136,12 +137,6 @@ class BertExplainer(Explainer):
             truncated=np.array([pieces.dropped for pieces in aligned], dtype=np.int64))
 
 
-def _targets(logits: torch.Tensor, target) -> torch.Tensor:
-    if target is None:
-        return logits.argmax(1)
-    return torch.as_tensor(np.asarray(target), dtype=torch.long, device=logits.device)
-
-
 class BcosTextContributions(BertExplainer):
     """The exact B-cos contributions of the word pieces; ``bias`` holds the position /
     token-type share (``position_type``) and the fixed logit bias. ``dtype="float64"``
@@ -155,7 +150,7 @@ class BcosTextContributions(BertExplainer):
                   contrast=None) -> Attributions:
         """(``level`` is applied by :meth:`assemble`; ``contrast (B, C)``: the weights of the
         subtracted logits.)"""
-        chosen = None if target is None else torch.as_tensor(np.asarray(target))
+        chosen = None if target is None else torch.as_tensor(target)
         c = estimator.module_.contributions(batch["tokens"], batch["lengths"], chosen,
                                             contrast=contrast)
         return Attributions(values=c.pieces, logits=c.logits, target=c.target,
@@ -186,7 +181,7 @@ class _AttentionMaps(BertExplainer):
             weights = self.pooled(self.matrix([a.mean(1) for a in attentions]), real,
                                   estimator.module_.pooling)
         return Attributions(values=weights, logits=logits.float(),
-                            target=_targets(logits, target))
+                            target=explained_classes(logits, target))
 
     @staticmethod
     def pooled(matrix: torch.Tensor, real: torch.Tensor, pooling: str) -> torch.Tensor:

@@ -6,7 +6,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import torch
+
 __all__ = ["Attributions"]
+
+
+def explained_classes(logits: torch.Tensor, target) -> torch.Tensor:
+    """The explained class of each row of a batch's ``logits (B, C)``: ``target`` (the
+    batch's class indices ``(B,)``, as the explain loop resolved them) or, for None, the
+    largest logit; ``(B,)`` int64 on the logits' device."""
+    if target is None:
+        return logits.argmax(1)
+    return torch.as_tensor(target, dtype=torch.long, device=logits.device)
 
 
 @dataclass

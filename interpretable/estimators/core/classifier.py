@@ -280,9 +280,10 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
     def _predicted_logits(self, X) -> torch.Tensor:
         """The logits ``(n, n_classes)`` (float32, CPU) of the predictions, in
         ``inference_precision``."""
-        inputs = self.encode(X).inputs  # raises NotFittedError first
-        with self._inference_autocast():
-            return self.logits(inputs)
+        with self._fitted_call():  # NotFittedError first; encode and the batches skip theirs
+            inputs = self.encode(X).inputs
+            with self._inference_autocast():
+                return self.logits(inputs)
 
     def decision_function(self, X) -> np.ndarray:
         """Compute the decision function (the logits, or the margin for two classes).

@@ -9,6 +9,7 @@ reads the class attributes the explainer contract declares (``applies``, ``prepa
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 
@@ -146,14 +147,27 @@ class ExplainLoop:
         self.check_options(options)
         contrast = options.pop("contrast", None)
         dtype = options.pop("dtype", None)
-        if dtype is not None:
-            if dtype not in self.dtypes:
-                raise ValueError(f"dtype must be None or one of {list(self.dtypes)}, "
-                                 f"got {dtype!r}.")
-            estimator = estimator.astype(dtype)
-        encoded = estimator.encode(X)
+        if dtype is not None and dtype not in self.dtypes:
+            raise ValueError(f"dtype must be None or one of {list(self.dtypes)}, got {dtype!r}.")
+        with contextlib.ExitStack() as call:  # one check: encode and the batches skip theirs
+            call.enter_context(estimator._fitted_call())
+            if dtype is not None:  # a copy of the checked estimator, in that precision
+                estimator = estimator.astype(dtype)
+                call.enter_context(estimator._fitted_call(check=False))
+            encoded = estimator.encode(X)
+            explanation = self._explain_encoded(estimator, encoded, target, contrast,
+                                                batch_size, options)
+        return with_sample_ids(explanation, X)
+
+    def _explain_encoded(self, estimator, encoded, target, contrast, batch_size,
+                         options: dict):
+        """The loop of :meth:`explain` over the encoded samples of a checked estimator:
+        ``target`` and ``contrast`` resolved once, per-sample options and targets sliced per
+        batch, the attributions assembled."""
         targets = estimator.explained_targets(encoded, target)
-        options = self.prepare(estimator, encoded, target, **options)
+        if isinstance(targets, np.ndarray):  # class indices (n,), as a tensor once
+            targets = torch.from_numpy(targets)
+        options = self.prepare(estimator, encoded, targets, **options)
         per_sample = {k: options.pop(k) for k in self.per_sample_options
                       if options.get(k) is not None}
         n = len(encoded)
@@ -172,7 +186,7 @@ class ExplainLoop:
         explanation = self.assemble(estimator, encoded, fields, **options)
         if contrast is not None:
             explanation = dataclasses.replace(explanation, contrast=contrast)
-        return with_sample_ids(explanation, X)
+        return explanation
 
 
 def _take(values, index: torch.Tensor):

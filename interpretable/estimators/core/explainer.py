@@ -162,8 +162,9 @@ class Explainer(ExplainLoop):
             The explained estimator.
         encoded : EncodedInputs
             The encoded samples (``estimator.encode(X)``).
-        target : object
-            The explained targets, as given to ``explain``.
+        target : torch.Tensor of shape (n_samples,), list or None
+            The explained targets as ``estimator.explained_targets`` resolved them (the
+            classifiers: class indices; None: the predicted ones).
         **options
             The method's options.
 

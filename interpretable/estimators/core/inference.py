@@ -9,6 +9,8 @@ estimator's class declares in ``explainers``, :mod:`.explainer`).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import threading
 import weakref
@@ -53,6 +55,12 @@ class _DtypeCopies:
 
 _DTYPE_COPIES = _DtypeCopies()
 
+#: the estimators (ids) that the public call in progress in this thread checked
+#: (:meth:`BatchedInference._fitted_call`): the public methods it runs on the way (``encode``,
+#: ``iter_batches``, ``astype``) do not check them again, as scikit-learn's
+#: ``prefer_skip_nested_validation`` skips nested parameter validation
+_CHECKED = contextvars.ContextVar("interpretable_checked_fitted", default=frozenset())
+
 
 class _ExplainMethods:
     """``explain_methods``: the names of the methods the estimator's class declares in
@@ -84,11 +92,28 @@ class BatchedInference:
 
     def _check_fitted(self) -> None:
         """NotFittedError before fit; a ValueError naming a parameter that inference reads
-        and ``set_params`` made invalid after fit."""
+        and ``set_params`` made invalid after fit. Done once per public call
+        (:meth:`_fitted_call`)."""
+        if id(self) in _CHECKED.get():
+            return
         check_is_fitted(self, "module_")
         names = self._inference_parameters
         validate_parameters({k: self._parameter_constraints[k] for k in names},
                             {k: getattr(self, k) for k in names}, type(self).__name__)
+
+    @contextlib.contextmanager
+    def _fitted_call(self, *, check: bool = True):
+        """The block of a public call: the estimator is checked here, once
+        (:meth:`_check_fitted`; ``check=False``: the caller checked it, e.g. this is a copy
+        of a checked estimator), and the public methods the call runs skip the check.
+        Thread-safe: the skip holds for this thread's call only."""
+        if check:
+            self._check_fitted()
+        token = _CHECKED.set(_CHECKED.get() | {id(self)})
+        try:
+            yield
+        finally:
+            _CHECKED.reset(token)
 
     def _trim_batch(self, batch: dict) -> dict:
         """Per-batch preprocessing of the device tensors (text models cut padding)."""
@@ -318,18 +343,18 @@ class BatchedInference:
         >>> contrastive.contrast, bool(contrastive.completeness_error[0] < 1e-6)
         (array(['neg'], dtype=object), True)
         """
-        self._check_fitted()
-        explainer = get_explainer(self, method)
-        if contrast is not None:
-            if "contrast" not in explainer.options():
-                raise ValueError(
-                    f"method={explainer.name!r} does not explain a contrast; the methods of "
-                    f"{type(self).__name__} that do: "
-                    f"{[e.name for e in explainers_for(self) if 'contrast' in e.options()]}.")
-            options["contrast"] = contrast
-        explainer.check_options(options, public=True)
-        shown = SHOW_PROGRESS.set(bool(self.verbose))  # this call (and thread) only
-        try:
-            return explainer.explain(self, X, target, batch_size=batch_size, **options)
-        finally:
-            SHOW_PROGRESS.reset(shown)
+        with self._fitted_call():
+            explainer = get_explainer(self, method)
+            if contrast is not None:
+                if "contrast" not in explainer.options():
+                    raise ValueError(
+                        f"method={explainer.name!r} does not explain a contrast; the methods "
+                        f"of {type(self).__name__} that do: "
+                        f"{[e.name for e in explainers_for(self) if 'contrast' in e.options()]}.")
+                options["contrast"] = contrast
+            explainer.check_options(options, public=True)
+            shown = SHOW_PROGRESS.set(bool(self.verbose))  # this call (and thread) only
+            try:
+                return explainer.explain(self, X, target, batch_size=batch_size, **options)
+            finally:
+                SHOW_PROGRESS.reset(shown)

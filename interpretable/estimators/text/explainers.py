@@ -37,6 +37,7 @@ from ...explanation import TokenExplanation
 from ...nn.losses import explained_logits, logits_of
 from ...text import WordPieceEncoder
 from ...text.encoding import PAD_TOKEN
+from ..core.attributions import explained_classes
 from ..core.explainer import Attributions, Explainer
 
 __all__ = ["TokenExplainer", "MeanEmbeddingContributions", "Attention", "VanillaAttention",
@@ -155,13 +156,6 @@ class TokenExplainer(Explainer):
         return embedded
 
 
-def _chosen(logits: torch.Tensor, target) -> torch.Tensor:
-    """The explained class of each row: ``target`` (B,) or the largest logit."""
-    if target is None:
-        return logits.argmax(1)
-    return torch.as_tensor(np.asarray(target), dtype=torch.long, device=logits.device)
-
-
 def _real_tokens(batch: dict, length: int) -> torch.Tensor:
     lengths = batch["lengths"]
     return torch.arange(length, device=lengths.device)[None] < lengths[:, None]
@@ -181,7 +175,7 @@ class MeanEmbeddingContributions(TokenExplainer):
         with torch.no_grad():
             contributions = module.token_contributions(batch["tokens"], batch["lengths"])
             logits = estimator.forward_batch(batch)
-        t = _chosen(logits, target)
+        t = explained_classes(logits, target)
         bias = module.output.bias.detach().expand_as(logits)
         return Attributions(values=explained_logits(contributions, t, contrast), logits=logits,
                             target=t, logit=explained_logits(logits, t, contrast),
@@ -201,7 +195,7 @@ class Attention(TokenExplainer):
                 self.embedded(estimator, batch, embedding_offset)
             out = estimator.forward_batch(batch, embedded=embedded, view=self.view)
         return Attributions(values=out.attention, logits=out.logits,
-                            target=_chosen(out.logits, target))
+                            target=explained_classes(out.logits, target))
 
 
 def _baseline_ids(estimator, baseline: str) -> tuple[int, torch.Tensor]:
@@ -258,7 +252,7 @@ class _Captum(TokenExplainer):
         embedded = self.embedded(estimator, batch, embedding_offset)
         with torch.no_grad():
             logits = forward(embedded, *batch.values()).float()
-        t = _chosen(logits, target)
+        t = explained_classes(logits, target)
         result = attribute_tokens(
             forward, embedded, t, self.name, mask=_real_tokens(batch, embedded.shape[1]),
             additional_forward_args=tuple(batch.values()),
@@ -354,7 +348,7 @@ class DetachedGradient(TokenExplainer):
         embedded = self.embedded(estimator, batch)
         with torch.no_grad():
             out = estimator.forward_batch(batch, embedded=embedded)
-        t = _chosen(out.logits, target)
+        t = explained_classes(out.logits, target)
         result = attribute_tokens(probabilities, embedded, t, "input_x_gradient",
                                   mask=out.mask, additional_forward_args=tuple(batch.values()))
         return Attributions(values=result.scores, logits=out.logits.float(), target=t)
