@@ -478,7 +478,7 @@ def test_models_saved_before_the_conversion_options_load_with_their_former_behav
     """A config without the options added since the first release (gain, b_anneal, row_norms,
     pooler, gate_biases, logit_scale, head_lr) loads with the values those models had."""
     X, y = sentiment(n=32)
-    former = BcosTextClassifier._params_since_0_1
+    former = BcosTextClassifier._params_added
     clf = tiny(max_epochs=1, **former).fit(X, y)
     folder = clf.save(tmp_path / "model")
     config = json.loads((folder / "config.json").read_text())

@@ -98,7 +98,8 @@ class EncoderCheckpoint(NamedTuple):
 def encoder_config(config: dict) -> dict:
     """The fields of an encoder config (a ``config.json`` dict) that rebuild the encoder's
     structure: its ``model_type`` and the fields its family reads, validated (ValueError
-    naming the problem; no ``model_type``: BERT, as in models saved by the development snapshots)."""
+    naming the problem; no ``model_type``: BERT, as in models saved by the development
+    snapshots)."""
     family = FAMILIES[encoder_family(config)]
     encoder_options(config)
     read = {"model_type", *family.fields.values(), *family.defaults, *family.required}
