@@ -11,7 +11,6 @@
   a ``_`` component, and is a public name.
 * ``test_public_names_are_documented``: every public object is documented, under one of its
   public paths.
-* ``test_pending_names_are_unsettled``: :data:`PENDING` holds only names that still fail.
 * ``test_the_check_catches_both_directions``: the same checks on a made-up package and page
   report an undocumented name, a documented name that is not public and one under a private
   path.
@@ -30,18 +29,6 @@ import interpretable
 
 API_PAGE = Path(__file__).parents[1] / "docs" / "api.rst"
 
-#: names not yet settled, in modules being rewritten elsewhere: this set must shrink to empty
-PENDING = {f"{module}.{name}" for module, names in {
-    "interpretable.estimators.bert.callbacks": "AnnealExponent",
-    "interpretable.estimators.bert.checkpoint": (
-        "ClassifierCheckpoint EncoderCheckpoint checkpoint_labels classifier_config encoder_config "
-        "names_sequence_classifier read_checkpoint read_classifier_config resolve_model_folder"),
-    "interpretable.estimators.bert.explainers": (
-        "BertGradient BertInputXGradient BertIntegratedGradients BertKernelShap BertLime "
-        "BertOcclusion LEVELS"),
-    "interpretable.estimators.core.inference": "BatchedInference",
-    "interpretable.text.wordpiece": "WordPieces",
-}.items() for name in names.split()}
 
 
 def public_modules(package: types.ModuleType = interpretable) -> list[types.ModuleType]:
@@ -148,13 +135,11 @@ def not_public(public: dict[tuple, list[str]], documented: list[str]) -> list[st
 
 def offenders() -> tuple[list[str], list[str]]:
     """(documented names that are not public, public names that are not documented) of the
-    package and docs/api.rst, the names of :data:`PENDING` left out."""
+    package and docs/api.rst."""
     public = public_names(public_modules())
     documented = documented_names(API_PAGE.read_text(encoding="utf-8"))
     assert len(documented) > 150, "the API page's tables were not found"
-    return ([entry for entry in not_public(public, documented)
-             if entry.split(" ")[0] not in PENDING],
-            [name for name in undocumented(public, documented) if name not in PENDING])
+    return not_public(public, documented), undocumented(public, documented)
 
 
 def test_documented_names_are_public():
@@ -166,15 +151,6 @@ def test_public_names_are_documented():
     missing = offenders()[1]
     assert not missing, ("public but not in docs/api.rst (document them, or take them out of "
                          "__all__):\n" + "\n".join(missing))
-
-
-def test_pending_names_are_unsettled():
-    """A name leaves :data:`PENDING` once documented or out of ``__all__``."""
-    public = public_names(public_modules())
-    documented = documented_names(API_PAGE.read_text(encoding="utf-8"))
-    unsettled = {entry.split(" ")[0] for entry in not_public(public, documented)}
-    settled = PENDING - unsettled - set(undocumented(public, documented))
-    assert not settled, "settled, remove from PENDING:\n" + "\n".join(sorted(settled))
 
 
 def _made_up_package(monkeypatch) -> types.ModuleType:

@@ -344,22 +344,24 @@ class TokenExplanation(TextViews, ClassifierExplanation):
 
 @dataclass
 class WordPieceExplanation(TokenExplanation):
-    """A :class:`TokenExplanation` of a BERT-family classifier, at the level of its word pieces
-    or of the words of the text (the explainers of
-    :mod:`interpretable.estimators.bert.explainers` make it).
+    """Per-piece or per-word attributions of a BERT-family classifier, as ``explain`` returns.
 
-    It has the fields of a token explanation and these.
+    A :class:`TokenExplanation` at the level of the model's word pieces or of the words of the
+    text (the explainers of :mod:`interpretable.estimators.bert.explainers` make it).
 
-    Attributes
+    Parameters
     ----------
-    level : {"piece", "word"}
+    units, values, target, prediction, method, logit, bias, queries, inputs, proba, classes, \
+contrast, class_independent, sample_ids : as in TokenExplanation
+        The fields of every token explanation (see :class:`TokenExplanation`).
+    level : {"piece", "word"}, default="piece"
         The units: the model's word pieces or the words of the text.
-    spans : list of ndarray of shape (T_i, 2)
+    spans : list of ndarray of shape (T_i, 2) or None, default=None
         Per sample, the character spans of the units in the text (-1: not in the text).
-    position_type : ndarray of shape (n_samples,) or None
+    position_type : ndarray of shape (n_samples,) or None, default=None
         The position / token-type share of the logit (part of ``bias``); None for post-hoc
         methods.
-    truncated : ndarray of shape (n_samples,)
+    truncated : ndarray of shape (n_samples,) or None, default=None
         The word pieces of each text cut off by ``max_length`` (0: all seen).
 
     Examples
@@ -387,8 +389,30 @@ class WordPieceExplanation(TokenExplanation):
         return self.spans
 
     def to_frame(self, kind: str = "units") -> pd.DataFrame:
-        """As :meth:`TokenExplanation.to_frame`; ``kind="samples"`` adds ``position_type``
-        (when known) and ``truncated``."""
+        """Return the explanation as a tidy table, as :meth:`TokenExplanation.to_frame`.
+
+        Parameters
+        ----------
+        kind : {"units", "samples"}, default="units"
+            As :meth:`TokenExplanation.to_frame`; ``"samples"`` adds ``position_type`` (when
+            known) and ``truncated``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The table.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable.explanation import WordPieceExplanation
+        >>> explanation = WordPieceExplanation(
+        ...     units=[["[CLS]", "good", "[SEP]"]], values=[np.array([0.0, 0.5, 0.0])],
+        ...     target=np.array(["pos"]), prediction=np.array(["pos"]), method="gradient",
+        ...     truncated=np.array([2]))
+        >>> explanation.to_frame("samples")["truncated"].tolist()
+        [2]
+        """
         frame = super().to_frame(kind)
         if kind == "samples":
             for name in ("position_type", "truncated"):
@@ -397,7 +421,31 @@ class WordPieceExplanation(TokenExplanation):
         return frame
 
     def to_html(self, scale="shared", *, standalone: bool = False) -> str:
-        """As :meth:`TokenExplanation.to_html`, with a note naming truncated samples."""
+        """Return the heat map of :meth:`TokenExplanation.to_html`, noting truncated samples.
+
+        Parameters
+        ----------
+        scale : {"shared", "row"} or float, default="shared"
+            As :meth:`TokenExplanation.to_html`.
+        standalone : bool, default=False
+            A full HTML page instead of a fragment.
+
+        Returns
+        -------
+        str
+            The HTML.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interpretable.explanation import WordPieceExplanation
+        >>> explanation = WordPieceExplanation(
+        ...     units=[["[CLS]", "good", "[SEP]"]], values=[np.array([0.0, 0.5, 0.0])],
+        ...     target=np.array(["pos"]), prediction=np.array(["pos"]), method="gradient",
+        ...     truncated=np.array([2]))
+        >>> "Truncated" in explanation.to_html()
+        True
+        """
         html = super().to_html(scale, standalone=standalone)
         cut = [] if self.truncated is None else np.flatnonzero(np.asarray(self.truncated))
         if len(cut) == 0:

@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator
 from ..params import Interval, validate_estimator_parameters
 from ..validation import check_texts
 
-__all__ = ["WordPieceEncoder", "WordPieces"]
+__all__ = ["WordPieceEncoder"]
 
 _MAX_POSITIONS = 512
 #: a lone surrogate (``errors="surrogateescape"`` decoding makes them), which ``tokenizers``

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..core.nets import TrainingStepCallback
 
-__all__ = ["AnnealExponent"]
+__all__: list[str] = []  # the training callback of BcosTextClassifier(b_anneal=...)
 
 
 class AnnealExponent(TrainingStepCallback):

@@ -32,9 +32,7 @@ import torch
 
 from ...nn.encoder_families import FAMILIES, encoder_family, encoder_options
 
-__all__ = ["ClassifierCheckpoint", "EncoderCheckpoint", "checkpoint_labels",
-           "classifier_config", "encoder_config", "names_sequence_classifier", "read_checkpoint",
-           "read_classifier_config", "resolve_model_folder"]
+__all__: list[str] = []  # the checkpoint reading of the BERT-family estimators
 
 #: the files a checkpoint folder is made of, as fetched from the Hub (weights, config,
 #: tokeniser); code files (``*.py``) are never fetched

@@ -66,7 +66,6 @@ from ..text.explainers import (
 )
 
 __all__ = [
-    "LEVELS",
     "BcosTextContributions",
     "BertAttention",
     "BertExplainer",
