@@ -188,3 +188,16 @@ def test_family_explainer_modules_import_under_their_short_names():
     for family in ("text", "image", "sequence"):
         module = importlib.import_module(f"interpretable.estimators.explainers.{family}")
         assert module is getattr(explainers, family)
+
+
+def test_snapshot_shims_are_gone_by_the_release_that_drops_them():
+    """The shims for the development snapshots (moved module paths, ``_params_added``,
+    ``_upgrade_config`` hand-ons) are removed in ``SHIMS_REMOVED_IN``: this fails on the first
+    version that still ships them."""
+    from packaging.version import Version
+
+    from interpretable import __version__, _compat
+
+    assert Version(__version__) < Version(_compat.SHIMS_REMOVED_IN), (
+        f"version {__version__} still ships the snapshot shims that "
+        f"{_compat.SHIMS_REMOVED_IN} removes (see CHANGELOG.md, Compatibility policy)")
