@@ -180,14 +180,19 @@ def orthogonal_lstm(x: torch.Tensor, mask: torch.Tensor, weight_ih: torch.Tensor
                     weight_hh: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """Run the orthogonal LSTM recurrence.
 
-    Args:
-        x: ``(B, T, E)`` inputs.
-        mask: ``(B, T)`` bool, True on real tokens (padding at the end of each row).
-        weight_ih: ``(4H, E)``, weight_hh: ``(4H, H)``, bias: ``(4H,)``: gate parameters in
-            :class:`torch.nn.LSTM`'s layout and gate order (i, f, g, o).
+    Parameters
+    ----------
+    x : torch.Tensor of shape (B, T, E)
+        The inputs.
+    mask : torch.Tensor of shape (B, T), bool
+        True on real tokens (padding at the end of each row).
+    weight_ih, weight_hh, bias : torch.Tensor of shapes (4H, E), (4H, H) and (4H,)
+        The gate parameters in :class:`torch.nn.LSTM`'s layout and gate order (i, f, g, o).
 
-    Returns:
-        ``(B, T, H)`` orthogonalised hidden states, zero on padding.
+    Returns
+    -------
+    torch.Tensor of shape (B, T, H)
+        The orthogonalised hidden states, zero on padding.
     """
     return _OrthogonalLSTMFunction.apply(x, mask, weight_ih, weight_hh, bias)
 
