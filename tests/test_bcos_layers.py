@@ -354,3 +354,39 @@ def test_normal_cdf_is_the_standard_normal_cdf_with_and_without_gradients():
     with torch.no_grad():
         normal_cdf(x)
     assert torch.equal(x, before)  # in place on its own temporary only
+
+
+@pytest.mark.parametrize("layer", [BcosLinear(6, 4, b=2.0, max_out=2),
+                                   BcosConv2d(3, 4, 3, b=2.0, max_out=1)])
+def test_training_gradients_at_b2_are_autograds(layer):
+    """At B = 2 training runs the written-out scale and its gradients (``_CosineScale2``):
+    equal to autograd through the formula, for the input and the weights."""
+    from interpretable.nn.bcos.kernels import bcos_implementation
+
+    layer = layer.double()
+    x = torch.randn(2, 3, 5, 5, dtype=torch.float64) if isinstance(layer, BcosConv2d) \
+        else torch.randn(5, 6, dtype=torch.float64)
+    torch.autograd.gradcheck(lambda v: layer(v), (x.clone().requires_grad_(True),))
+    leaf = x.clone().requires_grad_(True)
+    with bcos_implementation("reference"):
+        out = layer(leaf)
+    grads = torch.autograd.grad(out.square().sum(), (leaf, layer.weight))
+    layer.b = 2.0 + 1e-12  # B != 2: autograd through abs, mul and pow (the same function)
+    leaf2 = x.clone().requires_grad_(True)
+    with bcos_implementation("reference"):
+        out2 = layer(leaf2)
+    expected = torch.autograd.grad(out2.square().sum(), (leaf2, layer.weight))
+    torch.testing.assert_close(out, out2, rtol=1e-9, atol=1e-12)
+    for got, want in zip(grads, expected):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_gelu_gate_is_fused_outside_explanation_mode_only():
+    from interpretable.nn.bcos.bert_layers import gated_gelu
+
+    x = torch.randn(4, 7, dtype=torch.float64, requires_grad=True)
+    fused_grad, = torch.autograd.grad(gated_gelu(x).sum(), x)
+    torch.testing.assert_close(fused_grad, torch.autograd.grad(F.gelu(x).sum(), x)[0])
+    with explanation_mode():  # the gate is a constant: the gradient is Φ(x) alone
+        gate_grad, = torch.autograd.grad(gated_gelu(x).sum(), x)
+    torch.testing.assert_close(gate_grad, torch.special.ndtr(x.detach()), rtol=0, atol=1e-15)

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .layers import BcosLinear, dynamic_weight, normal_cdf
+from .layers import BcosLinear, dynamic_weight, explaining, normal_cdf
 
 
 def alignment_gain(fan_in: int, b: float) -> float:
@@ -98,12 +98,13 @@ def _fusable() -> bool:
 
 def gated_gelu(x: torch.Tensor, gate_bias: torch.Tensor | None = None) -> torch.Tensor:
     """GELU as ``x·Φ(x)`` with the gate ``Φ(x)`` (standard normal CDF) a dynamic weight
-    (without gradients: the fused ``F.gelu``, the same function). ``gate_bias``: the gate is
+    (outside explanation mode, where the gate is differentiable: the fused ``F.gelu``, the same
+    function and gradient). ``gate_bias``: the gate is
     ``Φ(x + bias)`` (the pretrained bias kept where it is a dynamic weight; the linear path
     ``x`` stays bias-free). Under autocast (bfloat16 prediction) the gate is computed in
     ``x``'s dtype: the bias is cast to it (a no-op in the parameters' own precision)."""
-    if gate_bias is None and not torch.is_grad_enabled():
-        return F.gelu(x)
+    if gate_bias is None and not (torch.is_grad_enabled() and explaining()):
+        return F.gelu(x)  # a differentiable gate: the same function and gradient, fused
     with dynamic_weight():
         gate = normal_cdf(x if gate_bias is None else x + gate_bias.to(x.dtype))
     if not torch.is_grad_enabled():
@@ -113,7 +114,8 @@ def gated_gelu(x: torch.Tensor, gate_bias: torch.Tensor | None = None) -> torch.
 
 class BertBcosLayerNorm(nn.Module):
     """Bias-free LayerNorm ``γ ⊙ (x - mean(x)) / σ(x)`` with ``1/σ(x)`` a dynamic weight:
-    (..., D) -> (..., D) (without gradients: the fused ``F.layer_norm``, the same function)."""
+    (..., D) -> (..., D) (outside explanation mode, where the scale is differentiable: the fused
+    ``F.layer_norm``, the same function and gradient)."""
 
     def __init__(self, dim: int, eps: float = 1e-12):
         super().__init__()
@@ -121,7 +123,7 @@ class BertBcosLayerNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not torch.is_grad_enabled():  # the same function, fused
+        if not (torch.is_grad_enabled() and explaining()):  # a differentiable scale: fused
             return F.layer_norm(x, self.weight.shape, self.weight, None, self.eps)
         centred = x - x.mean(-1, keepdim=True)
         with dynamic_weight():

@@ -44,6 +44,7 @@ from .layers import (
     add_constant,
     conv_layout,
     dynamic_weight,
+    explaining,
     explanation_mode,
     normal_cdf,
     recording_constants,
@@ -109,7 +110,7 @@ class BcosLayerNorm(nn.Module):
         self._parameters.setdefault("bias", None)  # pickled before LayerNorms had biases
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not torch.is_grad_enabled():  # the same function, fused
+        if not (torch.is_grad_enabled() and explaining()):  # a differentiable scale: fused
             return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
         return add_constant(_centred_normalised(x, (-1,), self.eps) * self.weight, self.bias)
 
@@ -130,6 +131,8 @@ class BcosGELU(nn.Module):
     (...) -> (...), the activation of a B-cosified MLP."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not (torch.is_grad_enabled() and explaining()):
+            return F.gelu(x)  # a differentiable gate: the same function and gradient, fused
         with dynamic_weight():
             gate = normal_cdf(x)
         return x * gate
@@ -140,7 +143,7 @@ class BcosLayerNorm2d(BcosLayerNorm):
     per-channel weight, variance detached in explanation mode: (B, C, H, W) -> (B, C, H, W)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not torch.is_grad_enabled():  # the same function, fused
+        if not (torch.is_grad_enabled() and explaining()):  # a differentiable scale: fused
             return F.group_norm(x, 1, self.weight, None, self.eps)
         return _centred_normalised(x, (1, 2, 3), self.eps) * self.weight[:, None, None]
 
