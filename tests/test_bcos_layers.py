@@ -356,29 +356,30 @@ def test_normal_cdf_is_the_standard_normal_cdf_with_and_without_gradients():
     assert torch.equal(x, before)  # in place on its own temporary only
 
 
-@pytest.mark.parametrize("layer", [BcosLinear(6, 4, b=2.0, max_out=2),
-                                   BcosConv2d(3, 4, 3, b=2.0, max_out=1)])
-def test_training_gradients_at_b2_are_autograds(layer):
-    """At B = 2 training runs the written-out scale and its gradients (``_CosineScale2``):
-    equal to autograd through the formula, for the input and the weights."""
-    from interpretable.nn.bcos.kernels import bcos_implementation
-
-    layer = layer.double()
-    x = torch.randn(2, 3, 5, 5, dtype=torch.float64) if isinstance(layer, BcosConv2d) \
+@pytest.mark.parametrize("b", [2.0, 1.5, 2.5])
+@pytest.mark.parametrize("kind", ["linear", "conv"])
+def test_training_gradients_are_autograds_through_the_formula(kind, b):
+    """Training runs the written-out scale and its gradients (``_CosineScale``): equal to
+    autograd through ``a · max(|a| / ‖x‖, 1e-12)^(B-1)``, for the input and the weights."""
+    torch.manual_seed(0)
+    layer = (BcosLinear(6, 4, b=b, max_out=2) if kind == "linear"
+             else BcosConv2d(3, 4, 3, b=b, max_out=1)).double()
+    x = torch.randn(2, 3, 5, 5, dtype=torch.float64) if kind == "conv" \
         else torch.randn(5, 6, dtype=torch.float64)
+    x[0, 0] = 0.0  # a zero input vector / patch row: clamped factors
     torch.autograd.gradcheck(lambda v: layer(v), (x.clone().requires_grad_(True),))
     leaf = x.clone().requires_grad_(True)
-    with bcos_implementation("reference"):
-        out = layer(leaf)
-    grads = torch.autograd.grad(out.square().sum(), (leaf, layer.weight))
-    layer.b = 2.0 + 1e-12  # B != 2: autograd through abs, mul and pow (the same function)
-    leaf2 = x.clone().requires_grad_(True)
-    with bcos_implementation("reference"):
-        out2 = layer(leaf2)
-    expected = torch.autograd.grad(out2.square().sum(), (leaf2, layer.weight))
-    torch.testing.assert_close(out, out2, rtol=1e-9, atol=1e-12)
-    for got, want in zip(grads, expected):
-        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-12)
+    out = layer(leaf)
+    got = torch.autograd.grad(out.square().sum(), (leaf, layer.weight))
+    leaf2 = x.clone().requires_grad_(True)  # the formula, through autograd
+    lin = layer._responses(leaf2, layer._scaled_unit_weight(), False)
+    winners = lin if layer.max_out == 1 else torch.maximum(*lin.chunk(2, layer._unit_dim))
+    factor = (winners.abs() * layer._inv_norm(leaf2)).clamp_min(1e-12).pow(b - 1)
+    expected_out = winners * factor
+    expected = torch.autograd.grad(expected_out.square().sum(), (leaf2, layer.weight))
+    torch.testing.assert_close(out, expected_out, rtol=1e-12, atol=1e-14)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-12)
 
 
 def test_gelu_gate_is_fused_outside_explanation_mode_only():
@@ -390,3 +391,22 @@ def test_gelu_gate_is_fused_outside_explanation_mode_only():
     with explanation_mode():  # the gate is a constant: the gradient is Φ(x) alone
         gate_grad, = torch.autograd.grad(gated_gelu(x).sum(), x)
     torch.testing.assert_close(gate_grad, torch.special.ndtr(x.detach()), rtol=0, atol=1e-15)
+
+
+def test_biased_gelu_gate_gradients_are_autograds():
+    """With a gate bias, training runs ``x · Φ(x + bias)`` with written-out gradients: equal
+    to autograd through ``torch.special.ndtr``; explanation mode keeps the gate constant."""
+    from interpretable.nn.bcos.bert_layers import gated_gelu
+
+    x = torch.randn(3, 4, 6, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(6, dtype=torch.float64, requires_grad=True)
+    torch.autograd.gradcheck(gated_gelu, (x, bias))
+    out = gated_gelu(x, bias)
+    reference = x * torch.special.ndtr(x + bias)
+    torch.testing.assert_close(out, reference, rtol=0, atol=1e-15)
+    grads = torch.autograd.grad(out.sum(), (x, bias))
+    for got, want in zip(grads, torch.autograd.grad(reference.sum(), (x, bias))):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-14)
+    with explanation_mode():
+        gate_grad, = torch.autograd.grad(gated_gelu(x, bias).sum(), x)
+    torch.testing.assert_close(gate_grad, torch.special.ndtr((x + bias).detach()))

@@ -12,6 +12,7 @@ import math
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 from .layers import BcosLinear, dynamic_weight, explaining, normal_cdf
@@ -96,6 +97,30 @@ def _fusable() -> bool:
         return torch.is_grad_enabled()
 
 
+class _BiasedGELU(torch.autograd.Function):
+    """``x · Φ(x + bias)`` with a differentiable gate (training), gradients written out with
+    the density ``φ``: ``∂/∂x = Φ(z) + x φ(z)``, ``∂/∂bias = Σ x φ(z)`` (``z = x + bias``);
+    about half the passes over the activations of autograd's chain through ``erf``."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        z = x + bias
+        gate = normal_cdf(z)
+        ctx.save_for_backward(x, z, gate)
+        ctx.bias_shape = bias.shape
+        return x * gate
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        x, z, gate = ctx.saved_tensors
+        x_density = z.square().mul_(-0.5).exp_().mul_((2 * math.pi) ** -0.5).mul_(x)
+        grad_bias = torch.mul(grad, x_density).sum_to_size(ctx.bias_shape) \
+            if ctx.needs_input_grad[1] else None
+        grad_x = x_density.add_(gate).mul_(grad) if ctx.needs_input_grad[0] else None
+        return grad_x, grad_bias
+
+
 def gated_gelu(x: torch.Tensor, gate_bias: torch.Tensor | None = None) -> torch.Tensor:
     """GELU as ``x·Φ(x)`` with the gate ``Φ(x)`` (standard normal CDF) a dynamic weight
     (outside explanation mode, where the gate is differentiable: the fused ``F.gelu``, the same
@@ -103,8 +128,11 @@ def gated_gelu(x: torch.Tensor, gate_bias: torch.Tensor | None = None) -> torch.
     ``Φ(x + bias)`` (the pretrained bias kept where it is a dynamic weight; the linear path
     ``x`` stays bias-free). Under autocast (bfloat16 prediction) the gate is computed in
     ``x``'s dtype: the bias is cast to it (a no-op in the parameters' own precision)."""
-    if gate_bias is None and not (torch.is_grad_enabled() and explaining()):
-        return F.gelu(x)  # a differentiable gate: the same function and gradient, fused
+    if not (torch.is_grad_enabled() and explaining()):  # a differentiable gate
+        if gate_bias is None:
+            return F.gelu(x)  # the same function and gradient, fused
+        if torch.is_grad_enabled():
+            return _BiasedGELU.apply(x, gate_bias.to(x.dtype))
     with dynamic_weight():
         gate = normal_cdf(x if gate_bias is None else x + gate_bias.to(x.dtype))
     if not torch.is_grad_enabled():

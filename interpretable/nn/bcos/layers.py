@@ -144,29 +144,41 @@ class _MaxOut2(torch.autograd.Function):
         return grad_lin, None
 
 
-class _CosineScale2(torch.autograd.Function):
-    """The B-cos scale at B = 2 in training: ``a · |a| · inv`` of the winners ``a`` and the
-    inverse input norms ``inv`` (broadcast), with both gradients written out:
-    ``∂/∂a = 2 |a| inv`` and ``∂/∂inv = Σ grad · a |a|`` over the broadcast dimensions
-    divided by ``inv``: three passes over the outputs forward and four backward, where
-    autograd's chain of ``abs``, ``mul`` and ``mul`` takes about twice as many."""
+class _CosineScale(torch.autograd.Function):
+    """The B-cos scale in training: ``a · f`` with ``f = max(|a| · inv, 1e-12)^(B-1)`` for the
+    winners ``a`` and the inverse input norms ``inv`` (broadcast), both gradients written out
+    (``c = |a| · inv``; where ``c`` is clamped the factor is a constant):
+    ``∂/∂a = f · (1 + (B-1)·[c > 1e-12])`` and ``∂/∂inv = (B-1) Σ grad · a f [c > 1e-12] / inv``
+    over the broadcast dimensions. About half the passes over the outputs of autograd's chain
+    of ``abs``, ``mul``, ``clamp`` and ``pow`` (B = 2 needs neither clamp nor power)."""
 
     @staticmethod
-    def forward(ctx, a: torch.Tensor, inv: torch.Tensor) -> torch.Tensor:
+    def forward(ctx, a: torch.Tensor, inv: torch.Tensor, b: float) -> torch.Tensor:
         factor = a.abs().mul_(inv)
+        if b != 2:
+            factor.clamp_min_(1e-12).pow_(b - 1)
         out = a * factor
         ctx.save_for_backward(factor, out, inv)
+        ctx.b = b
         return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: torch.Tensor):
         factor, out, inv = ctx.saved_tensors
-        grad_a = torch.mul(grad, factor).mul_(2.0) if ctx.needs_input_grad[0] else None
-        grad_inv = None
+        b = ctx.b
+        # B = 2: no clamp, every element varies; else those above the clamp's constant
+        varies = None if b == 2 else factor > 1e-12 ** (b - 1)
+        grad_a = grad_inv = None
+        if ctx.needs_input_grad[0]:
+            slope = factor * b if varies is None else torch.where(varies, factor * b, factor)
+            grad_a = slope.mul_(grad)
         if ctx.needs_input_grad[1]:
-            grad_inv = torch.mul(grad, out).sum_to_size(inv.shape).div_(inv)
-        return grad_a, grad_inv
+            product = torch.mul(grad, out)
+            if varies is not None:
+                product.mul_(varies)
+            grad_inv = product.sum_to_size(inv.shape).div_(inv).mul_(b - 1)
+        return grad_a, grad_inv, None
 
 
 def _maxout(lin: torch.Tensor, max_out: int, dim: int) -> torch.Tensor:
@@ -301,8 +313,8 @@ class _BcosBase(nn.Module):
         selected = _maxout(lin, self.max_out, self._unit_dim)
         if self.b == 1:
             return selected
-        if self.b == 2 and torch.is_grad_enabled() and not _EXPLAINING.get():
-            return _CosineScale2.apply(selected, self._inv_norm(x))
+        if torch.is_grad_enabled() and not _EXPLAINING.get():
+            return _CosineScale.apply(selected, self._inv_norm(x), self.b)
         factor = self._factor(x, selected)
         # in place unless autograd needs the winners for the factor's gradient (training)
         return selected * factor if factor.requires_grad else selected.mul_(factor)
