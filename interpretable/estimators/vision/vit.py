@@ -57,7 +57,7 @@ class ViTClassifier(SizedVisionTransformerClassifier):
         token, learned positions, pre-norm blocks, head on the class token; no stem, no
         dropout), on square RGB
         images normalised with ImageNet's mean and std: ``module_.state_dict()`` saved to a
-        file is a checkpoint that ``BcosViTClassifier(pretrained=...)`` B-cosifies.
+        file is a checkpoint that ``BcosSimpleViTClassifier(pretrained=...)`` B-cosifies.
     image_size : "auto", None or int, default="auto"
         The inputs, as in :class:`BcosViTClassifier` ("auto" is None here).
     zoom_out : (low, high) or None, default=None
