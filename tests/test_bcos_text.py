@@ -669,3 +669,28 @@ def test_a_fine_tuned_transformers_classifier_folder_teaches_by_its_label_names(
     with pytest.raises(ValueError, match=r"predicts the labels \['LABEL_0', 'LABEL_1'\].*"
                                          r"\['neg', 'pos'\]"):
         tiny(teacher=str(folders["generic"]), max_epochs=1).fit(X, y)
+
+
+def test_inherent_explanations_of_perturbed_embeddings_are_exact(fitted):
+    """``embedding_offset`` (the stability metrics' perturbation) reaches the inherent
+    explanation: zero offset changes nothing, a real one gives the exact explanation of the
+    perturbed input (it sums to that input's logit), and the report's stability metric runs."""
+    from interpretable.estimators.explainers import get_explainer
+    from interpretable.metrics import embedding_stability
+
+    clf, X, _ = fitted
+    inherent = get_explainer(clf, "inherent")  # the call the metrics make
+    texts = list(X[:6])
+    encoded = clf.encode(texts)
+    n, t = encoded.inputs["tokens"].shape
+    width = clf.module_.embed(encoded.inputs["tokens"][:1]).shape[-1]
+    plain = clf.explain(texts)
+    zero = inherent.explain(clf, texts, embedding_offset=np.zeros((n, t, width), np.float32))
+    for a, b in zip(plain.values, zero.values):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+    offset = np.random.default_rng(0).normal(0, 0.05, (n, t, width)).astype(np.float32)
+    moved = inherent.explain(clf, texts, embedding_offset=offset)
+    assert not all(np.allclose(a, b) for a, b in zip(plain.values, moved.values))
+    assert np.abs(moved.completeness_error).max() < 1e-4
+    result = embedding_stability(clf, texts, 1e-3, "inherent", random_state=0)
+    assert np.isfinite(result.frame.jsd).all()

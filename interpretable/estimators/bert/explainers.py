@@ -144,14 +144,23 @@ class BcosTextContributions(BertExplainer):
 
     name = "inherent"
     dtypes = ("float32", "float64")
+    per_sample_options = ("embedding_offset",)
 
-    def attribute(self, estimator, batch, target, *, level="piece",
-                  contrast=None) -> Attributions:
+    def attribute(self, estimator, batch, target, *, level="piece", contrast=None,
+                  embedding_offset=None) -> Attributions:
         """(``level`` is applied by :meth:`assemble`; ``contrast (B, C)``: the weights of the
-        subtracted logits.)"""
+        subtracted logits; ``embedding_offset (B, T, E)`` is added to the word-piece
+        embeddings, for the stability metrics: the explanation of the perturbed input, as
+        exact.)"""
         chosen = None if target is None else torch.as_tensor(target)
+        embedded = None
+        if embedding_offset is not None:
+            with torch.no_grad():
+                embedded = estimator.embed(batch)
+                offset = torch.as_tensor(embedding_offset)[:, : embedded.shape[1]]
+                embedded = embedded + offset.to(embedded)
         c = estimator.module_.contributions(batch["tokens"], batch["lengths"], chosen,
-                                            contrast=contrast)
+                                            contrast=contrast, embedded=embedded)
         return Attributions(values=c.pieces, logits=c.logits, target=c.target,
                             logit=explained_logits(c.logits, c.target, contrast),
                             bias=c.bias + c.position_type,

@@ -367,15 +367,17 @@ class BcosBertClassifier(nn.Module):
     def contributions(self, tokens: torch.Tensor, lengths: torch.Tensor | None = None,
                       target=None, *, attention_mask: torch.Tensor | None = None,
                       token_types: torch.Tensor | None = None,
-                      contrast: torch.Tensor | None = None) -> PieceContributions:
+                      contrast: torch.Tensor | None = None,
+                      embedded: torch.Tensor | None = None) -> PieceContributions:
         """Exact B-cos explanation of the ``target`` logits (default: the predicted classes;
         an int or (B,) class indices), or with ``contrast (B, C)`` of the target logit minus
         the ``contrast``-weighted logits (:func:`~interpretable.nn.losses.explained_logits`):
-        one forward and one backward pass in explanation mode. The model is not changed; call
-        it in eval mode (dropout is random)."""
+        one forward and one backward pass in explanation mode; ``embedded`` (B, T, H) replaces
+        the word-piece embeddings (e.g. perturbed ones: the explanation is as exact for them).
+        The model is not changed; call it in eval mode (dropout is random)."""
         mask = self.padding_mask(tokens, lengths, attention_mask)
         with explanation_mode(), torch.enable_grad():
-            words = self.embed(tokens).detach()
+            words = (self.embed(tokens) if embedded is None else embedded).detach()
             position_type = self.position_type_embeddings(tokens, token_types).detach()
             summed = (words + position_type).requires_grad_()
             logits = self.head(self.hidden_states(summed, mask, need_probs=False)[0], mask)
