@@ -106,7 +106,13 @@ def test_fused_models_explain_exactly_as_the_reference(make):
         torch.testing.assert_close(got, want, **EXACT)
 
 
-def test_float32_models_on_the_onednn_path_match_the_reference():
+@pytest.fixture
+def onednn_float32(monkeypatch):
+    """float32 products on oneDNN whatever the CPU (on Intel CPUs MKL's are the default)."""
+    monkeypatch.setattr(bcos_kernels, "ONEDNN_DTYPES", (torch.float32, torch.bfloat16))
+
+
+def test_float32_models_on_the_onednn_path_match_the_reference(onednn_float32):
     """Large enough for oneDNN's GEMM: equal up to float32 rounding, explanations complete."""
     model = BcosSimpleViT(dim=64, depth=1, heads=2, mlp_dim=256, patch_size=4, num_classes=3,
                           image_size=32).eval()
@@ -129,7 +135,7 @@ def _assert_float32_close(got, want):
 
 @pytest.mark.skipif(not bcos_kernels._ONEDNN, reason="needs oneDNN")
 @pytest.mark.parametrize("with_bias", [False, True])
-def test_onednn_linear_and_its_gradients_equal_f_linear(with_bias):
+def test_onednn_linear_and_its_gradients_equal_f_linear(with_bias, onednn_float32):
     x = torch.randn(512, 64, requires_grad=True)
     w = torch.randn(256, 64, requires_grad=True)
     bias = torch.randn(256, requires_grad=True) if with_bias else None
@@ -152,7 +158,7 @@ def test_onednn_linear_and_its_gradients_equal_f_linear(with_bias):
     _assert_float32_close(second, expected_second)
 
 
-def test_small_products_autocast_and_float64_keep_f_linear():
+def test_small_products_autocast_and_float64_keep_f_linear(onednn_float32):
     big = torch.randn(512, 64), torch.randn(256, 64)
     assert bcos_kernels._use_onednn(*big) == bcos_kernels._ONEDNN
     assert not bcos_kernels._use_onednn(torch.randn(8, 64), torch.randn(256, 64))

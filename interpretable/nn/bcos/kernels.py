@@ -8,7 +8,7 @@ floating-point rounding):
 * ``"reference"``: one operation per term of the formula (with ``γ`` folded into the weights,
   the norms from one reduction each, no power for B = 2 and no MaxOut for ``max_out=1``);
 * ``"fused"``: the same elementwise operations on the faster matrix product of the device
-  (oneDNN's inner product for large float32 / bfloat16 products on CPU, :func:`linear`, with
+  (oneDNN's inner product for large products on CPU where it beats MKL, :func:`linear`, with
   gradients computed only where the backward pass needs them), linear layers on 2-d rows (no
   autograd copies of views around their in-place steps);
 * ``"compiled"``: ``"fused"`` with MaxOut and the ``|cos|^(B-1)`` scale compiled by
@@ -45,9 +45,29 @@ _IMPLEMENTATION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "bcos_implementation", default=None)
 
 #: multiply-accumulates (rows · in · out) from which oneDNN's inner product beats the default
-#: CPU GEMM (MKL) on one thread: 1.0-2.9x above 2^23 on the development machine (AMD EPYC,
-#: AVX-512, MKL 2024.2, oneDNN 3.x), slower below 2^22 (its larger fixed cost)
+#: CPU GEMM (MKL) on one thread: 1.0-2.9x above 2^23 on an AMD EPYC (AVX-512, MKL 2024.2,
+#: oneDNN 3.x), slower below 2^22 (its larger fixed cost)
 ONEDNN_MIN_MACS = 1 << 23
+
+
+def _cpu_vendor() -> str:
+    """The CPU's vendor string (``"GenuineIntel"``, ``"AuthenticAMD"``, ...; ``""`` unknown)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+#: the dtypes whose large CPU products go to oneDNN's inner product rather than ``F.linear``.
+#: float32 only off Intel: MKL's sgemm, which ``F.linear`` calls, is 1.03-1.11x faster than
+#: oneDNN on an Intel Xeon with AMX (every ViT-Ti / MiniLM shape, one thread) and up to 2.9x
+#: slower on an AMD EPYC, where MKL does not take its fastest kernels
+ONEDNN_DTYPES = ((torch.bfloat16,) if _cpu_vendor() == "GenuineIntel"
+                 else (torch.float32, torch.bfloat16))
 
 
 def check_implementation(name: str) -> str:
@@ -137,15 +157,15 @@ class _OneDnnLinear(torch.autograd.Function):
 
 def _use_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
     return (_ONEDNN and x.device.type == "cpu" and x.dim() == 2 and x.dtype == weight.dtype
-            and x.dtype in (torch.float32, torch.bfloat16)
+            and x.dtype in ONEDNN_DTYPES
             and not torch.is_autocast_enabled("cpu")
             and x.numel() * weight.shape[0] >= ONEDNN_MIN_MACS)
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
            ) -> torch.Tensor:
-    """``F.linear(x, weight, bias)`` by the faster GEMM: oneDNN for large float32 / bfloat16
-    products on CPU outside autocast, ``F.linear`` otherwise.
+    """``F.linear(x, weight, bias)`` by the faster GEMM: oneDNN for large products of the
+    :data:`ONEDNN_DTYPES` on CPU outside autocast, ``F.linear`` otherwise.
     x: (n, in) (other ranks: ``F.linear``), weight: (out, in), bias: (out,) -> (n, out)."""
     if not _use_onednn(x, weight):
         return F.linear(x, weight, bias)
