@@ -356,17 +356,28 @@ def test_normal_cdf_is_the_standard_normal_cdf_with_and_without_gradients():
     assert torch.equal(x, before)  # in place on its own temporary only
 
 
+def _inverse_norms(layer, x: torch.Tensor) -> torch.Tensor:
+    """``1/max(‖x‖, 1e-12)`` of a linear layer's input vectors through autograd's own chain;
+    a convolution's patch norms as the layer computes them."""
+    if isinstance(layer, BcosConv2d):
+        return layer._inv_norm(x)
+    return torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(1e-12).reciprocal()
+
+
+@pytest.mark.parametrize("clamped", [False, True])
 @pytest.mark.parametrize("b", [2.0, 1.5, 2.5])
 @pytest.mark.parametrize("kind", ["linear", "conv"])
-def test_training_gradients_are_autograds_through_the_formula(kind, b):
-    """Training runs the written-out scale and its gradients (``_CosineScale``): equal to
-    autograd through ``a · max(|a| / ‖x‖, 1e-12)^(B-1)``, for the input and the weights."""
+def test_training_gradients_are_autograds_through_the_formula(kind, b, clamped):
+    """Training runs the written-out scale, inverse norms and their gradients
+    (``_CosineScale``, ``_InverseNorm``): equal to autograd through
+    ``a · max(|a| / max(‖x‖, 1e-12), 1e-12)^(B-1)``, for the input and the weights."""
     torch.manual_seed(0)
     layer = (BcosLinear(6, 4, b=b, max_out=2) if kind == "linear"
              else BcosConv2d(3, 4, 3, b=b, max_out=1)).double()
     x = torch.randn(2, 3, 5, 5, dtype=torch.float64) if kind == "conv" \
         else torch.randn(5, 6, dtype=torch.float64)
-    x[0, 0] = 0.0  # a zero input vector / patch row: clamped factors
+    if clamped:
+        x[0, 0] = 0.0  # a zero input vector / patch row: clamped factors
     torch.autograd.gradcheck(lambda v: layer(v), (x.clone().requires_grad_(True),))
     leaf = x.clone().requires_grad_(True)
     out = layer(leaf)
@@ -374,7 +385,7 @@ def test_training_gradients_are_autograds_through_the_formula(kind, b):
     leaf2 = x.clone().requires_grad_(True)  # the formula, through autograd
     lin = layer._responses(leaf2, layer._scaled_unit_weight(), False)
     winners = lin if layer.max_out == 1 else torch.maximum(*lin.chunk(2, layer._unit_dim))
-    factor = (winners.abs() * layer._inv_norm(leaf2)).clamp_min(1e-12).pow(b - 1)
+    factor = (winners.abs() * _inverse_norms(layer, leaf2)).clamp_min(1e-12).pow(b - 1)
     expected_out = winners * factor
     expected = torch.autograd.grad(expected_out.square().sum(), (leaf2, layer.weight))
     torch.testing.assert_close(out, expected_out, rtol=1e-12, atol=1e-14)

@@ -167,8 +167,12 @@ class _CosineScale(torch.autograd.Function):
     def backward(ctx, grad: torch.Tensor):
         factor, out, inv = ctx.saved_tensors
         b = ctx.b
-        # B = 2: no clamp, every element varies; else those above the clamp's constant
-        varies = None if b == 2 else factor > 1e-12 ** (b - 1)
+        # B = 2: no clamp, every element varies; else those above the clamp's constant, all
+        # of them unless some |cos| < 1e-12 (checked by one reduction: a mask and torch.where
+        # cost several passes)
+        floor = 1e-12 ** (b - 1)
+        varies = None if b == 2 or not factor.numel() or factor.amin() > floor \
+            else factor > floor
         grad_a = grad_inv = None
         if ctx.needs_input_grad[0]:
             slope = factor * b if varies is None else torch.where(varies, factor * b, factor)
@@ -179,6 +183,25 @@ class _CosineScale(torch.autograd.Function):
                 product.mul_(varies)
             grad_inv = product.sum_to_size(inv.shape).div_(inv).mul_(b - 1)
         return grad_a, grad_inv, None
+
+
+class _InverseNorm(torch.autograd.Function):
+    """``1 / max(‖x‖, 1e-12)`` over the last dimension: (..., D) -> (..., 1), its gradient
+    ``-grad · x / ‖x‖³`` (zero for clamped rows) in one pass over x; autograd's chain through
+    ``vector_norm``, ``clamp_min`` and ``reciprocal`` passes over x three times."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+        inv = norm.clamp_min(1e-12).reciprocal_()
+        ctx.save_for_backward(x, inv, norm < 1e-12)
+        return inv
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        x, inv, clamped = ctx.saved_tensors
+        return x * (grad * inv.pow(3)).neg_().masked_fill_(clamped, 0.0)
 
 
 def _maxout(lin: torch.Tensor, max_out: int, dim: int) -> torch.Tensor:
@@ -349,7 +372,7 @@ class BcosLinear(_BcosBase):
         self._parameters.setdefault("bias", None)  # pickled before layers had biases
 
     def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(1e-12).reciprocal()
+        return _InverseNorm.apply(x)
 
     def _responses(self, x: torch.Tensor, weight: torch.Tensor, fused: bool) -> torch.Tensor:
         return add_constant(linear(x, weight) if fused else F.linear(x, weight), self.bias)

@@ -235,11 +235,16 @@ class Attention(nn.Module):
         projected = add_constant(F.linear(x, weight), bias)
         return projected.view(b, n, -1, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
 
-    def _attend(self, x: torch.Tensor, normed: torch.Tensor | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def _attend(self, x: torch.Tensor, normed: torch.Tensor | None = None,
+                need_attention: bool = True) -> tuple[torch.Tensor | None, torch.Tensor]:
         """x (B, N, D) -> (attention (B, heads, N, N), concatenated heads (B, N, D));
-        ``normed`` replaces ``norm(x)``."""
+        ``normed`` replaces ``norm(x)``. Without ``need_attention`` and outside explanation
+        mode (where the attention is a constant) the attention is None and the heads come from
+        one q/k/v product and the fused ``scaled_dot_product_attention`` (the same function)."""
         x = self.norm(x) if normed is None else normed
+        if not (need_attention or explaining()):
+            q, k, v = self._split_heads(x, self.to_qkv.weight, self.to_qkv.bias)
+            return None, F.scaled_dot_product_attention(q, k, v).transpose(1, 2).flatten(2)
         sizes = [2 * x.shape[-1], x.shape[-1]]
         qk_weight, v_weight = self.to_qkv.weight.split(sizes)
         qk_bias, v_bias = (None, None) if self.to_qkv.bias is None else \
@@ -254,8 +259,8 @@ class Attention(nn.Module):
                 normed: torch.Tensor | None = None):
         """x (B, N, D) -> output (B, N, D), and the attention (B, heads, N, N) or None;
         ``normed`` replaces ``norm(x)``."""
-        attention, heads = self._attend(x, normed)
-        return self.to_out(heads), (attention if return_attention else None)
+        attention, heads = self._attend(x, normed, return_attention)
+        return self.to_out(heads), attention
 
     def head_terms(self, x: torch.Tensor) -> torch.Tensor:
         """Per-head outputs (B, heads, N, D) whose sum over heads is ``forward(x)``: each
