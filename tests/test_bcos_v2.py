@@ -315,3 +315,23 @@ def test_inference_without_gradients_is_the_same_function(family):
     with torch.no_grad():
         fused = model(x)
     torch.testing.assert_close(fused, model(x).detach(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("bcosified", [False, True])
+def test_fused_attention_computes_the_explicit_attention_s_function(bcosified):
+    """Without returned attention and outside explanation mode the blocks use one q/k/v
+    product and ``scaled_dot_product_attention``: the same logits and training gradients as
+    the explicit softmax attention (float64)."""
+    torch.manual_seed(0)
+    model = BcosSimpleViT(dim=32, depth=2, heads=4, mlp_dim=64, patch_size=4, num_classes=3,
+                          image_size=16, bcosified=bcosified, bias=bcosified).double()
+    x = encode_image(torch.rand(2, 3, 16, 16, dtype=torch.float64))
+    fused = model(x)
+    explicit, attentions = model.forward_with_attention(x)
+    assert len(attentions) == 2 and attentions[0].shape == (2, 4, 17 if bcosified else 16,
+                                                           17 if bcosified else 16)
+    torch.testing.assert_close(fused, explicit, rtol=1e-12, atol=1e-12)
+    params = [p for p in model.parameters() if p.requires_grad]
+    for got, want in zip(torch.autograd.grad(fused.square().sum(), params),
+                         torch.autograd.grad(explicit.square().sum(), params)):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)

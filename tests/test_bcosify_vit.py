@@ -126,6 +126,22 @@ def test_conventional_vit_is_the_real_packages_model(layout):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_fused_attention_forward_is_the_explicit_one(layout):
+    """``forward`` (fused attention in timm's layout) computes ``forward_with_attention``'s
+    logits and training gradients; the attention is returned where asked for."""
+    model = randomise(ConventionalViT(layout, **TINY)).double()
+    x = _normalised(_images())
+    fused = model(x)
+    explicit, attentions = model.forward_with_attention(x)
+    assert all(a is not None and a.shape[-1] == a.shape[-2] == 17 for a in attentions)
+    torch.testing.assert_close(fused, explicit, rtol=1e-12, atol=1e-12)
+    params = list(model.parameters())
+    for got, want in zip(torch.autograd.grad(fused.square().sum(), params),
+                         torch.autograd.grad(explicit.square().sum(), params)):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_explanations_are_exact_at_the_start_and_after_the_recipe_step(layout):
     converted = bcosify_vit(real_vit(layout).double())
     x = _images()

@@ -24,6 +24,7 @@ from collections import OrderedDict
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from .heads import mha_forward
 
@@ -34,7 +35,8 @@ LAYOUTS = ("torchvision", "timm")
 
 class _SelfAttention(nn.Module):
     """timm's ``Attention``: packed ``qkv`` and ``proj`` linear layers; returns the output and
-    the attention (B, heads, N, N), kept in the autograd graph."""
+    the attention (B, heads, N, N), kept in the autograd graph (without ``need_attention``:
+    None, the output by the fused ``scaled_dot_product_attention``, as timm computes it)."""
 
     def __init__(self, dim: int, heads: int):
         super().__init__()
@@ -42,12 +44,17 @@ class _SelfAttention(nn.Module):
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, need_attention: bool = True
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
         b, n, d = x.shape
         qkv = self.qkv(x).view(b, n, 3, self.num_heads, d // self.num_heads)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)
-        attn = (q @ k.transpose(-1, -2) / math.sqrt(d // self.num_heads)).softmax(-1)
-        return self.proj((attn @ v).transpose(1, 2).reshape(b, n, d)), attn
+        if not need_attention:
+            mixed, attn = F.scaled_dot_product_attention(q, k, v), None
+        else:
+            attn = (q @ k.transpose(-1, -2) / math.sqrt(d // self.num_heads)).softmax(-1)
+            mixed = attn @ v
+        return self.proj(mixed.transpose(1, 2).reshape(b, n, d)), attn
 
 
 class _Block(nn.Module):
@@ -73,15 +80,16 @@ class _Block(nn.Module):
         """The attention's input: x (B, N, D) after the first LayerNorm."""
         return (self.ln_1 if self.layout == "torchvision" else self.norm1)(x)
 
-    def forward(self, x: torch.Tensor, normed: torch.Tensor | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, N, D) -> (tokens, attention); ``normed`` replaces ``first_norm(x)``."""
+    def forward(self, x: torch.Tensor, normed: torch.Tensor | None = None,
+                need_attention: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x (B, N, D) -> (tokens, attention); ``normed`` replaces ``first_norm(x)``; without
+        ``need_attention`` the attention may be None (timm's layout: fused attention)."""
         normed = self.first_norm(x) if normed is None else normed
         if self.layout == "torchvision":
             a, attn = mha_forward(self.self_attention, normed)
             x = x + a
             return x + self.mlp(self.ln_2(x)), attn
-        a, attn = self.attn(normed)
+        a, attn = self.attn(normed, need_attention)
         x = x + a
         return x + self.mlp(self.norm2(x)), attn
 
@@ -145,14 +153,16 @@ class ConventionalViT(nn.Module):
         tokens = proj(x).flatten(2).transpose(1, 2)
         return torch.cat([cls.expand(len(x), -1, -1), tokens], 1) + positions
 
-    def forward_features(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def forward_features(self, x: torch.Tensor, need_attention: bool = True
+                         ) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
         """x: (B, 3, H, W) -> (final tokens (B, D, 1 + h·w) after the last LayerNorm, class
-        token first; [attention (B, heads, N, N)] per block)."""
+        token first; [attention (B, heads, N, N)] per block, None where not ``need_attention``
+        and not computed)."""
         _, _, _, blocks, norm, _ = self._parts()
         tokens = self._tokens(x)
         attentions = []
         for block in blocks:
-            tokens, attn = block(tokens)
+            tokens, attn = block(tokens, need_attention=need_attention)
             attentions.append(attn)
         return norm(tokens).transpose(1, 2), attentions
 
@@ -180,4 +190,4 @@ class ConventionalViT(nn.Module):
             return normed, head(norm(blocks[-1](tokens, normed)[0])[:, 0])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.forward_with_attention(x)[0]
+        return self.forward_head(self.forward_features(x, need_attention=False)[0])
