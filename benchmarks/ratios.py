@@ -24,14 +24,18 @@ RESULTS = Path(__file__).parent / "results"
 def timed(fns: dict[str, Callable[[], object]], rounds: int, warmup: int = 1
           ) -> tuple[dict[str, float], dict[str, float]]:
     """Median wall-clock and process-CPU seconds of each callable over interleaved rounds
-    (after ``warmup`` untimed calls of each)."""
+    (after ``warmup`` untimed calls of each). Each round starts one callable further along, so
+    that no callable always runs after the same one (a call that frees much memory or evicts
+    the caches slows the next)."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
     wall = {name: [] for name in fns}
     cpu = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
+    items = list(fns.items())
+    for round_ in range(rounds):
+        shift = round_ % len(items)
+        for name, fn in items[shift:] + items[:shift]:
             start_wall, start_cpu = time.perf_counter(), time.process_time()
             fn()
             cpu[name].append(time.process_time() - start_cpu)

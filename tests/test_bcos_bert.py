@@ -311,3 +311,18 @@ def test_bad_checkpoints_are_refused():
 def test_bad_inputs_are_named(call, error, match):
     with pytest.raises(error, match=match):
         call(tiny_model(), tiny_batch())
+
+
+@pytest.mark.parametrize("b", [1.5, 2.0, 1.25])
+@pytest.mark.parametrize("sizes", [(6, 16), (16, 6)], ids=["wide outputs", "wide inputs"])
+def test_inference_forward_computes_the_training_forward(b, sizes):
+    """Without autograd the layer computes in place (wide outputs: by scaling its inputs):
+    the values of the differentiable forward, row gains included (float64)."""
+    torch.manual_seed(0)
+    layer = unscaled_bcos_linear(*sizes, b, matched=True, row_gains=True).double()
+    with torch.no_grad():
+        layer.row_gain.uniform_(0.5, 2.0)
+    x = torch.randn(3, 5, sizes[0], dtype=torch.float64)
+    with torch.no_grad():
+        fast = layer(x)
+    torch.testing.assert_close(fast, layer(x.requires_grad_(True)), rtol=1e-12, atol=1e-14)

@@ -324,7 +324,9 @@ def test_gradcam_equals_captum_layer_gradcam(make):
         x, target=target, relu_attributions=True)
     cam = gradcam(model, x, target)
     assert cam.shape == (4, 4, 4) and (cam > 0).any()
-    torch.testing.assert_close(cam, expected[:, 0].detach(), rtol=1e-6, atol=1e-6)
+    # float32 rounding: captum's forward runs with autograd, gradcam's layers below the map
+    # without it (B-cos layers then scale their inputs, not their outputs)
+    torch.testing.assert_close(cam, expected[:, 0].detach(), rtol=1e-5, atol=1e-6)
 
 
 def test_vit_shapes_and_mha_forward_matches_module():

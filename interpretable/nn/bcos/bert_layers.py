@@ -15,7 +15,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
-from .layers import BcosLinear, dynamic_weight, explaining, normal_cdf
+from .layers import BcosLinear, dynamic_weight, explaining, normal_cdf, prescaled_bcos
 
 
 def alignment_gain(fan_in: int, b: float) -> float:
@@ -68,6 +68,10 @@ class BertBcosLinear(BcosLinear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.is_grad_enabled() or self.b == 1:
             return super().forward(x)
+        if self.out_features > self.in_features:  # one pass over the inputs for one over outputs
+            rows = prescaled_bcos(x.reshape(-1, self.in_features), self._scaled_unit_weight(),
+                                  self.b)
+            return rows.view(*x.shape[:-1], self.out_features)
         lin = F.linear(x, self._scaled_unit_weight())
         factor = lin.abs().mul_(self._inv_norm(x))
         if self.b == 1.5:

@@ -218,6 +218,25 @@ def _maxout(lin: torch.Tensor, max_out: int, dim: int) -> torch.Tensor:
     return functools.reduce(torch.maximum, lin.chunk(max_out, dim))
 
 
+def prescaled_bcos(x: torch.Tensor, weight: torch.Tensor, b: float, max_out: int = 1
+                   ) -> torch.Tensor:
+    """B-cos outputs ``a · (|a| / ‖x‖)^(B-1)`` of the MaxOut winners ``a`` of ``weight``'s
+    responses to the rows of x, without autograd, scaling the inputs rather than the outputs:
+    the responses ``a'`` to ``x · ‖x‖^((1-B)/B)`` give ``a' · |a'|^(B-1)``, the same values,
+    so one pass over the inputs replaces one over the outputs (for layers with more outputs
+    than inputs). No clamp of ``|cos|`` at 1e-12 (B = 2 needs none).
+    x: (n, in), weight: (max_out·out, in) -> (n, out)."""
+    inv = _InverseNorm.apply(x)
+    scaled = x * (inv.sqrt_() if b == 2 else inv.pow_((b - 1) / b))
+    selected = _maxout(linear(scaled, weight), max_out, -1)
+    factor = selected.abs()
+    if b == 1.5:
+        factor.sqrt_()
+    elif b != 2:
+        factor.pow_(b - 1)
+    return selected.mul_(factor)
+
+
 def _scale_winners(lin: torch.Tensor, inv_norm: torch.Tensor, b: float, max_out: int, dim: int,
                    explaining: bool) -> torch.Tensor:
     """MaxOut and the B-cos scale in one expression (the ``"compiled"`` epilogue: one kernel):
@@ -378,12 +397,23 @@ class BcosLinear(_BcosBase):
         return add_constant(linear(x, weight) if fused else F.linear(x, weight), self.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if resolve_implementation(self.implementation, x, _EXPLAINING.get()) == "reference":
+        implementation = resolve_implementation(self.implementation, x, _EXPLAINING.get())
+        if implementation == "reference":
             return super().forward(x)
         # fused: on the rows of a 2-d view, the product is no view, so the in-place steps
         # modify it without autograd copying views; one compiled variant for every rank
-        out = super().forward(x.reshape(-1, self.in_features))
+        rows = x.reshape(-1, self.in_features)
+        if implementation == "fused" and self._prescales():
+            out = prescaled_bcos(rows, self._scaled_unit_weight(), self.b, self.max_out)
+        else:
+            out = super().forward(rows)
         return out.view(*x.shape[:-1], self.out_features)
+
+    def _prescales(self) -> bool:
+        """Whether this call computes by :func:`prescaled_bcos` (B = 2, no bias, more
+        responses than inputs, no autograd): the same outputs with one pass less over them."""
+        return (self.b == 2 and self.bias is None and not torch.is_grad_enabled()
+                and self.max_out * self.out_features > self.in_features)
 
     def forward_parts(self, x: torch.Tensor, parts: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """Map each additive part of ``x`` through the effective linear map ``W(x)``.
