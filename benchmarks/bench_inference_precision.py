@@ -8,11 +8,15 @@ agreement, measured side by side in one run.
   ``max_length`` 64), predict on batches of 32 texts of 64 word pieces (Rotten Tomatoes test
   snippets joined until they fill 64 pieces; the model truncates at 64);
 * top-1 agreement of bf16 with float32 predictions of (b) on the Rotten Tomatoes test split
-  (``reproduce.bcos_text.split("rotten-tomatoes", None, None, 0)``).
+  (``reproduce.bcos_text.split("rotten-tomatoes", None, None, 0)``);
+* (c) top-1 agreement of bf16 with float32 predictions of two B-cos ViTs trained here on
+  textured digits (``BcosViTClassifier`` and ``BcosSimpleViTClassifier`` at the sizes of
+  ``python -m interpretable reproduce bcos-localisation``, ``--digit-epochs`` epochs on its 3,500
+  training images) on its 1,500 test images.
 
 Both precisions are twins of one fitted estimator (the same module), timed in interleaved rounds
 (:func:`ratios.timed`, medians of wall-clock). Targets: bf16 predicts >= 1.8x as many samples/s
-as float32 on both models, and agrees with float32 on >= 99.5 % of the test split. bf16 is used
+as float32 on both models, and agrees with float32 on >= 99.5 % of each test split. bf16 is used
 only where the device computes it natively (``native_bf16``: AVX512-BF16 or AMX on CPU, compute
 capability >= 8.0 on CUDA); elsewhere the estimator predicts in float32 with a warning, and the
 record says so. Writes ``benchmarks/results/bench_inference_precision.json``.
@@ -65,6 +69,25 @@ def vit(tiny: bool, device: str, batch: int):
     return clf, images, {"architecture": architecture, "image_size": size}
 
 
+def textured_digit_models(tiny: bool, device: str, epochs: int):
+    """(c): the holistic and v2 B-cos ViTs of the localisation reproduction (its sizes and
+    textured-digit split, 32 px), each fitted on the 3,500 training images for ``epochs``
+    epochs; returns ({name: fitted estimator}, test images, test labels)."""
+    from interpretable import BcosSimpleViTClassifier, BcosViTClassifier
+    from interpretable.reproduce.bcos_localisation import MODELS, textured_split
+
+    n_train = 64 if tiny else 3500
+    X_train, X_test, y_train, y_test = textured_split(n_train)
+    if tiny:
+        X_test, y_test = X_test[:64], y_test[:64]
+    fitted = {}
+    for name, cls in (("holistic", BcosViTClassifier), ("v2", BcosSimpleViTClassifier)):
+        clf = cls(**MODELS[name], max_epochs=1 if tiny else epochs, lr=2e-3, image_size=None,
+                  batch_size=32, device=device, random_state=0)
+        fitted[name] = clf.fit(X_train, y_train)
+    return fitted, X_test, y_test
+
+
 def pieces_of(clf, texts) -> list[int]:
     """The number of word pieces the model sees of each text (after truncation)."""
     inputs = clf.encode(texts).inputs
@@ -98,7 +121,10 @@ def main():
                         help="the first N test texts only (default: the whole test split)")
     parser.add_argument("--tiny", action="store_true",
                         help="a tiny ViT, 1 round, 64 agreement texts: checks that it runs")
-    parser.add_argument("--models", nargs="+", choices=("vit", "text"), default=["vit", "text"])
+    parser.add_argument("--digit-epochs", type=int, default=8,
+                        help="training epochs of the textured-digit ViTs")
+    parser.add_argument("--models", nargs="+", choices=("vit", "text", "digits"),
+                        default=["vit", "text", "digits"])
     parser.add_argument("--out", default=str(RESULTS / "bench_inference_precision.json"))
     args = parser.parse_args()
     if args.threads:
@@ -143,6 +169,22 @@ def main():
         targets.append(target("B-cos ViT (simple_vit_ti_patch16_224, 224 px, batch 8): bf16 "
                               "/ float32 predict throughput", results["bcos_vit"]["speedup"],
                               SPEEDUP))
+
+    # (c) agreement of B-cos ViTs trained on textured digits
+    if "digits" in args.models:
+        fitted, X_test, y_test = textured_digit_models(args.tiny, args.device, args.digit_epochs)
+        for name, clf in fitted.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                predicted = {p: m.predict(X_test) for p, m in twins(clf).items()}
+            agreement = float((predicted["bf16"] == predicted["float32"]).mean())
+            results[f"bcos_vit_textured_digits_{name}"] = {
+                "estimator": type(clf).__name__, "epochs": clf.max_epochs,
+                "test_images": len(X_test), "top1_agreement": agreement,
+                "accuracy": {p: float((v == y_test).mean()) for p, v in predicted.items()}}
+            targets.append(target(f"{type(clf).__name__} ({name}, textured digits, 32 px): "
+                                  f"top-1 agreement bf16 vs float32 ({len(X_test)} test images)",
+                                  100 * agreement, 100 * AGREEMENT, unit="%"))
 
     # (b) the B-cos MiniLM
     if "text" in args.models:

@@ -218,16 +218,30 @@ def _maxout(lin: torch.Tensor, max_out: int, dim: int) -> torch.Tensor:
     return functools.reduce(torch.maximum, lin.chunk(max_out, dim))
 
 
+def autocast_dtype(device_type: str) -> torch.dtype | None:
+    """The dtype ``torch.autocast`` computes products in on ``device_type``, None outside it
+    (or on a device type without autocast, such as ``"meta"``)."""
+    try:
+        enabled = torch.is_autocast_enabled(device_type)
+    except RuntimeError:
+        return None
+    return torch.get_autocast_dtype(device_type) if enabled else None
+
+
 def prescaled_bcos(x: torch.Tensor, weight: torch.Tensor, b: float, max_out: int = 1
                    ) -> torch.Tensor:
     """B-cos outputs ``a · (|a| / ‖x‖)^(B-1)`` of the MaxOut winners ``a`` of ``weight``'s
     responses to the rows of x, without autograd, scaling the inputs rather than the outputs:
     the responses ``a'`` to ``x · ‖x‖^((1-B)/B)`` give ``a' · |a'|^(B-1)``, the same values,
     so one pass over the inputs replaces one over the outputs (for layers with more outputs
-    than inputs). No clamp of ``|cos|`` at 1e-12 (B = 2 needs none).
+    than inputs). No clamp of ``|cos|`` at 1e-12 (B = 2 needs none). Under autocast the scaled
+    inputs are written in its dtype (the product's input: no second pass to cast them).
     x: (n, in), weight: (max_out·out, in) -> (n, out)."""
     inv = _InverseNorm.apply(x)
-    scaled = x * (inv.sqrt_() if b == 2 else inv.pow_((b - 1) / b))
+    scale = inv.sqrt_() if b == 2 else inv.pow_((b - 1) / b)
+    scaled = torch.empty(x.shape, dtype=autocast_dtype(x.device.type) or x.dtype,
+                         device=x.device)
+    torch.mul(x, scale, out=scaled)
     selected = _maxout(linear(scaled, weight), max_out, -1)
     factor = selected.abs()
     if b == 1.5:

@@ -42,6 +42,7 @@ from .layers import (
     BcosConv2d,
     BcosLinear,
     add_constant,
+    autocast_dtype,
     conv_layout,
     dynamic_weight,
     explaining,
@@ -206,6 +207,8 @@ class PatchEmbedding(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if len(self.conv_stem):
             x = self.conv_stem(conv_layout(x))
+        else:  # under autocast: rearrange the patches in the product's dtype (half the bytes)
+            x = x.to(autocast_dtype(x.device.type) or x.dtype)
         b, c, h, w = x.shape
         p = self.patch_size
         patches = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1)
