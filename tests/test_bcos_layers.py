@@ -406,12 +406,14 @@ def test_gelu_gate_is_fused_outside_explanation_mode_only():
     torch.testing.assert_close(gate_grad, torch.special.ndtr(x.detach()), rtol=0, atol=1e-15)
 
 
-def test_biased_gelu_gate_gradients_are_autograds():
+@pytest.mark.parametrize("shape", [(3, 4, 6), (6,)], ids=["batch", "one vector"])
+def test_biased_gelu_gate_gradients_are_autograds(shape):
     """With a gate bias, training runs ``x · Φ(x + bias)`` with written-out gradients: equal
-    to autograd through ``torch.special.ndtr``; explanation mode keeps the gate constant."""
+    to autograd through ``torch.special.ndtr`` (one vector: nothing summed for the bias);
+    explanation mode keeps the gate constant."""
     from interpretable.nn.bcos.bert_layers import gated_gelu
 
-    x = torch.randn(3, 4, 6, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
     bias = torch.randn(6, dtype=torch.float64, requires_grad=True)
     torch.autograd.gradcheck(gated_gelu, (x, bias))
     out = gated_gelu(x, bias)

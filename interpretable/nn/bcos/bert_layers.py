@@ -108,20 +108,25 @@ class _BiasedGELU(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        z = x + bias
-        gate = normal_cdf(z)
-        ctx.save_for_backward(x, z, gate)
+        scaled = torch.add(x, bias).mul_(math.sqrt(0.5))  # z / √2
+        gate = scaled.erf().add_(1.0).mul_(0.5)
+        ctx.save_for_backward(x, scaled, gate)
         ctx.bias_shape = bias.shape
         return x * gate
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: torch.Tensor):
-        x, z, gate = ctx.saved_tensors
-        x_density = z.square().mul_(-0.5).exp_().mul_((2 * math.pi) ** -0.5).mul_(x)
-        grad_bias = torch.mul(grad, x_density).sum_to_size(ctx.bias_shape) \
-            if ctx.needs_input_grad[1] else None
-        grad_x = x_density.add_(gate).mul_(grad) if ctx.needs_input_grad[0] else None
+        x, scaled, gate = ctx.saved_tensors
+        # grad · x φ(z), with φ(z) = exp(-(z/√2)²) / √(2π); one temporary for both gradients
+        grad_x_density = scaled.square().neg_().exp_().mul_(x).mul_(grad)
+        grad_x_density.mul_((2 * math.pi) ** -0.5)
+        grad_bias = None
+        if ctx.needs_input_grad[1]:  # a copy where nothing is summed (sum_to_size: a view)
+            grad_bias = grad_x_density.sum_to_size(ctx.bias_shape)
+            if grad_bias.shape == grad_x_density.shape:
+                grad_bias = grad_bias.clone()
+        grad_x = grad_x_density.addcmul_(gate, grad) if ctx.needs_input_grad[0] else None
         return grad_x, grad_bias
 
 

@@ -150,14 +150,16 @@ class _CosineScale(torch.autograd.Function):
     (``c = |a| · inv``; where ``c`` is clamped the factor is a constant):
     ``∂/∂a = f · (1 + (B-1)·[c > 1e-12])`` and ``∂/∂inv = (B-1) Σ grad · a f [c > 1e-12] / inv``
     over the broadcast dimensions. About half the passes over the outputs of autograd's chain
-    of ``abs``, ``mul``, ``clamp`` and ``pow`` (B = 2 needs neither clamp nor power)."""
+    of ``abs``, ``mul``, ``clamp`` and ``pow`` (B = 2 needs neither clamp nor power). ``a`` is
+    the layer's own temporary: the output overwrites it (one allocation less)."""
 
     @staticmethod
     def forward(ctx, a: torch.Tensor, inv: torch.Tensor, b: float) -> torch.Tensor:
         factor = a.abs().mul_(inv)
         if b != 2:
             factor.clamp_min_(1e-12).pow_(b - 1)
-        out = a * factor
+        out = a.mul_(factor)
+        ctx.mark_dirty(a)
         ctx.save_for_backward(factor, out, inv)
         ctx.b = b
         return out
