@@ -425,3 +425,26 @@ def test_biased_gelu_gate_gradients_are_autograds(shape):
     with explanation_mode():
         gate_grad, = torch.autograd.grad(gated_gelu(x, bias).sum(), x)
     torch.testing.assert_close(gate_grad, torch.special.ndtr((x + bias).detach()))
+
+
+def test_layer_norm_scale_is_a_constant_in_explanation_mode_only():
+    """``constant_scale_layer_norm``: the fused forward; in explanation mode the gradients of
+    ``(x - mean) / σ ⊙ w`` with σ detached (input and weight), outside it ``F.layer_norm``'s."""
+    from interpretable.nn.bcos.layers import constant_scale_layer_norm
+
+    x = torch.randn(3, 5, 8, dtype=torch.float64, requires_grad=True)
+    weight = torch.rand(8, dtype=torch.float64, requires_grad=True)
+    g = torch.randn(3, 5, 8, dtype=torch.float64)
+    centred = x - x.mean(-1, keepdim=True)
+    reference = centred / (centred.square().mean(-1, keepdim=True) + 1e-5).sqrt().detach() * weight
+    with explanation_mode():
+        out = constant_scale_layer_norm(x, weight, 1e-5)
+        grads = torch.autograd.grad(out, (x, weight), g)
+    torch.testing.assert_close(out, reference, rtol=1e-12, atol=1e-12)
+    for got, want in zip(grads, torch.autograd.grad(reference, (x, weight), g)):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+    fused = F.layer_norm(x, (8,), weight, None, 1e-5)
+    for got, want in zip(torch.autograd.grad(constant_scale_layer_norm(x, weight, 1e-5),
+                                             (x, weight), g),
+                         torch.autograd.grad(fused, (x, weight), g)):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)

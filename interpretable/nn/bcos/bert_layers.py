@@ -15,7 +15,14 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
-from .layers import BcosLinear, dynamic_weight, explaining, normal_cdf, prescaled_bcos
+from .layers import (
+    BcosLinear,
+    constant_scale_layer_norm,
+    dynamic_weight,
+    explaining,
+    normal_cdf,
+    prescaled_bcos,
+)
 
 
 def alignment_gain(fan_in: int, b: float) -> float:
@@ -160,12 +167,7 @@ class BertBcosLayerNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not (torch.is_grad_enabled() and explaining()):  # a differentiable scale: fused
-            return F.layer_norm(x, self.weight.shape, self.weight, None, self.eps)
-        centred = x - x.mean(-1, keepdim=True)
-        with dynamic_weight():
-            inv_std = torch.rsqrt(centred.square().mean(-1, keepdim=True) + self.eps)
-        return centred * inv_std * self.weight
+        return constant_scale_layer_norm(x, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, eps={self.eps}"

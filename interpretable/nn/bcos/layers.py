@@ -220,6 +220,43 @@ def _maxout(lin: torch.Tensor, max_out: int, dim: int) -> torch.Tensor:
     return functools.reduce(torch.maximum, lin.chunk(max_out, dim))
 
 
+class _ConstantScaleLayerNorm(torch.autograd.Function):
+    """LayerNorm over the last dimension, ``(x - mean(x)) · rstd ⊙ weight``, whose scale
+    ``rstd = 1/σ(x)`` is a constant for the backward pass (a dynamic weight in explanation
+    mode): the fused ``native_layer_norm`` forward, and ``∂/∂x = (g - mean(g)) · rstd`` for
+    ``g = grad ⊙ weight`` (the linear map's transpose), ``∂/∂weight = Σ grad ⊙ x̂``; a few
+    passes where autograd's chain through mean, subtraction, square, mean, square root,
+    division and product takes many more."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        out, mean, rstd = torch.native_layer_norm(x, weight.shape, weight, None, eps)
+        ctx.save_for_backward(x, weight, mean, rstd)
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        x, weight, mean, rstd = ctx.saved_tensors
+        grad_x = grad_weight = None
+        if ctx.needs_input_grad[0]:
+            weighted = grad * weight
+            grad_x = weighted.sub_(weighted.mean(-1, keepdim=True)).mul_(rstd)
+        if ctx.needs_input_grad[1]:
+            grad_weight = ((x - mean) * rstd).mul_(grad).sum_to_size(weight.shape)
+        return grad_x, grad_weight, None
+
+
+def constant_scale_layer_norm(x: torch.Tensor, weight: torch.Tensor, eps: float
+                              ) -> torch.Tensor:
+    """Bias-free LayerNorm over the last dimension with ``1/σ(x)`` a dynamic weight: a
+    constant for gradients inside :func:`explanation_mode`, differentiable outside it (then
+    exactly ``F.layer_norm``). (..., D), weight (D,) -> (..., D)."""
+    if not (_EXPLAINING.get() and torch.is_grad_enabled()):
+        return F.layer_norm(x, weight.shape, weight, None, eps)
+    return _ConstantScaleLayerNorm.apply(x, weight, eps)
+
+
 def autocast_dtype(device_type: str) -> torch.dtype | None:
     """The dtype ``torch.autocast`` computes products in on ``device_type``, None outside it
     (or on a device type without autocast, such as ``"meta"``)."""

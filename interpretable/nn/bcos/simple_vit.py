@@ -43,6 +43,7 @@ from .layers import (
     BcosLinear,
     add_constant,
     autocast_dtype,
+    constant_scale_layer_norm,
     conv_layout,
     dynamic_weight,
     explaining,
@@ -113,7 +114,7 @@ class BcosLayerNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not (torch.is_grad_enabled() and explaining()):  # a differentiable scale: fused
             return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
-        return add_constant(_centred_normalised(x, (-1,), self.eps) * self.weight, self.bias)
+        return add_constant(constant_scale_layer_norm(x, self.weight, self.eps), self.bias)
 
     def forward_parts(self, x: torch.Tensor, parts: Sequence[torch.Tensor]
                       ) -> list[torch.Tensor]:
