@@ -326,3 +326,17 @@ def test_inference_forward_computes_the_training_forward(b, sizes):
     with torch.no_grad():
         fast = layer(x)
     torch.testing.assert_close(fast, layer(x.requires_grad_(True)), rtol=1e-12, atol=1e-14)
+
+
+def test_the_head_computes_in_the_parameters_precision_under_autocast():
+    """bf16 prediction: the pooler and classifier run in float32 on the features cast to
+    float32, so the logits are float32 and equal those of the head outside autocast."""
+    model = tiny_model(dtype=torch.float32, pooling="cls")
+    hidden = torch.randn(4, 9, TINY_BERT["hidden_size"]).to(torch.bfloat16)
+    mask = torch.arange(9) < LENGTHS[:, None]
+    with torch.no_grad():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = model.head(hidden, mask)
+        expected = model.head(hidden.float(), mask)
+    assert logits.dtype == torch.float32
+    torch.testing.assert_close(logits, expected, rtol=0, atol=0)

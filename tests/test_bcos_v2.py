@@ -335,3 +335,18 @@ def test_fused_attention_computes_the_explicit_attention_s_function(bcosified):
     for got, want in zip(torch.autograd.grad(fused.square().sum(), params),
                          torch.autograd.grad(explicit.square().sum(), params)):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_the_head_computes_in_the_parameters_precision_under_autocast():
+    """bf16 prediction: LayerNorm and classifier of the head run in float32, so the logits are
+    float32 and equal the head's outside autocast on the same features."""
+    model = BcosSimpleViT(dim=32, depth=1, heads=4, mlp_dim=64, patch_size=4, num_classes=3,
+                          image_size=16).eval()
+    x = encode_image(torch.rand(2, 3, 16, 16))
+    with torch.no_grad():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            token_map = model.forward_features(x)[0].to(torch.bfloat16)  # bf16 features
+            logits = model.forward_head(token_map)
+        expected = model.linear_head(model.pooled(token_map).float()) + model.logit_bias
+    assert logits.dtype == torch.float32
+    torch.testing.assert_close(logits, expected, rtol=0, atol=0)

@@ -40,7 +40,7 @@ from torch.nn import functional as F
 from ..encoder_families import checkpoint_key, encoder_family, encoder_options
 from ..losses import explained_logits
 from .bert_layers import BcosBertLayer, BertBcosLayerNorm, BertBcosLinear, unscaled_bcos_linear
-from .layers import explanation_mode
+from .layers import explanation_mode, in_parameter_precision
 
 __all__ = ["BcosBertClassifier", "PieceContributions"]
 
@@ -327,16 +327,17 @@ class BcosBertClassifier(nn.Module):
 
     def head(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Hidden states (B, T, H), mask (B, T) -> logits (B, C): pooling, B-cos pooler,
-        B-cos classifier, fixed logit bias."""
+        B-cos classifier (both in the parameters' precision, also under autocast), fixed logit
+        bias."""
         if self.pooling == "cls":
             pooled = hidden[:, 0]
         else:
             weights = mask.to(hidden.dtype).unsqueeze(-1)
             pooled = (hidden * weights).sum(1) / weights.sum(1)
-        pooled = pooled if self.pooler is None else self.pooler(pooled)
+        pooled = pooled if self.pooler is None else in_parameter_precision(self.pooler, pooled)
         pooled = F.dropout(pooled, self.dropout, self.training)
         scale = self.logit_scale if self.log_logit_scale is None else self.log_logit_scale.exp()
-        return self.classifier(pooled) * scale + self.logit_bias
+        return in_parameter_precision(self.classifier, pooled) * scale + self.logit_bias
 
     def forward_with_attention(self, tokens: torch.Tensor,
                                lengths: torch.Tensor | None = None, *,

@@ -14,7 +14,14 @@ import torch
 from torch import nn
 
 from .kernels import linear, resolve_implementation
-from .layers import BcosConv2d, BcosLinear, conv_layout, dynamic_weight, explaining
+from .layers import (
+    BcosConv2d,
+    BcosLinear,
+    conv_layout,
+    dynamic_weight,
+    explaining,
+    in_parameter_precision,
+)
 
 __all__ = ["BcosViT"]
 
@@ -208,8 +215,9 @@ class BcosViT(nn.Module):
         return tokens.transpose(1, 2).unflatten(2, self.grid_size), attentions
 
     def forward_head(self, token_map: torch.Tensor) -> torch.Tensor:
-        """Final token map (B, D, h, w) -> logits (B, n_classes): mean pool, classifier."""
-        return self._logits(self.head(token_map.flatten(2).mean(-1)))
+        """Final token map (B, D, h, w) -> logits (B, n_classes): mean pool, classifier (in
+        the parameters' precision, also under autocast)."""
+        return self._logits(in_parameter_precision(self.head, token_map.flatten(2).mean(-1)))
 
     def _logits(self, out: torch.Tensor) -> torch.Tensor:
         return out * self.output_scale + self.logit_bias

@@ -267,6 +267,18 @@ def autocast_dtype(device_type: str) -> torch.dtype | None:
     return torch.get_autocast_dtype(device_type) if enabled else None
 
 
+def in_parameter_precision(module: nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
+    """``module(*inputs)`` in the precision of its parameters, also under autocast: there
+    (bfloat16 prediction) with autocast off and the inputs cast to the parameters' dtype. For
+    classifier heads: a product of a few thousand multiply-adds, whose logits then keep the
+    parameters' resolution, so that close classes rank as they do without autocast."""
+    if autocast_dtype(inputs[0].device.type) is None:
+        return module(*inputs)
+    dtype = next(module.parameters()).dtype
+    with torch.autocast(inputs[0].device.type, enabled=False):
+        return module(*(x.to(dtype) for x in inputs))
+
+
 def prescaled_bcos(x: torch.Tensor, weight: torch.Tensor, b: float, max_out: int = 1
                    ) -> torch.Tensor:
     """B-cos outputs ``a · (|a| / ‖x‖)^(B-1)`` of the MaxOut winners ``a`` of ``weight``'s

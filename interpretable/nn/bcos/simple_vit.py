@@ -48,6 +48,7 @@ from .layers import (
     dynamic_weight,
     explaining,
     explanation_mode,
+    in_parameter_precision,
     normal_cdf,
     recording_constants,
 )
@@ -427,8 +428,9 @@ class BcosSimpleViT(nn.Module):
 
     def forward_head(self, token_map: torch.Tensor) -> torch.Tensor:
         """Output of :meth:`forward_features` -> logits (B, num_classes): pooling (the mean
-        or the class token), LayerNorm, B-cos classifier, logit bias."""
-        return self.linear_head(self.pooled(token_map)) + self.logit_bias
+        or the class token), LayerNorm, B-cos classifier (in the parameters' precision, also
+        under autocast), logit bias."""
+        return in_parameter_precision(self.linear_head, self.pooled(token_map)) + self.logit_bias
 
     def forward_with_attention(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """x (B, C, H, W) -> (logits (B, K), [attention (B, heads, N, N)] per block)."""
