@@ -206,6 +206,15 @@ class _InverseNorm(torch.autograd.Function):
         return x * (grad * inv.pow(3)).neg_().masked_fill_(clamped, 0.0)
 
 
+def inverse_norms(x: torch.Tensor) -> torch.Tensor:
+    """``1 / max(‖x‖, 1e-12)`` over the last dimension: (..., D) -> (..., 1); differentiable
+    by :class:`_InverseNorm` where autograd records x (plain operations otherwise: a Python
+    function's call costs more than they do)."""
+    if torch.is_grad_enabled() and x.requires_grad:
+        return _InverseNorm.apply(x)
+    return torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min_(1e-12).reciprocal_()
+
+
 def _maxout(lin: torch.Tensor, max_out: int, dim: int) -> torch.Tensor:
     """Elementwise maximum over the ``max_out`` contiguous blocks of units of ``lin`` along
     ``dim``: (..., max_out·C, ...) -> (..., C, ...). ``lin`` is a temporary (it may be
@@ -288,7 +297,7 @@ def prescaled_bcos(x: torch.Tensor, weight: torch.Tensor, b: float, max_out: int
     than inputs). No clamp of ``|cos|`` at 1e-12 (B = 2 needs none). Under autocast the scaled
     inputs are written in its dtype (the product's input: no second pass to cast them).
     x: (n, in), weight: (max_out·out, in) -> (n, out)."""
-    inv = _InverseNorm.apply(x)
+    inv = inverse_norms(x)
     scale = inv.sqrt_() if b == 2 else inv.pow_((b - 1) / b)
     scaled = torch.empty(x.shape, dtype=autocast_dtype(x.device.type) or x.dtype,
                          device=x.device)
@@ -456,7 +465,7 @@ class BcosLinear(_BcosBase):
         self._parameters.setdefault("bias", None)  # pickled before layers had biases
 
     def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
-        return _InverseNorm.apply(x)
+        return inverse_norms(x)
 
     def _responses(self, x: torch.Tensor, weight: torch.Tensor, fused: bool) -> torch.Tensor:
         return add_constant(linear(x, weight) if fused else F.linear(x, weight), self.bias)
