@@ -320,3 +320,17 @@ def test_standard_layouts_refuse_a_stem_dropout_or_other_images():
     with pytest.raises(ValueError, match="takes RGB images, got 1 channel"):
         ViTClassifier(layout="timm", stem_channels=(), max_epochs=1, image_size=None,
                       device="cpu").fit(X[..., :1], y)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_head_computes_in_the_parameters_precision_under_autocast(layout):
+    """bf16 prediction: the classifier head runs in float32 on the class token cast to
+    float32, so the logits are float32 and equal to the head's outside autocast."""
+    model = randomise(ConventionalViT(layout, **TINY)).eval()
+    tokens = torch.randn(3, TINY["hidden_dim"], 17).to(torch.bfloat16)
+    with torch.no_grad():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = model.forward_head(tokens)
+        expected = model.forward_head(tokens.float())
+    assert logits.dtype == torch.float32
+    torch.testing.assert_close(logits, expected, rtol=0, atol=0)

@@ -27,6 +27,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .heads import mha_forward
+from .tensors import in_parameter_precision
 
 __all__ = ["ConventionalViT"]
 
@@ -167,8 +168,9 @@ class ConventionalViT(nn.Module):
         return norm(tokens).transpose(1, 2), attentions
 
     def forward_head(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Final tokens (B, D, N) -> logits (B, K) of the class token."""
-        return self._parts()[-1](tokens[..., 0])
+        """Final tokens (B, D, N) -> logits (B, K) of the class token (the head in the
+        parameters' precision, also under autocast)."""
+        return in_parameter_precision(self._parts()[-1], tokens[..., 0])
 
     def forward_with_attention(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """x: (B, 3, H, W) -> (logits (B, K), [attention (B, heads, N, N)] per block)."""

@@ -12,6 +12,7 @@ from torch import nn
 
 from .bcos.layers import conv_layout
 from .heads import mha_forward
+from .tensors import in_parameter_precision
 
 __all__ = ["ViT"]
 
@@ -75,8 +76,9 @@ class ViT(nn.Module):
         return self.norm(tokens).transpose(1, 2).unflatten(2, self.grid_size), attentions
 
     def forward_head(self, token_map: torch.Tensor) -> torch.Tensor:
-        """Final token map (B, D, h, w) -> logits (B, K): mean pool, linear classifier."""
-        return self.head(token_map.flatten(2).mean(-1))
+        """Final token map (B, D, h, w) -> logits (B, K): mean pool, linear classifier (in the
+        parameters' precision, also under autocast)."""
+        return in_parameter_precision(self.head, token_map.flatten(2).mean(-1))
 
     def forward_with_attention(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """x: (B, C, H, W) -> (logits (B, K), [attention (B, heads, N, N)] per layer)."""

@@ -1,5 +1,5 @@
-"""Tensor plumbing shared by the models: devices, seeded generators, padding and the checks
-of loaded weights."""
+"""Tensor plumbing shared by the models: devices, autocast precision, seeded generators,
+padding and the checks of loaded weights."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 import torch
+from torch import nn
 
 
 LISTED_KEYS = 5  # keys named per kind of problem in error messages
@@ -30,6 +31,28 @@ def resolve_device(device) -> torch.device:
         raise ValueError(f"device={str(device)!r}: only {torch.cuda.device_count()} CUDA "
                          "device(s) here.")
     return device
+
+
+def autocast_dtype(device_type: str) -> torch.dtype | None:
+    """The dtype ``torch.autocast`` computes products in on ``device_type``, None outside it
+    (or on a device type without autocast, such as ``"meta"``)."""
+    try:
+        enabled = torch.is_autocast_enabled(device_type)
+    except RuntimeError:
+        return None
+    return torch.get_autocast_dtype(device_type) if enabled else None
+
+
+def in_parameter_precision(module: nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
+    """``module(*inputs)`` in the precision of its parameters, also under autocast: there
+    (bfloat16 prediction) with autocast off and the inputs cast to the parameters' dtype. For
+    classifier heads: a product of a few thousand multiply-adds, whose logits then keep the
+    parameters' resolution, so that close classes rank as they do without autocast."""
+    if autocast_dtype(inputs[0].device.type) is None:
+        return module(*inputs)
+    dtype = next(module.parameters()).dtype
+    with torch.autocast(inputs[0].device.type, enabled=False):
+        return module(*(x.to(dtype) for x in inputs))
 
 
 def make_generator(seed: int) -> torch.Generator:

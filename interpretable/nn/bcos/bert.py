@@ -39,8 +39,9 @@ from torch.nn import functional as F
 
 from ..encoder_families import checkpoint_key, encoder_family, encoder_options
 from ..losses import explained_logits
+from ..tensors import in_parameter_precision
 from .bert_layers import BcosBertLayer, BertBcosLayerNorm, BertBcosLinear, unscaled_bcos_linear
-from .layers import explanation_mode, in_parameter_precision
+from .layers import explanation_mode
 
 __all__ = ["BcosBertClassifier", "PieceContributions"]
 

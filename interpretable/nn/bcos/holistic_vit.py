@@ -13,6 +13,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from ..tensors import in_parameter_precision
 from .kernels import linear, resolve_implementation
 from .layers import (
     BcosConv2d,
@@ -20,7 +21,6 @@ from .layers import (
     conv_layout,
     dynamic_weight,
     explaining,
-    in_parameter_precision,
 )
 
 __all__ = ["BcosViT"]

@@ -28,6 +28,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
+from ..tensors import autocast_dtype
 from .kernels import (
     bcos_implementation,
     check_implementation,
@@ -264,28 +265,6 @@ def constant_scale_layer_norm(x: torch.Tensor, weight: torch.Tensor, eps: float
     if not (_EXPLAINING.get() and torch.is_grad_enabled()):
         return F.layer_norm(x, weight.shape, weight, None, eps)
     return _ConstantScaleLayerNorm.apply(x, weight, eps)
-
-
-def autocast_dtype(device_type: str) -> torch.dtype | None:
-    """The dtype ``torch.autocast`` computes products in on ``device_type``, None outside it
-    (or on a device type without autocast, such as ``"meta"``)."""
-    try:
-        enabled = torch.is_autocast_enabled(device_type)
-    except RuntimeError:
-        return None
-    return torch.get_autocast_dtype(device_type) if enabled else None
-
-
-def in_parameter_precision(module: nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
-    """``module(*inputs)`` in the precision of its parameters, also under autocast: there
-    (bfloat16 prediction) with autocast off and the inputs cast to the parameters' dtype. For
-    classifier heads: a product of a few thousand multiply-adds, whose logits then keep the
-    parameters' resolution, so that close classes rank as they do without autocast."""
-    if autocast_dtype(inputs[0].device.type) is None:
-        return module(*inputs)
-    dtype = next(module.parameters()).dtype
-    with torch.autocast(inputs[0].device.type, enabled=False):
-        return module(*(x.to(dtype) for x in inputs))
 
 
 def prescaled_bcos(x: torch.Tensor, weight: torch.Tensor, b: float, max_out: int = 1

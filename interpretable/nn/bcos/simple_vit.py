@@ -38,17 +38,16 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..losses import explained_logits
+from ..tensors import autocast_dtype, in_parameter_precision
 from .layers import (
     BcosConv2d,
     BcosLinear,
     add_constant,
-    autocast_dtype,
     constant_scale_layer_norm,
     conv_layout,
     dynamic_weight,
     explaining,
     explanation_mode,
-    in_parameter_precision,
     normal_cdf,
     recording_constants,
 )
