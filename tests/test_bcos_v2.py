@@ -350,3 +350,17 @@ def test_the_head_computes_in_the_parameters_precision_under_autocast():
         expected = model.linear_head(model.pooled(token_map).float()) + model.logit_bias
     assert logits.dtype == torch.float32
     torch.testing.assert_close(logits, expected, rtol=0, atol=0)
+
+
+def test_a_float64_model_under_autocast_computes_in_float64():
+    """Autocast casts only float32: the patch rearrangement and the prescaled layers keep a
+    float64 model's inputs in float64 (the same logits as without autocast)."""
+    model = BcosSimpleViT(dim=32, depth=1, heads=4, mlp_dim=64, patch_size=4, num_classes=3,
+                          image_size=16).double().eval()
+    x = encode_image(torch.rand(2, 3, 16, 16, dtype=torch.float64))
+    with torch.no_grad():
+        expected = model(x)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = model(x)
+    assert logits.dtype == torch.float64
+    torch.testing.assert_close(logits, expected, rtol=0, atol=0)

@@ -43,6 +43,13 @@ def autocast_dtype(device_type: str) -> torch.dtype | None:
     return torch.get_autocast_dtype(device_type) if enabled else None
 
 
+def product_dtype(x: torch.Tensor) -> torch.dtype:
+    """The dtype x enters matrix products in: autocast's for float32 x under autocast (which
+    casts only float32), x's own otherwise."""
+    cast = autocast_dtype(x.device.type) if x.dtype == torch.float32 else None
+    return cast or x.dtype
+
+
 def in_parameter_precision(module: nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
     """``module(*inputs)`` in the precision of its parameters, also under autocast: there
     (bfloat16 prediction) with autocast off and the inputs cast to the parameters' dtype. For

@@ -28,7 +28,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
-from ..tensors import autocast_dtype
+from ..tensors import product_dtype
 from .kernels import (
     bcos_implementation,
     check_implementation,
@@ -278,8 +278,7 @@ def prescaled_bcos(x: torch.Tensor, weight: torch.Tensor, b: float, max_out: int
     x: (n, in), weight: (max_out·out, in) -> (n, out)."""
     inv = inverse_norms(x)
     scale = inv.sqrt_() if b == 2 else inv.pow_((b - 1) / b)
-    scaled = torch.empty(x.shape, dtype=autocast_dtype(x.device.type) or x.dtype,
-                         device=x.device)
+    scaled = torch.empty(x.shape, dtype=product_dtype(x), device=x.device)
     torch.mul(x, scale, out=scaled)
     selected = _maxout(linear(scaled, weight), max_out, -1)
     factor = selected.abs()

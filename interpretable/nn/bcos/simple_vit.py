@@ -38,7 +38,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..losses import explained_logits
-from ..tensors import autocast_dtype, in_parameter_precision
+from ..tensors import in_parameter_precision, product_dtype
 from .layers import (
     BcosConv2d,
     BcosLinear,
@@ -209,7 +209,7 @@ class PatchEmbedding(nn.Module):
         if len(self.conv_stem):
             x = self.conv_stem(conv_layout(x))
         else:  # under autocast: rearrange the patches in the product's dtype (half the bytes)
-            x = x.to(autocast_dtype(x.device.type) or x.dtype)
+            x = x.to(product_dtype(x))
         b, c, h, w = x.shape
         p = self.patch_size
         patches = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1)
