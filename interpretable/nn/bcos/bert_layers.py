@@ -22,6 +22,7 @@ from .layers import (
     explaining,
     normal_cdf,
     prescaled_bcos,
+    scale_in_place,
 )
 
 
@@ -38,8 +39,9 @@ class BertBcosLinear(BcosLinear):
     (``matched``: :func:`alignment_gain` of its exponent), an exponent that can be annealed
     from 1 while training (:meth:`anneal`), and a forward pass without gradients computed in
     place: ``a · (|a| / ‖x‖)^(B-1)`` in four passes over the outputs and one allocation
-    (``sqrt`` at B = 1.5). With gradients (training, explanation mode) the forward pass is
-    :class:`BcosLinear`'s.
+    (``sqrt`` at B = 1.5), three where outputs outnumber inputs (the inputs scaled instead,
+    :func:`~interpretable.nn.bcos.layers.prescaled_bcos`). With gradients (training,
+    explanation mode) the forward pass is :class:`BcosLinear`'s.
 
     ``row_gains``: a fixed (not trained) gain ``g_i`` per output, the buffer ``row_gain``
     (ones until set, e.g. to the row norms of the converted checkpoint: then at B = 1 the
@@ -79,13 +81,7 @@ class BertBcosLinear(BcosLinear):
             rows = prescaled_bcos(x.reshape(-1, self.in_features), self._scaled_unit_weight(),
                                   self.b)
             return rows.view(*x.shape[:-1], self.out_features)
-        lin = F.linear(x, self._scaled_unit_weight())
-        factor = lin.abs().mul_(self._inv_norm(x))
-        if self.b == 1.5:
-            factor.sqrt_()
-        elif self.b != 2:
-            factor.pow_(self.b - 1)
-        return lin.mul_(factor)
+        return scale_in_place(F.linear(x, self._scaled_unit_weight()), self._inv_norm(x), self.b)
 
 
 def unscaled_bcos_linear(in_features: int, out_features: int, b: float,

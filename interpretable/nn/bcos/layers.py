@@ -280,13 +280,21 @@ def prescaled_bcos(x: torch.Tensor, weight: torch.Tensor, b: float, max_out: int
     scale = inv.sqrt_() if b == 2 else inv.pow_((b - 1) / b)
     scaled = torch.empty(x.shape, dtype=product_dtype(x), device=x.device)
     torch.mul(x, scale, out=scaled)
-    selected = _maxout(linear(scaled, weight), max_out, -1)
-    factor = selected.abs()
+    return scale_in_place(_maxout(linear(scaled, weight), max_out, -1), None, b)
+
+
+def scale_in_place(a: torch.Tensor, inv: torch.Tensor | None, b: float) -> torch.Tensor:
+    """``a · (|a| · inv)^(B-1)`` written over the temporary ``a``, without autograd (``inv``
+    None: ``a · |a|^(B-1)``, for inputs already scaled); no clamp of ``|cos|`` at 1e-12
+    (B = 2 needs none; ``sqrt`` at B = 1.5). a: (..., out), inv: broadcastable or None."""
+    factor = a.abs()
+    if inv is not None:
+        factor.mul_(inv)
     if b == 1.5:
         factor.sqrt_()
     elif b != 2:
         factor.pow_(b - 1)
-    return selected.mul_(factor)
+    return a.mul_(factor)
 
 
 def _scale_winners(lin: torch.Tensor, inv_norm: torch.Tensor, b: float, max_out: int, dim: int,
