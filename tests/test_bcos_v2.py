@@ -140,6 +140,38 @@ def test_explanation_mode_changes_gradients_not_values():
     assert not torch.allclose(plain_grad, explained_grad)
 
 
+def _explanation_gradients(model, x, **mode):
+    """Gradients of the summed first logits w.r.t. x and every parameter (None where the
+    graph has no path to it) in explanation mode, and the bytes autograd kept for them."""
+    kept = 0
+
+    def pack(tensor):
+        nonlocal kept
+        kept += tensor.numel() * tensor.element_size()
+        return tensor
+
+    x = x.clone().requires_grad_(True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), explanation_mode(**mode):
+        logits = model(x)
+    grads = torch.autograd.grad(logits[:, 0].sum(), (x, *model.parameters()), allow_unused=True)
+    return grads[0], grads[1:], kept
+
+
+@pytest.mark.parametrize("kind", ["simple_vit", "vitc", "bcosified"])
+def test_constant_parameters_give_the_same_explanation_keeping_less(kind):
+    model = (BcosSimpleViT(**TINY["simple_vit"], bcosified=True, bias=True).double()
+             if kind == "bcosified" else _tiny(kind))
+    x = _images()
+    weights, parameter_grads, kept = _explanation_gradients(model, x)
+    constant_weights, constant_parameter_grads, constant_kept = _explanation_gradients(
+        model, x, constant_parameters=True)
+    assert torch.equal(constant_weights, weights)  # the same operations on the same values
+    assert all(g is not None for g in parameter_grads)
+    assert all(g is None for g in constant_parameter_grads)
+    assert constant_kept < 0.8 * kept  # the layer inputs kept for weight gradients are gone
+    assert all(p.requires_grad for p in model.parameters())  # the model is unchanged
+
+
 def test_positional_embedding_is_float32_sincos():
     pe = sincos_positional_embedding(2, 3, 8)
     assert pe.shape == (6, 8) and pe.dtype == torch.float32

@@ -120,7 +120,7 @@ def inherent(model, x: torch.Tensor, target=None, contrast=None
     if target is not None:
         target = _check(model, x, target)
     x = x.detach().requires_grad_(True)
-    with explanation_mode(), torch.enable_grad():
+    with explanation_mode(constant_parameters=True), torch.enable_grad():
         logits = model(x)
         if target is None:
             target = logits.argmax(1)
@@ -169,7 +169,7 @@ def inherent_terms(model, x: torch.Tensor, target, contrast=None
     """
     target = _check(model, x, target)
     x = x.detach().requires_grad_(True)
-    with explanation_mode(), torch.enable_grad():
+    with explanation_mode(constant_parameters=True), torch.enable_grad():
         _, terms = model.term_logits(x)                       # (B, T, K)
         n_terms = terms.shape[1]
         selected = explained_logits(terms, target, contrast) * model.output_scale   # (B, T)

@@ -99,7 +99,8 @@ def activation_bytes(module: nn.Module, input_shape: tuple, dtype: torch.dtype) 
             return tensor
 
         x = torch.zeros((n, *input_shape), dtype=dtype, device="meta", requires_grad=True)
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), explanation_mode():
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
+                explanation_mode(constant_parameters=True):
             logits_of(module(x))
         return total
 

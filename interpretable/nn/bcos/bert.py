@@ -41,7 +41,7 @@ from ..encoder_families import checkpoint_key, encoder_family, encoder_options
 from ..losses import explained_logits
 from ..tensors import in_parameter_precision
 from .bert_layers import BcosBertLayer, BertBcosLayerNorm, BertBcosLinear, unscaled_bcos_linear
-from .layers import explanation_mode
+from .layers import explanation_mode, parameter
 
 __all__ = ["BcosBertClassifier", "PieceContributions"]
 
@@ -337,7 +337,8 @@ class BcosBertClassifier(nn.Module):
             pooled = (hidden * weights).sum(1) / weights.sum(1)
         pooled = pooled if self.pooler is None else in_parameter_precision(self.pooler, pooled)
         pooled = F.dropout(pooled, self.dropout, self.training)
-        scale = self.logit_scale if self.log_logit_scale is None else self.log_logit_scale.exp()
+        scale = (self.logit_scale if self.log_logit_scale is None
+                 else parameter(self.log_logit_scale).exp())
         return in_parameter_precision(self.classifier, pooled) * scale + self.logit_bias
 
     def forward_with_attention(self, tokens: torch.Tensor,
@@ -378,7 +379,7 @@ class BcosBertClassifier(nn.Module):
         the word-piece embeddings (e.g. perturbed ones: the explanation is as exact for them).
         The model is not changed; call it in eval mode (dropout is random)."""
         mask = self.padding_mask(tokens, lengths, attention_mask)
-        with explanation_mode(), torch.enable_grad():
+        with explanation_mode(constant_parameters=True), torch.enable_grad():
             words = (self.embed(tokens) if embedded is None else embedded).detach()
             position_type = self.position_type_embeddings(tokens, token_types).detach()
             summed = (words + position_type).requires_grad_()

@@ -17,10 +17,12 @@ from torch.nn import functional as F
 
 from .layers import (
     BcosLinear,
+    constant_attention,
     constant_scale_layer_norm,
     dynamic_weight,
     explaining,
     normal_cdf,
+    parameter,
     prescaled_bcos,
     scale_in_place,
 )
@@ -63,7 +65,7 @@ class BertBcosLinear(BcosLinear):
         g_i γ |cos|^(B-1) ŵ_iᵀx``, so the row gains, like γ, cost no pass over the outputs."""
         if self.row_gain is None:
             return super()._scaled_unit_weight()
-        w = self.weight
+        w = parameter(self.weight)
         norm = torch.linalg.vector_norm(w, dim=1, keepdim=True).clamp_min(1e-12)
         gain = (self.row_gain.to(w.dtype)[:, None] * self.scale) ** (1.0 / self.b)
         return w * (gain / norm)
@@ -198,6 +200,8 @@ class BcosSelfAttention(nn.Module):
         weight."""
         with dynamic_weight():
             query, key = self._split_heads(self.query(x)), self._split_heads(self.key(x))
+            if not torch.is_grad_enabled():
+                return constant_attention(query, key, self.head_dim ** -0.5, mask_bias)
             scores = query @ key.transpose(-1, -2) / math.sqrt(self.head_dim)
             return (scores + mask_bias).softmax(-1)
 
@@ -205,7 +209,7 @@ class BcosSelfAttention(nn.Module):
         """``need_probs=False`` returns None for the probabilities and, unless gradients must
         treat them as constants (explanation mode), mixes with the fused
         ``scaled_dot_product_attention`` (the same function, faster)."""
-        value = self._split_heads(self.value(x))
+        value = self._split_heads(F.linear(x, parameter(self.value.weight)))
         if need_probs or not _fusable():
             probs = self.probabilities(x, mask_bias)
             mixing = F.dropout(probs, self.attention_dropout, self.training)

@@ -18,6 +18,7 @@ from .kernels import linear, resolve_implementation
 from .layers import (
     BcosConv2d,
     BcosLinear,
+    constant_attention,
     conv_layout,
     dynamic_weight,
     explaining,
@@ -100,6 +101,12 @@ class BcosAttention(nn.Module):
                 qk = linear(normed.reshape(-1, dim), self.qk.weight, self.qk.bias)
             qk = qk.view(bsz, n, 2, self.num_heads, self.head_dim)
             q, k = qk.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, heads, N, head_dim)
+            if not torch.is_grad_enabled():
+                additive = self.prior if self.attention_prior == "additive" else None
+                attention = constant_attention(q, k, self.head_dim ** -0.5, additive)
+                if self.attention_prior == "multiplicative":
+                    attention.mul_(self.prior.softmax(-1))
+                return attention
             logits = (q / math.sqrt(self.head_dim)) @ k.transpose(-1, -2)
             if self.attention_prior == "additive":
                 return (logits + self.prior).softmax(-1)

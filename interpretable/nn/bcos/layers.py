@@ -38,7 +38,7 @@ from .kernels import (
 )
 
 __all__ = ["BcosLinear", "BcosConv2d", "bcos_implementation", "explanation_mode", "explaining",
-           "dynamic_weight", "encode_image"]
+           "dynamic_weight", "parameter", "encode_image"]
 
 # A context variable, not a module attribute: explaining in one thread never changes what
 # another thread computes with the same module (new threads start with the default).
@@ -46,18 +46,28 @@ _EXPLAINING: contextvars.ContextVar[bool] = contextvars.ContextVar("bcos_explain
                                                                   default=False)
 
 
+_CONSTANT_PARAMETERS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "bcos_constant_parameters", default=False)
+
+
 @contextlib.contextmanager
-def explanation_mode() -> Iterator[None]:
+def explanation_mode(*, constant_parameters: bool = False) -> Iterator[None]:
     """Treat the dynamic weights of every B-cos component as constants, in this thread only.
 
     Within the context the forward pass is numerically unchanged, but gradients flow only
     through the effective linear maps, so ``d out / d x == W(x)``. No module is modified.
+
+    ``constant_parameters=True`` (for explanations, which need input gradients only) makes the
+    parameters constants too: autograd records no path to them (no graph through the weight
+    normalisation, no layer inputs kept for weight gradients), so the forward and backward
+    passes take less time and memory; gradients with respect to parameters are then None.
     """
-    token = _EXPLAINING.set(True)
+    tokens = (_EXPLAINING.set(True), _CONSTANT_PARAMETERS.set(constant_parameters))
     try:
         yield
     finally:
-        _EXPLAINING.reset(token)
+        _CONSTANT_PARAMETERS.reset(tokens[1])
+        _EXPLAINING.reset(tokens[0])
 
 
 def explaining() -> bool:
@@ -96,10 +106,31 @@ def add_constant(x: torch.Tensor, constant: torch.Tensor | None) -> torch.Tensor
         return x
     recorded = _CONSTANTS.get()
     if recorded is None or not torch.is_grad_enabled():
-        return x + constant
+        return x + parameter(constant)
     leaf = constant.detach().to(x.dtype).expand_as(x).clone().requires_grad_(True)
     recorded.append(leaf)
     return x + leaf
+
+
+def parameter(tensor: torch.Tensor) -> torch.Tensor:
+    """A module's parameter as this thread computes with it: detached (a constant) inside
+    ``explanation_mode(constant_parameters=True)``, itself otherwise."""
+    return tensor.detach() if _CONSTANT_PARAMETERS.get() else tensor
+
+
+def constant_attention(q: torch.Tensor, k: torch.Tensor, scale: float,
+                       bias: torch.Tensor | None = None) -> torch.Tensor:
+    """Attention probabilities ``softmax(scale · q kᵀ + bias)`` over the keys, computed
+    without autograd (a dynamic weight held constant): the scale goes into the contiguous copy
+    of q that the product needs anyway, and the bias and the softmax are written over the
+    scores (one temporary of the scores' size instead of three).
+    q (..., N, d), k (..., M, d), bias broadcastable to (..., N, M) or None -> (..., N, M)."""
+    scaled = torch.mul(q, scale, out=torch.empty(q.shape, dtype=q.dtype, device=q.device))
+    scores = scaled @ k.contiguous().transpose(-1, -2)
+    if bias is not None:  # in place unless the sum promotes (a float32 mask under autocast)
+        same = torch.result_type(scores, bias) == scores.dtype
+        scores = scores.add_(bias) if same else scores + bias
+    return torch.softmax(scores, -1, out=scores)
 
 
 def dynamic_weight() -> contextlib.AbstractContextManager:
@@ -241,7 +272,8 @@ class _ConstantScaleLayerNorm(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
         out, mean, rstd = torch.native_layer_norm(x, weight.shape, weight, None, eps)
-        ctx.save_for_backward(x, weight, mean, rstd)
+        # x only for the weight's gradient (none for a constant weight: one tensor less kept)
+        ctx.save_for_backward(x if weight.requires_grad else None, weight, mean, rstd)
         return out
 
     @staticmethod
@@ -264,20 +296,27 @@ def constant_scale_layer_norm(x: torch.Tensor, weight: torch.Tensor, eps: float
     exactly ``F.layer_norm``). (..., D), weight (D,) -> (..., D)."""
     if not (_EXPLAINING.get() and torch.is_grad_enabled()):
         return F.layer_norm(x, weight.shape, weight, None, eps)
-    return _ConstantScaleLayerNorm.apply(x, weight, eps)
+    return _ConstantScaleLayerNorm.apply(x, parameter(weight), eps)
 
 
 def prescaled_bcos(x: torch.Tensor, weight: torch.Tensor, b: float, max_out: int = 1
                    ) -> torch.Tensor:
     """B-cos outputs ``a · (|a| / ‖x‖)^(B-1)`` of the MaxOut winners ``a`` of ``weight``'s
-    responses to the rows of x, without autograd, scaling the inputs rather than the outputs:
-    the responses ``a'`` to ``x · ‖x‖^((1-B)/B)`` give ``a' · |a'|^(B-1)``, the same values,
-    so one pass over the inputs replaces one over the outputs (for layers with more outputs
-    than inputs). No clamp of ``|cos|`` at 1e-12 (B = 2 needs none). Under autocast the scaled
-    inputs are written in its dtype (the product's input: no second pass to cast them).
+    responses to the rows of x, scaling the inputs rather than the outputs: the responses
+    ``a'`` to ``x · ‖x‖^((1-B)/B)`` give ``a' · |a'|^(B-1)``, the same values, so one pass over
+    the inputs replaces one over the outputs (for layers with more outputs than inputs). No
+    clamp of ``|cos|`` at 1e-12 (B = 2 needs none). Without autograd, or in explanation mode,
+    where the input scale and ``|a'|^(B-1)`` are dynamic weights (constants; the same
+    gradients as the outputs' scale). Under autocast the scaled inputs are written in its
+    dtype (the product's input: no second pass to cast them).
     x: (n, in), weight: (max_out·out, in) -> (n, out)."""
-    inv = inverse_norms(x)
-    scale = inv.sqrt_() if b == 2 else inv.pow_((b - 1) / b)
+    with dynamic_weight():
+        inv = inverse_norms(x)
+        scale = inv.sqrt_() if b == 2 else inv.pow_((b - 1) / b)
+    if torch.is_grad_enabled():  # explanation mode (recorded: the product and the scales)
+        a = _maxout(linear(x * scale, weight), max_out, -1)
+        factor = a.detach().abs()
+        return a.mul_(factor if b == 2 else factor.pow_(b - 1))
     scaled = torch.empty(x.shape, dtype=product_dtype(x), device=x.device)
     torch.mul(x, scale, out=scaled)
     return scale_in_place(_maxout(linear(scaled, weight), max_out, -1), None, b)
@@ -372,7 +411,7 @@ class _BcosBase(nn.Module):
         ``|a / ‖x‖|^(B-1) · a = γ |cos(x, ŵ)|^(B-1) ŵᵀx``: γ costs no pass over the outputs.
         Without ``normalize``, ``γ^(1/B) w`` (the weights as they are: B = 1 and γ = 1 give a
         plain linear layer)."""
-        w = self.weight
+        w = parameter(self.weight)
         if not self.normalize:
             return w * self.scale ** (1.0 / self.b)
         norm = torch.linalg.vector_norm(w, dim=tuple(range(1, w.dim())), keepdim=True)
@@ -471,8 +510,10 @@ class BcosLinear(_BcosBase):
 
     def _prescales(self) -> bool:
         """Whether this call computes by :func:`prescaled_bcos` (B = 2, no bias, more
-        responses than inputs, no autograd): the same outputs with one pass less over them."""
-        return (self.b == 2 and self.bias is None and not torch.is_grad_enabled()
+        responses than inputs, no autograd or explanation mode): the same outputs with one
+        pass less over them."""
+        return (self.b == 2 and self.bias is None
+                and (not torch.is_grad_enabled() or _EXPLAINING.get())
                 and self.max_out * self.out_features > self.in_features)
 
     def forward_parts(self, x: torch.Tensor, parts: Sequence[torch.Tensor]) -> list[torch.Tensor]:

@@ -43,12 +43,14 @@ from .layers import (
     BcosConv2d,
     BcosLinear,
     add_constant,
+    constant_attention,
     constant_scale_layer_norm,
     conv_layout,
     dynamic_weight,
     explaining,
     explanation_mode,
     normal_cdf,
+    parameter,
     recording_constants,
 )
 
@@ -125,7 +127,8 @@ class BcosLayerNorm(nn.Module):
             raise ValueError("the parts of a biased LayerNorm's input do not sum to its output; "
                              "remove the biases first")
         std = _std(x - x.mean(-1, keepdim=True), (-1,), self.eps)
-        return [(p - p.mean(-1, keepdim=True)) / std * self.weight for p in parts]
+        weight = parameter(self.weight)
+        return [(p - p.mean(-1, keepdim=True)) / std * weight for p in parts]
 
 
 class BcosGELU(nn.Module):
@@ -147,7 +150,7 @@ class BcosLayerNorm2d(BcosLayerNorm):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not (torch.is_grad_enabled() and explaining()):  # a differentiable scale: fused
             return F.group_norm(x, 1, self.weight, None, self.eps)
-        return _centred_normalised(x, (1, 2, 3), self.eps) * self.weight[:, None, None]
+        return _centred_normalised(x, (1, 2, 3), self.eps) * parameter(self.weight)[:, None, None]
 
 
 def sincos_positional_embedding(height: int, width: int, dim: int,
@@ -236,7 +239,7 @@ class Attention(nn.Module):
         """(B, N, D) projected by ``weight`` (k·D, D) and ``bias`` (k·D,) or None ->
         (k, B, heads, N, head_dim)."""
         b, n, _ = x.shape
-        projected = add_constant(F.linear(x, weight), bias)
+        projected = add_constant(F.linear(x, parameter(weight)), bias)
         return projected.view(b, n, -1, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
 
     def _attend(self, x: torch.Tensor, normed: torch.Tensor | None = None,
@@ -255,8 +258,11 @@ class Attention(nn.Module):
             self.to_qkv.bias.split(sizes)
         with dynamic_weight():
             q, k = self._split_heads(x, qk_weight, qk_bias)
-            attention = (q @ k.transpose(-1, -2) * self.head_dim ** -0.5).softmax(-1)
-        heads = attention @ self._split_heads(x, v_weight, v_bias)[0]  # (B, heads, N, head_dim)
+            if torch.is_grad_enabled():
+                attention = (q @ k.transpose(-1, -2) * self.head_dim ** -0.5).softmax(-1)
+            else:
+                attention = constant_attention(q, k, self.head_dim ** -0.5)
+        heads = attention @ self._split_heads(x, v_weight, v_bias).squeeze(0)  # (B, heads, N, hd)
         return attention, heads.transpose(1, 2).flatten(2)
 
     def forward(self, x: torch.Tensor, return_attention: bool = False,
@@ -368,7 +374,7 @@ class BcosSimpleViT(nn.Module):
         if (h // s, w // s) != self.grid_size:
             raise ValueError(f"the learned positional embedding is of a {self.grid_size} token "
                              f"grid, images of {(h, w)} give {(h // s, w // s)}")
-        return self.pos_embedding.to(x.dtype)
+        return parameter(self.pos_embedding).to(x.dtype)
 
     def forward_features(self, x: torch.Tensor, positional: torch.Tensor | None = None,
                          return_attention: bool = False
@@ -456,7 +462,8 @@ class BcosSimpleViT(nn.Module):
         biases (no term carries them)."""
         tokens = self.to_patch_embedding(x).flatten(1, 2)
         if self.bcosified:
-            tokens = torch.cat([self.class_token.expand(len(tokens), 1, -1), tokens], 1)
+            tokens = torch.cat([parameter(self.class_token).expand(len(tokens), 1, -1), tokens],
+                               1)
         tokens = tokens + self.positional_embedding(x)
         terms = [tokens]
         for block in self.transformer.values():
@@ -506,7 +513,8 @@ def contributions(model: BcosSimpleViT, x: torch.Tensor,
     x = x.detach().requires_grad_(True)
     positional = model.positional_embedding(x).detach().repeat(len(x), 1, 1)
     positional.requires_grad_(True)
-    with explanation_mode(), recording_constants() as constants, torch.enable_grad():
+    with explanation_mode(constant_parameters=True), recording_constants() as constants, \
+            torch.enable_grad():
         logits = model.forward_head(model.forward_features(x, positional)[0])
         if target is None:
             target = logits.argmax(1)
