@@ -10,7 +10,13 @@ from torch.nn import functional as F
 from interpretable.attribution.heads import head_contributions
 from interpretable.attribution.vision import gradcam, inherent, inherent_terms
 from interpretable.nn.bcos.holistic_vit import BcosAttention, BcosViT
-from interpretable.nn.bcos.layers import BcosConv2d, BcosLinear, encode_image, explanation_mode
+from interpretable.nn.bcos.layers import (
+    BcosConv2d,
+    BcosLinear,
+    encode_image,
+    explanation_mode,
+    scaled_unit_rows,
+)
 from interpretable.nn.heads import mha_forward
 from interpretable.nn.stem_vit import ViT
 
@@ -448,3 +454,30 @@ def test_layer_norm_scale_is_a_constant_in_explanation_mode_only():
                                              (x, weight), g),
                          torch.autograd.grad(fused, (x, weight), g)):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def _clamped_unit_rows(weight, gains):
+    """The formula: gains · w / max(‖w‖, 1e-12) per row, by autograd's chain."""
+    view = (-1,) + (1,) * (weight.dim() - 1)
+    norms = torch.linalg.vector_norm(weight.flatten(1), dim=1).clamp_min(1e-12)
+    return weight * (torch.as_tensor(gains, dtype=weight.dtype) / norms).view(view)
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (4, 3, 2, 2)])
+@pytest.mark.parametrize("per_row", [False, True])
+@pytest.mark.parametrize("zero_row", [False, True], ids=["fused", "zero row: the formula"])
+def test_scaled_unit_rows_equal_the_clamped_formula_with_gradients(shape, per_row, zero_row):
+    weight = torch.randn(shape, dtype=torch.float64)
+    if zero_row:  # the fused kernel would divide by its zero norm
+        weight[1] = 0.0
+    gains = torch.rand(shape[0], dtype=torch.float64) + 0.5 if per_row else 1.5
+    grad = torch.randn(shape, dtype=torch.float64)
+    results = []
+    for compute in (scaled_unit_rows, _clamped_unit_rows):
+        leaf = weight.clone().requires_grad_(True)
+        out = compute(leaf, gains)
+        results.append((out.detach(), *torch.autograd.grad(out, leaf, grad)))
+    (out, got), (expected, want) = results
+    torch.testing.assert_close(out, expected, rtol=1e-12, atol=0)
+    assert torch.isfinite(got).all()
+    torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)

@@ -165,7 +165,9 @@ def test_constant_parameters_give_the_same_explanation_keeping_less(kind):
     weights, parameter_grads, kept = _explanation_gradients(model, x)
     constant_weights, constant_parameter_grads, constant_kept = _explanation_gradients(
         model, x, constant_parameters=True)
-    assert torch.equal(constant_weights, weights)  # the same operations on the same values
+    # the same map (differentiable weights are normalised by torch's fused kernel: rounding)
+    torch.testing.assert_close(constant_weights, weights, rtol=0,
+                               atol=1e-12 * weights.abs().max().item())
     assert all(g is not None for g in parameter_grads)
     assert all(g is None for g in constant_parameter_grads)
     assert constant_kept < 0.8 * kept  # the layer inputs kept for weight gradients are gone

@@ -25,6 +25,7 @@ from .layers import (
     parameter,
     prescaled_bcos,
     scale_in_place,
+    scaled_unit_rows,
 )
 
 
@@ -66,9 +67,7 @@ class BertBcosLinear(BcosLinear):
         if self.row_gain is None:
             return super()._scaled_unit_weight()
         w = parameter(self.weight)
-        norm = torch.linalg.vector_norm(w, dim=1, keepdim=True).clamp_min(1e-12)
-        gain = (self.row_gain.to(w.dtype)[:, None] * self.scale) ** (1.0 / self.b)
-        return w * (gain / norm)
+        return scaled_unit_rows(w, (self.row_gain.to(w.dtype) * self.scale) ** (1.0 / self.b))
 
     def anneal(self, progress: float) -> None:
         """Set the exponent to ``1 + progress · (B - 1)`` (``progress`` in [0, 1]; 1: the
