@@ -12,7 +12,8 @@ from .layers import (
                      encode_image,
                      explaining,
                      explanation_mode,
+                     parameter,
 )
 
 __all__ = ["BcosConv2d", "BcosLinear", "bcos_implementation", "bcosify", "dynamic_weight",
-           "encode_image", "explaining", "explanation_mode"]
+           "encode_image", "explaining", "explanation_mode", "parameter"]
