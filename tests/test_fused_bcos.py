@@ -45,6 +45,8 @@ def _outputs(module, x, implementation, explain):
 
 LAYERS = {
     "linear narrow input": lambda b, m: (BcosLinear(6, 9, b=b, max_out=m), (4, 5, 6)),
+    # over twice as many outputs as inputs: prescaled in explanation mode too
+    "linear wide output": lambda b, m: (BcosLinear(3, 8, b=b, max_out=m), (4, 5, 3)),
     "linear wide input": lambda b, m: (BcosLinear(9, 4, b=b, max_out=m, scale=3.0), (7, 9)),
     "linear one vector": lambda b, m: (BcosLinear(5, 8, b=b, max_out=m), (5,)),
     "conv": lambda b, m: (BcosConv2d(3, 4, 3, stride=2, padding=1, b=b, max_out=m), (2, 3, 9, 9)),
