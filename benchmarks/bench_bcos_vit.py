@@ -1,6 +1,6 @@
 """Cost of the inherent B-cos ViT explanation vs prediction and integrated gradients.
 
-Times, side by side in one run on a batch of 64 MNIST images (default model size of
+Times, in interleaved rounds of one run on a batch of 64 MNIST images (default model size of
 ``python -m interpretable reproduce bcos-vit``): ``predict``, inherent ``explain`` (one backward
 pass for the whole batch in explanation mode), ``explain(by="head")`` and
 ``explain(method="integrated_gradients")`` (32 steps). Targets: explain ≤ 3× predict and
@@ -9,59 +9,56 @@ pass for the whole batch in explanation mode), ``explain(by="head")`` and
 ``benchmarks/results/bcos_vit_speed.json``.
 """
 
+import argparse
 import json
-import platform
-import statistics
-import time
+import sys
 from pathlib import Path
 
 import torch
 
-from interpretable import BcosViTClassifier
-from interpretable.reproduce.bcos_vit import SIZE, split
+sys.path.insert(0, str(Path(__file__).parent))
+from ratios import RESULTS, finish_record, run_record, target, timed  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results"
-
-
-def timed(fn, repeats):
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from interpretable import BcosViTClassifier  # noqa: E402
+from interpretable.reproduce.bcos_vit import SIZE, split  # noqa: E402
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--slow-rounds", type=int, default=2,
+                        help="rounds of the per-head and integrated-gradients explanations")
+    parser.add_argument("--out", default=str(RESULTS / "bcos_vit_speed.json"))
+    args = parser.parse_args()
     torch.set_num_threads(1)
     X_train, X_test, y_train, _ = split()
     clf = BcosViTClassifier(**SIZE, max_epochs=1, batch_size=64, random_state=0)
     clf.fit(X_train[:256], y_train[:256])
     batch = X_test[:64]
-    seconds = {
-        "predict": timed(lambda: clf.predict(batch), 5),
-        "explain_inherent": timed(lambda: clf.explain(batch), 5),
-        "explain_by_head": timed(lambda: clf.explain(batch, by="head"), 2),
-        "explain_integrated_gradients_32": timed(
-            lambda: clf.explain(batch, method="integrated_gradients"), 2),
-    }
-    ratios = {
-        "explain_over_predict": seconds["explain_inherent"] / seconds["predict"],
-        "integrated_gradients_over_explain":
-            seconds["explain_integrated_gradients_32"] / seconds["explain_inherent"],
-    }
-    result = {
-        "batch_size": 64, "model": SIZE, "threads": 1, "device": "cpu",
-        "machine": platform.machine(), "torch": torch.__version__,
-        "seconds": seconds, "ratios": ratios,
-        "targets": {"explain_at_most_3x_predict": ratios["explain_over_predict"] <= 3,
-                    "integrated_gradients_at_least_10x_explain":
-                        ratios["integrated_gradients_over_explain"] >= 10},
-    }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "bcos_vit_speed.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
+    record = run_record()
+    # each ratio's anchor in the same interleaved rounds
+    seconds, cpu_seconds = timed({"predict": lambda: clf.predict(batch),
+                                  "explain_inherent": lambda: clf.explain(batch)}, args.rounds)
+    slow, slow_cpu = timed({
+        "explain_by_head": lambda: clf.explain(batch, by="head"),
+        "explain_integrated_gradients_32":
+            lambda: clf.explain(batch, method="integrated_gradients"),
+        "explain_inherent_beside_slow": lambda: clf.explain(batch)}, args.slow_rounds)
+    seconds.update(slow)
+    cpu_seconds.update(slow_cpu)
+    record.update({
+        "batch_size": 64, "model": SIZE, "rounds": args.rounds,
+        "slow_rounds": args.slow_rounds, "seconds": seconds, "cpu_seconds": cpu_seconds,
+        "targets": [
+            target("holistic B-cos ViT inherent explain / predict (batch 64)",
+                   seconds["explain_inherent"] / seconds["predict"], 3.0, at_most=True),
+            target("integrated gradients (32 steps) / inherent explain",
+                   seconds["explain_integrated_gradients_32"]
+                   / seconds["explain_inherent_beside_slow"], 10.0)]})
+    Path(args.out).write_text(json.dumps(finish_record(record), indent=1))
+    for row in record["targets"]:
+        print(row)
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

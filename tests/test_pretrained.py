@@ -371,7 +371,8 @@ def test_explanation_batches_are_bounded_in_memory(imagenet, monkeypatch):
     model = BcosSimpleViT(**TINY, num_classes=3, image_size=64)
     small, large = (vision_base.activation_bytes(model.to("meta"), (6, s, s), torch.float32)
                     for s in (32, 64))
-    assert 3.5 < large / small < 6  # about 4 × the pixels (attention grows faster)
+    # 4 × the pixels: token-sized tensors grow 4 ×, the attention probabilities 16 ×
+    assert 4 < large / small < 16
 
 
 PEAK_MEMORY = """
