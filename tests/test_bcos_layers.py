@@ -13,6 +13,7 @@ from interpretable.nn.bcos.holistic_vit import BcosAttention, BcosViT
 from interpretable.nn.bcos.layers import (
     BcosConv2d,
     BcosLinear,
+    constant_attention,
     encode_image,
     explanation_mode,
     scaled_unit_rows,
@@ -481,3 +482,18 @@ def test_scaled_unit_rows_equal_the_clamped_formula_with_gradients(shape, per_ro
     torch.testing.assert_close(out, expected, rtol=1e-12, atol=0)
     assert torch.isfinite(got).all()
     torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("bias", [None, "mask", "prior"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_constant_attention_is_the_softmax_of_the_scaled_scores(bias, dtype):
+    # q and k as the models slice them out of one projection: permuted views
+    q, k = torch.randn(2, 5, 2, 3, 4, dtype=dtype).permute(2, 0, 3, 1, 4)  # (2, 3, 5, 4) each
+    bias = {None: None, "mask": torch.randn(2, 1, 1, 5),  # float32: promotes bfloat16 scores
+            "prior": torch.randn(3, 5, 5, dtype=dtype)}[bias]
+    scores = q @ k.transpose(-1, -2) * 0.5
+    expected = (scores if bias is None else scores + bias).softmax(-1)
+    with torch.no_grad():
+        got = constant_attention(q, k, 0.5, bias)
+    assert got.dtype == expected.dtype
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-12 if dtype == torch.float64 else 0)
