@@ -89,7 +89,8 @@ class EncodedImages(EncodedInputs):
 
 def activation_bytes(module: nn.Module, input_shape: tuple, dtype: torch.dtype) -> int:
     """Bytes autograd saves for one more image of ``input_shape`` (C, H, W) in a forward pass
-    of ``module`` (on the meta device: nothing is allocated) in explanation mode."""
+    of ``module`` (on the meta device: nothing is allocated) in explanation mode with constant
+    parameters, as the explanations run."""
     def saved(n: int) -> int:
         total = 0
 

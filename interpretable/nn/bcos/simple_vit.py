@@ -262,6 +262,7 @@ class Attention(nn.Module):
                 attention = (q @ k.transpose(-1, -2) * self.head_dim ** -0.5).softmax(-1)
             else:
                 attention = constant_attention(q, k, self.head_dim ** -0.5)
+        # squeeze, not [0]: a select's gradient would first fill a zero tensor of q/k/v's size
         heads = attention @ self._split_heads(x, v_weight, v_bias).squeeze(0)  # (B, heads, N, hd)
         return attention, heads.transpose(1, 2).flatten(2)
 
