@@ -1,10 +1,11 @@
 """B-cos BERT (B-cos LM) converted from the bundled MiniLM-L6: cost and a fine-tuning check.
 
-Default: CPU times on one thread for 64 texts × 64 word pieces, side by side in one run:
-the original ``transformers`` ``BertModel`` forward (its default SDPA attention and the eager
-one), the converted :class:`~interpretable.nn.bcos.bert.BcosBertClassifier` forward and its
-exact explanation (``contributions``: one forward and one backward pass in explanation mode).
-Writes ``benchmarks/results/bcos_bert_speed.json``.
+Default: CPU times on one thread for ``--texts`` (64) texts × 64 word pieces, in interleaved
+rounds of one run (medians): the original ``transformers`` ``BertModel`` forward (its default
+SDPA attention and the eager one) against the converted
+:class:`~interpretable.nn.bcos.bert.BcosBertClassifier` forward; its exact explanation
+(``contributions``: one forward and one backward pass in explanation mode) against its forward,
+a pair of its own. Writes ``benchmarks/results/bcos_bert_speed.json``.
 
 ``--fine-tune``: a sanity check that the converted model learns (B = 1.5, AdamW lr 2e-5, 10 %
 linear warm-up then linear decay, batch 32, at most 64 pieces) on Rotten Tomatoes, split by
@@ -14,8 +15,7 @@ movie; accuracy on 500 held-out texts and completeness of their explanations. Wr
 
 import argparse
 import json
-import platform
-import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -23,51 +23,56 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from interpretable.datasets import load_minilm, load_rotten_tomatoes
-from interpretable.nn.bcos.bert import BcosBertClassifier
-from interpretable.text.wordpiece import WordPieceEncoder
+sys.path.insert(0, str(Path(__file__).parent))
+from ratios import RESULTS, finish_record, run_record, timed  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results"
-
-
-def timed(fn, repeats):
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from interpretable.datasets import load_minilm, load_rotten_tomatoes  # noqa: E402
+from interpretable.nn.bcos.bert import BcosBertClassifier  # noqa: E402
+from interpretable.text.wordpiece import WordPieceEncoder  # noqa: E402
 
 
-def speed(repeats=5):
+def inference(fn):
+    """``fn`` called in inference mode."""
+    def run():
+        with torch.inference_mode():
+            return fn()
+    return run
+
+
+def speed(texts=64, rounds=5):
     import transformers
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    tokens = torch.randint(1000, 30000, (64, 64))
-    lengths = torch.full((64,), 64)
+    tokens = torch.randint(1000, 30000, (texts, 64))
+    lengths = torch.full((texts,), 64)
     mask = torch.ones_like(tokens)
     path = str(load_minilm())
-    seconds = {}
-    for attention in ("sdpa", "eager"):
-        bert = transformers.BertModel.from_pretrained(path, local_files_only=True,
-                                                      attn_implementation=attention).eval()
-        with torch.inference_mode():
-            seconds[f"bert_forward_{attention}"] = timed(
-                lambda bert=bert: bert(input_ids=tokens, attention_mask=mask), repeats)
+    bert = {attention: transformers.BertModel.from_pretrained(
+        path, local_files_only=True, attn_implementation=attention).eval()
+        for attention in ("sdpa", "eager")}
     model = BcosBertClassifier.from_pretrained(path, 2, b=1.5).eval()
-    with torch.inference_mode():
-        seconds["bcos_forward"] = timed(lambda: model(tokens, lengths), repeats)
-    seconds["bcos_explain"] = timed(lambda: model.contributions(tokens, lengths), repeats)
+    record = run_record(transformers=transformers.__version__)
+    forward = inference(lambda: model(tokens, lengths))
+    # each ratio from its own interleaved rounds: an explanation between two forwards slows the
+    # next forward (allocator and cache state)
+    bert_forward = {f"bert_forward_{attention}":
+                    inference(lambda m=m: m(input_ids=tokens, attention_mask=mask))
+                    for attention, m in bert.items()}
+    seconds, cpu_seconds = timed(bert_forward | {"bcos_forward": forward}, rounds)
+    beside, beside_cpu = timed({"bcos_explain": lambda: model.contributions(tokens, lengths),
+                                "bcos_forward_beside_explain": forward}, rounds)
+    seconds.update(beside)
+    cpu_seconds.update(beside_cpu)
     ratios = {
         "bcos_forward_over_bert_sdpa": seconds["bcos_forward"] / seconds["bert_forward_sdpa"],
         "bcos_forward_over_bert_eager": seconds["bcos_forward"] / seconds["bert_forward_eager"],
-        "bcos_explain_over_bcos_forward": seconds["bcos_explain"] / seconds["bcos_forward"],
+        "bcos_explain_over_bcos_forward":
+            seconds["bcos_explain"] / seconds["bcos_forward_beside_explain"],
     }
-    return {"texts": 64, "pieces": 64, "threads": 1, "device": "cpu", "b": 1.5,
-            "machine": platform.machine(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "seconds": seconds, "ratios": ratios}
+    record.update({"texts": texts, "pieces": 64, "b": 1.5, "rounds": rounds,
+                   "seconds": seconds, "cpu_seconds": cpu_seconds, "ratios": ratios})
+    return finish_record(record)
 
 
 def encode(encoder, texts):
@@ -138,13 +143,17 @@ def main():
     parser.add_argument("--fine-tune", dest="fine_tune", action="store_true")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--texts", type=int, default=64, help="speed: texts per batch")
+    parser.add_argument("--rounds", type=int, default=5, help="speed: interleaved rounds")
+    parser.add_argument("--out", help="the JSON written (default: benchmarks/results/"
+                                      "bcos_bert_speed.json or bcos_bert_fine_tune.json)")
     args = parser.parse_args()
     if args.fine_tune:
         result, name = fine_tune(steps=args.steps, threads=args.threads), "bcos_bert_fine_tune"
     else:
-        result, name = speed(), "bcos_bert_speed"
+        result, name = speed(args.texts, args.rounds), "bcos_bert_speed"
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    Path(args.out or RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
 

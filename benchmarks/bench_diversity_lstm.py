@@ -6,17 +6,17 @@ pass (``interpretable.nn.recurrent.orthogonal_lstm``). Target (issue 13): an ort
 takes <= 1.3x a ``"vanilla"`` (torch.nn.LSTM, fused) epoch.
 
 Each epoch is timed in wall-clock seconds (skorch's ``dur``) and in CPU seconds of this process
-(robust to other processes sharing the machine). One torch thread; the cells are interleaved
-over repeats, in alternating order, so load from other processes hits them alike; medians.
-Also times one forward + backward of the bare encoders (torch.nn.LSTM, the orthogonal cell, and
-the plain autograd loop it replaces). Writes ``benchmarks/results/bench_diversity_lstm.json``.
+(robust to other processes sharing the machine). One torch thread; the cells' fits run in
+interleaved rounds whose order rotates (``benchmarks/ratios.py``), so load from other processes
+hits them alike; medians. Also times one forward + backward of the bare encoders
+(torch.nn.LSTM, the orthogonal cell, and the plain autograd loop it replaces) the same way.
+Writes ``benchmarks/results/bench_diversity_lstm.json``.
 
     python benchmarks/bench_diversity_lstm.py [--train 3000] [--epochs 2] [--repeats 3]
 """
 import argparse
 import contextlib
 import json
-import platform
 import statistics
 import sys
 import time
@@ -26,7 +26,9 @@ from unittest import mock
 import torch
 from skorch.callbacks import EpochTimer
 
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).parent))
+from ratios import RESULTS, finish_record, run_record, target, timed  # noqa: E402
+
 #: the tests' helpers: the plain autograd loop the orthogonal cell is timed against
 TESTS = Path(__file__).parents[1] / "tests"
 CELLS = ("vanilla", "diversity", "orthogonal")
@@ -58,15 +60,18 @@ def epoch_times(n_train, epochs, repeats, hidden_size):
     X, y = X[:n_train], y[:n_train]
     wall = {cell: [] for cell in CELLS}
     cpu = {cell: [] for cell in CELLS}
-    with epoch_cpu_time():
-        for repeat in range(repeats):
-            for cell in CELLS[::-1] if repeat % 2 else CELLS:
-                clf = DiversityLSTMClassifier(cell=cell, embeddings="glove-50",
-                                              hidden_size=hidden_size, max_epochs=epochs,
-                                              batch_size=64, random_state=0, device="cpu")
-                clf.fit(X, y)
-                wall[cell].extend(float(h["dur"]) for h in clf.history_)
-                cpu[cell].extend(float(h["cpu"]) for h in clf.history_)
+
+    def fit(cell):
+        def run():
+            clf = DiversityLSTMClassifier(cell=cell, embeddings="glove-50",
+                                          hidden_size=hidden_size, max_epochs=epochs,
+                                          batch_size=64, random_state=0, device="cpu").fit(X, y)
+            wall[cell].extend(float(h["dur"]) for h in clf.history_)
+            cpu[cell].extend(float(h["cpu"]) for h in clf.history_)
+        return run
+
+    with epoch_cpu_time():  # no warm-up: epoch times leave out fit's set-up
+        timed({cell: fit(cell) for cell in CELLS}, repeats, warmup=0)
     out = {cell: {"median_epoch_seconds": statistics.median(wall[cell]),
                   "epoch_seconds": wall[cell],
                   "median_epoch_cpu_seconds": statistics.median(cpu[cell]),
@@ -98,16 +103,9 @@ def encoder_step_times(batch=64, length=30, embed=50, hidden=128, n=20):
         "orthogonal_autograd_loop": lambda: orthogonal_lstm_reference(
             x, mask, ortho.weight_ih, ortho.weight_hh, ortho.bias),
     }
-    times = {k: [] for k in fns}
-    for _ in range(3):
-        for fn in fns.values():
-            fn().sum().backward()
-    for _ in range(n):
-        for k, fn in fns.items():
-            start = time.perf_counter()
-            fn().sum().backward()
-            times[k].append(time.perf_counter() - start)
-    return {k: {"median_ms": 1000 * statistics.median(v)} for k, v in times.items()} | {
+    wall, cpu = timed({k: lambda fn=fn: fn().sum().backward() for k, fn in fns.items()}, n,
+                      warmup=3)
+    return {k: {"median_ms": 1000 * wall[k], "median_cpu_ms": 1000 * cpu[k]} for k in fns} | {
         "shape": {"batch": batch, "length": length, "embed": embed, "hidden": hidden}}
 
 
@@ -117,18 +115,21 @@ def main():
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--hidden-size", type=int, default=128)
+    parser.add_argument("--out", default=str(RESULTS / "bench_diversity_lstm.json"))
     args = parser.parse_args()
     torch.set_num_threads(1)
     results = {
-        "config": vars(args) | {"torch": torch.__version__, "threads": 1,
-                                "machine": platform.machine()},
+        **run_record(),
+        "config": vars(args),
         "encoder_forward_backward": encoder_step_times(hidden=args.hidden_size),
         "epochs": epoch_times(args.train, args.epochs, args.repeats, args.hidden_size),
     }
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / "bench_diversity_lstm.json"
-    path.write_text(json.dumps(results, indent=2))
     epochs = results["epochs"]
+    results["targets"] = [target("orthogonal-LSTM epoch / nn.LSTM epoch (CPU time)",
+                                 epochs["orthogonal_to_nn_lstm"]["cpu_seconds"], 1.3,
+                                 at_most=True)]
+    path = Path(args.out)
+    path.write_text(json.dumps(finish_record(results), indent=2))
     for cell in CELLS:
         r = epochs[cell]
         print(f"{cell:>10}: {r['median_epoch_seconds']:.2f} s/epoch "

@@ -3,65 +3,68 @@
 A DiversityLSTMClassifier on 4,000 Rotten Tomatoes snippets with GloVe-50 initialisation,
 3 epochs, a 2 x 2 grid, 3-fold CV (12 fits + refit): fits of a few seconds, as in a real
 search (with sub-second fits the workers' start-up — importing torch — dominates). The two
-settings run alternately in fresh processes (so both pay for their imports and GloVe
-loading), medians of ``--repeats``.
-Writes benchmarks/results/bench_grid_search.json.
+settings run in fresh processes (so both pay for their imports and GloVe loading), in
+interleaved rounds (``benchmarks/ratios.py``), medians of ``--repeats`` of the processes' wall
+time. Writes benchmarks/results/bench_grid_search.json.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results" / "bench_grid_search.json"
+sys.path.insert(0, str(Path(__file__).parent))
+from ratios import RESULTS, finish_record, run_record, target, timed  # noqa: E402
 
+GOAL = 0.8  # n_jobs=2 / n_jobs=1
 CHILD = """
-import time
-t0 = time.perf_counter()
 from sklearn.model_selection import GridSearchCV
 from interpretable import DiversityLSTMClassifier
 from interpretable.datasets import load_rotten_tomatoes
 X, y = load_rotten_tomatoes(return_X_y=True)
-X, y = X[:4000], y[:4000]
+X, y = X[:{texts}], y[:{texts}]
 grid = GridSearchCV(
-    DiversityLSTMClassifier(embeddings="glove-50", hidden_size=32, max_epochs=3, batch_size=64,
-                            random_state=0),
-    {"cell": ["vanilla", "diversity"], "lr": [1e-3, 3e-3]}, cv=3, n_jobs={n_jobs})
+    DiversityLSTMClassifier(embeddings="glove-50", hidden_size=32, max_epochs={epochs},
+                            batch_size=64, random_state=0),
+    {{"cell": ["vanilla", "diversity"], "lr": [1e-3, 3e-3]}}, cv=3, n_jobs={n_jobs})
 grid.fit(X, y)
-print(time.perf_counter() - t0, grid.best_params_)
+print(grid.best_params_)
 """
-
-
-def run(n_jobs: int) -> tuple[float, dict]:
-    out = subprocess.run([sys.executable, "-c", CHILD.replace("{n_jobs}", str(n_jobs))],
-                         check=True, capture_output=True, text=True).stdout.split(maxsplit=1)
-    return float(out[0]), out[1].strip()
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--texts", type=int, default=4000)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--out", default=str(RESULTS / "bench_grid_search.json"))
     args = parser.parse_args()
-    times = {1: [], 2: []}
+    record = run_record()
     best = {}
-    for _ in range(args.repeats):
-        for n_jobs in (1, 2):
-            seconds, best[n_jobs] = run(n_jobs)
-            times[n_jobs].append(seconds)
-    result = {"setting": "DiversityLSTM, 4000 texts, glove-50, 3 epochs, 2x2 grid, cv=3, fresh "
-                         "process per run (imports included), 1 thread per process",
-              "seconds_n_jobs_1": times[1], "seconds_n_jobs_2": times[2],
-              "median_n_jobs_1": statistics.median(times[1]),
-              "median_n_jobs_2": statistics.median(times[2]),
-              "ratio_2_over_1": statistics.median(times[2]) / statistics.median(times[1]),
-              "best_params": best, "same_best_params": best[1] == best[2],
-              "measured": time.strftime("%Y-%m-%d %H:%M")}
-    RESULTS.write_text(json.dumps(result, indent=1))
-    print(json.dumps(result, indent=1))
+
+    def search(n_jobs):
+        def run():
+            best[n_jobs] = subprocess.run(
+                [sys.executable, "-c", CHILD.format(texts=args.texts, epochs=args.epochs,
+                                                    n_jobs=n_jobs)],
+                check=True, capture_output=True, text=True).stdout.strip()
+        return run
+
+    # no warm-up: each run is a fresh process; the wall time is the parent's
+    seconds = timed({"n_jobs_1": search(1), "n_jobs_2": search(2)}, args.repeats, warmup=0)[0]
+    ratio = seconds["n_jobs_2"] / seconds["n_jobs_1"]
+    record.update({
+        "setting": f"DiversityLSTM, {args.texts} texts, glove-50, {args.epochs} epochs, 2x2 "
+                   "grid, cv=3, fresh process per run (imports included), 1 thread per process",
+        "repeats": args.repeats,
+        "median_n_jobs_1": seconds["n_jobs_1"], "median_n_jobs_2": seconds["n_jobs_2"],
+        "ratio_2_over_1": ratio, "best_params": best, "same_best_params": best[1] == best[2],
+        "targets": [target("GridSearchCV(n_jobs=2) / n_jobs=1 wall time, DiversityLSTM", ratio,
+                           GOAL, at_most=True)]})
+    Path(args.out).write_text(json.dumps(finish_record(record), indent=1))
+    print(json.dumps(record, indent=1))
 
 
 if __name__ == "__main__":

@@ -11,15 +11,16 @@
    a 1000-symbol window over 100k characters, and the original single reverse pass at 10k next
    to the new one at 10k (under the same load: the ratio is the robust number).
 
-Usage: ``python benchmarks/bench_isan.py [--quick]``.
+1-3 time the compared calls in ``--rounds`` interleaved rounds (``benchmarks/ratios.py``;
+medians) after untimed first calls (for 1: one ISAN fit).
+
+Usage: ``python benchmarks/bench_isan.py [--quick] [--rounds 3]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from ratios import finish_record, run_record, timed
 
 from interpretable import ISANLanguageModel, LSTMLanguageModel
 from interpretable.datasets import load_shakespeare
@@ -177,21 +179,29 @@ def bench_decompose(text: str, measurements: list[tuple], hidden: int = 128) -> 
     return {"hidden_size": hidden, "symbols": len(alphabet), "target": "predicted", "rows": rows}
 
 
-def bench_training(train: str, hidden: int, epochs: int) -> list[dict]:
-    rows = []
-    for cls, kwargs in ((ISANLanguageModel, {"hidden_size": hidden}), (LSTMLanguageModel, None)):
-        if kwargs is None:
-            kwargs = {"hidden_size": equal_budget_lstm_hidden(len(rows[0]["alphabet"]), hidden)}
-        model = cls(max_epochs=epochs, random_state=0, **kwargs)
-        start = time.perf_counter()
-        model.fit(train)
-        seconds = time.perf_counter() - start
-        rows.append({"model": cls.__name__, "hidden_size": kwargs["hidden_size"],
-                     "parameters": int(sum(p.numel() for p in model.module_.parameters())),
-                     "chars": len(train) * epochs, "seconds": seconds,
-                     "chars_per_second": len(train) * epochs / seconds,
-                     "alphabet": list(map(str, model.classes_)), "model_obj": model})
-    return rows
+def bench_training(train: str, hidden: int, epochs: int, rounds: int
+                   ) -> tuple[list[dict], ISANLanguageModel]:
+    """Fits of the ISAN and of the LSTM with as many parameters in interleaved rounds, after an
+    untimed ISAN fit (which gives the alphabet): their rows and that ISAN."""
+    isan = ISANLanguageModel(max_epochs=epochs, random_state=0, hidden_size=hidden).fit(train)
+    hiddens = {ISANLanguageModel: hidden,
+               LSTMLanguageModel: equal_budget_lstm_hidden(len(isan.classes_), hidden)}
+    fitted = {}
+
+    def fit(cls):
+        def run():
+            fitted[cls] = cls(max_epochs=epochs, random_state=0,
+                              hidden_size=hiddens[cls]).fit(train)
+        return run
+
+    wall, cpu = timed({cls.__name__: fit(cls) for cls in hiddens}, rounds, warmup=0)
+    chars = len(train) * epochs
+    rows = [{"model": cls.__name__, "hidden_size": size,
+             "parameters": int(sum(p.numel() for p in fitted[cls].module_.parameters())),
+             "chars": chars, "seconds": wall[cls.__name__], "cpu_seconds": cpu[cls.__name__],
+             "chars_per_second": chars / wall[cls.__name__]}
+            for cls, size in hiddens.items()]
+    return rows, isan
 
 
 def explain_memory(model, text: str) -> dict:
@@ -203,17 +213,17 @@ def explain_memory(model, text: str) -> dict:
                                       "text": str(Path(tmp) / "text.txt"), "chars": len(text)})
 
 
-def bench_explain(model, text: str, naive_chars: int) -> dict:
-    start = time.perf_counter()
-    exp = model.explain(text, target="actual")
-    one_pass = time.perf_counter() - start
+def bench_explain(model, text: str, naive_chars: int, rounds: int) -> dict:
     probe = explain_memory(model, text)
     ids = torch.as_tensor(model.encode_symbols(text[:naive_chars]))[None]
     targets = torch.as_tensor(model.encode_symbols(text[1: naive_chars + 1]))
-    start = time.perf_counter()
+    exp = model.explain(text, target="actual")
     naive = naive_decomposition(model.module_, ids, targets)
-    naive_s = time.perf_counter() - start
     agree = float(np.abs(naive.numpy() - exp.values[0][:naive_chars, :naive_chars]).max())
+    seconds = timed({"one_pass": lambda: model.explain(text, target="actual"),
+                     "naive": lambda: naive_decomposition(model.module_, ids, targets)},
+                    rounds, warmup=0)[0]  # the calls above were the warm-up
+    one_pass, naive_s = seconds["one_pass"], seconds["naive"]
     return {"chars": len(text), "one_pass_seconds": one_pass,
             "fresh_process_seconds": probe["seconds"],
             "peak_rss_increase_mb": probe["peak_rss_increase_mb"],
@@ -224,17 +234,16 @@ def bench_explain(model, text: str, naive_chars: int) -> dict:
             "max_abs_difference_vs_naive": agree}
 
 
-def bench_transition(model, corpus: str, text: str, n_words: int) -> dict:
+def bench_transition(model, corpus: str, text: str, n_words: int, rounds: int) -> dict:
     """Cache the ``n_words`` most frequent words of ``corpus``; read the unseen ``text``."""
     start = time.perf_counter()
     cache = model.word_cache([corpus], n_words=n_words)
     build = time.perf_counter() - start
-    start = time.perf_counter()
-    h_char = model.transition(text)
-    char_s = time.perf_counter() - start
-    start = time.perf_counter()
-    h_cache = model.transition(text, cache=cache)
-    cache_s = time.perf_counter() - start
+    h_char, h_cache = model.transition(text), model.transition(text, cache=cache)
+    seconds = timed({"char": lambda: model.transition(text),
+                     "cache": lambda: model.transition(text, cache=cache)},
+                    rounds, warmup=0)[0]  # the calls above were the warm-up
+    char_s, cache_s = seconds["char"], seconds["cache"]
     hit = sum(len(w) for w in split_words(text) if w in cache) / len(text)
     return {"chars": len(text), "cached_words": len(cache), "cache_build_seconds": build,
             "char_by_char_seconds": char_s, "with_cache_seconds": cache_s,
@@ -245,6 +254,8 @@ def bench_transition(model, corpus: str, text: str, n_words: int) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="interleaved rounds of the compared calls (1-3 above)")
     parser.add_argument("--out", default="benchmarks/results/bench_isan.json")
     parser.add_argument("--probe", help=argparse.SUPPRESS)  # one fresh-process measurement
     args = parser.parse_args(argv)
@@ -252,27 +263,25 @@ def main(argv=None):
         print(json.dumps(probe(args.probe)))
         return None
     torch.set_num_threads(1)
+    record = run_record()
     train_chars, hiddens = (100_000, (32,)) if args.quick else (300_000, (32, 96))
     text = load_shakespeare("train")
     test = load_shakespeare("test")
     rows = []
     for hidden in hiddens:
-        pair = bench_training(text[:train_chars], hidden, epochs=1)
-        isan = pair[0].pop("model_obj")  # the largest ISAN is used below
-        pair[1].pop("model_obj")
-        rows += pair
+        pair, isan = bench_training(text[:train_chars], hidden, 1, args.rounds)
+        rows += pair  # the largest ISAN is used below
     for r in rows:
-        r.pop("alphabet")
         print(f"train {r['model']:18s} H={r['hidden_size']:<4d} params={r['parameters']:>8d} "
               f"{r['chars_per_second']:>8.0f} chars/s")
-    explain = bench_explain(isan, test[:500], naive_chars=100 if args.quick else 200)
+    explain = bench_explain(isan, test[:500], 100 if args.quick else 200, args.rounds)
     print(f"explain 500 chars, one reverse pass: {explain['one_pass_seconds']:.3f} s "
           f"(naive per-target: {explain['naive_seconds']:.2f} s for "
           f"{explain['naive_chars']} chars, "
           f"~{explain['naive_seconds_extrapolated_to_full_text']:.1f} s for 500); "
           f"peak RSS +{explain['peak_rss_increase_mb']:.1f} MB")
     transition = bench_transition(isan, text[:train_chars], test[:5_000 if args.quick else 20_000],
-                                  n_words=2000)
+                                  2000, args.rounds)
     print(f"transition {transition['chars']} chars: char by char "
           f"{transition['char_by_char_seconds']:.2f} s, "
           f"word cache {transition['with_cache_seconds']:.2f} s ({transition['speedup']:.1f}x)")
@@ -286,13 +295,11 @@ def main(argv=None):
         ("full_dense_same_size", "dense", original, "float32", {}, {}),
         ("original_reverse_pass", "original", original, "float32", {}, {}),
     ])
-    results = {"quick": args.quick, "torch": torch.__version__, "machine": platform.machine(),
-               "threads": torch.get_num_threads(), "load_average": os.getloadavg(),
-               "training": rows, "explain": explain, "transition": transition,
-               "decompose": decompose}
+    results = {**record, "quick": args.quick, "rounds": args.rounds, "training": rows,
+               "explain": explain, "transition": transition, "decompose": decompose}
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2))
+    path.write_text(json.dumps(finish_record(results), indent=2))
     print(f"written {path}")
     return results
 
