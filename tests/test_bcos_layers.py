@@ -1,4 +1,5 @@
 """B-cos layers, the B-cos ViT module, the conventional ViT and the per-head identity."""
+import functools
 import math
 import threading
 
@@ -9,10 +10,12 @@ from torch.nn import functional as F
 
 from interpretable.attribution.heads import head_contributions
 from interpretable.attribution.vision import gradcam, inherent, inherent_terms
+from interpretable.nn.bcos import layers as bcos_layers
 from interpretable.nn.bcos.holistic_vit import BcosAttention, BcosViT
 from interpretable.nn.bcos.layers import (
     BcosConv2d,
     BcosLinear,
+    bcos_epilogue,
     constant_attention,
     encode_image,
     explanation_mode,
@@ -497,3 +500,27 @@ def test_constant_attention_is_the_softmax_of_the_scaled_scores(bias, dtype):
         got = constant_attention(q, k, 0.5, bias)
     assert got.dtype == expected.dtype
     torch.testing.assert_close(got, expected, rtol=0, atol=1e-12 if dtype == torch.float64 else 0)
+
+
+@pytest.mark.parametrize("b", [1.0, 1.5, 2.0, 2.5])
+@pytest.mark.parametrize("max_out", [1, 2, 3])
+@pytest.mark.parametrize("layout", ["rows", "tokens", "feature map", "vector", "broadcast"])
+def test_blockwise_epilogue_is_maxout_then_the_bcos_scale(monkeypatch, b, max_out, layout):
+    # blocks of 100 bytes: several blocks and a partial last one (the first dimension is 7)
+    monkeypatch.setattr(bcos_layers, "EPILOGUE_BLOCK_BYTES", 100)
+    units = 5
+    shape, dim, inv_shape = {
+        "rows": ((7, max_out * units), -1, (7, 1)),                   # linear layers' 2-d rows
+        "tokens": ((7, 3, max_out * units), -1, (7, 3, 1)),          # the B-cos BERT's layers
+        "feature map": ((7, max_out * units, 4, 3), 1, (7, 1, 4, 3)),  # convolutions
+        "vector": ((max_out * units,), -1, (1,)),                     # one unbatched input
+        "broadcast": ((7, max_out * units), -1, (1, 1)),
+    }[layout]
+    lin = torch.randn(shape, dtype=torch.float64)
+    inv = torch.rand(inv_shape, dtype=torch.float64) + 0.5
+    winners = functools.reduce(torch.maximum, lin.chunk(max_out, dim))
+    expected = winners * (winners.abs() * inv) ** (b - 1)
+    for scale in (inv, None):  # None: inputs already scaled
+        want = expected if scale is not None else winners * winners.abs() ** (b - 1)
+        got = bcos_epilogue(lin.clone(), scale, b, max_out, dim)
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=0)

@@ -17,6 +17,7 @@ from torch.nn import functional as F
 
 from .layers import (
     BcosLinear,
+    bcos_epilogue,
     constant_attention,
     constant_scale_layer_norm,
     dynamic_weight,
@@ -24,7 +25,6 @@ from .layers import (
     normal_cdf,
     parameter,
     prescaled_bcos,
-    scale_in_place,
     scaled_unit_rows,
 )
 
@@ -82,7 +82,7 @@ class BertBcosLinear(BcosLinear):
             rows = prescaled_bcos(x.reshape(-1, self.in_features), self._scaled_unit_weight(),
                                   self.b)
             return rows.view(*x.shape[:-1], self.out_features)
-        return scale_in_place(F.linear(x, self._scaled_unit_weight()), self._inv_norm(x), self.b)
+        return bcos_epilogue(F.linear(x, self._scaled_unit_weight()), self._inv_norm(x), self.b)
 
 
 def unscaled_bcos_linear(in_features: int, out_features: int, b: float,

@@ -343,21 +343,53 @@ def prescaled_bcos(x: torch.Tensor, weight: torch.Tensor, b: float, max_out: int
         return a.mul_(factor if b == 2 else factor.pow_(b - 1))
     scaled = torch.empty(x.shape, dtype=product_dtype(x), device=x.device)
     torch.mul(x, scale, out=scaled)
-    return scale_in_place(_maxout(linear(scaled, weight), max_out, -1), None, b)
+    return bcos_epilogue(linear(scaled, weight), None, b, max_out)
 
 
-def scale_in_place(a: torch.Tensor, inv: torch.Tensor | None, b: float) -> torch.Tensor:
-    """``a · (|a| · inv)^(B-1)`` written over the temporary ``a``, without autograd (``inv``
-    None: ``a · |a|^(B-1)``, for inputs already scaled); no clamp of ``|cos|`` at 1e-12
-    (B = 2 needs none; ``sqrt`` at B = 1.5). a: (..., out), inv: broadcastable or None."""
-    factor = a.abs()
-    if inv is not None:
-        factor.mul_(inv)
-    if b == 1.5:
-        factor.sqrt_()
-    elif b != 2:
-        factor.pow_(b - 1)
-    return a.mul_(factor)
+#: bytes of a layer's output that the inference epilogue (:func:`bcos_epilogue`) handles at
+#: once, so that a block and its temporary stay in a core's L2 cache between the passes over
+#: them (on CPU, 2.3x faster than passes over the whole output for 1,568 × 768 outputs and 3.7x
+#: for a 64 × 32 × 28 × 28 feature map, where every pass went to memory and fresh pages)
+EPILOGUE_BLOCK_BYTES = 1 << 19
+
+
+def _row_blocks(t: torch.Tensor) -> Iterator[slice]:
+    """Slices of t's first dimension of about :data:`EPILOGUE_BLOCK_BYTES` each on CPU (all of
+    it on other devices, where each block would cost kernel launches, and for tensors of fewer
+    than two dimensions, whose first dimension holds the units)."""
+    if t.dim() < 2 or t.device.type != "cpu":
+        yield slice(None)
+        return
+    rows = max(1, EPILOGUE_BLOCK_BYTES // max(1, t[0].numel() * t.element_size()))
+    for start in range(0, t.shape[0], rows):
+        yield slice(start, start + rows)
+
+
+def bcos_epilogue(lin: torch.Tensor, inv: torch.Tensor | None, b: float, max_out: int = 1,
+                  dim: int = -1) -> torch.Tensor:
+    """MaxOut and the B-cos scale without autograd, written over the temporary ``lin`` block by
+    block along its first dimension: the winners ``a`` of the ``max_out`` contiguous blocks of
+    units along ``dim``, times ``(|a| · inv)^(B-1)`` (``inv`` None: ``|a|^(B-1)``, for inputs
+    already scaled). No clamp of ``|cos|`` at 1e-12 (B = 2 needs none; ``sqrt`` at B = 1.5).
+    lin: (n, ..., max_out·C, ...), inv: broadcastable, its first dimension n or 1, or None
+    -> (n, ..., C, ...): lin itself (max_out 1) or a view of it."""
+    units = lin.shape[dim] // max_out
+    winners = lin if max_out == 1 else lin.narrow(dim, 0, units)
+    for rows in _row_blocks(lin):
+        a = winners[rows]
+        for k in range(1, max_out):
+            torch.maximum(a, lin[rows].narrow(dim, k * units, units), out=a)
+        if b == 1:
+            continue
+        factor = a.abs()
+        if inv is not None:
+            factor.mul_(inv if inv.dim() < 2 or inv.shape[0] == 1 else inv[rows])
+        if b == 1.5:
+            factor.sqrt_()
+        elif b != 2:
+            factor.pow_(b - 1)
+        a.mul_(factor)
+    return winners
 
 
 def _scale_winners(lin: torch.Tensor, inv_norm: torch.Tensor, b: float, max_out: int, dim: int,
@@ -452,7 +484,7 @@ class _BcosBase(nn.Module):
         implementation = resolve_implementation(self.implementation, x, _EXPLAINING.get())
         lin = self._responses(x, self._scaled_unit_weight(), implementation != "reference")
         if implementation != "compiled" or self.b == 1:
-            return self._bcos(x, lin)
+            return self._bcos(x, lin, blockwise=implementation == "fused")
         with dynamic_weight():
             inv_norm = self._inv_norm(x)
         # the subclass's own compiled copy of _scale_winners (one kernel)
@@ -470,10 +502,15 @@ class _BcosBase(nn.Module):
                 factor = factor.clamp_min(1e-12).pow(self.b - 1)
         return factor
 
-    def _bcos(self, x: torch.Tensor, lin: torch.Tensor) -> torch.Tensor:
+    def _bcos(self, x: torch.Tensor, lin: torch.Tensor, blockwise: bool = False
+              ) -> torch.Tensor:
         """MaxOut, then the B-cos scale of the winners: responses ``a`` of all units to ``x``
         -> ``|a/‖x‖|^(B-1)·a``. The output increases with ``a`` (``‖x‖`` is shared), so MaxOut
-        compares the raw responses."""
+        compares the raw responses. ``blockwise``: without autograd, by :func:`bcos_epilogue`
+        (else one operation over the whole output per term)."""
+        if blockwise and not torch.is_grad_enabled():
+            inv = None if self.b == 1 else self._inv_norm(x)
+            return bcos_epilogue(lin, inv, self.b, self.max_out, self._unit_dim)
         selected = _maxout(lin, self.max_out, self._unit_dim)
         if self.b == 1:
             return selected
