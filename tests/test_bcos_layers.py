@@ -83,7 +83,10 @@ def _reference_bcos(patches, weight, b, max_out, scale):
 
 
 @pytest.mark.parametrize("b, max_out", [(1.0, 2), (2.0, 1), (2.0, 2), (2.5, 2), (2.0, 3)])
-def test_bcos_layers_equal_the_reference_formulation(b, max_out):
+@pytest.mark.parametrize("block_bytes", [None, 100], ids=["one block", "many blocks"])
+def test_bcos_layers_equal_the_reference_formulation(monkeypatch, b, max_out, block_bytes):
+    if block_bytes:  # predictions' epilogue over many blocks (bcos_epilogue)
+        monkeypatch.setattr(bcos_layers, "EPILOGUE_BLOCK_BYTES", block_bytes)
     linear = BcosLinear(12, 5, b=b, max_out=max_out, scale=3.0).double()
     x = torch.randn(4, 7, 12, dtype=torch.float64)
     expected_linear = _reference_bcos(x, linear.weight, b, max_out, 3.0 / math.sqrt(12))
