@@ -120,7 +120,7 @@ def main():
     torch.set_num_threads(1)
     results = {
         **run_record(),
-        "config": vars(args),
+        "config": {k: v for k, v in vars(args).items() if k != "out"},
         "encoder_forward_backward": encoder_step_times(hidden=args.hidden_size),
         "epochs": epoch_times(args.train, args.epochs, args.repeats, args.hidden_size),
     }

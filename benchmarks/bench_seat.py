@@ -90,7 +90,8 @@ def main():
     parser.add_argument("--out", default=str(RESULTS / "bench_seat.json"))
     args = parser.parse_args()
     torch.set_num_threads(1)
-    results = {**run_record(), "settings": vars(args), "encoders": {}, "targets": []}
+    settings = {k: v for k, v in vars(args).items() if k != "out"}
+    results = {**run_record(), "settings": settings, "encoders": {}, "targets": []}
     for encoder in ("rnn", "bilstm"):
         res, seat = epoch_times(encoder, args.train, args.epochs, args.repeats, args.pgd_steps,
                                 args.hidden_size)
