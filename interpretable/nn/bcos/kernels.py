@@ -10,7 +10,9 @@ floating-point rounding):
 * ``"fused"``: the same elementwise operations on the faster matrix product of the device
   (oneDNN's inner product for large products on CPU where it beats MKL, :func:`linear`, with
   gradients computed only where the backward pass needs them), linear layers on 2-d rows (no
-  autograd copies of views around their in-place steps);
+  autograd copies of views around their in-place steps), and, for predictions on CPU, MaxOut
+  and the scale over cache-sized blocks of the output
+  (:func:`~interpretable.nn.bcos.layers.bcos_epilogue`);
 * ``"compiled"``: ``"fused"`` with MaxOut and the ``|cos|^(B-1)`` scale compiled by
   ``torch.compile`` into one elementwise kernel per layer; where compilation is unavailable (no
   compiler, no Triton, an unsupported platform) it computes as ``"fused"``;
