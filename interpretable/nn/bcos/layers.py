@@ -375,6 +375,8 @@ def bcos_epilogue(lin: torch.Tensor, inv: torch.Tensor | None, b: float, max_out
     already scaled). No clamp of ``|cos|`` at 1e-12 (B = 2 needs none; ``sqrt`` at B = 1.5).
     lin: (n, ..., max_out·C, ...), inv: broadcastable, its first dimension n or 1, or None
     -> (n, ..., C, ...): lin itself (max_out 1) or a view of it."""
+    if max_out == 1 and b == 1:
+        return lin
     units = lin.shape[dim] // max_out
     winners = lin if max_out == 1 else lin.narrow(dim, 0, units)
     for rows in _row_blocks(lin):
