@@ -527,3 +527,7 @@ def test_blockwise_epilogue_is_maxout_then_the_bcos_scale(monkeypatch, b, max_ou
         want = expected if scale is not None else winners * winners.abs() ** (b - 1)
         got = bcos_epilogue(lin.clone(), scale, b, max_out, dim)
         torch.testing.assert_close(got, want, rtol=1e-12, atol=0)
+    if layout != "vector":  # no rows (an empty batch): an empty output
+        empty = bcos_epilogue(lin[:0].clone(), inv[:0] if inv.shape[0] > 1 else inv, b, max_out,
+                              dim)
+        assert empty.shape == (0, *winners.shape[1:])

@@ -362,7 +362,8 @@ def _row_blocks(t: torch.Tensor) -> Iterator[slice]:
     if t.dim() < 2 or t.device.type != "cpu":
         yield slice(None)
         return
-    rows = max(1, EPILOGUE_BLOCK_BYTES // max(1, t[0].numel() * t.element_size()))
+    row_bytes = t.numel() // max(1, t.shape[0]) * t.element_size()
+    rows = max(1, EPILOGUE_BLOCK_BYTES // max(1, row_bytes))
     for start in range(0, t.shape[0], rows):
         yield slice(start, start + rows)
 
