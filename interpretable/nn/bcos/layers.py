@@ -253,9 +253,9 @@ def scaled_unit_rows(weight: torch.Tensor, gains: torch.Tensor | float) -> torch
 
     Where autograd differentiates a contiguous CPU weight (training), torch's fused weight-norm
     kernel, which passes over each row once (forward and backward in a quarter to a fifth of
-    the time of autograd's chain through norm, clamp, division and product), unless a row's norm is below 1e-12 (then the
-    clamped formula: the kernel would divide by it). Without gradients the formula (the
-    kernel's gain there is smaller than its fixed cost)."""
+    the time of autograd's chain through norm, clamp, division and product), unless a row's
+    norm is below 1e-12 (then the clamped formula: the kernel would divide by it). Without
+    gradients the formula (the kernel's gain there is smaller than its fixed cost)."""
     shape = (weight.shape[0],) + (1,) * (weight.dim() - 1)
     if (torch.is_grad_enabled() and weight.requires_grad and weight.device.type == "cpu"
             and weight.is_contiguous()):
