@@ -23,7 +23,7 @@ from interpretable.metrics import (
     top_k_overlap,
     word_stability,
 )
-from interpretable.metrics.faithfulness import _compact
+from interpretable.metrics.erasure import compact
 from interpretable.text import SynonymSubstitution
 
 SMALL = dict(embed_dim=12, hidden_size=12, max_epochs=6, batch_size=16, lr=2e-2, device="cpu",
@@ -56,7 +56,7 @@ def _oracle(clf, X, reverse=False):
 def test_compact_removes_tokens_and_repads():
     inputs = {"tokens": torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]]), "lengths": torch.tensor([3, 2])}
     keep = torch.tensor([[True, False, True, False], [False, True, False, False]])
-    out = _compact(inputs, keep)
+    out = compact(inputs, keep)
     assert out["tokens"].tolist() == [[5, 7, 0, 0], [9, 0, 0, 0]]
     assert out["lengths"].tolist() == [2, 1]
 
@@ -242,7 +242,7 @@ def test_bad_input(model, texts, sentiment_data):
         sufficiency(AttentionTextClassifier(), texts)
     with pytest.raises(ValueError, match="fractions"):
         comprehensiveness(model, texts, fractions=(0.0, 0.5))
-    with pytest.raises(ValueError, match="tokens but the model sees"):
+    with pytest.raises(ValueError, match="explanation of sample 0 has 5 units but the text has 8"):
         sufficiency(model, texts[:2], explanation=_oracle(model, texts[2:4]))
     with pytest.raises(ValueError, match="samples"):
         sufficiency(model, texts[:3], explanation=_oracle(model, texts[:2]))

@@ -135,7 +135,8 @@ def test_report_errors(planted):
     with pytest.raises(ValueError, match="rationales has 3 samples but X has 4"):
         evaluate_explanations(clf, X, rationales=data.rationale[:3])
     bad = [*data.rationale[:2], np.append(data.rationale[2], 0), data.rationale[3]]
-    with pytest.raises(ValueError, match="method 'inherent': the rationale of sample 2 has"):
+    with pytest.raises(ValueError, match=r"the rationale of sample 2 has 14 entries but 13 were "
+                                         r"expected: one 0/1 entry per token\.$"):
         evaluate_explanations(clf, X, methods="inherent", rationales=bad)
     with pytest.raises(ValueError, match="no method could explain X: .*explain failed"):
         evaluate_explanations(clf, [3, 4], methods="inherent")
@@ -149,9 +150,9 @@ def test_report_views(planted):
     html = report._repr_html_()
     assert "<table" in html and "token_iou" in html and "not evaluated" in html.lower()
     assert "seconds_per_sample" in str(report) and "gradient" in str(report)
-    figure = report.plot()
+    figure = report.plot()  # the ranking: one bar per method
     assert isinstance(figure, Figure)
-    assert len([a for a in figure.axes if a.get_visible()]) == report.frame.metric.nunique()
+    assert len(figure.axes) == 1 and len(figure.axes[0].patches) >= 2
     axes = Figure().subplots(1, 2)
     assert report.plot(["auprc", "sufficiency"], ax=axes) is axes[0].figure
     assert [t.get_text() for t in axes[0].get_yticklabels()] == ["inherent", "gradient"]
@@ -187,13 +188,33 @@ def test_image_report_uses_the_digit_masks():
     clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2, stem_channels=(4,),
                             max_epochs=1, random_state=0).fit(digits.data, digits.target)
     report = evaluate_explanations(clf, digits.data[:6], methods=clf.explain_methods[:1],
-                                   rationales=digits.mask[:6])
+                                   rationales=digits.mask[:6], random_state=0)
     frame = report.to_frame().set_index("metric")
-    assert {"auprc", "token_f1", "token_iou", "completeness_error"} <= set(frame.index)
+    assert {"comprehensiveness", "sufficiency", "stability_jsd", "auprc", "token_f1",
+            "token_iou", "completeness_error"} <= set(frame.index)
     assert frame.loc["completeness_error", "mean"] < 1e-3  # B-cos: exact contributions
-    reasons = report.skipped.set_index("metric").reason
-    assert reasons["comprehensiveness"].startswith("needs a text classifier")
-    with pytest.raises(ValueError, match="sample 0 has 8x8 entries but its explanation has "
-                                         "16x16 units"):
+    assert report.skipped.set_index("metric").reason["loo_kendall_tau"].startswith(
+        "leave-one-out is defined for texts")
+    with pytest.raises(ValueError, match="the rationale of sample 0 has 64 entries but 256 were "
+                                         "expected: one 0/1 entry per pixel"):
         evaluate_explanations(clf, digits.data[:2], methods=clf.explain_methods[:1],
                               rationales=np.ones((2, 8, 8), bool))
+
+
+def test_image_report_without_masks_ranks_and_lists_what_it_skipped():
+    digits = make_textured_digits(n_samples=24, size=16, random_state=0)
+    clf = BcosViTClassifier(patch_size=4, embed_dim=8, depth=1, num_heads=2, stem_channels=(4,),
+                            max_epochs=1, random_state=0).fit(digits.data, digits.target)
+    methods = ["inherent", "input_x_gradient"]
+    report = evaluate_explanations(clf, digits.data[:5], methods=methods, random_state=0,
+                                   patch_size=4)
+    assert set(report.to_frame().metric) == {"comprehensiveness", "sufficiency",
+                                             "stability_jsd", "completeness_error",
+                                             "seconds_per_sample"}
+    skipped = report.skipped.groupby("metric").method.apply(set)
+    assert skipped["auprc"] == skipped["token_f1"] == set(methods)
+    ranking = report.summary()
+    assert ranking["rank"].tolist() == [1, 2] and set(ranking.method) == set(methods)
+    assert ranking.attrs["verdict"] in str(report)
+    with pytest.raises(ValueError, match="convention='ferret' is defined for texts"):
+        evaluate_explanations(clf, digits.data[:2], convention="ferret")

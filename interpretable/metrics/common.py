@@ -46,19 +46,25 @@ def model_view(clf, method) -> str:
 
 
 def predict_probabilities(clf, inputs: dict, embedding_offset=None, batch_size=None,
-                          view: str = "model") -> torch.Tensor:
+                          view: str = "model", ordered: bool = False) -> torch.Tensor:
     """Class probabilities ``(n, C)`` (CPU) of encoded ``inputs``; ``embedding_offset``
-    ``(n, T, E)`` is added to the token embeddings."""
-    parts = []
+    ``(n, T, E)`` is added to the token embeddings; ``ordered``: batch texts of similar
+    lengths together (the rows come back in the order of ``inputs``)."""
+    parts, order = [], []
     with torch.no_grad():
-        for rows, batch in clf.iter_batches(inputs, batch_size):
+        for rows, batch in clf.iter_batches(inputs, batch_size, ordered=ordered):
             emb = None
             if embedding_offset is not None:
                 emb = clf.embed(batch)
                 emb = emb + embedding_offset[rows, : emb.shape[1]].to(emb)
             logits = logits_of(clf.forward_batch(batch, embedded=emb, view=view)).float()
             parts.append(torch.softmax(logits, -1).cpu())
-    return torch.cat(parts)
+            order.append(torch.arange(rows.start, rows.stop) if isinstance(rows, slice)
+                         else rows.cpu())
+    if not parts:
+        return torch.zeros(0, 0)
+    probs = torch.cat(parts)
+    return probs[torch.argsort(torch.cat(order))] if ordered else probs
 
 
 def explanation_matrix(explanation: TokenExplanation, lengths) -> np.ndarray:

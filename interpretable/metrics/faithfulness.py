@@ -13,6 +13,8 @@ All model evaluations are batched and run in eval mode.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import torch
@@ -21,7 +23,6 @@ from ..explanation import TokenExplanation
 from ..nn.attacks import embedding_attack
 from ..nn.losses import logits_of
 from ..nn.seat import top_k_overlap as _top_k_overlap_torch
-from ..text import PAD
 from .common import (
     AnalysisResult,
     check_text_model,
@@ -30,6 +31,8 @@ from .common import (
     model_view,
     predict_probabilities,
 )
+from .conventions import ERASER
+from .erasure import erase, text_units, unit_scores
 
 __all__ = ["comprehensiveness", "sufficiency", "sensitivity", "top_k_overlap"]
 
@@ -57,43 +60,23 @@ def _check_fractions(fractions, name="fractions"):
     return f
 
 
-def _compact(inputs: dict, keep: torch.Tensor) -> dict:
-    """Remove the tokens where ``keep`` is False (remaining order kept), re-padding rows."""
-    tokens = inputs["tokens"]
-    order = torch.sort((~keep).to(torch.int8), dim=1, stable=True).indices
-    new_len = keep.sum(1)
-    new = tokens.gather(1, order)
-    new[torch.arange(tokens.shape[1])[None] >= new_len[:, None]] = PAD
-    return {**inputs, "tokens": new, "lengths": new_len.to(inputs["lengths"].dtype)}
-
-
 def _erasure(clf, X, method, explanation, fractions, keep_top: bool, batch_size):
     clf = check_text_model(clf, "comprehensiveness / sufficiency")
-    fractions = _check_fractions(fractions)
-    view = model_view(clf, method)
-    inputs = clf.encode(X).inputs
-    lengths = inputs["lengths"]
-    scores = explanation_matrix(explain_or_take(clf, X, method, explanation), lengths.numpy())
-    probs = predict_probabilities(clf, inputs, batch_size=batch_size, view=view)
-    pred = probs.argmax(1)
-    p0 = probs.gather(1, pred[:, None])[:, 0]
-    ranks = _ranks(scores, lengths.numpy())
-    T = inputs["tokens"].shape[1]
-    real = torch.arange(T)[None] < lengths[:, None]
-    drops = np.zeros((len(pred), len(fractions)))
-    for j, f in enumerate(fractions):
-        k = torch.ceil(f * lengths.double()).long().clamp(min=1)
-        if not keep_top:
-            k = torch.minimum(k, lengths - 1)  # never erase a whole text
-        top = (ranks < k[:, None]) & real
-        keep = (top if keep_top else ~top) & real
-        p = predict_probabilities(clf, _compact(inputs, keep), batch_size=batch_size,
-                                  view=view)
-        drops[:, j] = (p0 - p.gather(1, pred[:, None])[:, 0]).numpy()
-    frame = pd.DataFrame(drops, columns=[f"k={f:g}" for f in fractions])
+    convention = replace(ERASER, fractions=tuple(_check_fractions(fractions).tolist()))
+    explanation = explain_or_take(clf, X, method, explanation)
+    units = text_units(clf, X)
+    if len(explanation) != len(units.groups):
+        raise ValueError(f"explanation has {len(explanation)} samples but X has "
+                         f"{len(units.groups)}.")
+    erasures = erase(clf, units, {"scored": unit_scores(explanation, units)}, convention,
+                     batch_size=batch_size, view=model_view(clf, method),
+                     leave_one_out=False)
+    drops = np.array(erasures.bins["scored", keep_top], dtype=np.float64).reshape(
+        len(units.groups), len(convention.fractions))
+    frame = pd.DataFrame(drops, columns=[f"k={f:g}" for f in convention.fractions])
     frame.insert(0, "sample", np.arange(len(frame)))
     frame["aopc"] = drops.mean(1)
-    summary = {"aopc": float(frame.aopc.mean()), "fractions": fractions.tolist(),
+    summary = {"aopc": float(frame.aopc.mean()), "fractions": list(convention.fractions),
                "by_fraction": frame.iloc[:, 1:-1].mean().to_dict()}
     return AnalysisResult(frame, summary)
 
