@@ -167,6 +167,7 @@ class _Evaluation:
     def __init__(self, estimator, X, methods, rationales, options):
         self.estimator, self.X, self.rationales, self.options = estimator, X, rationales, options
         self.methods = list(methods)
+        self.given = options["explanations"]
         self.samples, self.skipped = [], []
         self.explain_seconds = dict.fromkeys(methods, 0.0)
         self.metric_seconds = 0.0
@@ -185,7 +186,8 @@ class _Evaluation:
     def explain_all(self, X, start, **options) -> dict:
         """Each remaining method's explanation of the chunk ``X`` (timed); a method that
         cannot explain is skipped from then on."""
-        explanations = {}
+        explanations = {name: given[start: start + len(X)] for name, given in
+                        self.given.items()}
         for method in list(self.methods):
             began = time.perf_counter()
             try:
@@ -210,9 +212,6 @@ class _Evaluation:
         convention, top_k = self.options["convention"], self.options["top_k"]
         rows = []
         for score, rationale in zip(scores, rationales):
-            if not rationale.any():
-                rows.append((np.nan, np.nan, np.nan))
-                continue
             rows.append((convention.auprc(rationale, score),
                          *convention.token_f1_iou(rationale, score, top_k)))
         for name, values in zip(PLAUSIBILITY_METRICS, np.array(rows, float).reshape(-1, 3).T):
@@ -235,7 +234,9 @@ class _TextEvaluation(_Evaluation):
         scores = {m: unit_scores(e, units) for m, e in explanations.items()}
         views = {}
         for method in explanations:
-            views.setdefault(get_explainer(self.estimator, method).view, []).append(method)
+            view = "model" if method in self.given else get_explainer(self.estimator,
+                                                                      method).view
+            views.setdefault(view, []).append(method)
         for view, methods in views.items():
             self._erasure(view, methods, units, scores, start)
         for method, explanation in explanations.items():
@@ -273,6 +274,10 @@ class _TextEvaluation(_Evaluation):
                 for score, drops in zip(scores[method], erasures.leave_one_out)])
 
     def _stability(self, method, explanation, units, scores, X, start):
+        if method in self.given:
+            self.skip(method, "stability_jsd", "a precomputed explanation is not recomputed "
+                      "for perturbed inputs")
+            return
         explainer = get_explainer(self.estimator, method)
         if "embedding_offset" not in explainer.options(public=False):
             self.skip(method, "stability_jsd", "the method cannot explain perturbed embeddings")
@@ -306,10 +311,14 @@ class _ImageEvaluation(_Evaluation):
                 batch_size=options["batch_size"]).frame
             self.record(method, "comprehensiveness", start, flipping.comprehensiveness)
             self.record(method, "sufficiency", start, flipping.sufficiency)
-            stability = image_stability(self.estimator, X, method, explanation=explanation,
-                                        random_state=options["seed"] + start,
-                                        batch_size=options["batch_size"])
-            self.record(method, "stability_jsd", start, stability.frame.jsd)
+            if method in self.given:
+                self.skip(method, "stability_jsd", "a precomputed explanation is not "
+                          "recomputed for perturbed inputs")
+            else:
+                stability = image_stability(self.estimator, X, method, explanation=explanation,
+                                            random_state=options["seed"] + start,
+                                            batch_size=options["batch_size"])
+                self.record(method, "stability_jsd", start, stability.frame.jsd)
             if self.rationales is not None:
                 scores = [np.asarray(v, np.float64).ravel() for v in explanation.values]
                 rationales = [
@@ -350,7 +359,8 @@ def _check_budget(max_samples, max_seconds):
 
 
 def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *,
-                          level="piece", include_special_tokens=False, convention="eraser",
+                          explanations=None, level="piece", include_special_tokens=False,
+                          convention="eraser",
                           batch_size=None, random_state=None, fractions=None,
                           stability_radius=1e-3, top_k=None, patch_size=None,
                           max_samples=None, max_seconds=None,
@@ -389,11 +399,16 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
         Ignored: the explanations are of the predicted classes, as the erasure metrics
         measure (present for the scorer signature ``(estimator, X, y)``).
     methods : str, list of str or None, default=None
-        Methods from ``estimator.explain_methods`` (None: all).
+        Methods from ``estimator.explain_methods`` (None: all; ``[]``: none, only
+        ``explanations``).
     rationales : sequence of array-like or None, default=None
         Per sample a 0/1 array with one entry per unit: texts, per word of the text
         (``level="word"``) or per token (``level="piece"``; special tokens counted only with
         ``include_special_tokens=True``); images, a (H, W) pixel mask.
+    explanations : dict of str to Explanation or None, default=None
+        Explanations of ``X`` computed elsewhere (e.g. by another library, wrapped in a
+        :class:`~interpretable.explanation.TokenExplanation` of the same units), scored under
+        their names like the methods, without cost or stability (they cannot be recomputed).
     level : {"piece", "word"}, default="piece"
         Text units: the model's tokens, or the words of the text (the word-piece models: the
         pieces of a word are scored and erased together; other text models' tokens are
@@ -422,8 +437,8 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
     max_samples : int or None, default=None
         Evaluate at most the first ``max_samples`` samples.
     max_seconds : float or None, default=None
-        A time budget: no new chunk is started once it is spent; the report holds the samples
-        evaluated so far (with a warning).
+        A time budget: no new chunk of samples (``CHUNK_SIZE``) is started once it is spent;
+        the report holds the samples evaluated so far (with a warning).
     verbose : int, default=0
         > 0: a progress bar over the samples with the time remaining.
 
@@ -461,6 +476,11 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
         raise ValueError(f"unknown methods {unknown}; {type(estimator).__name__} offers "
                          f"{available}.")
     _check_budget(max_samples, max_seconds)
+    explanations = dict(explanations or {})
+    for name, given in explanations.items():
+        if name in methods or not hasattr(given, "values") or len(given) != len(X):
+            raise ValueError(f"explanations[{name!r}] must be an explanation of the {len(X)} "
+                             "samples of X under a name that is not one of the methods.")
     is_text = all(hasattr(estimator, name) for name in TEXT_MODEL_INTERFACE)
     conv = get_convention(convention)
     if not is_text and conv is not ERASER:
@@ -476,7 +496,7 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
     if rationales is not None and len(rationales) != len(samples):
         raise ValueError(f"rationales has {len(rationales)} samples but X has "
                          f"{len(samples)}.")
-    options = {"batch_size": batch_size, "convention": conv, "top_k": top_k, "level": level,
+    options = {"batch_size": batch_size, "convention": conv, "explanations": explanations, "top_k": top_k, "level": level,
                "include_special_tokens": include_special_tokens, "patch_size": patch_size,
                "stability_radius": stability_radius,
                "seed": int(check_random_state(random_state).randint(2**31 - 1 - 2**24))}
@@ -489,7 +509,7 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
     began = time.perf_counter()
     with _progress(n, verbose) as bar:
         for start in range(0, n, CHUNK_SIZE):
-            if max_seconds is not None and time.perf_counter() - began > max_seconds:
+            if start and max_seconds is not None and time.perf_counter() - began > max_seconds:
                 warnings.warn(f"evaluate_explanations: the budget of {max_seconds:g} s was "
                               f"spent after {start} of {n} samples; the report holds those.",
                               UserWarning, stacklevel=2)
@@ -498,18 +518,20 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
             evaluation.run(chunk, start)
             evaluation.n_done = start + len(chunk)
             bar.update(len(chunk))
-            if not evaluation.methods:
+            if not evaluation.methods and not explanations:
                 break
     if not evaluation.samples:
         raise ValueError("no method could explain X: "
                          f"{[reason for *_, reason in evaluation.skipped]}")
     done = [m for m in methods if m in evaluation.methods]
+    for name in explanations:
+        evaluation.skip(name, "seconds_per_sample", "precomputed: its cost is not known")
     timing = pd.DataFrame({"method": done, "mean": [evaluation.explain_seconds[m] /
                                                      evaluation.n_done for m in done],
                            "n_samples": evaluation.n_done})
     per_sample = pd.concat(evaluation.samples, ignore_index=True)
     return ExplanationReport(
-        _summarise(per_sample, timing, methods), per_sample,
+        _summarise(per_sample, timing, [*methods, *explanations]), per_sample,
         pd.DataFrame(evaluation.skipped, columns=["method", "metric", "reason"]),
         seconds={"explanations": {m: evaluation.explain_seconds[m] for m in done},
                  "metrics": evaluation.metric_seconds})
