@@ -9,6 +9,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .recurrent import recurrent_forward
+
 
 def lstm_parameter_count(
     n_symbols: int, hidden_size: int, embedding_dim: int, n_outputs: int | None = None,
@@ -25,7 +27,12 @@ def lstm_parameter_count(
 
 
 class CharLSTM(nn.Module):
-    """Embedding (S, E) → LSTM (E → H, ``num_layers``) → Linear (H → O)."""
+    """Embedding (S, E) → LSTM (E → H, ``num_layers``) → Linear (H → O). Under autocast, an
+    LSTM without a kernel in autocast's dtype runs in float32
+    (:func:`~interpretable.nn.recurrent.recurrent_forward`)."""
+
+    #: its LSTM runs through :func:`~interpretable.nn.recurrent.recurrent_forward`
+    portable_autocast = True
 
     def __init__(
         self,
@@ -45,5 +52,5 @@ class CharLSTM(nn.Module):
 
     def forward(self, x: torch.Tensor, state=None) -> torch.Tensor:
         """x (B, T) long, optional ``(h, c)`` LSTM state → logits (B, T, O)."""
-        out, _ = self.lstm(self.embedding(x), state)
+        out, _ = recurrent_forward(self.lstm, self.embedding(x), state)
         return self.readout(out)

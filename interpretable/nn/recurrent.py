@@ -7,13 +7,25 @@ on padding.
 :class:`OrthogonalLSTM` is the cell of Mohankumar et al. (ACL 2020, eqs. 1-2): each LSTM output
 ``ĥ_t`` loses its component along ``h̄_t = Σ_{i<t} h_i``, the sum of the previous (orthogonalised)
 hidden states, and the orthogonalised ``h_t`` is fed back into the recurrence.
+
+Mixed precision: torch's fused recurrent kernels may lack autocast's dtype on a device (oneDNN's
+bfloat16 LSTM, which torch runs on x86 CPUs, needs AVX-512: it is missing on other processors
+and where oneDNN is capped below it, ``ONEDNN_MAX_CPU_ISA``). :func:`autocast_failure` probes
+that once per process, :func:`recurrent_forward` then runs such a layer in its parameters'
+float32, and :func:`autocast_fallbacks` lists the layers of a model it concerns.
 """
 from __future__ import annotations
+
+import functools
+import re
+from typing import NamedTuple
 
 import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from .tensors import autocast_dtype
 
 __all__ = ["OrthogonalLSTM", "orthogonal_lstm"]
 
@@ -197,6 +209,175 @@ def orthogonal_lstm(x: torch.Tensor, mask: torch.Tensor, weight_ih: torch.Tensor
     return _OrthogonalLSTMFunction.apply(x, mask, weight_ih, weight_hh, bias)
 
 
+# ---------------------------------------------------------------------------- mixed precision
+#: the torch layer of each recurrent mode (``nn.RNNBase.mode``)
+_LAYERS = {"LSTM": nn.LSTM, "GRU": nn.GRU, "RNN_TANH": nn.RNN,
+           "RNN_RELU": functools.partial(nn.RNN, nonlinearity="relu")}
+
+
+@functools.lru_cache(maxsize=None)
+def autocast_failure(mode: str, device: torch.device, dtype: torch.dtype) -> str | None:
+    """Why torch cannot run a recurrent layer under autocast; None when it can.
+
+    The layer is one of ``mode``, on ``device``, under autocast in ``dtype``. Probed once per
+    process and arguments: a tiny layer (2 inputs, 2 units, 2 steps, built without touching
+    the global RNG) runs forward and backward under autocast, with gradients on (also inside
+    ``torch.inference_mode`` or ``torch.no_grad``); the first sentence of the ``RuntimeError``
+    it raises is the reason (e.g. oneDNN's "could not create a primitive descriptor for the
+    LSTM forward propagation primitive").
+
+    Parameters
+    ----------
+    mode : {"LSTM", "GRU", "RNN_TANH", "RNN_RELU"}
+        The layer's ``mode`` (:class:`torch.nn.RNNBase`).
+    device : torch.device
+        Where it runs.
+    dtype : torch.dtype
+        Autocast's dtype.
+
+    Returns
+    -------
+    str or None
+        The reason, or None.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from interpretable.nn.recurrent import autocast_failure
+    >>> autocast_failure("GRU", torch.device("cpu"), torch.bfloat16) is None  # CPU: not cast
+    True
+    """
+    with torch.inference_mode(False), torch.enable_grad():
+        with torch.random.fork_rng(devices=[]):
+            layer = _LAYERS[mode](2, 2, batch_first=True)
+        layer, x = layer.to(device), torch.ones(1, 2, 2, device=device)
+        try:
+            with torch.autocast(device.type, dtype=dtype):
+                out = layer(x)[0]
+            out.float().sum().backward()
+        except RuntimeError as exc:
+            return re.split(r"\.\s|\n", str(exc).strip(), maxsplit=1)[0]
+    return None
+
+
+def _failure(layer: nn.RNNBase, device: torch.device, dtype: torch.dtype | None) -> str | None:
+    """Why torch cannot run ``layer`` under autocast in ``dtype`` on ``device``; None when it
+    can, or when autocast would not cast it (no ``dtype``, parameters other than float32)."""
+    if dtype is None or next(layer.parameters()).dtype != torch.float32:
+        return None
+    return autocast_failure(layer.mode, device, dtype)
+
+
+def recurrent_forward(layer: nn.RNNBase, inputs, hx=None):
+    """Run a torch recurrent layer, in float32 where autocast's dtype has no kernel for it.
+
+    ``layer(inputs, hx)``, with autocast off and in the parameters' float32 (``inputs`` and
+    ``hx`` cast) where torch cannot run ``layer`` in autocast's dtype on its device
+    (:func:`autocast_failure`), else as called.
+
+    Parameters
+    ----------
+    layer : torch.nn.RNNBase
+        An ``nn.LSTM``, ``nn.GRU`` or ``nn.RNN``.
+    inputs : torch.Tensor or PackedSequence
+        Its input.
+    hx : torch.Tensor, tuple of torch.Tensor or None, default=None
+        Its initial state.
+
+    Returns
+    -------
+    tuple
+        Its output and final state.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from interpretable.nn.recurrent import recurrent_forward
+    >>> lstm = torch.nn.LSTM(4, 3, batch_first=True)
+    >>> recurrent_forward(lstm, torch.zeros(2, 5, 4))[0].shape
+    torch.Size([2, 5, 3])
+    """
+    weight = next(layer.parameters())
+    if _failure(layer, weight.device, autocast_dtype(weight.device.type)) is None:
+        return layer(inputs, hx)
+    if hx is not None:
+        hx = hx.to(weight.dtype) if isinstance(hx, torch.Tensor) \
+            else tuple(h.to(weight.dtype) for h in hx)
+    with torch.autocast(weight.device.type, enabled=False):
+        return layer(inputs.to(weight.dtype), hx)
+
+
+class AutocastFallback(NamedTuple):
+    """A recurrent layer whose kernel torch lacks in autocast's dtype.
+
+    What :func:`autocast_fallbacks` finds.
+
+    Parameters
+    ----------
+    name : str
+        Its qualified name in the model.
+    kind : {"LSTM", "GRU", "RNN"}
+        Its torch layer.
+    reason : str
+        Why torch cannot run it (:func:`autocast_failure`).
+    handled : bool
+        Whether its parent runs it through :func:`recurrent_forward` (in float32 then), as
+        the modules with a true ``portable_autocast`` do; a layer run otherwise fails.
+
+    Examples
+    --------
+    >>> from interpretable.nn.recurrent import AutocastFallback
+    >>> AutocastFallback("encoder.rnn", "LSTM", "no kernel", handled=True).handled
+    True
+    """
+
+    name: str
+    kind: str
+    reason: str
+    handled: bool
+
+
+def autocast_fallbacks(module: nn.Module, device, dtype: torch.dtype) -> list[AutocastFallback]:
+    """Find the recurrent layers of a model that torch cannot run under autocast.
+
+    Those of ``module`` whose kernels torch lacks in ``dtype`` on ``device`` (float32 layers
+    only: autocast casts no other).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The model.
+    device : str or torch.device
+        Where it runs (its parameters may still be elsewhere).
+    dtype : torch.dtype
+        Autocast's dtype.
+
+    Returns
+    -------
+    list of AutocastFallback
+        The layers, in the order of ``module.named_modules()``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from interpretable.nn.recurrent import RecurrentEncoder, autocast_fallbacks
+    >>> fallbacks = autocast_fallbacks(RecurrentEncoder("lstm", 4, 3), "cpu", torch.bfloat16)
+    >>> all(layer.handled for layer in fallbacks)  # none, or run in float32 by the encoder
+    True
+    """
+    device = torch.device(device)
+    parents = {id(child): parent for parent in module.modules() for child in parent.children()}
+    found = []
+    for name, layer in module.named_modules():
+        if isinstance(layer, nn.RNNBase):
+            reason = _failure(layer, device, dtype)
+            if reason is not None:
+                found.append(AutocastFallback(
+                    name, layer.mode.split("_")[0], reason,
+                    bool(getattr(parents.get(id(layer)), "portable_autocast", False))))
+    return found
+
+
 class OrthogonalLSTM(nn.Module):
     """Orthogonal LSTM layer (single layer, unidirectional, batch first).
 
@@ -228,8 +409,13 @@ class RecurrentEncoder(nn.Module):
     """One-layer recurrent encoder: ``"rnn" | "lstm" | "bilstm" | "orthogonal"``.
 
     ``forward(embedded (B, T, E), mask (B, T)) -> hidden (B, T, output_size)``, zero on padding.
-    ``output_size`` is ``hidden_size`` (``2 * hidden_size`` for ``"bilstm"``).
+    ``output_size`` is ``hidden_size`` (``2 * hidden_size`` for ``"bilstm"``). Under autocast,
+    a torch layer without a kernel in autocast's dtype runs in float32
+    (:func:`recurrent_forward`).
     """
+
+    #: its torch layer runs through :func:`recurrent_forward` (see :class:`AutocastFallback`)
+    portable_autocast = True
 
     def __init__(self, kind: str, input_size: int, hidden_size: int):
         super().__init__()
@@ -254,11 +440,11 @@ class RecurrentEncoder(nn.Module):
             # the backward direction must start at each row's last real token: pack
             lengths = mask.sum(1).clamp_min(1).cpu()
             packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
-            hidden, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True,
-                                            total_length=embedded.shape[1])
+            hidden, _ = pad_packed_sequence(recurrent_forward(self.rnn, packed)[0],
+                                            batch_first=True, total_length=embedded.shape[1])
         else:
             # right padding never reaches the real positions of a forward recurrence
-            hidden = self.rnn(embedded)[0]
+            hidden = recurrent_forward(self.rnn, embedded)[0]
         return hidden * mask.unsqueeze(-1).to(hidden.dtype)
 
     def final_state(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

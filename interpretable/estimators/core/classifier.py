@@ -18,6 +18,7 @@ from ...nn.losses import logits_of
 from ...params import StrOptions, validate_parameters
 from ...validation import warn_caller
 from .base import NeuralEstimator
+from .training import checked_autocast
 
 __all__ = ["NeuralClassifier"]
 
@@ -146,15 +147,18 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
         the weights stay float32); prediction runs in ``inference_precision``, and
         explanations always in the parameters' own precision, so inherent explanations stay
-        exact.
+        exact. Recurrent layers that torch cannot run in bfloat16 on the device (such as the
+        LSTM on an x86 CPU without AVX-512) train in float32, with one warning per fit (the
+        whole model does when a custom module runs them).
     inference_precision : {"float32", "bf16"}
         ``"bf16"`` runs ``predict``, ``predict_proba``, ``decision_function`` and ``score``
         under ``torch.autocast`` in bfloat16 where the device computes bfloat16 natively (a
         CUDA GPU of compute capability 8.0 or newer, a CPU with AVX512-BF16 or AMX); elsewhere
-        they run in float32, with one warning. Outputs keep their dtypes (float32 logits,
-        float64 probabilities). ``explain``, ``logits`` and the metrics always run in the
-        parameters' own precision. Saved with the model (models saved before it load with
-        ``"float32"``).
+        they run in float32, with one warning, as do recurrent layers that torch cannot run in
+        bfloat16 there (the whole model when a custom module runs them). Outputs keep their
+        dtypes (float32 logits, float64 probabilities). ``explain``, ``logits`` and the metrics
+        always run in the parameters' own precision. Saved with the model (models saved before
+        it load with ``"float32"``).
     accelerator : accelerate.Accelerator or None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
@@ -259,8 +263,9 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         """The context of the predictions (``predict``, ``predict_proba``,
         ``decision_function``): autocast in bfloat16 on ``device_`` when ``inference_precision``
         is ``"bf16"`` and the device computes it natively (:func:`native_bf16`), else none
-        (warning once per estimator when bfloat16 was asked). Autocast is thread-local: the
-        shared module is never changed."""
+        (warning once per estimator when bfloat16 was asked); recurrent layers without a
+        bfloat16 kernel there run in float32 (:func:`.training.checked_autocast`, which
+        warns once too). Autocast is thread-local: the shared module is never changed."""
         # an estimator pickled, or a subclass written, before the parameter: float32
         precision = getattr(self, "inference_precision", "float32")
         validate_parameters({"inference_precision": [StrOptions(set(INFERENCE_PRECISIONS))]},
@@ -270,7 +275,10 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
             return contextlib.nullcontext()
         device = torch.device(self.device_)
         if native_bf16(device):
-            return torch.autocast(device.type, dtype=dtype)
+            dtype = checked_autocast(self, self.module_, "inference_precision", dtype,
+                                     "predicting")
+            return contextlib.nullcontext() if dtype is None \
+                else torch.autocast(device.type, dtype=dtype)
         if self not in _WARNED_NO_BF16:
             _WARNED_NO_BF16.add(self)
             warn_caller(f"{type(self).__name__}: inference_precision='bf16' but {device} does "

@@ -24,7 +24,13 @@ from skorch.utils import noop
 from ...nn.losses import logits_of
 from ...nn.tensors import make_generator
 from ...progress import interactive, progress_bar, report
-from .training import OPTIMIZERS, PRECISIONS, SAMPLE_WEIGHT, TrainingDivergedError
+from .training import (
+    OPTIMIZERS,
+    PRECISIONS,
+    SAMPLE_WEIGHT,
+    TrainingDivergedError,
+    checked_autocast,
+)
 
 
 logger = logging.getLogger(__name__)
@@ -326,8 +332,7 @@ def train_module(estimator, module_factory, criterion, X, y, *, seed: int, callb
     validated = validation and estimator.validation_fraction is not None
     classifier = is_classifier(estimator)
     if accelerator is None:
-        net_class, placement = TrainingNet, {"device": estimator.device_,
-                                             "autocast": PRECISIONS[estimator.precision]}
+        net_class, placement = TrainingNet, {"device": estimator.device_}
     else:
         net_class, placement = AcceleratedTrainingNet, {
             "device": None, "accelerator": accelerator, "unwrap_after_train": False}
@@ -335,8 +340,12 @@ def train_module(estimator, module_factory, criterion, X, y, *, seed: int, callb
     verbose = estimator.verbose and main_process
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
+        module = module_factory()
+        if accelerator is None:  # float32 where torch lacks a layer's kernel (one warning)
+            placement["autocast"] = checked_autocast(
+                estimator, module, "precision", PRECISIONS[estimator.precision], "training")
         net = net_class(
-            module=module_factory(),
+            module=module,
             criterion=criterion,
             optimizer=OPTIMIZERS[estimator.optimizer],
             optimizer__weight_decay=float(estimator.weight_decay),

@@ -22,13 +22,16 @@ the net from the estimator's training parameters and trains it:
 from __future__ import annotations
 
 import copy
+import weakref
 from collections.abc import Iterator
 from numbers import Integral, Real
 
 import numpy as np
 import torch
 
+from ...nn.recurrent import autocast_fallbacks
 from ...params import HasMethods, Interval, StrOptions
+from ...validation import warn_caller
 
 __all__ = ["TrainingDivergedError"]
 
@@ -40,6 +43,9 @@ OPTIMIZERS = {
 }
 #: autocast dtype of each ``precision`` (None: the parameters' own)
 PRECISIONS = {"float32": None, "bf16": torch.bfloat16}
+#: the options each estimator was warned about by :func:`checked_autocast` (a fit's working
+#: copy, so once per fit, or the fitted estimator, so once per estimator)
+_WARNED_FALLBACK: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: key of the per-sample loss weights in a training batch (never passed to the module)
 SAMPLE_WEIGHT = "sample_weight"
 
@@ -61,6 +67,36 @@ TRAINING_CONSTRAINTS: dict = {
     "precision": [StrOptions(set(PRECISIONS))],
     "accelerator": [HasMethods(["prepare", "unwrap_model", "reduce"]), None],
 }
+
+
+def checked_autocast(estimator, module: torch.nn.Module, option: str,
+                     dtype: torch.dtype | None, doing: str) -> torch.dtype | None:
+    """The dtype to run ``module`` under autocast in, on ``estimator.device_``, for ``option``
+    (``"precision"`` or ``"inference_precision"``), which asks for ``dtype`` (None: float32).
+
+    Where torch has no ``dtype`` kernel of a recurrent layer there (oneDNN's bfloat16 LSTM
+    without AVX-512, see :func:`~interpretable.nn.recurrent.autocast_fallbacks`), the
+    package's own layers run in float32 and the rest in ``dtype``: returns ``dtype``; a layer
+    run by a custom module cannot switch alone: returns None (float32 throughout). Either
+    warns once per estimator and option, ``doing`` (e.g. ``"training"``) naming the step.
+    """
+    fallbacks = [] if dtype is None else autocast_fallbacks(module, estimator.device_, dtype)
+    if not fallbacks:
+        return dtype
+    kinds = "/".join(sorted({layer.kind for layer in fallbacks}))
+    custom = [layer.name for layer in fallbacks if not layer.handled]
+    warned = _WARNED_FALLBACK.setdefault(estimator, set())
+    if option not in warned:
+        warned.add(option)
+        name = str(dtype).removeprefix("torch.")
+        outcome = (f"{doing} runs the {kinds} layers in float32 and the rest in {name}"
+                   if not custom else f"{kinds} {', '.join(map(repr, custom[:3]))} of a custom "
+                   f"module cannot switch alone, so {doing} runs in float32 throughout")
+        warn_caller(f"{type(estimator).__name__}: {option}={getattr(estimator, option)!r} but "
+                    f"torch has no {name} {kinds} kernel on {estimator.device_} "
+                    f"({fallbacks[0].reason}); {outcome}.")
+    return None if custom else dtype
+
 
 class TrainingDivergedError(RuntimeError):
     """Raised when the training loss or the weights become NaN or infinite; the estimator keeps

@@ -99,7 +99,9 @@ class ISANLanguageModel(ISANBase, LanguageModelBase):
     precision : {"float32", "bf16"}, default="float32"
         ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
         the weights stay float32), while prediction and explanations always run in the
-        parameters' own precision, so inherent explanations stay exact.
+        parameters' own precision, so inherent explanations stay exact. Recurrent layers that
+        torch cannot run in bfloat16 on the device (such as the LSTM on an x86 CPU without
+        AVX-512) train in float32, with one warning per fit.
     accelerator : accelerate.Accelerator or None, default=None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
@@ -338,7 +340,9 @@ class LSTMLanguageModel(LanguageModelBase):
     precision : {"float32", "bf16"}, default="float32"
         ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
         the weights stay float32), while prediction and explanations always run in the
-        parameters' own precision, so inherent explanations stay exact.
+        parameters' own precision, so inherent explanations stay exact. Recurrent layers that
+        torch cannot run in bfloat16 on the device (such as the LSTM on an x86 CPU without
+        AVX-512) train in float32, with one warning per fit.
     accelerator : accelerate.Accelerator or None, default=None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end

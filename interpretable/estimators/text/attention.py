@@ -259,15 +259,18 @@ class AttentionTextClassifier(AttentionClassifierBase):
         ``"bf16"`` trains with mixed precision (``torch.autocast`` in bfloat16: forward and loss;
         the weights stay float32); prediction runs in ``inference_precision``, and
         explanations always in the parameters' own precision, so inherent explanations stay
-        exact.
+        exact. Recurrent layers that torch cannot run in bfloat16 on the device (such as the
+        LSTM on an x86 CPU without AVX-512) train in float32, with one warning per fit (the
+        whole model does when a custom module runs them).
     inference_precision : {"float32", "bf16"}, default="float32"
         ``"bf16"`` runs ``predict``, ``predict_proba``, ``decision_function`` and ``score``
         under ``torch.autocast`` in bfloat16 where the device computes bfloat16 natively (a
         CUDA GPU of compute capability 8.0 or newer, a CPU with AVX512-BF16 or AMX); elsewhere
-        they run in float32, with one warning. Outputs keep their dtypes (float32 logits,
-        float64 probabilities). ``explain``, ``logits`` and the metrics always run in the
-        parameters' own precision. Saved with the model (models saved before it load with
-        ``"float32"``).
+        they run in float32, with one warning, as do recurrent layers that torch cannot run in
+        bfloat16 there (the whole model when a custom module runs them). Outputs keep their
+        dtypes (float32 logits, float64 probabilities). ``explain``, ``logits`` and the metrics
+        always run in the parameters' own precision. Saved with the model (models saved before
+        it load with ``"float32"``).
     accelerator : accelerate.Accelerator or None, default=None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
