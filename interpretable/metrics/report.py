@@ -347,6 +347,13 @@ def _summarise(samples: pd.DataFrame, timing: pd.DataFrame, methods) -> pd.DataF
     return frame[list(REPORT_COLUMNS)].astype(REPORT_COLUMNS).reset_index(drop=True)
 
 
+def _ordered_skips(skipped: list, methods: list) -> pd.DataFrame:
+    """What was not evaluated, ordered as ``methods`` and ``REPORT_METRICS``."""
+    metrics = ["all", *REPORT_METRICS]
+    rows = sorted(skipped, key=lambda row: (methods.index(row[0]), metrics.index(row[1])))
+    return pd.DataFrame(rows, columns=["method", "metric", "reason"])
+
+
 def _check_budget(max_samples, max_seconds):
     if max_samples is not None and not (isinstance(max_samples, (int, np.integer))
                                         and max_samples >= 1):
@@ -532,7 +539,7 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
     per_sample = pd.concat(evaluation.samples, ignore_index=True)
     return ExplanationReport(
         _summarise(per_sample, timing, [*methods, *explanations]), per_sample,
-        pd.DataFrame(evaluation.skipped, columns=["method", "metric", "reason"]),
+        _ordered_skips(evaluation.skipped, [*methods, *explanations]),
         seconds={"explanations": {m: evaluation.explain_seconds[m] for m in done},
                  "metrics": evaluation.metric_seconds})
 
