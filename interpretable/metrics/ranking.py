@@ -8,8 +8,10 @@ The rule, step by step:
    when the top units are removed, minus the drop when only the top units are kept (both in
    probability units; higher is better). A method's score is its mean over the samples on
    which both metrics have a value.
-2. **Ranking.** Methods are ranked by that mean, highest first (ties keep the order the
-   methods first appear in). The methods are scored on the same samples (the same texts or
+2. **Ranking.** Methods are ranked by that mean, highest first; means equal to 9 decimals
+   (what float rounding leaves between equivalent explanations) are ties, and the cheaper
+   method ranks first (then the order the methods first appear in). The rule's other
+   measures are compared to 6 significant digits. The methods are scored on the same samples (the same texts or
    images), so they are compared sample by sample: paired.
 3. **Uncertainty.** A percentile bootstrap gives every mean an interval (by default 1000
    resamples of the samples with replacement, seeded, 95 % intervals): the interval runs
@@ -68,6 +70,10 @@ FAVOURED_BY_CONSTRUCTION = {"loo_kendall_tau": ("occlusion",)}
 #: the cost, one timing per method (no interval)
 COST = "seconds_per_sample"
 NOT_RANKED = "not ranked: no faithfulness score"
+#: faithfulness and AUPRC (probabilities) equal to this many decimals are ties
+TIE_DECIMALS = 9
+#: other measures of the rule equal to this many significant digits are ties
+TIE_DIGITS = 6
 
 
 def _check_samples(samples) -> pd.DataFrame:
@@ -126,6 +132,19 @@ def _bootstrap_means(values: np.ndarray, n_bootstrap: int, random_state) -> np.n
     scored = ~np.isnan(values)
     with np.errstate(invalid="ignore", divide="ignore"):
         return (counts @ np.where(scored, values, 0.0).T) / (counts @ scored.T)
+
+
+def _comparable(measure: str, values: np.ndarray) -> np.ndarray:
+    """``values`` rounded to what the rule tells apart: probabilities (faithfulness, AUPRC) to
+    :data:`TIE_DECIMALS` decimals, other measures to :data:`TIE_DIGITS` significant digits,
+    so that float rounding between equivalent explanations is a tie."""
+    values = np.asarray(values, dtype=np.float64)
+    if measure in (FAITHFULNESS, "auprc"):
+        return np.round(values, TIE_DECIMALS)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = 10.0 ** (np.floor(np.log10(np.abs(values))) - (TIE_DIGITS - 1))
+        return np.where(np.isfinite(scale) & (scale > 0), np.round(values / scale) * scale,
+                        values)
 
 
 def _undominated(measures: np.ndarray, taking_part: np.ndarray) -> np.ndarray:
@@ -262,7 +281,9 @@ def rank_methods(samples, costs=None, *, confidence=0.95, n_bootstrap=1000,
 
     faithfulness = mean[:, 0]
     ranked = np.flatnonzero(~np.isnan(faithfulness))
-    ranked = ranked[np.argsort(-faithfulness[ranked], kind="stable")]
+    ties_by_cost = np.where(np.isnan(cost), np.inf, cost)[ranked]
+    ranked = ranked[np.lexsort((ties_by_cost, -_comparable(FAITHFULNESS,
+                                                            faithfulness[ranked])))]
     order = [*ranked, *(i for i in range(len(methods)) if i not in set(ranked))]
 
     top_two = None
@@ -277,7 +298,7 @@ def rank_methods(samples, costs=None, *, confidence=0.95, n_bootstrap=1000,
               **{m: mean[:, measures.index(m)] for m in PARETO_MEASURES if m in measures}}
     pareto_names = [m for m in PARETO_MEASURES if m in pareto and
                     not np.isnan(pareto[m]).all()]
-    table = np.column_stack([pareto[m] if PARETO_MEASURES[m] else -pareto[m]
+    table = np.column_stack([_comparable(m, pareto[m] if PARETO_MEASURES[m] else -pareto[m])
                              for m in pareto_names]) if pareto_names else \
         np.full((len(methods), 0), np.nan)
     for measure, method in flagged:

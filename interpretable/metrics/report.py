@@ -54,8 +54,9 @@ REPORT_METRICS = {
 REPORT_COLUMNS = {"method": object, "metric": object, "property": object, "mean": np.float64,
                   "std": np.float64, "sem": np.float64, "n_samples": np.int64,
                   "higher_is_better": bool}
-#: samples explained and scored together (one batched erasure pass each)
-CHUNK_SIZE = 64
+#: samples explained and scored together (one batched erasure pass each; the progress bar
+#: and the budget move chunk by chunk)
+CHUNK_SIZE = 32
 
 
 def leave_one_out(clf, inputs, batch_size=None, view="model") -> np.ndarray:
@@ -172,6 +173,7 @@ class _Evaluation:
         self.explain_seconds = dict.fromkeys(methods, 0.0)
         self.metric_seconds = 0.0
         self.n_done = 0
+        self.bar = None
 
     def skip(self, method, metric, reason):
         if (method, metric, reason) not in self.skipped:
@@ -189,6 +191,7 @@ class _Evaluation:
         explanations = {name: given[start: start + len(X)] for name, given in
                         self.given.items()}
         for method in list(self.methods):
+            self.bar.set_postfix_str(f"explaining: {method}", refresh=True)
             began = time.perf_counter()
             try:
                 explanation = self.estimator.explain(
@@ -229,6 +232,7 @@ class _TextEvaluation(_Evaluation):
             X, start, **{m: _level_options(self.estimator, m, level) for m in self.methods})
         if not explanations:
             return
+        self.bar.set_postfix_str("scoring", refresh=True)
         began = time.perf_counter()
         units = text_units(self.estimator, X, level, specials)
         scores = {m: unit_scores(e, units) for m, e in explanations.items()}
@@ -303,6 +307,7 @@ class _ImageEvaluation(_Evaluation):
         explanations = self.explain_all(X, start)
         if not explanations:
             return
+        self.bar.set_postfix_str("scoring", refresh=True)
         began = time.perf_counter()
         for method, explanation in explanations.items():
             flipping = pixel_flipping(
@@ -444,7 +449,7 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
     max_samples : int or None, default=None
         Evaluate at most the first ``max_samples`` samples.
     max_seconds : float or None, default=None
-        A time budget: no new chunk of samples (``CHUNK_SIZE``) is started once it is spent;
+        A time budget: no new chunk of samples (``CHUNK_SIZE``, 32) is started once it is spent;
         the report holds the samples evaluated so far (with a warning).
     verbose : int, default=0
         > 0: a progress bar over the samples with the time remaining.
@@ -515,6 +520,7 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
                                                include_special_tokens))
     began = time.perf_counter()
     with _progress(n, verbose) as bar:
+        evaluation.bar = bar
         for start in range(0, n, CHUNK_SIZE):
             if start and max_seconds is not None and time.perf_counter() - began > max_seconds:
                 warnings.warn(f"evaluate_explanations: the budget of {max_seconds:g} s was "
@@ -524,6 +530,7 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
             chunk = samples[start: min(start + CHUNK_SIZE, n)]
             evaluation.run(chunk, start)
             evaluation.n_done = start + len(chunk)
+            bar.set_postfix_str("", refresh=False)
             bar.update(len(chunk))
             if not evaluation.methods and not explanations:
                 break
