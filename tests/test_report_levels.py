@@ -133,3 +133,15 @@ def test_budget_stops_cleanly_with_what_it_has(tiny):
     assert report.samples["sample"].max() == 31
     with pytest.raises(ValueError, match="max_samples must be a positive integer"):
         evaluate_explanations(tiny, TEXTS, max_samples=0)
+
+
+def test_stability_on_the_first_samples_only(tiny):
+    report = evaluate_explanations(tiny, TEXTS * 20, methods="gradient", stability_samples=40,
+                                   random_state=0)
+    counts = report.to_frame().set_index("metric").n_samples
+    assert counts["stability_jsd"] == 64 and counts["comprehensiveness"] == 80  # whole chunks
+    report = evaluate_explanations(tiny, TEXTS, methods="gradient", stability_samples=0)
+    assert "stability_jsd" not in set(report.samples.metric)
+    assert report.skipped.set_index("metric").reason["stability_jsd"] == "stability_samples=0"
+    with pytest.raises(ValueError, match="stability_samples must be an integer >= 0 or None"):
+        evaluate_explanations(tiny, TEXTS, stability_samples=-1)

@@ -244,7 +244,10 @@ class _TextEvaluation(_Evaluation):
         for view, methods in views.items():
             self._erasure(view, methods, units, scores, start)
         for method, explanation in explanations.items():
-            self._stability(method, explanation, units, scores[method], X, start)
+            if start < self.options["stability_samples"]:
+                self._stability(method, explanation, units, scores[method], X, start)
+            elif start == 0:
+                self.skip(method, "stability_jsd", "stability_samples=0")
             if self.rationales is not None:
                 self.score_plausibility(method, start, scores[method],
                                         self.check_rationales(units, start))
@@ -319,6 +322,9 @@ class _ImageEvaluation(_Evaluation):
             if method in self.given:
                 self.skip(method, "stability_jsd", "a precomputed explanation is not "
                           "recomputed for perturbed inputs")
+            elif start >= options["stability_samples"]:
+                if start == 0:
+                    self.skip(method, "stability_jsd", "stability_samples=0")
             else:
                 stability = image_stability(self.estimator, X, method, explanation=explanation,
                                             random_state=options["seed"] + start,
@@ -374,7 +380,8 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
                           explanations=None, level="piece", include_special_tokens=False,
                           convention="eraser",
                           batch_size=None, random_state=None, fractions=None,
-                          stability_radius=1e-3, top_k=None, patch_size=None,
+                          stability_radius=1e-3, stability_samples=64, top_k=None,
+                          patch_size=None,
                           max_samples=None, max_seconds=None,
                           verbose=0) -> ExplanationReport:
     """Score every explanation method of an estimator: which explanation to trust.
@@ -386,14 +393,16 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
       class's probability when the top units are removed / when only they are kept, averaged
       over ``fractions``), ``loo_kendall_tau`` (rank agreement with leave-one-out importance;
       occlusion *is* leave-one-out, so it is reported but not ranked on) and, for methods that
-      explain perturbed embeddings (attention, gradients), ``stability_jsd``: the JSD of the
-      explanation under random noise of norm ``stability_radius`` on every token embedding.
+      explain perturbed embeddings (attention, gradients, the perturbation methods),
+      ``stability_jsd``: the JSD of the explanation under random noise of norm
+      ``stability_radius`` on every token embedding (on the first ``stability_samples``).
       All erasures of all methods, and the leave-one-out variants (once per text, shared by
       the methods), are scored in one batched pass;
     * images: ``comprehensiveness`` (deletion) and ``sufficiency`` (insertion: only the top
       pixels or patches kept) by
       :func:`~interpretable.metrics.image_faithfulness.pixel_flipping`, and ``stability_jsd``
-      under input noise (:func:`~interpretable.metrics.image_faithfulness.image_stability`);
+      under input noise (:func:`~interpretable.metrics.image_faithfulness.image_stability`,
+      on the first ``stability_samples``);
     * ``completeness_error`` where the explanation has one (exact methods, integrated
       gradients): ``|Σ values + bias − logit|`` relative to the logit's scale;
     * with ``rationales``: ``auprc``, ``token_f1`` and ``token_iou``.
@@ -441,6 +450,10 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
         The AOPC bins (None: the convention's; ERASER's are (0.01, 0.05, 0.1, 0.2, 0.5)).
     stability_radius : float, default=0.001
         The embedding noise of ``stability_jsd`` (texts).
+    stability_samples : int or None, default=64
+        Measure ``stability_jsd`` on the chunks of the first ``stability_samples`` samples
+        only (None: all): it explains them once more, which for LIME or Kernel SHAP costs as
+        much as their explanation; its row's ``n_samples`` says how many.
     top_k : int or None, default=None
         Units in the hard rationale of ``token_f1`` / ``token_iou`` (None: the convention's,
         ERASER: the rationale's size per sample; ferret: 5).
@@ -488,6 +501,10 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
         raise ValueError(f"unknown methods {unknown}; {type(estimator).__name__} offers "
                          f"{available}.")
     _check_budget(max_samples, max_seconds)
+    if stability_samples is not None and not (isinstance(stability_samples, (int, np.integer))
+                                              and stability_samples >= 0):
+        raise ValueError(f"stability_samples must be an integer >= 0 or None, got "
+                         f"{stability_samples!r}.")
     explanations = dict(explanations or {})
     for name, given in explanations.items():
         if name in methods or not hasattr(given, "values") or len(given) != len(X):
@@ -511,6 +528,7 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
     options = {"batch_size": batch_size, "convention": conv, "explanations": explanations, "top_k": top_k, "level": level,
                "include_special_tokens": include_special_tokens, "patch_size": patch_size,
                "stability_radius": stability_radius,
+               "stability_samples": np.inf if stability_samples is None else stability_samples,
                "seed": int(check_random_state(random_state).randint(2**31 - 1 - 2**24))}
     evaluation = (_TextEvaluation if is_text else _ImageEvaluation)(
         estimator, samples, methods, rationales, options)
