@@ -133,14 +133,77 @@ def check_text_inputs(X, what: str = "X", allow_blank: bool = False
     return check_texts(X, what, allow_blank), None
 
 
-def check_images(X, *, channels: int | None = None, what: str = "X") -> np.ndarray:
+def refuse_single_image(X, *, channels: int | None = None, image_shape=None,
+                        what: str = "X") -> None:
+    """Refuse one image passed without its batch axis: the rule of every image estimator.
+
+    A 2-d array is one image. A 3-d array ``(a, b, c)`` is ``a`` grey images of ``b x c``
+    pixels or one ``(H, W, C)`` image, never guessed silently: it is one image for an
+    estimator that resizes images of any size (``image_shape="any"``) when ``c <= 4`` (grey
+    images that narrow are passed as ``(n, H, W, 1)``); for a colour model (``channels > 1``,
+    which takes no grey images) when ``c == channels``; for a grey model when ``c == 1`` and
+    ``(a, b)``, not ``(b, c)``, is its ``image_shape``. Before a first fit on images as given
+    (``channels`` None) it is a batch of grey images.
+
+    Parameters
+    ----------
+    X : array-like
+        The images; only arrays and tensors (what has ``ndim`` and ``shape``) are checked,
+        sequences of images are batches.
+    channels : int or None, default=None
+        The channel count of the images the estimator was fitted on (None: not fitted yet).
+    image_shape : tuple of 2 int, "any" or None, default=None
+        Their ``(H, W)``; ``"any"``: the estimator resizes images of any size.
+    what : str, default="X"
+        Names the input in errors.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is one image, saying to pass ``X[None]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable.validation import refuse_single_image
+    >>> refuse_single_image(np.zeros((5, 32, 32)), channels=1, image_shape=(32, 32))  # 5 grey
+    >>> refuse_single_image(np.zeros((32, 32, 3)), channels=3, image_shape=(32, 32))
+    Traceback (most recent call last):
+    ...
+    ValueError: X of shape (32, 32, 3) is one (H, W, C) image, not a batch: pass X[None] ...
+    """
+    shape = tuple(getattr(X, "shape", ()))
+    if getattr(X, "ndim", None) == 2:
+        raise ValueError(f"{what} must be a batch of images (n, H, W[, C]), got 2 dimensions "
+                         f"{shape}: that is a single image; pass {what}[None] (shape "
+                         f"{(1, *shape)}).")
+    if getattr(X, "ndim", None) != 3:
+        return
+    a, b, c = shape
+    if image_shape == "any":
+        single, why = c <= 4, f"; {a} grey images of {b} x {c} pixels would be {what}[..., None]"
+    elif channels is not None and channels > 1:
+        single, why = c == channels, f"; the model takes {channels}-channel images, not grey ones"
+    elif channels == 1 and image_shape is not None:
+        fitted = tuple(image_shape)
+        single, why = c == 1 and (a, b) == fitted != (b, c), f"; {fitted} is the fitted size"
+    else:
+        return
+    if single:
+        raise ValueError(f"{what} of shape {shape} is one (H, W, C) image, not a batch: pass "
+                         f"{what}[None] (shape {(1, *shape)}){why}.")
+
+
+def check_images(X, *, channels: int | None = None, image_shape=None, what: str = "X"
+                 ) -> np.ndarray:
     """Validate images and return float32 ``(n, H, W, C)`` in [0, 1] (a new array).
 
     Layout rule: a batch of ``(n, H, W)`` grey or channels-last ``(n, H, W, C)`` images, float
     in [0, 1] or uint8 in [0, 255]. Never guessed: a channels-first batch ``(n, C, H, W)`` (C ≤ 4
-    before more than 4 trailing values) and a single image without batch axis are refused with
-    a message saying how to pass them. Float pixels within 1e-6 outside [0, 1] (rounding) are
-    clipped. ``channels`` (the count seen in ``fit``) is enforced when given.
+    before more than 4 trailing values) and a single image without batch axis
+    (:func:`refuse_single_image`, which the fitted ``channels`` and ``image_shape`` inform) are
+    refused with a message saying how to pass them. Float pixels within 1e-6 outside [0, 1]
+    (rounding) are clipped. ``channels`` (the count seen in ``fit``) is enforced when given.
     """
     _refuse_sparse(X, what)
     if isinstance(X, torch.Tensor):
@@ -155,12 +218,7 @@ def check_images(X, *, channels: int | None = None, what: str = "X") -> np.ndarr
         raise ValueError(f"{what} must be an array of equally sized numeric images.")
     if X.size == 0 or X.ndim == 0 or X.shape[0] == 0:
         raise ValueError(f"{what} is empty: at least one image is required.")
-    if X.ndim == 2:
-        raise ValueError(f"{what} must be a batch of images (n, H, W[, C]), got 2 dimensions "
-                         f"{X.shape}; for a single image pass {what}[None].")
-    if X.ndim == 3 and channels is not None and channels > 1 and X.shape[-1] == channels:
-        raise ValueError(f"{what} of shape {X.shape} looks like one (H, W, C) image; pass a batch "
-                         f"(n, H, W, C), e.g. {what}[None].")
+    refuse_single_image(X, channels=channels, image_shape=image_shape, what=what)
     if X.ndim == 4 and X.shape[1] <= 4 < X.shape[-1]:
         raise ValueError(f"{what} of shape {X.shape} looks channels-first (n, C, H, W); images "
                          f"are channels-last (n, H, W, C): pass np.moveaxis({what}, 1, -1).")

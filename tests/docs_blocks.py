@@ -8,6 +8,8 @@ one after it has imported torch, scikit-learn, pandas, matplotlib and the packag
 import (about 5 s here) is paid once; three files run at a time (on 2 cores: the blocks also
 wait, on worker processes and files). A block whose first line starts
 with ``# not run by the docs tests:`` (followed by the reason: a download, a GPU) is skipped.
+A file with a block that imports torchvision or timm runs with the real packages
+(``tests/_real_vision.py``).
 RESULTS.json gets, per file: ``returncode``, ``seconds``, ``blocks_run``, ``not_run`` (the
 reasons), ``output`` (the end of its stdout and stderr) and ``workdir``.
 """
@@ -27,6 +29,9 @@ from pathlib import Path
 
 FENCE = re.compile(r"^( *)```python[ \t]*\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
 NOT_RUN = "# not run by the docs tests:"
+#: a block that imports torchvision or timm: its file's process gets the real packages first
+#: (``tests/_real_vision.py``; they live outside the venv's packages)
+LIBRARY_IMPORT = re.compile(r"^\s*(import|from)\s+(torchvision|timm)\b", re.MULTILINE)
 PARALLEL = 3
 
 
@@ -43,7 +48,12 @@ def _run_file(path: Path, workdir: Path) -> int:
     main.__builtins__ = builtins
     sys.modules["__main__"] = main
     run, skipped, status = 0, [], 0
-    for line, code in python_blocks(path.read_text(encoding="utf-8")):
+    blocks = python_blocks(path.read_text(encoding="utf-8"))
+    if any(LIBRARY_IMPORT.search(code) for _, code in blocks if not code.startswith(NOT_RUN)):
+        from _real_vision import real_vision  # the real torchvision and timm (test-only)
+
+        real_vision()
+    for line, code in blocks:
         if code.startswith(NOT_RUN):
             skipped.append(f"{path.name}:{line}: {code.splitlines()[0][len(NOT_RUN):].strip()}")
             continue

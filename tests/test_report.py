@@ -130,8 +130,9 @@ def test_inherent_explanations_find_the_planted_evidence(planted):
 def test_report_errors(planted):
     data, clf = planted
     X = data.data[:4]
-    with pytest.raises(ValueError, match=r"unknown methods \['deeplift'\].*'inherent', 'gradient'"):
-        evaluate_explanations(clf, X, methods=["inherent", "deeplift"])
+    with pytest.raises(ValueError, match=r"unknown methods \['guided_backprop'\].*'inherent', "
+                                         r"'gradient'"):
+        evaluate_explanations(clf, X, methods=["inherent", "guided_backprop"])
     with pytest.raises(ValueError, match="rationales has 3 samples but X has 4"):
         evaluate_explanations(clf, X, rationales=data.rationale[:3])
     bad = [*data.rationale[:2], np.append(data.rationale[2], 0), data.rationale[3]]

@@ -126,16 +126,23 @@ def test_dask_bag_of_texts_explained_to_parquet(client, text_model, texts_and_ta
     pd.testing.assert_frame_equal(_read(tmp_path / "out"), expected, rtol=1e-6, atol=1e-7)
 
 
-def test_a_pretrained_transformers_classifier_is_explained_on_dask(client, tmp_path):
-    """A fine-tuned checkpoint taken as it is (``from_pretrained``) travels to the workers
-    like a model trained here."""
+@pytest.mark.parametrize("architecture", ["roberta", "gpt2"])
+def test_a_pretrained_transformers_classifier_is_explained_on_dask(client, tmp_path,
+                                                                   architecture):
+    """A fine-tuned checkpoint taken as it is (``from_pretrained``), converted (RoBERTa) or
+    run by ``transformers`` itself (GPT-2), travels to the workers like a model trained
+    here."""
     import dask.bag as db
 
+    from architectures import tiny_classifier
     from families import tiny_checkpoint
 
     from interpretable import BertTextClassifier
 
-    folder = tiny_checkpoint(tmp_path / "checkpoint", "roberta", labels=["neg", "pos"])
+    if architecture == "roberta":
+        folder = tiny_checkpoint(tmp_path / "checkpoint", "roberta", labels=["neg", "pos"])
+    else:
+        folder = tiny_classifier(tmp_path / "checkpoint", "gpt2")
     model = BertTextClassifier.from_pretrained(folder, device="cpu")
     texts = _sentiment(40, seed=2)[0]
     files = explain_to_parquet(model, db.from_sequence(texts, npartitions=2), tmp_path / "out",

@@ -186,7 +186,12 @@ def hostile_states(name, state):
                r"special tokens \['<nope>'\] are not in the vocabulary"),
               ({**state, "settings": {k: v for k, v in settings.items() if k != "pad_token"}},
                "settings must have the keys"),
-              ({**state, "settings": None}, "settings must have the keys")]
+              ({**state, "settings": None}, "settings must have the keys"),
+              ({**state, "settings": {**settings, "prefix": [1]}}, "lists of at most 4 str"),
+              ({**state, "settings": {**settings, "suffix": ["<nope>"]}},
+               r"special tokens \['<nope>'\] are not in the vocabulary"),
+              ({**state, "settings": {**settings, "prefix": settings["suffix"]}},
+               "'cls_token' and 'sep_token' must be the first token of 'prefix'")]
     if TOKENIZER_MODEL[name] == "WordPiece":
         vocabulary = state["vocabulary"]
         return broken + [({**state, "vocabulary": [1, *vocabulary[1:]]}, "list of at most"),
@@ -246,18 +251,31 @@ def test_an_unknown_model_type_is_refused(tmp_path):
         WordPieceEncoder(checkpoint=tmp_path).fit()
 
 
-def test_a_tokeniser_that_adds_no_start_and_end_tokens_is_refused(tmp_path):
-    """GPT-2-like: byte-level BPE without a post-processor (the encoder would add tokens the
-    model never saw)."""
+def test_a_tokeniser_is_framed_as_it_frames_texts(tmp_path):
+    """GPT-2-like (byte-level BPE without a post-processor): the pieces alone, no start or end
+    token the model never saw; more than 4 special tokens around a text are refused."""
     import transformers
+    from tokenizers import processors
 
     backend = tiny_tokenizer("roberta").backend_tokenizer
     backend.post_processor = None
     transformers.PreTrainedTokenizerFast(
-        tokenizer_object=backend, cls_token="<s>", sep_token="</s>", pad_token="<pad>",
-        unk_token="<unk>").save_pretrained(tmp_path)
-    encoder = WordPieceEncoder(checkpoint=tmp_path)
-    with pytest.raises(ValueError, match="does not encode a text as <s> pieces </s>"):
+        tokenizer_object=backend, pad_token="<pad>", unk_token="<unk>").save_pretrained(
+        tmp_path / "bare")
+    encoder = WordPieceEncoder(checkpoint=tmp_path / "bare").fit()
+    settings = encoder.settings_
+    assert (settings["prefix"], settings["suffix"]) == ([], [])
+    assert (settings["cls_token"], settings["sep_token"]) == (None, None)
+    pieces = encoder.align(TEXT)
+    assert (pieces.words >= 0).all() and pieces.pieces == encoder.tokenize(TEXT)
+    ids, lengths, _ = encoder.encode_texts([TEXT])
+    assert ids[0, : lengths[0]].tolist() == backend.encode(TEXT).ids
+    backend.post_processor = processors.TemplateProcessing(
+        single="<s> <s> <s> <s> <s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
+    transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>").save_pretrained(tmp_path / "long")
+    encoder = WordPieceEncoder(checkpoint=tmp_path / "long")
+    with pytest.raises(ValueError, match="between at most 4 special tokens"):
         encoder.fit()
     assert not hasattr(encoder, "index_to_token_")  # nothing is held from a refused tokeniser
 

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from interpretable import BcosSimpleViTClassifier, BcosViTClassifier, ViTClassifier
+from interpretable import (
+    BcosResNetClassifier,
+    BcosSimpleViTClassifier,
+    BcosViTClassifier,
+    ViTClassifier,
+)
 from interpretable.nn.library_vit import LAYOUTS
 from interpretable.params import StrOptions
 
@@ -17,7 +22,9 @@ NEEDS_MORE = {("finetune", "head"): "trains part of pretrained= weights"}
 #: what an estimator needs besides its defaults (BcosSimpleViTClassifier has no default
 #: network: a tiny one)
 REQUIRED = {BcosSimpleViTClassifier: dict(architecture=dict(dim=8, depth=1, heads=2, mlp_dim=8,
-                                                            patch_size=4))}
+                                                            patch_size=4)),
+            BcosResNetClassifier: dict(architecture=dict(block="basic", layers=[1, 1, 1, 1],
+                                                         width=4))}
 
 
 def _data(n=8, side=8, seed=0):
@@ -39,7 +46,8 @@ def _categorical(cls):
 
 
 CASES = [(cls, name, value)
-         for cls in (ViTClassifier, BcosViTClassifier, BcosSimpleViTClassifier)
+         for cls in (ViTClassifier, BcosViTClassifier, BcosSimpleViTClassifier,
+                     BcosResNetClassifier)
          for name, value in _categorical(cls)]
 
 

@@ -6,6 +6,38 @@ non-negative); ``"input_x_gradient"`` and ``"integrated_gradients"`` are summed 
 embedding axis (signed; integrated gradients satisfy completeness against their baseline, by
 default the all-zero embedding).
 
+The noise methods (:mod:`interpretable.attribution.noise`: captum's computations, every
+sample's random draws from a generator of its own seeded with ``random_state``):
+
+* ``"smoothgrad"``: captum ``NoiseTunnel`` over ``Saliency`` (SmoothGrad, Smilkov et al.,
+  2017: the gradient averaged over ``nt_samples`` noisy copies of the embeddings; with
+  ``nt_type="smoothgrad_sq"`` the mean squared gradient, ``"vargrad"`` its variance), reduced
+  as ``"gradient"`` is (the L2 norm over the embedding axis);
+* ``"smoothgrad_integrated_gradients"``: ``NoiseTunnel`` over ``IntegratedGradients`` (the
+  baseline stays where it is), summed over the embedding axis;
+* ``"gradient_shap"``: captum ``GradientShap``, ``n_samples`` draws of ``(x + ε − b) ⊙ ∂f/∂x``
+  at a random point of the segment from a baseline ``b`` (one of the sample's baselines: a
+  distribution) to the input, summed over the embedding axis; with ``stdevs=0`` they sum to
+  the logit minus the mean baseline logit, in expectation.
+
+The noise is Gaussian with standard deviation ``stdevs`` (None: for the noise tunnel 15 % of
+the spread, max − min, of each sample's real token embeddings, as SmoothGrad recommends; for
+GradientSHAP 0, captum's default).
+
+``"deeplift"``: captum ``DeepLift`` from the baseline; ``forward`` must then be a module
+whose non-linearities DeepLIFT's rules cover (:func:`~interpretable.attribution.hooked.
+deeplift_blockers`), where its attributions sum to the logit minus the baseline's logit; it is
+refused elsewhere, naming the operations that prevent it.
+
+Layer attribution: with ``layer`` (a module that runs once inside ``forward``, one vector
+per token), ``"integrated_gradients"`` is captum ``LayerIntegratedGradients`` and
+``"input_x_gradient"`` captum ``LayerGradientXActivation`` (gradient × activation) at that
+layer's output, summed over its hidden axis per token. Layer integrated gradients move only the
+layer's output to its value at the baseline, the rest of the network seeing the input: they
+sum to the logit minus the logit with the layer's output at its baseline value, the
+``baseline_logit`` (the baseline's logit where every path from the embeddings runs through the
+layer, as through an encoder layer).
+
 The perturbation methods replace token embeddings by the ``baseline``'s, a group of tokens at
 a time (``groups``; default: every real token alone), and share a group's attribution
 equally among its tokens (a group's tokens sum to it):
@@ -24,16 +56,30 @@ a random stream.
 from __future__ import annotations
 
 import functools
+import warnings
 from contextlib import nullcontext
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Callable, NamedTuple, Optional
 
 import torch
 
+from .hooked import deeplift_refusal
+from .noise import NT_TYPES, draw, gradient_shap, noise_tunnel
+from .noise import seeded_generator as _generator
+
 __all__ = ["TokenAttributions", "attribute_tokens"]
 
 GRADIENT_METHODS = ("gradient", "integrated_gradients", "input_x_gradient")
+NOISE_METHODS = ("smoothgrad", "smoothgrad_integrated_gradients", "gradient_shap")
+DEEPLIFT_METHODS = ("deeplift",)
 PERTURBATION_METHODS = ("occlusion", "lime", "kernel_shap")
+#: the methods that take a ``layer``
+LAYER_METHODS = ("integrated_gradients", "input_x_gradient")
+#: the methods whose scores sum to the logit minus ``baseline_logit``
+COMPLETE_METHODS = ("integrated_gradients", "kernel_shap", "gradient_shap", "deeplift")
+#: the noise tunnel's default noise: this fraction of the spread (max - min) of each sample's
+#: real token embeddings (SmoothGrad's recommendation: 10 to 20 %)
+NOISE_LEVEL = 0.15
 #: embeddings evaluated per forward pass inside the perturbation methods (bounds their memory)
 _INTERNAL_BATCH = 4096
 #: token positions per forward and backward pass inside integrated gradients: the
@@ -50,8 +96,10 @@ class TokenAttributions(NamedTuple):
     scores : torch.Tensor of shape (B, T)
         The attributions, zero where ``mask`` is False.
     baseline_logit : torch.Tensor of shape (B,) or None
-        The target logit at the baseline (integrated gradients and Kernel SHAP, whose scores
-        sum to the logit minus it; else None).
+        The target logit at the baseline (integrated gradients, Kernel SHAP, DeepLIFT; for
+        GradientSHAP the mean over the baselines; for layer integrated gradients the logit
+        with the layer's output at the baseline), whose scores sum to the logit minus it;
+        else None.
 
     Examples
     --------
@@ -67,16 +115,6 @@ class TokenAttributions(NamedTuple):
 def _check_count(name: str, value) -> None:
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-
-
-def _generator(seed: Optional[int]) -> torch.Generator:
-    """A CPU generator seeded with ``seed`` (None: fresh entropy)."""
-    generator = torch.Generator()
-    if seed is None:
-        generator.seed()
-    else:
-        generator.manual_seed(int(seed))
-    return generator
 
 
 @functools.cache
@@ -155,53 +193,122 @@ def _perturbation_scores(method: str, forward, embedded, baseline, target, group
     return attr[..., 0] / sizes.gather(1, features).clamp(min=1) * perturbed
 
 
+def _noise_stdevs(stdevs, embedded: torch.Tensor, mask: torch.Tensor, method: str):
+    """The noise's standard deviation: a number, or None: per sample, NOISE_LEVEL times the
+    spread of its real token embeddings (noise tunnel) or 0 (GradientSHAP)."""
+    if stdevs is not None:
+        if isinstance(stdevs, bool) or not isinstance(stdevs, Real) or not 0 <= stdevs < \
+                float("inf"):
+            raise ValueError(f"stdevs must be None or a non-negative number, got {stdevs!r}.")
+        return float(stdevs)
+    if method == "gradient_shap":
+        return 0.0
+    real = mask[..., None].expand_as(embedded)
+    values = embedded.detach().float()
+    spread = (values.masked_fill(~real, float("-inf")).flatten(1).amax(1)
+              - values.masked_fill(~real, float("inf")).flatten(1).amin(1))
+    return (NOISE_LEVEL * torch.nan_to_num(spread, nan=0.0, posinf=0.0, neginf=0.0)).cpu()
+
+
+def _layer_scores(attr, embedded: torch.Tensor) -> torch.Tensor:
+    """A layer attribution ``(B, T, ...)`` summed per token; refused when the layer's output
+    is not one tensor with a row per token."""
+    if not isinstance(attr, torch.Tensor) or attr.dim() < 2 or \
+            tuple(attr.shape[:2]) != tuple(embedded.shape[:2]):
+        shape = tuple(attr.shape) if isinstance(attr, torch.Tensor) else type(attr).__name__
+        raise ValueError(f"the layer's output ({shape}) is not one tensor with one row per "
+                         f"token {tuple(embedded.shape[:2])}: choose a layer whose output is "
+                         "(B, T, ...).")
+    return attr.flatten(2).sum(-1) if attr.dim() > 2 else attr
+
+
+def _layer_swapped_logit(forward, layer: torch.nn.Module, embedded: torch.Tensor,
+                         baseline: torch.Tensor, target: torch.Tensor, args: tuple):
+    """The target logit of ``embedded`` with ``layer``'s output replaced by its output at
+    ``baseline``: what layer integrated gradients sum to the logit minus (the baseline's
+    logit when every path from the embeddings runs through the layer)."""
+    recorded = []
+    handle = layer.register_forward_hook(lambda module, inputs, output: recorded.append(output))
+    try:
+        forward(baseline, *args)
+    finally:
+        handle.remove()
+    handle = layer.register_forward_hook(lambda module, inputs, output: recorded[0])
+    try:
+        return forward(embedded, *args).gather(1, target[:, None])[:, 0]
+    finally:
+        handle.remove()
+
+
 def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tensor,
                      target: torch.Tensor, method: str = "integrated_gradients", *,
                      mask: torch.Tensor, additional_forward_args: tuple = (),
                      n_steps: int = 50, baseline: Optional[torch.Tensor] = None,
                      groups: Optional[torch.Tensor] = None, n_samples: int = 200,
-                     random_state: Optional[int] = 0) -> TokenAttributions:
+                     random_state: Optional[int] = 0, nt_type: str = "smoothgrad",
+                     nt_samples: int = 10, stdevs: Optional[float] = None,
+                     layer: Optional[torch.nn.Module] = None) -> TokenAttributions:
     """Attribute each sample's ``target`` logit to its tokens with a captum method.
 
     Parameters
     ----------
     forward : callable
-        ``forward(embedded (B, T, E), *additional_forward_args) -> logits (B, C)``.
+        ``forward(embedded (B, T, E), *additional_forward_args) -> logits (B, C)``; for
+        ``"deeplift"`` a ``torch.nn.Module`` (DeepLift hooks its non-linear submodules).
     embedded : torch.Tensor of shape (B, T, E)
         Embeddings (detached).
     target : torch.Tensor of shape (B,)
         Class indices whose logit is explained.
     method : str, default="integrated_gradients"
-        One of :data:`GRADIENT_METHODS` or :data:`PERTURBATION_METHODS`.
+        One of :data:`GRADIENT_METHODS`, :data:`NOISE_METHODS`, :data:`DEEPLIFT_METHODS` or
+        :data:`PERTURBATION_METHODS`.
     mask : torch.Tensor of shape (B, T)
         Bool, True on the real tokens.
     additional_forward_args : tuple, default=()
         Further arguments of ``forward`` (tensors, sample axis first).
     n_steps : int, default=50
-        Integration steps of integrated gradients.
-    baseline : torch.Tensor of shape (B, T, E) or None, default=None
-        The reference embeddings of integrated gradients and the perturbation methods (None:
-        all zero); unused by the other methods.
+        Integration steps of integrated gradients (also in the noise tunnel and at a layer).
+    baseline : torch.Tensor of shape (B, T, E) or (B, K, T, E) or None, default=None
+        The reference embeddings of integrated gradients, DeepLIFT, GradientSHAP and the
+        perturbation methods (None: all zero); ``(B, K, T, E)``: ``K`` baselines per sample,
+        the distribution GradientSHAP draws from (the other methods need one); unused by
+        the other methods.
     groups : torch.Tensor of shape (B, T) or None, default=None
         Perturbation methods: the feature of every token (0, 1, ... per sample; tokens of a
         feature are replaced together, -1: never replaced, also not in the baseline whose
         logit Kernel SHAP reports). None: every real token alone.
     n_samples : int, default=200
-        Coalitions per sample of LIME and Kernel SHAP.
+        Coalitions per sample of LIME and Kernel SHAP; draws per sample of GradientSHAP.
     random_state : int or None, default=0
-        Seed of the coalitions of LIME and Kernel SHAP (the same for every sample; None:
-        unseeded).
+        Seed of the random draws of LIME, Kernel SHAP and the noise methods (the same for
+        every sample; None: unseeded).
+    nt_type : {"smoothgrad", "smoothgrad_sq", "vargrad"}, default="smoothgrad"
+        The noise tunnel's statistic of the noisy copies' attributions: their mean, mean
+        square or variance.
+    nt_samples : int, default=10
+        The noise tunnel's noisy copies per sample.
+    stdevs : float or None, default=None
+        The standard deviation of the Gaussian noise of the noise methods (None: for the noise
+        tunnel 15 % of the spread of each sample's real token embeddings, for GradientSHAP 0).
+    layer : torch.nn.Module or None, default=None
+        ``"integrated_gradients"`` and ``"input_x_gradient"``: attribute to this layer's
+        output (a module that runs inside ``forward``, output ``(B, T, ...)``), summed per
+        token (None: to the embeddings).
 
     Returns
     -------
     TokenAttributions
-        The scores (B, T) and, for integrated gradients and Kernel SHAP, the baseline logit.
+        The scores (B, T) and, for the methods complete against a baseline (integrated
+        gradients, Kernel SHAP, GradientSHAP, DeepLIFT), the baseline logit.
 
     Raises
     ------
     ValueError
-        If the method is unknown, or ``n_steps``, ``n_samples`` or ``random_state`` is not
-        valid.
+        If the method is unknown, an option is not valid, DeepLIFT would not be exact on
+        ``forward`` (naming the operations that prevent it), or the layer's output has no row
+        per token.
+    TypeError
+        If ``"deeplift"`` is given a ``forward`` that is not a module.
 
     Examples
     --------
@@ -220,32 +327,68 @@ def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tenso
     ...                  clf.embed(batch), torch.tensor([1]), "kernel_shap",
     ...                  mask=torch.ones(1, 2, dtype=torch.bool), n_samples=16).scores.shape
     torch.Size([1, 2])
+    >>> attribute_tokens(lambda embedded: clf.forward_batch(batch, embedded=embedded),
+    ...                  clf.embed(batch), torch.tensor([1]), "smoothgrad",
+    ...                  mask=torch.ones(1, 2, dtype=torch.bool), nt_samples=4).scores.shape
+    torch.Size([1, 2])
     """
-    from captum.attr import InputXGradient, IntegratedGradients, Saliency
+    from captum.attr import (
+        DeepLift,
+        InputXGradient,
+        IntegratedGradients,
+        LayerGradientXActivation,
+        LayerIntegratedGradients,
+        Saliency,
+    )
 
-    if method not in GRADIENT_METHODS + PERTURBATION_METHODS:
-        raise ValueError(f"method={method!r} is not supported; choose one of "
-                         f"{list(GRADIENT_METHODS + PERTURBATION_METHODS)}.")
+    methods = GRADIENT_METHODS + NOISE_METHODS + DEEPLIFT_METHODS + PERTURBATION_METHODS
+    if method not in methods:
+        raise ValueError(f"method={method!r} is not supported; choose one of {list(methods)}.")
     _check_count("n_steps", n_steps)
     _check_count("n_samples", n_samples)
+    _check_count("nt_samples", nt_samples)
+    if nt_type not in NT_TYPES:
+        raise ValueError(f"nt_type must be one of {list(NT_TYPES)}, got {nt_type!r}.")
     if random_state is not None and (isinstance(random_state, bool) or
                                      not isinstance(random_state, Integral) or
                                      random_state < 0):
         raise ValueError(f"random_state must be None or a non-negative integer, got "
                          f"{random_state!r}.")
+    if layer is not None and method not in LAYER_METHODS:
+        raise ValueError(f"layer is taken by {list(LAYER_METHODS)}, not by method={method!r}.")
     embedded = embedded.detach()
     baseline = torch.zeros_like(embedded) if baseline is None else baseline.detach().to(embedded)
+    baselines = baseline if baseline.dim() == embedded.dim() + 1 else baseline[:, None]
+    if baselines.shape[1] > 1 and method != "gradient_shap":
+        raise ValueError(f"method={method!r} takes one baseline per sample, got "
+                         f"{baselines.shape[1]}.")
+    baseline = baselines[:, 0]
     args = tuple(additional_forward_args)
+    tokens = embedded.shape[1]
+    rows = max(len(embedded), _IG_TOKENS_PER_PASS // tokens)  # embeddings per pass
     baseline_logit = None
     if method in PERTURBATION_METHODS:
         if groups is None:
             groups = torch.arange(embedded.shape[1], device=mask.device).expand(mask.shape)
         groups = groups.masked_fill(~mask, -1)
         baseline = torch.where(groups[..., None] >= 0, baseline, embedded)
+        baselines = baseline[:, None]  # Kernel SHAP's baseline logit: of what was replaced
         with torch.no_grad():
             scores = _perturbation_scores(method, forward, embedded, baseline, target, groups,
                                           args, n_samples, random_state)
     else:
+        if method == "deeplift":
+            if not isinstance(forward, torch.nn.Module):
+                raise TypeError("method='deeplift' needs forward to be a torch.nn.Module: "
+                                "captum's DeepLift hooks its non-linear submodules.")
+            refusal = deeplift_refusal(forward, type(forward).__name__)
+            if refusal is not None:
+                raise ValueError(refusal)
+        if method in NOISE_METHODS:
+            draws = draw(len(embedded), nt_samples if method != "gradient_shap" else n_samples,
+                         tuple(embedded.shape[1:]),
+                         stdevs=_noise_stdevs(stdevs, embedded, mask, method),
+                         n_baselines=baselines.shape[1], random_state=random_state)
         embedded.requires_grad_(True)
         # cuDNN RNNs refuse backward in eval mode; the native kernels do not
         cudnn_off = (torch.backends.cudnn.flags(enabled=False)
@@ -255,16 +398,48 @@ def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tenso
                 attr = Saliency(forward).attribute(embedded, target=target, abs=False,
                                                    additional_forward_args=args)
                 scores = attr.norm(dim=-1)
+            elif method == "input_x_gradient" and layer is not None:
+                scores = _layer_scores(LayerGradientXActivation(forward, layer).attribute(
+                    embedded, target=target, additional_forward_args=args), embedded)
             elif method == "input_x_gradient":
                 scores = InputXGradient(forward).attribute(
                     embedded, target=target, additional_forward_args=args).sum(-1)
-            else:
+            elif method == "integrated_gradients" and layer is not None:
+                scores = _layer_scores(LayerIntegratedGradients(forward, layer).attribute(
+                    embedded, baselines=baseline, target=target, additional_forward_args=args,
+                    n_steps=n_steps, internal_batch_size=rows), embedded)
+            elif method == "integrated_gradients":
                 scores = IntegratedGradients(forward).attribute(
                     embedded, baselines=baseline, target=target, additional_forward_args=args,
-                    n_steps=n_steps, internal_batch_size=max(
-                        len(embedded), _IG_TOKENS_PER_PASS // embedded.shape[1]),
-                ).sum(-1)
-    if method in ("integrated_gradients", "kernel_shap"):
+                    n_steps=n_steps, internal_batch_size=rows).sum(-1)
+            elif method == "smoothgrad":
+                scores = noise_tunnel(Saliency(forward).attribute, embedded.detach(),
+                                      draws.noise, nt_type, rows_per_pass=rows, target=target,
+                                      abs=False, additional_forward_args=args).norm(dim=-1)
+            elif method == "smoothgrad_integrated_gradients":
+                scores = noise_tunnel(IntegratedGradients(forward).attribute,
+                                      embedded.detach(), draws.noise, nt_type,
+                                      rows_per_pass=rows, target=target, baselines=baseline,
+                                      additional_forward_args=args, n_steps=n_steps,
+                                      internal_batch_size=rows).sum(-1)
+            elif method == "gradient_shap":
+                scores = gradient_shap(forward, embedded.detach(), baselines, target, draws,
+                                       additional_forward_args=args,
+                                       rows_per_pass=rows).sum(-1)
+            else:  # deeplift
+                with warnings.catch_warnings():  # captum says it hooks, every call
+                    warnings.filterwarnings("ignore", "Setting forward, backward hooks",
+                                            UserWarning)
+                    scores = DeepLift(forward).attribute(
+                        embedded, baselines=baseline, target=target,
+                        additional_forward_args=args).sum(-1)
+    if method == "integrated_gradients" and layer is not None:
         with torch.no_grad():
-            baseline_logit = forward(baseline, *args).gather(1, target[:, None])[:, 0]
+            baseline_logit = _layer_swapped_logit(forward, layer, embedded.detach(), baseline,
+                                                  target, args)
+    elif method in COMPLETE_METHODS:
+        with torch.no_grad():
+            baseline_logit = torch.stack([
+                forward(baselines[:, k], *args).gather(1, target[:, None])[:, 0]
+                for k in range(baselines.shape[1])]).mean(0)
     return TokenAttributions((scores.detach() * mask).double(), baseline_logit)

@@ -20,6 +20,17 @@ changes the model (no hooks, no flags), so several threads may explain with one 
   is degenerate for them (B-cos networks are positively homogeneous, so IG from 0 equals
   Input×Gradient exactly, at ``n_steps`` times the cost); the estimators also offer a constant
   image and a Gaussian-blurred copy (:func:`gaussian_blur`).
+* ``"smoothgrad"``: SmoothGrad (Smilkov et al., 2017), captum ``NoiseTunnel`` over
+  ``Saliency``: the gradient averaged over ``nt_samples`` copies of the image with Gaussian
+  noise of standard deviation ``stdevs`` (None: 15 % of the spread, max − min, of each encoded
+  image), its L2 norm over the channels (``nt_type="smoothgrad_sq"`` / ``"vargrad"``: the
+  mean square / variance of the gradients);
+* ``"gradient_shap"``: captum ``GradientShap``, the mean over ``n_samples`` draws of
+  ``(x + ε − b) ⊙ ∂y/∂x`` at a uniformly random point between a baseline ``b`` (drawn from
+  the ``baseline`` images: one, or ``(B, K, C, H, W)``, ``K`` per image) and the image,
+  summed over the channels; ``ε`` has standard deviation ``stdevs`` (None: 0, captum's
+  default). Both draw from a generator per image seeded with ``random_state``
+  (:mod:`interpretable.attribution.noise`).
 * ``"occlusion"``: captum ``Occlusion``, a ``window`` × ``window`` square (all channels;
   default: one token's patch) replaced by the ``baseline`` every ``stride`` pixels (default:
   ``window``, the windows tile the image; one forward pass of the batch
@@ -42,7 +53,9 @@ from ..nn.losses import explained_logits
 __all__ = ["attribute", "gradcam", "inherent", "inherent_terms"]
 
 METHODS = ("inherent", "rollout", "final_attention", "gradsam", "gradcam", "input_x_gradient",
-           "integrated_gradients", "occlusion")
+           "integrated_gradients", "occlusion", "smoothgrad", "gradient_shap")
+#: SmoothGrad's default noise: this fraction of the spread (max - min) of each encoded image
+NOISE_LEVEL = 0.15
 
 
 def _check(model, x: torch.Tensor, target) -> torch.Tensor:
@@ -300,10 +313,53 @@ def _rollout(attentions) -> torch.Tensor:
     return result
 
 
+def _count(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+
+
+def _noisy(model, x: torch.Tensor, target: torch.Tensor, method: str, baseline, *, nt_type,
+           nt_samples, n_samples, stdevs, random_state, rows_per_pass) -> torch.Tensor:
+    """SmoothGrad and GradientSHAP maps (B, H, W) (:mod:`interpretable.attribution.noise`)."""
+    from captum.attr import Saliency
+
+    from .noise import NT_TYPES, draw, gradient_shap, noise_tunnel
+
+    _count("nt_samples", nt_samples)
+    _count("n_samples", n_samples)
+    if nt_type not in NT_TYPES:
+        raise ValueError(f"nt_type must be one of {list(NT_TYPES)}, got {nt_type!r}.")
+    if random_state is not None and (isinstance(random_state, bool) or
+                                     not isinstance(random_state, int) or random_state < 0):
+        raise ValueError(f"random_state must be None or a non-negative integer, got "
+                         f"{random_state!r}.")
+    if stdevs is None:
+        spread = x.flatten(1).amax(1) - x.flatten(1).amin(1)
+        stdevs = 0.0 if method == "gradient_shap" else (NOISE_LEVEL * spread).double().cpu()
+    elif isinstance(stdevs, bool) or not isinstance(stdevs, (int, float)) or \
+            not 0 <= stdevs < float("inf"):
+        raise ValueError(f"stdevs must be None or a non-negative number, got {stdevs!r}.")
+    if method == "smoothgrad":
+        noise = draw(len(x), nt_samples, tuple(x.shape[1:]), stdevs=stdevs,
+                     random_state=random_state).noise
+        grads = noise_tunnel(Saliency(model).attribute, x, noise, nt_type, target=target,
+                             abs=False, rows_per_pass=rows_per_pass)
+        return grads.norm(dim=1)
+    baselines = torch.zeros_like(x)[:, None] if baseline is None else baseline.to(x)
+    baselines = baselines if baselines.dim() == 5 else baselines[:, None]
+    baselines = baselines.expand(len(x), *baselines.shape[1:])
+    draws = draw(len(x), n_samples, tuple(x.shape[1:]), stdevs=stdevs,
+                 n_baselines=baselines.shape[1], random_state=random_state)
+    return gradient_shap(model, x, baselines, target, draws,
+                         rows_per_pass=rows_per_pass).sum(1)
+
+
 def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_steps: int = 32,
               internal_batch_size: int | None = None,
               baseline: torch.Tensor | None = None, window: int | None = None,
-              stride: int | None = None) -> torch.Tensor:
+              stride: int | None = None, nt_type: str = "smoothgrad", nt_samples: int = 10,
+              n_samples: int = 10, stdevs: float | None = None,
+              random_state: int | None = 0) -> torch.Tensor:
     """Compute pixel attributions of the ``target`` logits with one of :data:`METHODS`.
 
     Parameters
@@ -321,12 +377,25 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
     internal_batch_size : int or None, default=None
         Integration steps evaluated at a time (None: all).
     baseline : torch.Tensor of shape (1 or B, C, H, W) or None, default=None
-        The baseline of integrated gradients and occlusion (None: zeros).
+        The baseline of integrated gradients, occlusion and GradientSHAP (None: zeros); for
+        GradientSHAP also ``(1 or B, K, C, H, W)``: ``K`` baselines per image, the
+        distribution its draws pick from.
     window : int or None, default=None
         Occlusion: the side of the square window in pixels, at most the image's side (None:
         the model's token, ``H // grid_size[0]``).
     stride : int or None, default=None
         Occlusion: the step between windows in pixels (None: ``window``).
+    nt_type : {"smoothgrad", "smoothgrad_sq", "vargrad"}, default="smoothgrad"
+        SmoothGrad: the mean, mean square or variance of the noisy copies' gradients.
+    nt_samples : int, default=10
+        SmoothGrad: the noisy copies per image.
+    n_samples : int, default=10
+        GradientSHAP: the draws per image.
+    stdevs : float or None, default=None
+        The standard deviation of the noise in the encoded pixel space (None: SmoothGrad 15 %
+        of each image's spread, GradientSHAP 0).
+    random_state : int or None, default=0
+        The seed of every image's draws (None: unseeded).
 
     Returns
     -------
@@ -346,6 +415,8 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
     >>> attribute(clf.module_, x, target, method="integrated_gradients", n_steps=4).shape
     torch.Size([2, 8, 8])
     >>> attribute(clf.module_, x, target, method="occlusion", window=4, stride=2).shape
+    torch.Size([2, 8, 8])
+    >>> attribute(clf.module_, x, target, method="smoothgrad", nt_samples=4).shape
     torch.Size([2, 8, 8])
     """
     if method not in METHODS:
@@ -373,6 +444,10 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
                              align_corners=False)[:, 0]
     import captum.attr as ca
 
+    if method in ("smoothgrad", "gradient_shap"):
+        return _noisy(model, x, target, method, baseline, nt_type=nt_type,
+                      nt_samples=nt_samples, n_samples=n_samples, stdevs=stdevs,
+                      random_state=random_state, rows_per_pass=internal_batch_size or len(x))
     baseline = torch.zeros_like(x) if baseline is None else baseline.to(x).expand_as(x)
     if method == "occlusion":
         if window is None:

@@ -178,8 +178,8 @@ class CropBox(NamedTuple):
     right: float
 
 
-def eval_transform(image, resize_size: int = 256, crop_size: int = 224, what: str = "image"
-                   ) -> tuple[torch.Tensor, CropBox]:
+def eval_transform(image, resize_size: int = 256, crop_size: int = 224, what: str = "image",
+                   *, keep_crop_sized: bool = False) -> tuple[torch.Tensor, CropBox]:
     """Apply the ImageNet evaluation transform: resize the shorter side, then centre-crop.
 
     The resize is bilinear and antialiased; the crop follows torchvision's rounding.
@@ -194,6 +194,9 @@ def eval_transform(image, resize_size: int = 256, crop_size: int = 224, what: st
         The side of the centre crop.
     what : str, default="image"
         Names the image in errors.
+    keep_crop_sized : bool, default=False
+        Take an image of ``crop_size x crop_size`` pixels as it is (its box the whole image)
+        instead of resizing and cropping it.
 
     Returns
     -------
@@ -215,6 +218,8 @@ def eval_transform(image, resize_size: int = 256, crop_size: int = 224, what: st
                          f"resize_size={resize_size}")
     pixels = torch.from_numpy(read_image(image, what)).permute(2, 0, 1)
     h, w = pixels.shape[-2:]
+    if keep_crop_sized and h == w == crop_size:
+        return pixels.contiguous(), CropBox(0.0, 0.0, float(h), float(w))
     resized = resize_shorter_side(pixels, resize_size).clamp_(0.0, 1.0)
     new_h, new_w = resized.shape[-2:]
     top = round((new_h - crop_size) / 2.0)
@@ -226,8 +231,8 @@ def eval_transform(image, resize_size: int = 256, crop_size: int = 224, what: st
     return crop, box
 
 
-def eval_crops(X, resize_size: int = 256, crop_size: int = 224, channels_last: bool = False
-               ) -> tuple[torch.Tensor, list[CropBox]]:
+def eval_crops(X, resize_size: int = 256, crop_size: int = 224, channels_last: bool = False,
+               *, keep_crop_sized: bool = False) -> tuple[torch.Tensor, list[CropBox]]:
     """Apply :func:`eval_transform` to every image, reading one at a time.
 
     Memory holds the crops and one decoded image.
@@ -242,6 +247,9 @@ def eval_crops(X, resize_size: int = 256, crop_size: int = 224, channels_last: b
         The side of the centre crop.
     channels_last : bool, default=False
         Return ``(n, crop_size, crop_size, 3)`` instead of channels first.
+    keep_crop_sized : bool, default=False
+        Take the images of ``crop_size x crop_size`` pixels as they are (their box the whole
+        image) instead of resizing and cropping them.
 
     Returns
     -------
@@ -258,12 +266,15 @@ def eval_crops(X, resize_size: int = 256, crop_size: int = 224, channels_last: b
     >>> crops, boxes = eval_crops(images, resize_size=32, crop_size=28)
     >>> crops.shape, boxes[1]
     (torch.Size([2, 3, 28, 28]), CropBox(top=4.0, left=4.0, bottom=60.0, right=60.0))
+    >>> eval_crops([np.ones((28, 28))], resize_size=32, crop_size=28, keep_crop_sized=True)[1]
+    [CropBox(top=0.0, left=0.0, bottom=28.0, right=28.0)]
     """
     items = _image_items(X)
     shape = (crop_size, crop_size, 3) if channels_last else (3, crop_size, crop_size)
     crops, boxes = torch.empty((len(items), *shape)), []
     for i, image in enumerate(items):
-        crop, box = eval_transform(image, resize_size, crop_size, what=f"X[{i}]")
+        crop, box = eval_transform(image, resize_size, crop_size, what=f"X[{i}]",
+                                   keep_crop_sized=keep_crop_sized)
         crops[i] = crop.permute(1, 2, 0) if channels_last else crop
         boxes.append(box)
     return crops, boxes

@@ -60,15 +60,22 @@ def quiet_loading():
             tf.logging.enable_progress_bar()
 
 
-def read_encoder_config(path):
-    """The ``transformers`` config of the encoder in a local folder (never downloads); a
-    family that does not convert is refused (ValueError listing the supported ones)."""
+def read_config(path):
+    """The ``transformers`` config of the model in a local folder, of any ``model_type``
+    ``transformers`` knows (never downloads, never runs a file's code)."""
     path = Path(path)
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{path} is not a transformers model directory (no "
                                 "config.json)")
-    with quiet_loading() as tf:
-        config = tf.AutoConfig.from_pretrained(str(path), local_files_only=True)
+    with _reading(path, "config") as tf:
+        return tf.AutoConfig.from_pretrained(str(path), local_files_only=True,
+                                             trust_remote_code=False)
+
+
+def read_encoder_config(path):
+    """The ``transformers`` config of the encoder in a local folder (never downloads); a
+    family that does not convert is refused (ValueError listing the supported ones)."""
+    config = read_config(path)
     encoder_family(config.to_dict())
     return config
 
@@ -99,20 +106,27 @@ def load_encoder(path, *, pooler: bool = False, config=None):
     return model
 
 
-def load_sequence_classifier(path, *, config=None, tokenizer: bool = True, **options):
+class UntrainedHeadError(ValueError):
+    """A checkpoint read as a trained classifier holds no (or not all of its) classification
+    head: ``transformers`` would start the missing weights at random."""
+
+
+def load_sequence_classifier(path, *, config=None, tokenizer: bool = True,
+                             trained_head: bool = False, **options):
     """The ``transformers`` sequence classifier in a local folder (any architecture that
     ``AutoModelForSequenceClassification`` knows without remote code), in eval mode, its
-    weights checked (:func:`check_loaded`), and its tokeniser (:func:`load_tokenizer`;
-    ``tokenizer=False``: the model alone). ``config``: its config, already read (None: read
-    here); ``config.json`` is read once either way. ``options``: further keywords of
-    ``from_pretrained``, e.g. ``ignore_mismatched_sizes`` (without ``config``, config fields
-    too, e.g. ``num_labels``). Never downloads, never runs a file's code (ValueError naming
-    the folder)."""
+    weights checked (:func:`check_loaded`; ``trained_head``: a missing head weight raises
+    :class:`UntrainedHeadError` instead of a warning), and its tokeniser
+    (:func:`load_tokenizer`; ``tokenizer=False``: the model alone). ``config``: its config,
+    already read (None: read here); ``config.json`` is read once either way. ``options``:
+    further keywords of ``from_pretrained``, e.g. ``ignore_mismatched_sizes`` (without
+    ``config``, config fields too, e.g. ``num_labels``). Never downloads, never runs a file's
+    code (ValueError naming the folder)."""
     with _reading(path, "sequence classifier") as tf:
         model, info = tf.AutoModelForSequenceClassification.from_pretrained(
             str(path), config=config, local_files_only=True, output_loading_info=True,
-            **options)
-    check_loaded(model, info, path)
+            trust_remote_code=False, **options)
+    check_loaded(model, info, path, trained_head=trained_head)
     if not tokenizer:
         return model.eval()
     return model.eval(), load_tokenizer(path, config=model.config)
@@ -151,12 +165,13 @@ def _reading(path, what: str):
                              "tensors are read, a file's code is never run.") from exc
 
 
-def check_loaded(model, info: dict, path) -> None:
+def check_loaded(model, info: dict, path, *, trained_head: bool = False) -> None:
     """Refuse weights that are not the encoder's, before any training: an encoder tensor
     missing from the weights file of ``path`` (``transformers`` would start it at random),
     unexpected there or of another shape, or NaN / infinite values (ValueError naming the
     tensors and the file). A missing pooler or task head starts at random, with one warning
-    (a head of another shape, as asked for, without); a checkpoint's
+    (a head of another shape, as asked for, without), unless ``trained_head``: then a missing
+    head weight raises :class:`UntrainedHeadError` naming them; a checkpoint's
     unused pooler or head, and the position ids older files hold, are ignored. ``info``: the
     ``output_loading_info`` of ``from_pretrained``."""
     folder = Path(path)
@@ -179,6 +194,11 @@ def check_loaded(model, info: dict, path) -> None:
     if problems:
         raise ValueError(f"{source} does not hold the encoder its config.json describes: "
                          + "; ".join(problems))
+    if trained_head and restarted:
+        raise UntrainedHeadError(
+            f"{source} holds no trained classification head: {listed_keys(restarted)} "
+            f"{'is' if len(restarted) == 1 else 'are'} missing, so transformers would "
+            "initialise them at random (a base model, or another task's head)")
     check_finite({k: t for k, t in model.state_dict().items() if k not in restarted}, source)
     if info["missing_keys"]:
         warnings.warn(f"{source} holds no pooler or task head weights for "

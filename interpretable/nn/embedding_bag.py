@@ -14,6 +14,10 @@ class MeanEmbeddingClassifier(nn.Module):
     the logits and the contributions plus ``b`` sum to the logits.
     """
 
+    #: its forward is linear in the embeddings (masked means and matrix products only), so
+    #: captum's DeepLift is exact on it (:mod:`interpretable.attribution.hooked`)
+    deeplift_linear = True
+
     def __init__(self, vocab_size: int, num_classes: int, embed_dim: int = 50, embeddings=None,
                  freeze_embeddings: bool = False, padding_idx: int = 0):
         super().__init__()

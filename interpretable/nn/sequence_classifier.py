@@ -18,6 +18,22 @@ from .bert_encoder import attention_probabilities, load_sequence_classifier, qui
 from .encoder_families import encoder_family
 
 
+def check_single_label(config) -> None:
+    """Refuse a ``transformers`` config that is not a single-label classifier of two or more
+    classes (ValueError): a multi-label head scores each class with its own sigmoid, which a
+    softmax over the classes would silently misread, and a regression head has no classes."""
+    problem = getattr(config, "problem_type", None)
+    if problem == "multi_label_classification":
+        raise ValueError(f"the checkpoint is a multi-label classifier (problem_type="
+                         f"'multi_label_classification', {config.num_labels} labels): each "
+                         "label has its own sigmoid, while these estimators predict one class "
+                         "per text (a softmax); only single-label classifiers are supported.")
+    if problem == "regression" or config.num_labels < 2:
+        raise ValueError(f"the checkpoint is a regression model (num_labels="
+                         f"{config.num_labels}); only single-label classifiers of two or more "
+                         "classes are supported.")
+
+
 class PretrainedSequenceClassifier(nn.Module):
     """Build with :meth:`from_pretrained` (a local folder) or :meth:`from_config` (the
     structure alone, for a saved model's weights).
@@ -32,13 +48,8 @@ class PretrainedSequenceClassifier(nn.Module):
 
     def __init__(self, model):
         super().__init__()
-        config = model.config
-        encoder_family(config.to_dict())  # refuses other families, naming the supported ones
-        if getattr(config, "problem_type", None) in ("multi_label_classification",
-                                                     "regression") or config.num_labels < 2:
-            raise ValueError(f"the checkpoint is a {config.problem_type or 'regression'} model "
-                             f"with num_labels={config.num_labels}; only single-label "
-                             "classifiers of two or more classes are supported.")
+        encoder_family(model.config.to_dict())  # refuses other families, naming them
+        check_single_label(model.config)
         for module in model.modules():  # e.g. position_ids: saved with the weights, so that a
             for name, buffer in list(module.named_buffers(recurse=False)):  # structure-only
                 module.register_buffer(name, buffer, persistent=True)  # build loads them

@@ -1,11 +1,13 @@
-"""Sub-word encoding of BERT-lineage models (the bundled MiniLM by default) with the interface
-of :class:`~interpretable.text.TextEncoder`, plus the alignment of the pieces with the words
-and characters of the original text.
+"""Sub-word encoding of ``transformers`` models (the bundled MiniLM by default) with the
+interface of :class:`~interpretable.text.TextEncoder`, plus the alignment of the pieces with the
+words and characters of the original text.
 
 The tokeniser is held as data, never as code: a BERT tokeniser (WordPiece with BERT's
-normaliser and pre-tokeniser) as its vocabulary and settings, any other (RoBERTa's byte-level
-BPE, XLM-RoBERTa's SentencePiece Unigram, other WordPiece pipelines) as the JSON of its
-``tokenizers`` backend, checked before it is rebuilt."""
+normaliser and pre-tokeniser) as its vocabulary and settings, any other (RoBERTa's and GPT-2's
+byte-level BPE, XLM-RoBERTa's SentencePiece Unigram, Llama's SentencePiece BPE, other WordPiece
+pipelines) as the JSON of its ``tokenizers`` backend, checked before it is rebuilt. A text is
+framed as the tokeniser frames it: ``[CLS] pieces [SEP]`` (BERT), ``<s> pieces </s>``
+(RoBERTa), ``<s> pieces`` (Llama) or the pieces alone (GPT-2, Qwen2)."""
 
 from __future__ import annotations
 
@@ -24,15 +26,23 @@ from ..validation import check_texts
 __all__ = ["WordPieceEncoder"]
 
 _MAX_POSITIONS = 512
+#: the largest ``max_len`` (decoder models read longer texts than the BERT lineage's 512)
+_MAX_LENGTH = 8192
+#: at most this many special tokens before and after a text's pieces
+_MAX_FRAMING = 4
 #: a lone surrogate (``errors="surrogateescape"`` decoding makes them), which ``tokenizers``
 #: cannot take: it reads as U+FFFD, one code point for one, so offsets stay those of the text
 _SURROGATE = re.compile("[\ud800-\udfff]")
-#: the special tokens every fitted encoder names: a text is ``cls_token pieces sep_token``
-_SPECIAL_TOKENS = ("cls_token", "sep_token", "pad_token", "unk_token")
+#: the special tokens every fitted encoder names, and their types: a text is ``prefix pieces
+#: suffix``; ``cls_token`` is the first token of the prefix and ``sep_token`` the last of the
+#: suffix (None: the tokeniser adds none there); ``unk_token`` is None for a byte-level BPE
+_SPECIAL_TOKENS = {"cls_token": (str, type(None)), "sep_token": (str, type(None)),
+                   "pad_token": str, "unk_token": (str, type(None)), "prefix": list,
+                   "suffix": list}
 #: the settings of a BERT tokeniser, stored with its vocabulary, and their types
 _BERT_SETTINGS = {"lowercase": bool, "strip_accents": (bool, type(None)), "clean_text": bool,
                   "handle_chinese_chars": bool, "continuing_subword_prefix": str,
-                  "max_input_chars_per_word": int, **dict.fromkeys(_SPECIAL_TOKENS, str)}
+                  "max_input_chars_per_word": int, **_SPECIAL_TOKENS}
 #: the ``tokenizers`` models a tokeniser stored as JSON may use
 _MODEL_TYPES = ("WordPiece", "BPE", "Unigram")
 #: at most this many vocabulary entries, BPE merges or added tokens (XLM-RoBERTa has 250 002)
@@ -41,26 +51,27 @@ _MAX_ENTRIES = 1 << 20
 #: itself): dropped, so the stored state holds only what tokenises
 _UNUSED_PARTS = ("truncation", "padding", "post_processor", "decoder")
 _SUPPORTED = ("tokenisers with a `tokenizers` backend (a 'fast' tokeniser) whose model is one "
-              f"of {list(_MODEL_TYPES)}, e.g. those of BERT, DistilBERT, ELECTRA, RoBERTa and "
-              "XLM-RoBERTa")
-#: what ``fit`` encodes to check that the tokeniser frames a text as ``cls_token pieces
-#: sep_token``
+              f"of {list(_MODEL_TYPES)}, e.g. those of BERT, DistilBERT, ELECTRA, RoBERTa, "
+              "XLM-RoBERTa, GPT-2, Llama and Qwen2")
+#: what ``fit`` encodes to read how the tokeniser frames a text (its special tokens before and
+#: after the pieces)
 _PROBE = "Hello, World! A naïve test."
 
 
 class WordPieces(NamedTuple):
     """One text as the model sees it.
 
-    pieces : list of T str, ``start pieces end`` (``[CLS] … [SEP]`` for BERT, ``<s> … </s>``
-        for RoBERTa; truncated to ``max_len``), vocabulary tokens (``[UNK]`` / ``<unk>`` for
-        unknown characters);
+    pieces : list of T str, ``prefix pieces suffix`` (``[CLS] … [SEP]`` for BERT, ``<s> … </s>``
+        for RoBERTa, ``<s> …`` for Llama, the pieces alone for GPT-2; truncated to
+        ``max_len``), vocabulary tokens (``[UNK]`` / ``<unk>`` for unknown characters);
     offsets : (T, 2) int64, ``[start, end)`` characters of each piece in the original text
         (accents, case and unknown characters included; no surrounding whitespace; a piece that
         is only a space marker, byte-level BPE's ``Ġ`` or SentencePiece's ``▁``, covers no
-        character: ``start == end``), -1 for the start and end tokens;
-    words : (T,) int64, the word of each piece (-1 for the start and end tokens): the words of
-        the pre-tokeniser (BERT's: whitespace-separated runs and single punctuation
-        characters), a piece that covers no character joining the next word;
+        character: ``start == end``), -1 for the special tokens of the prefix and suffix;
+    words : (T,) int64, the word of each piece (-1 for the special tokens): the words of the
+        pre-tokeniser (BERT's: whitespace-separated runs and single punctuation characters;
+        for a tokeniser that does not split a text into words, e.g. Llama's, its
+        whitespace-separated runs), a piece that covers no character joining the next word;
     spans : (W, 2) int64, ``[start, end)`` characters of each (seen part of a) word;
     dropped : int, the pieces cut off by ``max_len`` (0: the whole text is seen).
     """
@@ -85,6 +96,15 @@ def _bert_settings(spec: dict) -> dict | None:
     return settings
 
 
+def _framed(settings):
+    """``settings`` with the ``prefix`` and ``suffix`` of a state saved before they were stored
+    (``[cls_token]`` and ``[sep_token]``)."""
+    if not isinstance(settings, dict) or "prefix" in settings or "suffix" in settings:
+        return settings
+    return {**settings, "prefix": [settings.get("cls_token")],
+            "suffix": [settings.get("sep_token")]}
+
+
 def _check_settings(settings, kinds: dict) -> None:
     if not isinstance(settings, dict) or settings.keys() != kinds.keys():
         raise ValueError(f"the tokeniser settings must have the keys {sorted(kinds)}.")
@@ -92,6 +112,11 @@ def _check_settings(settings, kinds: dict) -> None:
         if not isinstance(settings[key], kind) or (kind is int and isinstance(settings[key], bool)):
             raise ValueError(f"tokeniser setting {key!r} has the wrong type: "
                              f"{settings[key]!r}.")
+    prefix, suffix = settings["prefix"], settings["suffix"]
+    if not all(isinstance(token, str) for token in prefix + suffix) \
+            or max(len(prefix), len(suffix)) > _MAX_FRAMING:
+        raise ValueError(f"tokeniser settings 'prefix' and 'suffix' must be lists of at most "
+                         f"{_MAX_FRAMING} str, got {prefix!r} and {suffix!r}.")
 
 
 def _check_bert_state(vocabulary, settings) -> None:
@@ -121,7 +146,7 @@ def _bert_backend(vocabulary: list, settings: dict):
 def _json_backend(spec, settings) -> tuple:
     """A ``tokenizers`` tokeniser from its JSON, whose structure (model type, sizes) is checked
     before it is built; returns the tokeniser and the JSON without its unused parts."""
-    _check_settings(settings, dict.fromkeys(_SPECIAL_TOKENS, str))
+    _check_settings(settings, _SPECIAL_TOKENS)
     if not isinstance(spec, dict) or not isinstance(spec.get("model"), dict):
         raise ValueError("the tokeniser JSON must be a dict with a 'model' dict.")
     model = spec["model"]
@@ -152,16 +177,39 @@ def _vocabulary_of(backend) -> list:
 
 
 def _space_markers(spec: dict) -> str:
-    """The characters by which the pre-tokeniser of a tokeniser JSON marks word starts
-    (SentencePiece's ``▁``, Metaspace's replacement)."""
-    markers, parts = "", [spec.get("pre_tokenizer")]
+    """The characters by which the pre-tokeniser or normaliser of a tokeniser JSON marks word
+    starts (SentencePiece's ``▁``: Metaspace's replacement, or Llama's normaliser, which
+    prepends it and replaces the spaces with it)."""
+    markers, parts = "", [spec.get("pre_tokenizer"), spec.get("normalizer")]
     while parts:
         part = parts.pop()
         if isinstance(part, dict):
-            if part.get("type") == "Metaspace":
+            kind = part.get("type")
+            if kind == "Metaspace" and isinstance(part.get("replacement"), str):
                 markers += part["replacement"]
-            parts.extend(part.get("pretokenizers") or [])
+            elif kind == "Prepend" and isinstance(part.get("prepend"), str):
+                markers += part["prepend"].strip()
+            elif kind == "Replace" and part.get("pattern") == {"String": " "} \
+                    and isinstance(part.get("content"), str):
+                markers += part["content"].strip()
+            parts.extend(part.get("pretokenizers") or part.get("normalizers") or [])
     return markers
+
+
+def _splits_words(backend) -> bool:
+    """Whether the pre-tokeniser of ``backend`` splits a text into words (Llama's tokeniser
+    has none: a whole text is one "word" to it)."""
+    return len(set(backend.encode("a b", add_special_tokens=False).word_ids)) > 1
+
+
+def _framing(framed: list, pieces: list):
+    """``(prefix, suffix)``: the ids ``framed`` (a text encoded with its special tokens) has
+    before and after ``pieces`` (the same text without them); None when ``framed`` does not
+    hold the pieces in one run."""
+    for start in range(len(framed) - len(pieces) + 1):
+        if framed[start:start + len(pieces)] == pieces:
+            return framed[:start], framed[start + len(pieces):]
+    return None
 
 
 def _shown_span(text: str, start: int, end: int, blank: bool) -> tuple[int, int]:
@@ -175,37 +223,47 @@ def _shown_span(text: str, start: int, end: int, blank: bool) -> tuple[int, int]
 
 
 def _check_special_tokens(ids: dict, settings: dict) -> None:
-    missing = [settings[k] for k in _SPECIAL_TOKENS if settings[k] not in ids]
+    named = [settings[k] for k in ("cls_token", "sep_token", "pad_token", "unk_token")]
+    missing = [token for token in named + settings["prefix"] + settings["suffix"]
+               if token is not None and token not in ids]
     if missing:
         raise ValueError(f"the special tokens {missing} are not in the vocabulary.")
+    prefix, suffix = settings["prefix"], settings["suffix"]
+    if (settings["cls_token"], settings["sep_token"]) != (prefix[0] if prefix else None,
+                                                          suffix[-1] if suffix else None):
+        raise ValueError("tokeniser settings 'cls_token' and 'sep_token' must be the first "
+                         "token of 'prefix' and the last of 'suffix' (None where empty).")
 
 
 class WordPieceEncoder(BaseEstimator):
-    """The sub-word tokeniser of a BERT-lineage model: texts become ``start pieces end``.
+    """The sub-word tokeniser of a ``transformers`` model: texts become ``start pieces end``.
 
     BERT, DistilBERT and ELECTRA split words into WordPiece pieces between ``[CLS]`` and
     ``[SEP]``; RoBERTa into byte-level BPE pieces and XLM-RoBERTa into SentencePiece (Unigram)
-    pieces, both between ``<s>`` and ``</s>``.
+    pieces, both between ``<s>`` and ``</s>``; decoder models frame them as their tokeniser
+    does (GPT-2 and Qwen2 add nothing, Llama a ``<s>`` before them).
 
     Parameters
     ----------
     max_len : int or None, default=None
         At most this many tokens per text, the start and end tokens included (None: 512, the
-        model's limit); longer texts are truncated (their first pieces are kept).
+        BERT lineage's limit; at most 8192); longer texts are truncated (their first pieces are
+        kept).
     checkpoint : str, path or None, default=None
-        Local folder of a BERT-lineage model whose tokeniser to use (``transformers``, never
-        downloads); None: the bundled MiniLM. Read by ``fit`` only: the fitted encoder holds
-        the tokeniser as data (saved with a model, so a saved model needs neither the folder
-        nor the data package).
+        Local folder of a ``transformers`` model whose tokeniser to use (never downloads);
+        None: the bundled MiniLM. Read by ``fit`` only: the fitted encoder holds the tokeniser
+        as data (saved with a model, so a saved model needs neither the folder nor the data
+        package).
 
     Attributes
     ----------
     index_to_token_ : list of str
         The vocabulary (ids are positions).
     settings_ : dict
-        The special tokens: ``cls_token`` starts a text, ``sep_token`` ends it, ``pad_token``
-        pads it, ``unk_token`` stands for unknown characters; for a BERT tokeniser, also its
-        normalisation.
+        The special tokens: ``prefix`` and ``suffix``, the lists of those before and after a
+        text's pieces, ``cls_token`` starts a text and ``sep_token`` ends it (None where the
+        tokeniser adds none), ``pad_token`` pads it, ``unk_token`` stands for unknown
+        characters (None for a byte-level BPE); for a BERT tokeniser, also its normalisation.
     pad_token_id_ : int
         The id of the padding token (0 for BERT, 1 for RoBERTa).
 
@@ -221,7 +279,7 @@ class WordPieceEncoder(BaseEstimator):
     ['[CLS]', 'un', '##bel', '##ie', '##va', '##bly', 'good', '[SEP]']
     """
 
-    _parameter_constraints = {"max_len": [Interval(Integral, 3, _MAX_POSITIONS, closed="both"),
+    _parameter_constraints = {"max_len": [Interval(Integral, 3, _MAX_LENGTH, closed="both"),
                                           None],
                               "checkpoint": [str, os.PathLike, None]}
 
@@ -249,8 +307,8 @@ class WordPieceEncoder(BaseEstimator):
         ValueError
             If the folder has no tokeniser files (the message names the files expected), or
             the tokeniser cannot be held as data (no ``tokenizers`` backend, another model
-            than WordPiece, BPE or Unigram) or does not frame a text with its start and end
-            tokens.
+            than WordPiece, BPE or Unigram, no padding token) or does not frame a text's
+            pieces with special tokens before and after them.
 
         Examples
         --------
@@ -271,7 +329,8 @@ class WordPieceEncoder(BaseEstimator):
         return self._hold(load_tokenizer(folder))
 
     @classmethod
-    def from_tokenizer(cls, tokenizer, *, max_len=None, checkpoint=None) -> WordPieceEncoder:
+    def from_tokenizer(cls, tokenizer, *, max_len=None, checkpoint=None,
+                       pad_token=None) -> WordPieceEncoder:
         """Return the encoder that ``fit`` makes, from a ``transformers`` tokeniser already read.
 
         For a caller that read the tokeniser's folder already (its config too, so that it is
@@ -286,6 +345,9 @@ class WordPieceEncoder(BaseEstimator):
             As the parameter.
         checkpoint : str, path or None, default=None
             Recorded as the parameter: the folder it was read from (None: the bundled MiniLM).
+        pad_token : str or None, default=None
+            The token that pads a text (e.g. the one the model's config names, for a
+            tokeniser that has none, as GPT-2's); None: the tokeniser's.
 
         Returns
         -------
@@ -308,11 +370,12 @@ class WordPieceEncoder(BaseEstimator):
         """
         encoder = cls(max_len=max_len, checkpoint=checkpoint)
         validate_estimator_parameters(encoder)
-        return encoder._hold(tokenizer)
+        return encoder._hold(tokenizer, pad_token)
 
-    def _hold(self, tokenizer) -> WordPieceEncoder:
-        """Check that ``tokenizer`` frames a text as ``cls_token pieces sep_token`` and hold it
-        as data (its vocabulary and settings, or its ``tokenizers`` JSON)."""
+    def _hold(self, tokenizer, pad_token=None) -> WordPieceEncoder:
+        """Read how ``tokenizer`` frames a text (its special tokens before and after the
+        pieces) and hold it as data (its vocabulary and settings, or its ``tokenizers``
+        JSON); ``pad_token``: the padding token, when not the tokeniser's."""
         folder = tokenizer.name_or_path
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if backend is None:
@@ -320,12 +383,20 @@ class WordPieceEncoder(BaseEstimator):
                              f"`tokenizers` backend; supported: {_SUPPORTED}.")
         framed = tokenizer(_PROBE)["input_ids"]
         pieces = tokenizer(_PROBE, add_special_tokens=False)["input_ids"]
-        if framed != [tokenizer.cls_token_id, *pieces, tokenizer.sep_token_id]:
-            raise ValueError(f"the tokeniser of {folder!r} does not encode a text as "
-                             f"{tokenizer.cls_token} pieces {tokenizer.sep_token}; "
-                             f"supported: {_SUPPORTED}.")
+        framing = _framing(framed, pieces)
+        if framing is None or max(map(len, framing)) > _MAX_FRAMING:
+            raise ValueError(f"the tokeniser of {folder!r} does not encode a text as its "
+                             f"pieces between at most {_MAX_FRAMING} special tokens before and "
+                             f"after them; supported: {_SUPPORTED}.")
+        prefix, suffix = ([backend.id_to_token(i) for i in part] for part in framing)
+        pad_token = tokenizer.pad_token if pad_token is None else pad_token
+        if pad_token is None:
+            raise ValueError(f"the tokeniser of {folder!r} has no padding token: name the one "
+                             "to pad with (pad_token=...).")
         spec = json.loads(backend.to_str())
-        settings = {key: getattr(tokenizer, key) for key in _SPECIAL_TOKENS}
+        settings = {"cls_token": prefix[0] if prefix else None,
+                    "sep_token": suffix[-1] if suffix else None, "pad_token": pad_token,
+                    "unk_token": tokenizer.unk_token, "prefix": prefix, "suffix": suffix}
         bert = _bert_settings(spec)
         if bert is None:
             self._set(settings, tokenizer_json=spec)
@@ -337,6 +408,7 @@ class WordPieceEncoder(BaseEstimator):
              tokenizer_json: dict | None = None) -> None:
         """Check and hold a tokeniser: a BERT one from its ``vocabulary`` and ``settings``, any
         other from its ``tokenizers`` JSON (which holds the vocabulary) and special tokens."""
+        settings = _framed(settings)
         if tokenizer_json is None:
             _check_bert_state(vocabulary, settings)
             backend, markers = _bert_backend(vocabulary, settings), ""
@@ -345,14 +417,28 @@ class WordPieceEncoder(BaseEstimator):
             vocabulary, markers = _vocabulary_of(backend), _space_markers(tokenizer_json)
         ids = {token: i for i, token in enumerate(vocabulary)}
         _check_special_tokens(ids, settings)
+        framing = len(settings["prefix"]) + len(settings["suffix"])
+        if self._limit <= framing:
+            raise ValueError(f"max_len={self._limit} leaves no room for a piece between the "
+                             f"tokeniser's {framing} special tokens.")
         self.index_to_token_, self.settings_ = vocabulary, settings
         self.pad_token_id_ = ids[settings["pad_token"]]
         self._tokenizer_json, self._tokenizer, self._ids = tokenizer_json, backend, ids
-        self._markers = markers
+        self._markers, self._whitespace_words = markers, not _splits_words(backend)
 
     @property
     def _limit(self) -> int:
         return int(self.max_len or _MAX_POSITIONS)
+
+    @property
+    def _frame(self) -> tuple[list, list]:
+        """The ids of the special tokens before and after a text's pieces."""
+        return ([self._ids[t] for t in self.settings_["prefix"]],
+                [self._ids[t] for t in self.settings_["suffix"]])
+
+    def _kept(self) -> int:
+        """The pieces of a text that fit in ``max_len`` beside the special tokens."""
+        return self._limit - len(self.settings_["prefix"]) - len(self.settings_["suffix"])
 
     def align(self, text: str) -> WordPieces:
         """Return a text as the model sees it, with its words and their characters.
@@ -378,7 +464,7 @@ class WordPieceEncoder(BaseEstimator):
         """
         encoding = self._tokenizer.encode(_SURROGATE.sub("\ufffd", text),
                                           add_special_tokens=False)
-        kept = self._limit - 2
+        kept = self._kept()
         pieces = [self.index_to_token_[i] for i in encoding.ids[:kept]]
         markers = self._markers
         offsets = np.array([_shown_span(text, start, end, bool(markers)
@@ -391,18 +477,24 @@ class WordPieceEncoder(BaseEstimator):
         if not shown.any():
             shown[:] = True
         at = np.flatnonzero(shown)
-        words = np.array(encoding.word_ids[:kept], dtype=np.int64)[
-            at[np.minimum(np.searchsorted(at, np.arange(len(pieces))), len(at) - 1)]]
+        if self._whitespace_words:  # the tokeniser does not split words: whitespace does
+            runs = [match.start() for match in re.finditer(r"\S+", text)]
+            word_ids = np.searchsorted(runs, offsets[:, 0], side="right") - 1
+        else:
+            word_ids = np.array(encoding.word_ids[:kept], dtype=np.int64)
+        words = word_ids[at[np.minimum(np.searchsorted(at, np.arange(len(pieces))),
+                                       len(at) - 1)]]
         first, index = np.unique(words, return_inverse=True)
         spans = np.stack([np.full(len(first), len(text)), np.zeros(len(first), np.int64)], 1)
         np.minimum.at(spans[:, 0], index[shown], offsets[shown, 0])
         np.maximum.at(spans[:, 1], index[shown], offsets[shown, 1])
-        settings = self.settings_
-        special = np.full((1, 2), -1, dtype=np.int64)
+        prefix, suffix = self.settings_["prefix"], self.settings_["suffix"]
+        before, after = (np.full(len(part), -1, dtype=np.int64) for part in (prefix, suffix))
         return WordPieces(
-            pieces=[settings["cls_token"], *pieces, settings["sep_token"]],
-            offsets=np.concatenate([special, offsets, special]),
-            words=np.concatenate([[-1], index, [-1]]).astype(np.int64), spans=spans,
+            pieces=[*prefix, *pieces, *suffix],
+            offsets=np.concatenate([before[:, None].repeat(2, 1), offsets,
+                                    after[:, None].repeat(2, 1)]),
+            words=np.concatenate([before, index, after]).astype(np.int64), spans=spans,
             dropped=max(len(encoding.ids) - kept, 0))
 
     def encode_texts(self, X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -414,12 +506,12 @@ class WordPieceEncoder(BaseEstimator):
         Parameters
         ----------
         X : sequence of str of shape (n_samples,)
-            The texts (blank ones too: they become ``start end``).
+            The texts (blank ones too: they become the special tokens alone).
 
         Returns
         -------
         ids : ndarray of shape (n_samples, T)
-            Ids (int64), ``start pieces end``, padded with ``pad_token_id_``.
+            Ids (int64), ``prefix pieces suffix``, padded with ``pad_token_id_``.
         lengths : ndarray of shape (n_samples,)
             The lengths (at most ``max_len``).
         dropped : ndarray of shape (n_samples,)
@@ -433,14 +525,16 @@ class WordPieceEncoder(BaseEstimator):
         (array([[ 101, 2204,  102,    0],
                [ 101, 1037, 2204,  102]]), array([3, 4]), array([0, 1]))
         """
-        kept = self._limit - 2
-        start, end = (self._ids[self.settings_[k]] for k in ("cls_token", "sep_token"))
+        kept = self._kept()
+        prefix, suffix = self._frame
         pieces = [self._tokenizer.encode(_SURROGATE.sub("\ufffd", text),
                                          add_special_tokens=False).ids for text in X]
-        lengths = np.array([min(len(p), kept) + 2 for p in pieces], dtype=np.int64)
-        ids = np.full((len(pieces), max(lengths, default=1)), self.pad_token_id_, np.int64)
+        lengths = np.array([min(len(p), kept) + len(prefix) + len(suffix) for p in pieces],
+                           dtype=np.int64)
+        ids = np.full((len(pieces), max(max(lengths, default=1), 1)), self.pad_token_id_,
+                      np.int64)
         for row, text_ids, length in zip(ids, pieces, lengths):
-            row[:length] = [start, *text_ids[:kept], end]
+            row[:length] = [*prefix, *text_ids[:kept], *suffix]
         dropped = np.array([max(len(p) - kept, 0) for p in pieces], dtype=np.int64)
         return ids, lengths, dropped
 
@@ -515,7 +609,7 @@ class WordPieceEncoder(BaseEstimator):
         """
         lengths = np.array([len(t) for t in tokenized], dtype=np.int64)
         ids = np.full((len(tokenized), max(int(lengths.max()), 1)), self.pad_token_id_, np.int64)
-        unknown = self._ids[self.settings_["unk_token"]]
+        unknown = self._ids.get(self.settings_["unk_token"], self.pad_token_id_)
         for i, tokens in enumerate(tokenized):
             ids[i, : len(tokens)] = [self._ids.get(t, unknown) for t in tokens]
         return ids, lengths
@@ -586,7 +680,7 @@ class WordPieceEncoder(BaseEstimator):
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_tokenizer", "_ids", "_markers")}
+                if k not in ("_tokenizer", "_ids", "_markers", "_whitespace_words")}
 
     def __setstate__(self, state):
         self.__dict__.update(state)

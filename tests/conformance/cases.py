@@ -8,7 +8,9 @@ bad-input rows that apply.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -137,6 +139,14 @@ def _bcos_simple_vit():
                                    max_epochs=2, batch_size=32, random_state=0)
 
 
+def _bcos_resnet():
+    """A tiny B-cos v2 ResNet (the released models' design) on grey digits, images as given."""
+    from interpretable import BcosResNetClassifier
+
+    return BcosResNetClassifier(dict(block="basic", layers=[1, 1, 1, 1], width=4),
+                                max_epochs=2, batch_size=32, random_state=0)
+
+
 def _vit():
     from interpretable import ViTClassifier
 
@@ -157,6 +167,28 @@ def _bcos_text():
                               batch_size=16, random_state=0)
 
 
+@functools.cache
+def _tiny_gpt2() -> str:
+    """A tiny fine-tuned GPT-2 classifier folder (written once per process, removed at
+    exit)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from architectures import tiny_classifier
+
+    root = tempfile.mkdtemp(prefix="interpretable-gpt2-")
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return str(tiny_classifier(Path(root) / "gpt2", "gpt2"))
+
+
+def _transformers_text():
+    from interpretable import TransformersTextClassifier
+
+    return TransformersTextClassifier(checkpoint=_tiny_gpt2(), max_length=24, lr=1e-2,
+                                      max_epochs=2, batch_size=16, random_state=0)
+
+
 CASES = [
     Case("EmbeddingBagClassifier", _embedding_bag, _sentiment, "text"),
     Case("DiversityLSTMClassifier-vanilla", _diversity("vanilla"), _sentiment, "text"),
@@ -167,8 +199,11 @@ CASES = [
     Case("SEATClassifier-seat", _seat("seat"), _sentiment, "text"),
     Case("SEATClassifier-word-at", _seat("word-at"), _sentiment, "text"),
     Case("BcosTextClassifier", _bcos_text, _sentiment, "text"),
+    Case("TransformersTextClassifier", _transformers_text, _sentiment, "text",
+         {"method": "integrated_gradients", "n_steps": 8}),
     Case("BcosViTClassifier", _bcos_vit, _digits, "image"),
     Case("BcosSimpleViTClassifier", _bcos_simple_vit, _digits, "image"),
+    Case("BcosResNetClassifier", _bcos_resnet, _digits, "image"),
     Case("ViTClassifier", _vit, _digits, "image", {"method": "input_x_gradient"}),
     Case("ISANLanguageModel", _isan, _shakespeare_lines, "chars"),
     Case("LSTMLanguageModel", _lstm_lm, _shakespeare_lines, "chars"),

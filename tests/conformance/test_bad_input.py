@@ -224,7 +224,7 @@ def test_messages_name_the_known_classes_and_the_fix_for_missing_texts():
 def test_blank_texts_are_predicted_from_no_evidence_and_explained_by_no_unit(case):
     """A blank text does not fail the batch: it is predicted from the padding token alone (for
     the mean-embedding model exactly the prior, softmax of the bias; for the BERT family from
-    [CLS] [SEP]) and explained by no unit of its text;
+    [CLS] [SEP]; for GPT-2 from its whitespace pieces) and explained by no unit of its text;
     fit still refuses blank training texts."""
     X, y, X_test = case.data()
     est = case.make().fit(X, y)
@@ -235,9 +235,12 @@ def test_blank_texts_are_predicted_from_no_evidence_and_explained_by_no_unit(cas
     np.testing.assert_allclose(proba[0], est.predict_proba(X_test[:1])[0], atol=1e-6)
     exp = est.explain(batch)
     spans = getattr(exp, "spans", None)
-    if spans is not None:  # BERT family: only [CLS] / [SEP], which are in no text
-        assert exp.units[2] == ["[CLS]", "[SEP]"] and (spans[2] == -1).all()
-        assert (spans[0] >= 0).any()
+    if spans is not None:  # word pieces: the special tokens ([CLS] / [SEP], in no text) and
+        settings = est.text_encoder_.settings_  # pieces of whitespace (byte-level BPE's Ġ)
+        specials = settings["prefix"] + settings["suffix"]
+        assert exp.units[2][:len(settings["prefix"])] == settings["prefix"]
+        assert all(unit in specials or not unit.strip("Ġ▁") for unit in exp.units[2])
+        assert (spans[2][:, 0] == spans[2][:, 1]).all() and (spans[0][:, 1] > spans[0][:, 0]).any()
     else:
         assert exp.units[0] and exp.units[2] == []
     if case.name == "EmbeddingBagClassifier":

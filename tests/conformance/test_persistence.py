@@ -192,7 +192,8 @@ def _longer_vocabulary(config):
 
 # the v2 B-cos ViT's width is in its fitted architecture (its params.embed_dim is refused)
 _SIZE = (("fitted", "embed_dim"), ("fitted", "architecture_", "dim"), ("params", "embed_dim"),
-         ("params", "hidden_size"))
+         ("params", "hidden_size"), ("fitted", "config", "hidden_size"),
+         ("fitted", "config", "n_embd"))
 # edit of the decoded config.json (a str replaces the whole file) -> pattern of the ValueError
 CONFIG_EDITS = {
     "not an object": (lambda c: [c], "must hold a JSON object, got list"),

@@ -21,6 +21,13 @@ from hypothesis.control import currently_in_test_context
 
 from .conftest import examples, fixed_seed
 
+#: cheap options of the slower explanation methods (the methods are checked, not their
+#: defaults' cost)
+CHEAP = {"integrated_gradients": {"n_steps": 4}, "smoothgrad": {"nt_samples": 2},
+         "smoothgrad_integrated_gradients": {"nt_samples": 2, "n_steps": 4},
+         "gradient_shap": {"n_samples": 2}}
+
+
 DOCUMENTED = (ValueError, TypeError, OSError)
 
 # ---------------------------------------------------------------------------- strategies
@@ -156,7 +163,7 @@ def test_explanations_are_consistent_or_refused(fitted, data):
     case, est, _ = fitted
     X = data.draw(inputs(case.kind, est), label="X")
     method = data.draw(st.sampled_from(list(est.explain_methods)), label="method")
-    options = {"n_steps": 4} if method == "integrated_gradients" else {}
+    options = CHEAP.get(method, {})
     before, snapshot = copy.deepcopy(X), _snapshot(est)
     explanation = _call(est.explain, X, method=method, **options)
     if explanation is not None:
@@ -217,7 +224,7 @@ def test_plot_of_every_method(fitted):
 
     case, est, X_test = fitted
     for method in est.explain_methods:
-        options = {"n_steps": 4} if method == "integrated_gradients" else {}
+        options = CHEAP.get(method, {})
         explanation = _call(est.explain, X_test[:2], method=method, **options)
         if explanation is not None and hasattr(explanation, "plot"):
             _call(explanation.plot)
@@ -226,7 +233,7 @@ def test_plot_of_every_method(fitted):
 
 # ---------------------------------------------------------------------------- round trips
 def _explain(est, X, method):
-    options = {"n_steps": 4} if method == "integrated_gradients" else {}
+    options = CHEAP.get(method, {})
     try:
         return est.explain(X, method=method, **options).to_frame()
     except ValueError as exc:

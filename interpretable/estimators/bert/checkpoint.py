@@ -10,10 +10,14 @@ MiniLM; a folder or Hub id of BERT, RoBERTa / XLM-RoBERTa, DistilBERT or ELECTRA
 a config dict: a random encoder) into an :class:`EncoderCheckpoint`: the config fields the
 fitted model keeps (:func:`encoder_config`, validated by
 :func:`~interpretable.nn.encoder_families.encoder_options`) and the folder of its tokeniser
-and weights; the estimators read its tokeniser with that config
-(:meth:`EncoderCheckpoint.load_tokenizer`) and check it against the config before the weights
-are read (:meth:`EncoderCheckpoint.load_encoder`), once, into the network they build: a fit
-resolves the checkpoint and reads its ``config.json`` once.
+and weights (:func:`read_any_checkpoint`: of any model ``transformers`` loads as a sequence
+classifier, its config fields those of
+:func:`~interpretable.nn.generic_classifier.structure_config`); the estimators read its
+tokeniser with that config (:meth:`EncoderCheckpoint.load_tokenizer`) and check it against the
+config before the weights are read (:meth:`EncoderCheckpoint.load_encoder`), once, into the
+network they build: a fit resolves the checkpoint and reads its ``config.json`` once. A Hub
+snapshot without weights or tokeniser files (an interrupted download) is refused naming the
+id.
 
 :class:`ClassifierCheckpoint` is the other kind of folder the B-cos model reads: a fine-tuned
 ``transformers`` sequence classifier given as its distillation ``teacher``, recognised by
@@ -31,6 +35,7 @@ import numpy as np
 import torch
 
 from ...nn.encoder_families import FAMILIES, encoder_family, encoder_options
+from ...nn.generic_classifier import structure_config
 
 __all__: list[str] = []  # the checkpoint reading of the BERT-family estimators
 
@@ -43,6 +48,10 @@ _HUB_FILES = ("config.json", "*.safetensors", "*.safetensors.index.json", "token
 #: plain tensors, ``weights_only``)
 _HUB_TORCH_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json",
                       "pytorch_model-*.bin")
+#: what a complete snapshot holds beside config.json: (what, file name patterns)
+_SNAPSHOT_PARTS = (("weights", ("*.safetensors", "pytorch_model*.bin")),
+                   ("tokeniser files", ("tokenizer.json", "tokenizer_config.json", "vocab.*",
+                                        "*.model", "merges.txt")))
 #: config fields of a sequence classifier's head (beside its encoder's)
 _HEAD_FIELDS = ("classifier_dropout", "seq_classif_dropout")
 
@@ -66,16 +75,17 @@ class EncoderCheckpoint(NamedTuple):
 
         return load_encoder(self.folder, pooler=pooler, config=self.source_config)
 
-    def load_classifier(self, n_outputs: int | None = None):
+    def load_classifier(self, n_outputs: int | None = None, *, trained_head: bool = False):
         """The sequence classifier in ``folder``
         (:class:`~interpretable.nn.sequence_classifier.PretrainedSequenceClassifier`), read
         with ``source_config``: its weights, read now. ``n_outputs``: a new output layer of
-        that size (None: the checkpoint's head)."""
+        that size (None: the checkpoint's head; ``trained_head``: refused when it has none,
+        :class:`~interpretable.nn.bert_encoder.UntrainedHeadError`)."""
         from ...nn.sequence_classifier import PretrainedSequenceClassifier
 
         if n_outputs is None:
-            return PretrainedSequenceClassifier.from_pretrained(self.folder,
-                                                                config=self.source_config)
+            return PretrainedSequenceClassifier.from_pretrained(
+                self.folder, config=self.source_config, trained_head=trained_head)
         config = copy.deepcopy(self.source_config)
         config.num_labels = n_outputs
         return PretrainedSequenceClassifier.from_pretrained(self.folder, config=config,
@@ -177,6 +187,13 @@ def resolve_model_folder(checkpoint, *, what: str = "checkpoint") -> Path:
     if not (folder / "config.json").is_file():
         raise ValueError(f"the Hugging Face model {name!r} (cached in {str(folder)!r}) has no "
                          "config.json: not a transformers model.")
+    for part, patterns in _SNAPSHOT_PARTS:
+        if not any(any(folder.glob(pattern)) for pattern in patterns):
+            how = ("HF_HUB_OFFLINE is set: unset it to download them" if offline else
+                   f"download it again (e.g. `hf download {name}`)")
+            raise ValueError(f"the Hugging Face model {name!r} is only partly in the cache "
+                             f"({str(folder)!r}): it has no {part} ({' or '.join(patterns)}), "
+                             f"as after an interrupted download; {how}.")
     return folder
 
 
@@ -186,16 +203,54 @@ def read_checkpoint(checkpoint) -> EncoderCheckpoint:
     Hub id resolves through :func:`resolve_model_folder`."""
     if isinstance(checkpoint, dict):
         return EncoderCheckpoint(encoder_config(checkpoint), None, None)
+    return as_encoder(read_any_checkpoint(checkpoint, sequence_classifier=False))
+
+
+def read_any_checkpoint(checkpoint, *, sequence_classifier: bool = True) -> EncoderCheckpoint:
+    """Read the config of the ``transformers`` model ``checkpoint`` names (None: the bundled
+    MiniLM; a folder or a Hub id, resolved by :func:`resolve_model_folder`), of any
+    ``model_type`` (``sequence_classifier``: one ``AutoModelForSequenceClassification``
+    builds, else a ValueError naming it); ``config``: its
+    :func:`~interpretable.nn.generic_classifier.structure_config`."""
     if checkpoint is None:
         from ...datasets import load_minilm
 
         folder = load_minilm()
     else:
         folder = resolve_model_folder(checkpoint)
-    from ...nn.bert_encoder import read_encoder_config
+    from ...nn.bert_encoder import read_config
 
-    source = read_encoder_config(folder)
-    return EncoderCheckpoint(encoder_config(source.to_dict()), folder, source)
+    source = read_config(folder)
+    if sequence_classifier:
+        from transformers.models.auto.modeling_auto import (
+            MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES,
+        )
+
+        if source.model_type not in MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES:
+            raise ValueError(f"transformers has no sequence classifier of model_type "
+                             f"{source.model_type!r} (the model in {str(folder)!r}).")
+    return EncoderCheckpoint(structure_config(source), folder, source)
+
+
+def converts(checkpoint: EncoderCheckpoint) -> bool:
+    """Whether a read checkpoint is of a family the package converts to its own encoder
+    (:data:`~interpretable.nn.encoder_families.FAMILIES`)."""
+    return any(checkpoint.source_config.model_type in family.model_types
+               for family in FAMILIES.values())
+
+
+def as_encoder(checkpoint: EncoderCheckpoint) -> EncoderCheckpoint:
+    """A read checkpoint with the config fields of its encoder (:func:`encoder_config`);
+    ValueError listing the supported families for another model type (and naming the
+    estimator that runs it as it is)."""
+    try:
+        config = encoder_config(checkpoint.source_config.to_dict())
+    except ValueError as error:
+        if converts(checkpoint):
+            raise
+        raise ValueError(f"{error} TransformersTextClassifier runs (and fine-tunes) any other "
+                         "architecture as it is.") from None
+    return checkpoint._replace(config=config)
 
 
 def names_sequence_classifier(fields) -> bool:

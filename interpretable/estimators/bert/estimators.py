@@ -11,77 +11,63 @@ whose word-piece contributions are exact, and the conventional one it is compare
 
 Both tokenise with :class:`~interpretable.text.WordPieceEncoder` (offsets back to the
 original text) and train with BERT's schedule: AdamW, linear warm-up, linear decay to 0
-(:class:`~interpretable.estimators.core.nets.LearningRateSchedule`). The fitted state holds
-the BERT config (:mod:`.checkpoint`) and the vocabulary, the weights file the whole encoder: a saved
-model loads without the data package or the checkpoint folder.
+(:class:`~interpretable.estimators.core.nets.LearningRateSchedule`), as
+:class:`~interpretable.TransformersTextClassifier` does (what they share is :mod:`.base`).
+The fitted state holds the BERT config (:mod:`.checkpoint`) and the vocabulary, the weights
+file the whole encoder: a saved model loads without the data package or the checkpoint
+folder. ``BertTextClassifier.from_pretrained`` hands a checkpoint of another architecture to
+:class:`~interpretable.TransformersTextClassifier`, which runs it as it is.
 """
 from __future__ import annotations
 
-import functools
 import os
-import re
-from numbers import Integral, Real
+from numbers import Real
 
-import numpy as np
 import torch
 
 from ...nn.bcos.bert import BcosBertClassifier
 from ...nn.bert_classifier import BertClassifier
+from ...nn.bert_encoder import UntrainedHeadError
 from ...nn.encoder_families import encoder_options, usable_positions
 from ...nn.losses import DistillationLoss
 from ...nn.sequence_classifier import PretrainedSequenceClassifier
 from ...params import HasMethods, Interval, StrOptions
 from ...text import WordPieceEncoder
-from ...validation import check_targets, warn_caller
-from ..core.base import EncodedInputs
 from ..core.teacher import TEACHER_PROBABILITIES, teacher_probabilities
 from ..core.training import fit_transactionally
-from ..text.base import TextClassifierBase, trim_collate
+from .base import PieceClassifierBase, matched_head, named_outputs, reorder_outputs
 from .checkpoint import (
     ClassifierCheckpoint,
     EncoderCheckpoint,
+    as_encoder,
     checkpoint_labels,
     classifier_config,
+    converts,
     encoder_config,
     names_sequence_classifier,
+    read_any_checkpoint,
     read_checkpoint,
     read_classifier_config,
     resolve_model_folder,
 )
-from .explainers import (
-    BcosTextContributions,
-    BertAttention,
-    BertGradient,
-    BertInputXGradient,
-    BertIntegratedGradients,
-    BertKernelShap,
-    BertLime,
-    BertOcclusion,
-    BertRollout,
-)
+from .explainers import BcosTextContributions
 
 __all__ = ["BcosTextClassifier", "BertTextClassifier"]
 
 
-class BaseEncoderClassifier(TextClassifierBase):
-    """What the fine-tuned encoder classifiers share (not an estimator by itself): reading
-    the ``checkpoint`` once per fit (:func:`.checkpoint.read_checkpoint`), its tokeniser,
-    BERT's schedule, the fitted ``config_`` and the forward pass with attention.
+class BaseEncoderClassifier(PieceClassifierBase):
+    """What the fine-tuned BERT-lineage encoder classifiers share (not an estimator by
+    itself): the ``checkpoint`` read as an encoder of a convertible family
+    (:func:`.checkpoint.read_checkpoint`), the fitted ``config_`` of its structure and the
+    pooling.
 
     Subclasses set ``_module_class`` (a network with ``from_config`` and ``from_bert``) and
     extend ``_module_options()``.
     """
 
-    #: the explanation methods it offers, its default first
-    explainers = (BertAttention(), BertRollout(), BertGradient(), BertIntegratedGradients(),
-                  BertInputXGradient(), BertOcclusion(), BertLime(), BertKernelShap())
-
     _parameter_constraints = {
-        **TextClassifierBase._parameter_constraints,
-        "checkpoint": [str, os.PathLike, dict, None],
+        **PieceClassifierBase._parameter_constraints,
         "pooling": [StrOptions({"mean", "cls"})],
-        "max_length": [Interval(Integral, 3, 512, closed="both")],
-        "warmup": [Interval(Real, 0, 1, closed="left")],
     }
 
     # ------------------------------------------------------------------ module
@@ -108,7 +94,8 @@ class BaseEncoderClassifier(TextClassifierBase):
 
     def _check_vocabulary(self) -> None:
         """The tokeniser fits the encoder: its ids index the embedding table, its padding is
-        the table's and ``max_length`` fits the positions."""
+        the table's, it frames a text with a start and an end token and ``max_length`` fits
+        the positions."""
         pieces, options = len(self.text_encoder_.index_to_token_), encoder_options(self.config_)
         if pieces > options["vocab_size"]:
             raise ValueError(f"the encoder config has vocab_size={options['vocab_size']} but "
@@ -117,89 +104,19 @@ class BaseEncoderClassifier(TextClassifierBase):
         if pad != options["pad_token_id"]:
             raise ValueError(f"the tokeniser pads with id {pad}, the encoder config with "
                              f"pad_token_id={options['pad_token_id']}.")
+        settings = self.text_encoder_.settings_
+        if (len(settings["prefix"]), len(settings["suffix"])) != (1, 1):
+            raise ValueError("the tokeniser of a BERT-lineage encoder must frame a text as a "
+                             "start token, its pieces and an end token ([CLS] ... [SEP]), not "
+                             f"{settings['prefix']} ... {settings['suffix']}.")
         positions = usable_positions(self.config_)
         if self.max_length > positions:
             raise ValueError(f"max_length={self.max_length} exceeds the model's {positions} "
                              "positions.")
 
-    # ------------------------------------------------------------------ inputs
-    def _encode_texts(self, texts, queries) -> EncodedInputs:
-        """Word pieces of ``texts``, aligned with the texts (``max_length`` at most, with a
-        warning)."""
-        aligned = [self.text_encoder_.align(text) for text in texts]
-        self._warn_truncated([a.dropped for a in aligned])
-        units = [a.pieces for a in aligned]
-        ids, lengths = self.text_encoder_.encode_tokens(units)
-        return EncodedInputs({"tokens": torch.from_numpy(ids),
-                              "lengths": torch.from_numpy(lengths)}, units=units, texts=texts,
-                             alignments=aligned)
-
-    def _training_inputs(self, texts) -> dict:
-        """``tokens (n, T)`` and ``lengths (n,)`` of the training texts: their ids alone (fit
-        reads no alignment), ``max_length`` at most, with a warning."""
-        ids, lengths, dropped = self.text_encoder_.encode_texts(texts)
-        self._warn_truncated(dropped)
-        return {"tokens": torch.from_numpy(ids), "lengths": torch.from_numpy(lengths)}
-
-    def _warn_truncated(self, dropped) -> None:
-        """Warn when texts lost pieces to ``max_length`` (``dropped (n,)``: per text)."""
-        cut = np.flatnonzero(dropped)
-        if len(cut):
-            warn_caller(f"{len(cut)} of {len(dropped)} texts (e.g. #{cut[0]}) are longer than "
-                        f"max_length={self.max_length} word pieces: the model sees their first "
-                        f"{self.max_length - 2} pieces only.")
-
-    def word_pieces(self, X) -> list:
-        """Return how the model sees each text: its word pieces, aligned with its words.
-
-        Parameters
-        ----------
-        X : sequence of str of shape (n_samples,)
-            Texts.
-
-        Returns
-        -------
-        list of WordPieces
-            One :class:`~interpretable.text.wordpiece.WordPieces` per text: pieces, their
-            words, the words' characters, pieces cut off.
-
-        Examples
-        --------
-        >>> from interpretable import BertTextClassifier
-        >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
-        ...           "num_attention_heads": 2, "intermediate_size": 16,
-        ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
-        ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
-        >>> X = ["good movie", "great film", "bad movie", "awful film"]
-        >>> y = ["pos", "pos", "neg", "neg"]
-        >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
-        ...                          random_state=0).fit(X, y)
-        >>> clf.word_pieces(["good film"])[0].pieces
-        ['[CLS]', 'good', 'film', '[SEP]']
-        """
-        self._check_fitted()
-        texts, _ = self._split_inputs(X, fitting=False)
-        return [self.text_encoder_.align(text) for text in texts]
-
     # ------------------------------------------------------------------ fit
-    def _fit(self, X, y, sample_weight=None):
-        """Read the checkpoint once (its config, encoder and tokeniser; kept with
-        ``warm_start``) and fine-tune."""
-        seed = self._start_fit()
-        texts, _ = self._split_inputs(X, fitting=not self._continues())
-        y_index = self._fit_labels(check_targets(y, n_samples=len(texts)))
-        if self._continues():
-            module_factory = self._warm_started(self._build_module)
-        else:
-            checkpoint = read_checkpoint(self.checkpoint)
-            self._adopt_config(checkpoint)
-            module_factory = functools.partial(self._initial_module, checkpoint)
-        self._fit_net(module_factory, self._criterion(), self._training_inputs(texts),
-                      torch.from_numpy(y_index.astype(np.int64)), seed=seed,
-                      sample_weight=self._training_weights(y_index, sample_weight),
-                      loss_inputs=self._loss_inputs(texts), callbacks=self._callbacks(),
-                      iterator_train__collate_fn=trim_collate,
-                      iterator_valid__collate_fn=trim_collate, **self._net_options())
+    def _read_checkpoint(self) -> EncoderCheckpoint:
+        return read_checkpoint(self.checkpoint)
 
     def _adopt_config(self, checkpoint: EncoderCheckpoint) -> None:
         """Set the fitted state of the read ``checkpoint`` (its weights are read later) that
@@ -217,73 +134,17 @@ class BaseEncoderClassifier(TextClassifierBase):
         self.embed_dim_ = encoder_options(self.config_)["hidden_size"]
 
     def _structure_config(self, config: dict) -> dict:
-        """The fields of a checkpoint's config dict that the fitted model keeps
-        (``config_``): those that rebuild the network's structure."""
         return encoder_config(config)
-
-    def _loss_inputs(self, texts) -> dict:
-        """Per-sample inputs of the training loss beside the labels (e.g. a teacher's
-        probabilities of ``texts``), by the criterion's keyword."""
-        return {}
-
-    def _callbacks(self) -> list:
-        """BERT's learning-rate schedule: linear warm-up, then linear decay to 0."""
-        from ..core.nets import LearningRateSchedule  # skorch: imported at the first fit
-
-        return [("lr_schedule", LearningRateSchedule(self.warmup, decay="linear"))]
-
-    def _net_options(self) -> dict:
-        """Further keywords of the skorch net (e.g. optimizer parameter groups)."""
-        return {}
-
-    # ------------------------------------------------------------------ forward
-    def forward_with_attention(self, batch: dict, *, embedded=None):
-        """Run the module, returning the logits and the attention of every layer.
-
-        Parameters
-        ----------
-        batch : dict of str to torch.Tensor
-            One batch from :meth:`iter_batches`.
-        embedded : torch.Tensor of shape (B, T, E) or None, default=None
-            Embeddings that replace the word-piece embeddings.
-
-        Returns
-        -------
-        logits : torch.Tensor of shape (B, n_classes)
-            The logits.
-        attention : list of torch.Tensor of shape (B, heads, T, T)
-            The attention probabilities of every layer.
-
-        Examples
-        --------
-        >>> from interpretable import BertTextClassifier
-        >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
-        ...           "num_attention_heads": 2, "intermediate_size": 16,
-        ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
-        ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
-        >>> X = ["good movie", "great film", "bad movie", "awful film"]
-        >>> y = ["pos", "pos", "neg", "neg"]
-        >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
-        ...                          random_state=0).fit(X, y)
-        >>> _, batch = next(clf.iter_batches(clf.encode(["good film"]).inputs))
-        >>> logits, attention = clf.forward_with_attention(batch)
-        >>> logits.shape, len(attention), attention[0].shape
-        (torch.Size([1, 2]), 1, torch.Size([1, 2, 4, 4]))
-        """
-        return self.module_.forward_with_attention(batch["tokens"], batch["lengths"],
-                                                   embedded=embedded)
 
     # ------------------------------------------------------------------ persistence
     def _get_fitted_state(self) -> dict:
-        state = {**super()._get_fitted_state(), "config": self.config_}
+        state = super()._get_fitted_state()
         del state["embed_dim"]  # the config's hidden size: stored once
         return state
 
     def _set_fitted_state(self, state: dict) -> None:
-        self.config_ = self._structure_config(state["config"])
-        hidden_size = encoder_options(self.config_)["hidden_size"]
+        hidden_size = encoder_options(self._structure_config(state["config"]))["hidden_size"]
         super()._set_fitted_state({**state, "embed_dim": hidden_size})
-        self._check_vocabulary()
 
 
 class BertTextClassifier(BaseEncoderClassifier):
@@ -299,9 +160,11 @@ class BertTextClassifier(BaseEncoderClassifier):
         encoder of the BERT lineage (``transformers`` layout: ``config.json``, weights and a
         fast tokeniser; never downloads): BERT, RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT
         or ELECTRA, base models or fine-tunes with a task head (the head is not used); other
-        model types are refused at fit with the list. A dict: the fields of an encoder config
-        (``model_type`` as above, default BERT), randomly initialised, with the bundled
-        tokeniser (``vocab_size`` must be its 30,522): tests, training from scratch.
+        model types are refused at fit with the list
+        (:class:`~interpretable.TransformersTextClassifier` fine-tunes them as they are). A
+        dict: the fields of an encoder config (``model_type`` as above, default BERT),
+        randomly initialised, with the bundled tokeniser (``vocab_size`` must be its 30,522):
+        tests, training from scratch.
     pooling : {"mean", "cls"}, default="mean"
         The sequence vector: the mean of the real tokens' final states (how
         sentence-transformers trained MiniLM) or the ``[CLS]`` state.
@@ -431,16 +294,21 @@ class BertTextClassifier(BaseEncoderClassifier):
         ``pooling="checkpoint"``), so ``predict_proba`` is the softmax of
         ``AutoModelForSequenceClassification``'s logits on the same word pieces. Every
         explanation method, ``save`` / ``load``, pickling and pipelines work as after
-        ``fit``; ``fit`` fine-tunes from the checkpoint, head included.
+        ``fit``; ``fit`` fine-tunes from the checkpoint, head included. A checkpoint of
+        another architecture (GPT-2, Llama, Qwen2, DeBERTa-v2, ModernBERT, ALBERT, ...) is
+        run by ``transformers`` itself: a
+        :class:`~interpretable.TransformersTextClassifier`
+        is returned.
 
         Parameters
         ----------
         name_or_folder : str or os.PathLike
             A local ``transformers`` folder (``save_pretrained``) of a
-            ``...ForSequenceClassification`` of BERT, RoBERTa, XLM-RoBERTa, CamemBERT,
-            DistilBERT or ELECTRA, or a Hugging Face Hub id (through ``huggingface_hub``'s
-            cache: downloaded when online, offline read from the cache, ``HF_HUB_OFFLINE=1``
-            honoured; code from the Hub is never run).
+            ``...ForSequenceClassification`` (of BERT, RoBERTa, XLM-RoBERTa, CamemBERT,
+            DistilBERT or ELECTRA: converted to the package's encoder; of any other
+            architecture: run as it is), or a Hugging Face Hub id (through
+            ``huggingface_hub``'s cache: downloaded when online, offline read from the cache,
+            ``HF_HUB_OFFLINE=1`` honoured; code from the Hub is never run).
         classes : array-like of shape (n_outputs,) or None, default=None
             The class of each output, in the checkpoint's order; None: its ``id2label``
             names (generic ``LABEL_0``-style names are kept, with a warning).
@@ -455,15 +323,16 @@ class BertTextClassifier(BaseEncoderClassifier):
 
         Returns
         -------
-        BertTextClassifier
+        BertTextClassifier or TransformersTextClassifier
             The fitted estimator; ``classes_`` sorted, the head's outputs reordered to match.
 
         Raises
         ------
         ValueError
-            If the folder or Hub id cannot be had (the message names the cache and what to
-            do), the model is of another family or multi-label, or ``classes`` does not name
-            each output once.
+            If the folder or Hub id cannot be had (the message names the id, the cache and
+            what to do), the checkpoint has no trained classification head (a base model:
+            fine-tune it with ``fit``), is multi-label or a regression, or ``classes`` does
+            not name each output once.
 
         Examples
         --------
@@ -481,7 +350,14 @@ class BertTextClassifier(BaseEncoderClassifier):
         >>> clf.predict_proba(["a fine film"]).shape
         (1, 2)
         """
-        checkpoint = read_checkpoint(name_or_folder)  # a Hub id is resolved here, once
+        checkpoint = read_any_checkpoint(name_or_folder)  # a Hub id is resolved here, once
+        if not converts(checkpoint):  # another architecture: run as it is
+            from .transformers_model import TransformersTextClassifier
+
+            return TransformersTextClassifier._from_checkpoint(
+                name_or_folder, checkpoint, classes=classes, max_length=max_length,
+                device=device, **params)
+        checkpoint = as_encoder(checkpoint)
         if max_length is None:
             max_length = min(usable_positions(checkpoint.config), 512)
         estimator = cls(checkpoint=name_or_folder, pooling="checkpoint", max_length=max_length,
@@ -495,23 +371,18 @@ class BertTextClassifier(BaseEncoderClassifier):
         """Fitted state of the read checkpoint's classifier as it is (``from_pretrained``)."""
         self._start_fit()
         self._adopt_config(checkpoint)
-        if checkpoint.folder is None:
-            raise ValueError("from_pretrained needs a folder or a Hub id, got a config dict.")
-        labels = checkpoint_labels(checkpoint.source_config)
-        if classes is None:
-            if all(re.fullmatch(r"LABEL_\d+", label) for label in labels):
-                warn_caller(f"the checkpoint names its classes {labels[:5]} (generic id2label);"
-                            " pass classes=[...] (in the order of its outputs) to name them.")
-            outputs = np.asarray(labels)
-        else:
-            outputs = np.asarray(classes)
-            if outputs.ndim != 1 or len(outputs) != len(labels) \
-                    or len(np.unique(outputs)) != len(outputs):
-                raise ValueError(f"classes must name each of the checkpoint's {len(labels)} "
-                                 f"outputs once, got {classes!r}.")
-        self.classes_, order = np.unique(outputs, return_index=True)
-        module = checkpoint.load_classifier()
-        _reorder_outputs(module, order)
+        try:
+            module = checkpoint.load_classifier(trained_head=True)
+        except UntrainedHeadError as error:
+            raise ValueError(
+                f"{error}. from_pretrained explains a fine-tuned classifier as it is: "
+                f"fine-tune this one first, BertTextClassifier(checkpoint="
+                f"{os.fspath(self.checkpoint)!r}).fit(X, y), or B-cosify and fine-tune it, "
+                f"BcosTextClassifier(checkpoint={os.fspath(self.checkpoint)!r}).fit(X, y)."
+            ) from None
+        self.classes_, order = named_outputs(checkpoint_labels(checkpoint.source_config),
+                                             classes)
+        reorder_outputs(module.output_layer, order)
         self.module_ = module.to(self.device_).eval()
         self.history_ = []
 
@@ -535,20 +406,12 @@ class BertTextClassifier(BaseEncoderClassifier):
         names = [str(c) for c in self.classes_]
         if not names_sequence_classifier(checkpoint.source_config.to_dict()):
             return checkpoint.load_classifier(len(names))  # a base model: the head is new
-        labels = checkpoint_labels(checkpoint.source_config)
-        if sorted(labels) == sorted(names):
-            module = checkpoint.load_classifier()
-            _reorder_outputs(module, [labels.index(name) for name in names])
-            return module
-        if len(labels) == len(names):
-            if not all(re.fullmatch(r"LABEL_\d+", label) for label in labels):
-                warn_caller(f"the checkpoint's classes {labels[:5]} are not the labels "
-                            f"{names[:5]}: its outputs are taken in order (output i is "
-                            f"{names[0]!r}, ...).")
-            return checkpoint.load_classifier()
-        warn_caller(f"the checkpoint has {len(labels)} outputs ({labels[:5]}), the labels are "
-                    f"{len(names)}: its classification head's output layer is new.")
-        return checkpoint.load_classifier(len(names))
+        plan = matched_head(checkpoint_labels(checkpoint.source_config), names)
+        if not isinstance(plan, list):
+            return checkpoint.load_classifier(plan)
+        module = checkpoint.load_classifier()
+        reorder_outputs(module.output_layer, plan)
+        return module
 
     def __init__(self, *, checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
                  lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
@@ -577,17 +440,6 @@ class BertTextClassifier(BaseEncoderClassifier):
         self.precision = precision
         self.inference_precision = inference_precision
         self.accelerator = accelerator
-
-
-def _reorder_outputs(module: PretrainedSequenceClassifier, order) -> None:
-    """Make output ``j`` of ``module``'s head its former output ``order[j]`` (exact: the
-    rows of its last linear layer are permuted)."""
-    layer = module.output_layer
-    index = torch.as_tensor(np.asarray(order), dtype=torch.long)
-    with torch.no_grad():
-        layer.weight.copy_(layer.weight[index])
-        if layer.bias is not None:
-            layer.bias.copy_(layer.bias[index])
 
 
 class BcosTextClassifier(BaseEncoderClassifier):

@@ -21,12 +21,22 @@
   never replaced.
 
 * ``"gradient"`` (:class:`BertGradient`), ``"integrated_gradients"``
-  (:class:`BertIntegratedGradients`), ``"input_x_gradient"`` (:class:`BertInputXGradient`):
-  the gradient methods of :mod:`interpretable.estimators.text.explainers` at either
-  ``level``. Integrated gradients and input × gradient are additive, so a word's value is the
-  sum of its pieces' (integrated gradients stay complete at word level); the saliency
-  ``"gradient"``, an L2 norm per piece, gives a word the L2 norm of its pieces' gradient
-  vectors together, ``sqrt(Σ_pieces norm²)``.
+  (:class:`BertIntegratedGradients`), ``"input_x_gradient"`` (:class:`BertInputXGradient`),
+  ``"smoothgrad"`` (:class:`BertSmoothGrad`), ``"smoothgrad_integrated_gradients"``
+  (:class:`BertSmoothGradIntegratedGradients`), ``"gradient_shap"``
+  (:class:`BertGradientShap`): the gradient methods of
+  :mod:`interpretable.estimators.text.explainers` at either ``level``. Integrated gradients
+  (also through the noise tunnel), input × gradient and GradientSHAP are additive, so a
+  word's value is the sum of its pieces' (integrated gradients and GradientSHAP stay complete
+  at word level); the saliency ``"gradient"`` and ``"smoothgrad"``, L2 norms per piece, give
+  a word the L2 norm of its pieces' vectors together, ``sqrt(Σ_pieces norm²)``. Integrated
+  gradients and input × gradient take ``layer="<module name>"`` (e.g.
+  ``"encoder.bert.encoder.layer.3"`` of the conventional classifier, ``"layers.3"`` of the
+  B-cos one): captum's layer integrated gradients and gradient × activation at that layer's
+  output, summed over its hidden axis per piece.
+
+DeepLIFT is not offered: the encoders' LayerNorm, GELU and softmax attention are operations
+captum's DeepLift has no exact rule for (``explain(method="deeplift")`` names them).
 
 Both attention methods are class-independent. The ``"pad"`` and ``"mask"`` baselines of
 integrated gradients and the perturbation methods keep ``[CLS]`` and ``[SEP]`` (``<s>`` /
@@ -58,11 +68,14 @@ from ..core.attributions import explained_classes
 from ..core.explainer import Attributions, Explainer
 from ..text.explainers import (
     Gradient,
+    GradientShap,
     InputXGradient,
     IntegratedGradients,
     KernelShap,
     Lime,
     Occlusion,
+    SmoothGrad,
+    SmoothGradIntegratedGradients,
 )
 
 __all__ = [
@@ -70,12 +83,15 @@ __all__ = [
     "BertAttention",
     "BertExplainer",
     "BertGradient",
+    "BertGradientShap",
     "BertInputXGradient",
     "BertIntegratedGradients",
     "BertKernelShap",
     "BertLime",
     "BertOcclusion",
     "BertRollout",
+    "BertSmoothGrad",
+    "BertSmoothGradIntegratedGradients",
 ]
 
 LEVELS = ("piece", "word")
@@ -194,9 +210,12 @@ class _AttentionMaps(BertExplainer):
     @staticmethod
     def pooled(matrix: torch.Tensor, real: torch.Tensor, pooling: str) -> torch.Tensor:
         """The rows ``(B, T)`` of ``matrix (B, T, T)`` that the classifier reads: the
-        ``[CLS]`` row, or the mean of the real tokens' rows."""
+        ``[CLS]`` row (``"cls"``), the last real token's (``"last"``, a decoder's), or the mean
+        of the real tokens' rows (``"mean"``)."""
         if pooling == "cls":
             return matrix[:, 0]
+        if pooling == "last":
+            return matrix[torch.arange(matrix.shape[0], device=matrix.device), real.sum(1) - 1]
         weights = real.to(matrix.dtype)
         return (matrix * weights[:, :, None]).sum(1) / weights.sum(1, keepdim=True)
 
@@ -299,19 +318,72 @@ class BertGradient(BertExplainer, Gradient):
         return super().attribute(estimator, batch, target, embedding_offset=embedding_offset)
 
 
-class BertInputXGradient(BertGradient, InputXGradient):
+class BertInputXGradient(BertExplainer, InputXGradient):
     """Gradient × embedding per piece or, at ``level="word"``, summed over the word's
-    pieces."""
+    pieces; ``layer="<module name>"``: gradient × activation at that layer's output."""
 
-    norm_values = False
+    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
+                  layer=None) -> Attributions:
+        """(``level`` is applied by :meth:`assemble`.)"""
+        return super().attribute(estimator, batch, target, embedding_offset=embedding_offset,
+                                 layer=layer)
 
 
 class BertIntegratedGradients(BertExplainer, IntegratedGradients):
     """Integrated gradients per piece or, at ``level="word"``, summed over the word's pieces
-    (``[CLS]`` / ``[SEP]`` join ``bias``, so ``completeness_error`` is the piece level's)."""
+    (``[CLS]`` / ``[SEP]`` join ``bias``, so ``completeness_error`` is the piece level's);
+    ``layer="<module name>"``: layer integrated gradients at that layer's output."""
 
     def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
-                  n_steps=50, baseline="zeros") -> Attributions:
+                  n_steps=50, baseline="zeros", layer=None) -> Attributions:
         """(``level`` is applied by :meth:`assemble`.)"""
         return super().attribute(estimator, batch, target, embedding_offset=embedding_offset,
-                                 n_steps=n_steps, baseline=baseline)
+                                 n_steps=n_steps, baseline=baseline, layer=layer)
+
+
+class BertSmoothGrad(BertExplainer, SmoothGrad):
+    """SmoothGrad per piece or, at ``level="word"``, per word: the L2 norm of the smoothed
+    gradient at the word's pieces' embeddings together."""
+
+    norm_values = True
+
+    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
+                  nt_type="smoothgrad", nt_samples=10, stdevs=None,
+                  random_state=0) -> Attributions:
+        """(``level`` is applied by :meth:`assemble`.)"""
+        return super().attribute(estimator, batch, target, embedding_offset=embedding_offset,
+                                 nt_type=nt_type, nt_samples=nt_samples, stdevs=stdevs,
+                                 random_state=random_state)
+
+
+class BertSmoothGradIntegratedGradients(BertExplainer, SmoothGradIntegratedGradients):
+    """Integrated gradients through a noise tunnel per piece or, at ``level="word"``, summed
+    over the word's pieces."""
+
+    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
+                  n_steps=20, baseline="zeros", nt_type="smoothgrad", nt_samples=10,
+                  stdevs=None, random_state=0) -> Attributions:
+        """(``level`` is applied by :meth:`assemble`.)"""
+        return super().attribute(estimator, batch, target, embedding_offset=embedding_offset,
+                                 n_steps=n_steps, baseline=baseline, nt_type=nt_type,
+                                 nt_samples=nt_samples, stdevs=stdevs,
+                                 random_state=random_state)
+
+
+class BertGradientShap(BertExplainer, GradientShap):
+    """GradientSHAP per piece or, at ``level="word"``, summed over the word's pieces
+    (``[CLS]`` / ``[SEP]`` join ``bias``: complete in expectation at both levels)."""
+
+    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
+                  baseline="zeros", n_samples=10, stdevs=0.0, random_state=0) -> Attributions:
+        """(``level`` is applied by :meth:`assemble`.)"""
+        return super().attribute(estimator, batch, target, embedding_offset=embedding_offset,
+                                 baseline=baseline, n_samples=n_samples, stdevs=stdevs,
+                                 random_state=random_state)
+
+
+#: the post-hoc methods of the BERT-family classifiers, in the order they offer them (after
+#: the B-cos classifier's exact ``"inherent"``)
+POST_HOC = (BertAttention(), BertRollout(), BertGradient(), BertIntegratedGradients(),
+            BertInputXGradient(), BertOcclusion(), BertLime(), BertKernelShap(),
+            BertSmoothGrad(), BertSmoothGradIntegratedGradients(), BertGradientShap())

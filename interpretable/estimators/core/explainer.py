@@ -14,6 +14,10 @@ from .explain_loop import ExplainLoop
 
 __all__ = ["Attributions", "Explainer", "explainers_for", "get_explainer", "describe_explainers"]
 
+#: every explainer class by method name, as the classes are defined: what
+#: :func:`get_explainer` asks why an estimator does not offer a method (:meth:`Explainer.refusal`)
+_BY_NAME: dict[str, list[type]] = {}
+
 
 class Explainer(ExplainLoop):
     """One explanation method.
@@ -73,8 +77,39 @@ class Explainer(ExplainLoop):
     per_sample_options: ClassVar[tuple[str, ...]] = ()
     dtypes: ClassVar[tuple[str, ...]] = ()
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if isinstance(vars(cls).get("name"), str):
+            _BY_NAME.setdefault(cls.name, []).append(cls)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+    @classmethod
+    def refusal(cls, estimator) -> str | None:
+        """Say why this method cannot explain an estimator, if it knows.
+
+        :func:`get_explainer` puts the reason into its error when an estimator does not
+        offer a method (e.g. DeepLIFT names the operations of the network that would make it
+        inexact); the method's ``prepare`` refuses with it too.
+
+        Parameters
+        ----------
+        estimator : estimator or type
+            A class or an instance (fitted or not).
+
+        Returns
+        -------
+        str or None
+            The reason, or None (none known; the default).
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> from interpretable.estimators.explainers import get_explainer
+        >>> get_explainer(EmbeddingBagClassifier, "gradient").refusal(EmbeddingBagClassifier)
+        """
+        return None
 
     # ------------------------------------------------------------------ to implement
     def attribute(self, estimator, batch: dict, target, **options) -> Attributions:
@@ -235,7 +270,8 @@ def explainers_for(estimator) -> list[Explainer]:
     >>> from interpretable.estimators.explainers import explainers_for
     >>> [e.name for e in explainers_for(EmbeddingBagClassifier)]  # doctest: +NORMALIZE_WHITESPACE
     ['inherent', 'gradient', 'integrated_gradients', 'input_x_gradient', 'occlusion', 'lime',
-     'kernel_shap']
+     'kernel_shap', 'smoothgrad', 'smoothgrad_integrated_gradients', 'gradient_shap',
+     'deeplift']
     """
     cls = estimator if isinstance(estimator, type) else type(estimator)
     return list(getattr(cls, "explainers", ()))
@@ -276,7 +312,12 @@ def get_explainer(estimator, method=None) -> Explainer:
     available = explainers_for(estimator)
     chosen = available[:1] if method is None else [e for e in available if e.name == method]
     if not chosen:
-        raise ValueError(f"method={method!r} is not supported by {type(estimator).__name__}; "
+        cls = estimator if isinstance(estimator, type) else type(estimator)
+        known = _BY_NAME.get(method, ()) if isinstance(method, str) else ()
+        reasons = dict.fromkeys(reason for explainer in known
+                                if (reason := explainer.refusal(estimator)))
+        why = "".join(f": {reason}" for reason in reasons)
+        raise ValueError(f"method={method!r} is not supported by {cls.__name__}{why}; "
                          f"choose one of {[e.name for e in available]}.")
     return chosen[0]
 

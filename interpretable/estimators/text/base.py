@@ -15,7 +15,17 @@ from ...params import HasMethods, Interval, StrOptions
 from ...validation import check_targets, check_text_inputs
 from ..core.base import TABULAR_CHECKS, EncodedInputs
 from ..core.classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
-from .explainers import Gradient, InputXGradient, IntegratedGradients, KernelShap, Lime, Occlusion
+from .explainers import (
+    Gradient,
+    GradientShap,
+    InputXGradient,
+    IntegratedGradients,
+    KernelShap,
+    Lime,
+    Occlusion,
+    SmoothGrad,
+    SmoothGradIntegratedGradients,
+)
 
 __all__ = ["TextClassifierBase", "VocabularyClassifierBase"]
 
@@ -70,7 +80,7 @@ class TextClassifierBase(NeuralClassifier):
 
     #: the explanation methods it offers, its default first
     explainers = (Gradient(), IntegratedGradients(), InputXGradient(), Occlusion(), Lime(),
-                  KernelShap())
+                  KernelShap(), SmoothGrad(), SmoothGradIntegratedGradients(), GradientShap())
 
     _supports_pairs = False
     _expected_failed_checks = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...nn.embedding_bag import MeanEmbeddingClassifier
 from .base import TextClassifierBase, VocabularyClassifierBase
-from .explainers import MeanEmbeddingContributions
+from .explainers import DeepLift, MeanEmbeddingContributions
 
 __all__ = ["EmbeddingBagClassifier"]
 
@@ -125,7 +125,7 @@ class EmbeddingBagClassifier(VocabularyClassifierBase):
     saved_as = "EmbeddingBagClassifier"
 
     #: the explanation methods it offers, its default first
-    explainers = (MeanEmbeddingContributions(), *TextClassifierBase.explainers)
+    explainers = (MeanEmbeddingContributions(), *TextClassifierBase.explainers, DeepLift())
 
     def __init__(self, embeddings=None, embed_dim=50, freeze_embeddings=False, text_encoder=None,
                  *, lr=1e-2, max_epochs=10, batch_size=64, optimizer="adam", weight_decay=0.0,

@@ -6,7 +6,24 @@
 * ``"attention"`` / ``"vanilla"``: the attention weights of the model (SEAT's vanilla
   attention ``w`` for ``"vanilla"``);
 * ``"gradient"``, ``"integrated_gradients"``, ``"input_x_gradient"``: captum through the
-  embedding layer (:func:`~interpretable.attribution.text.attribute_tokens`);
+  embedding layer (:func:`~interpretable.attribution.text.attribute_tokens`); with
+  ``layer="<module name>"`` (a name of ``estimator.module_.named_modules()`` whose output has
+  one vector per token) integrated gradients and input × gradient attribute to that layer's
+  output instead (captum ``LayerIntegratedGradients``, ``LayerGradientXActivation``: gradient
+  × activation), summed over its hidden axis per token (at the embedding module itself they
+  are the methods at the embeddings);
+* ``"smoothgrad"``: SmoothGrad, captum ``NoiseTunnel`` over ``Saliency`` (the gradient
+  averaged over ``nt_samples`` noisy copies of the embeddings, its L2 norm per token;
+  ``nt_type`` ``"smoothgrad_sq"`` / ``"vargrad"``: the mean square / variance);
+  ``"smoothgrad_integrated_gradients"``: ``NoiseTunnel`` over integrated gradients;
+  ``"gradient_shap"``: captum ``GradientShap`` from the ``baseline`` (or a tuple of them: the
+  distribution its ``n_samples`` draws pick from). The noise has standard deviation
+  ``stdevs`` (SmoothGrad's default None: 15 % of the spread of each text's embeddings); every
+  text draws from its own generator seeded by ``random_state``;
+* ``"deeplift"``: captum ``DeepLift`` from the ``baseline``, offered where it is exact (the
+  mean-embedding classifier: its attributions sum to the logit minus the baseline's logit)
+  and refused elsewhere, naming the operations of the network that prevent it
+  (:func:`~interpretable.attribution.hooked.deeplift_blockers`);
 * ``"occlusion"`` (leave-one-out), ``"lime"``, ``"kernel_shap"``: captum's perturbation
   methods over the tokens, each token replaced by the baseline's embedding (one feature per
   token; ``n_samples`` coalitions per text for LIME and Kernel SHAP, seeded by
@@ -14,13 +31,20 @@
 * ``"detached_gradient"``: the diversity-LSTM authors' gradient × embedding of the class
   probability with the attention held constant.
 
-``baseline`` (integrated gradients and the perturbation methods) is the reference the tokens
-move to: ``"zeros"`` (default) the all-zero embedding, ``"pad"`` the padding token's embedding
-and ``"mask"`` the mask token's (``[MASK]`` / ``<mask>``; a ValueError where the tokeniser has
-none) at every real position, the start and end tokens of a word-piece tokeniser (``[CLS]`` /
-``[SEP]``, ``<s>`` / ``</s>``) kept as they are. Integrated gradients and Kernel SHAP report the
-logit and, as ``bias``, the logit at the baseline: ``completeness_error`` measures how far
+``baseline`` (integrated gradients, GradientSHAP, DeepLIFT and the perturbation methods) is
+the reference the tokens move to: ``"zeros"`` (default) the all-zero embedding, ``"pad"`` the
+padding token's embedding and ``"mask"`` the mask token's (``[MASK]`` / ``<mask>``; a
+ValueError where the tokeniser has none) at every real position, the start and end tokens of
+a word-piece tokeniser (``[CLS]`` / ``[SEP]``, ``<s>`` / ``</s>``) kept as they are.
+Integrated gradients (also at a layer: there the logit with the layer's output at its
+baseline value), Kernel SHAP, GradientSHAP (the mean over its baselines) and DeepLIFT report
+the logit and, as ``bias``, the logit at the baseline: ``completeness_error`` measures how far
 their sum is from the difference.
+
+DeepLIFT and the layer methods hook into the network while they run (captum's way); they run
+on a copy of the network's modules that shares its weights
+(:func:`~interpretable.attribution.hooked.own_hooks_copy`), so the fitted model is never
+hooked and several threads may explain it at once.
 
 The post-hoc methods and attention accept ``embedding_offset (n, T, E)``, added to the token
 embeddings (perturbation metrics call :meth:`Explainer.explain` with it; the baselines are not
@@ -29,9 +53,12 @@ offset).
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 
+from ...attribution.hooked import deeplift_refusal, find_layer, own_hooks_copy
 from ...attribution.text import attribute_tokens
 from ...explanation import TokenExplanation
 from ...nn.losses import explained_logits, logits_of
@@ -42,6 +69,7 @@ from ..core.explainer import Attributions, Explainer
 
 __all__ = ["TokenExplainer", "MeanEmbeddingContributions", "Attention", "VanillaAttention",
            "Gradient", "IntegratedGradients", "InputXGradient", "Occlusion", "Lime", "KernelShap",
+           "SmoothGrad", "SmoothGradIntegratedGradients", "GradientShap", "DeepLift",
            "DetachedGradient"]
 
 #: the token baselines of integrated gradients and the perturbation methods
@@ -200,21 +228,66 @@ class Attention(TokenExplainer):
 
 def _baseline_ids(estimator, baseline: str) -> tuple[int, torch.Tensor]:
     """The token id the "pad" / "mask" baseline puts at every real position, and the ids it
-    keeps (a word-piece tokeniser's start and end tokens)."""
+    keeps (the special tokens a word-piece tokeniser puts before and after a text)."""
     encoder = estimator.text_encoder_
     if isinstance(encoder, WordPieceEncoder):
         settings = encoder.settings_
-        kept, pad = [settings["cls_token"], settings["sep_token"]], settings["pad_token"]
+        kept = [t for t in settings["prefix"] + settings["suffix"] if t is not None]
+        pad = settings["pad_token"]
     else:
         kept, pad = [], PAD_TOKEN
     names = [pad] if baseline == "pad" else list(MASK_TOKENS)
     ids, _ = encoder.encode_tokens([names, kept])
     found = [int(i) for i, name in zip(ids[0], names) if encoder.index_to_token_[i] == name]
     if not found:
-        raise ValueError(f"baseline='mask' needs a mask token ({' or '.join(MASK_TOKENS)}); "
-                         f"the tokeniser of {type(estimator).__name__} has none: use "
-                         "baseline='pad' or 'zeros'.")
+        wanted = (f"a padding token ({pad!r})" if baseline == "pad" else
+                  f"a mask token ({' or '.join(MASK_TOKENS)})")
+        other = "'mask' or 'zeros'" if baseline == "pad" else "'pad' or 'zeros'"
+        raise ValueError(f"baseline={baseline!r} needs {wanted}; the tokeniser of "
+                         f"{type(estimator).__name__} has none: use baseline={other}.")
     return found[0], torch.as_tensor(ids[1][: len(kept)])
+
+
+def _own_hooks(estimator):
+    """A copy of the estimator whose network is :func:`own_hooks_copy`'s (same weights, hooks
+    of its own): what captum hooks while it runs never reaches the fitted model."""
+    twin = copy.copy(estimator)
+    twin.module_ = own_hooks_copy(estimator.module_)
+    return twin
+
+
+def _embedding_module(estimator, batch: dict):
+    """The module of the estimator's network whose output ``estimator.embed`` returns (None
+    if it returns something else)."""
+    outputs = []
+    handles = [module.register_forward_hook(
+        lambda module, inputs, output: outputs.append((module, output)))
+        for module in estimator.module_.modules()]
+    try:
+        with torch.no_grad():
+            embedded = estimator.embed(batch)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return next((module for module, output in outputs if output is embedded), None)
+
+
+class _Network(torch.nn.Module):
+    """An estimator's network as a module of the token embeddings, ``(embedded,
+    *batch.values()) -> logits``: what captum's DeepLift hooks (its submodules are the
+    network's)."""
+
+    #: its own forward only runs the network (whose modules DeepLIFT's check inspects)
+    deeplift_linear = True
+
+    def __init__(self, estimator, keys: list, view: str):
+        super().__init__()
+        self.network = estimator.module_
+        self.estimator, self.keys, self.view = estimator, keys, view
+
+    def forward(self, embedded, *args):
+        return logits_of(self.estimator.forward_batch(dict(zip(self.keys, args)),
+                                                      embedded=embedded, view=self.view))
 
 
 class _Captum(TokenExplainer):
@@ -223,11 +296,25 @@ class _Captum(TokenExplainer):
 
     per_sample_options = ("embedding_offset",)
 
+    def prepare(self, estimator, encoded, target, **options) -> dict:
+        if options.get("layer") is not None and len(encoded):
+            _, batch = next(estimator.iter_batches(encoded.inputs, 1))
+            self.layer_output(estimator, batch, options["layer"])
+        return super().prepare(estimator, encoded, target, **options)
+
     def baseline_embedding(self, estimator, batch: dict, embedded: torch.Tensor,
-                           baseline: str = "zeros") -> torch.Tensor:
-        """The embeddings ``(B, T, E)`` of ``baseline``, one of :data:`BASELINES`."""
-        if baseline not in BASELINES:
-            raise ValueError(f"baseline must be one of {list(BASELINES)}, got {baseline!r}.")
+                           baseline="zeros") -> torch.Tensor:
+        """The embeddings ``(B, T, E)`` of ``baseline``, one of :data:`BASELINES` (a tuple or
+        list of them: ``(B, K, T, E)``, one per baseline)."""
+        if isinstance(baseline, (tuple, list)) and self.name == "gradient_shap":
+            if not baseline:
+                raise ValueError("baseline must name at least one baseline.")
+            return torch.stack([self.baseline_embedding(estimator, batch, embedded, b)
+                                for b in baseline], 1)
+        if not isinstance(baseline, str) or baseline not in BASELINES:
+            several = " (or a tuple of them)" if self.name == "gradient_shap" else ""
+            raise ValueError(f"baseline must be one of {list(BASELINES)}{several}, got "
+                             f"{baseline!r}.")
         if baseline == "zeros":
             return torch.zeros_like(embedded)
         token, kept = _baseline_ids(estimator, baseline)
@@ -238,11 +325,76 @@ class _Captum(TokenExplainer):
             return estimator.embed({**batch, "tokens": tokens.masked_fill(replaced, token)}
                                    ).detach().to(embedded)
 
+    def layer_forward(self, estimator, batch: dict):
+        """The forward function of a layer method, ``(embedded, *batch.values()) -> logits``,
+        on ``estimator`` (an :func:`_own_hooks` copy), along which the embedding module (the
+        module whose output ``estimator.embed`` returns) runs with the given embeddings as
+        its output, so that it is one of the layers too: where the network does not run it
+        when given embeddings, it is run here with its output replaced."""
+        keys = list(batch)
+        embedding = _embedding_module(estimator, batch)
+        if embedding is not None:
+            first = {k: v[:1] for k, v in batch.items()}
+            with torch.no_grad():
+                words = estimator.embed(first)
+                calls = []
+                handle = embedding.register_forward_hook(lambda *_: calls.append(1))
+                try:
+                    estimator.forward_batch(first, embedded=words, view=self.view)
+                finally:
+                    handle.remove()
+            if calls:  # the network runs it, its output replaced by the embeddings given
+                embedding = None
+        current = {}
+        if embedding is not None:
+            embedding.register_forward_hook(lambda module, inputs, output: current["embedded"])
+
+        def forward(embedded, *args):
+            inputs = dict(zip(keys, args))
+            current["embedded"] = embedded
+            words = embedded if embedding is None else estimator.embed(inputs)
+            return logits_of(estimator.forward_batch(inputs, embedded=words, view=self.view))
+
+        return forward
+
+    def layer_output(self, estimator, batch: dict, layer) -> None:
+        """Check that ``layer`` names a module of the network that runs when the batch is
+        explained and gives one vector per token (a ValueError saying what it is
+        otherwise)."""
+        owner = type(estimator).__name__
+        twin = _own_hooks(estimator)
+        module = find_layer(twin.module_, layer, owner)
+        embedded = estimator.embed(batch).detach()
+        forward = self.layer_forward(twin, batch)
+        seen = []
+        handle = module.register_forward_hook(lambda m, inputs, output: seen.append(output))
+        try:
+            with torch.no_grad():
+                forward(embedded, *batch.values())
+        finally:
+            handle.remove()
+        if len(seen) != 1:
+            runs = ("does not run" if not seen else
+                    f"runs {len(seen)} times in one forward pass (captum's layer methods "
+                    "replace the output of one call)")
+            raise ValueError(f"layer={layer!r} {runs} when {owner} is explained from its "
+                             "token embeddings: choose a module that runs once in its forward "
+                             "pass (the embedding module, or one after it).")
+        output, length = seen[0], batch["tokens"].shape[1]
+        if not isinstance(output, torch.Tensor) or output.dim() < 2 or \
+                tuple(output.shape[:2]) != (len(batch["tokens"]), length):
+            shape = (f"a tensor of shape {tuple(output.shape)}" if isinstance(output, torch.Tensor)
+                     else f"a {type(output).__name__}")
+            raise ValueError(f"layer={layer!r} gives {shape}, not one tensor with a row per "
+                             f"token ({len(batch['tokens'])}, {length}, ...): choose a layer "
+                             "whose output is (B, T, ...), e.g. the module around it or one "
+                             "of its submodules.")
+
     def captum_attributions(self, estimator, batch: dict, target, *, embedding_offset=None,
-                            baseline: str = "zeros", **settings) -> Attributions:
+                            baseline="zeros", layer=None, **settings) -> Attributions:
         """The attributions of ``self.name`` (``settings``: the further keyword arguments of
-        :func:`~interpretable.attribution.text.attribute_tokens`); logit and bias where the
-        method is complete against its baseline."""
+        :func:`~interpretable.attribution.text.attribute_tokens`; ``layer``: a module name);
+        logit and bias where the method is complete against its baseline."""
         keys = list(batch)
 
         def forward(embedded, *args):
@@ -253,9 +405,16 @@ class _Captum(TokenExplainer):
         with torch.no_grad():
             logits = forward(embedded, *batch.values()).float()
         t = explained_classes(logits, target)
+        module = None
+        if layer is not None:  # (prepare checked that it runs and has a row per token)
+            twin = _own_hooks(estimator)
+            module = find_layer(twin.module_, layer, type(estimator).__name__)
+            forward = self.layer_forward(twin, batch)
+        elif self.name == "deeplift":
+            forward = _Network(_own_hooks(estimator), keys, self.view)
         result = attribute_tokens(
             forward, embedded, t, self.name, mask=_real_tokens(batch, embedded.shape[1]),
-            additional_forward_args=tuple(batch.values()),
+            additional_forward_args=tuple(batch.values()), layer=module,
             baseline=self.baseline_embedding(estimator, batch, embedded, baseline), **settings)
         exact = result.baseline_logit is not None
         return Attributions(values=result.scores, logits=logits, target=t,
@@ -276,21 +435,30 @@ class Gradient(_Captum):
 class IntegratedGradients(_Captum):
     """Integrated gradients from ``baseline`` (``"zeros"``, ``"pad"`` or ``"mask"``, see the
     module docstring; ``n_steps`` integration steps); the baseline's logit is the ``bias``, so
-    ``completeness_error`` measures convergence."""
+    ``completeness_error`` measures convergence. ``layer="<module name>"``: layer integrated
+    gradients (captum ``LayerIntegratedGradients``) at that module's output, summed per
+    token, complete as well."""
 
     name = "integrated_gradients"
 
     def attribute(self, estimator, batch, target, *, embedding_offset=None, n_steps=50,
-                  baseline="zeros") -> Attributions:
+                  baseline="zeros", layer=None) -> Attributions:
         return self.captum_attributions(estimator, batch, target,
                                         embedding_offset=embedding_offset, n_steps=n_steps,
-                                        baseline=baseline)
+                                        baseline=baseline, layer=layer)
 
 
-class InputXGradient(Gradient):
-    """Gradient × embedding, summed over the embedding axis."""
+class InputXGradient(_Captum):
+    """Gradient × embedding, summed over the embedding axis; ``layer="<module name>"``:
+    gradient × activation at that module's output (captum ``LayerGradientXActivation``),
+    summed per token."""
 
     name = "input_x_gradient"
+
+    def attribute(self, estimator, batch, target, *, embedding_offset=None,
+                  layer=None) -> Attributions:
+        return self.captum_attributions(estimator, batch, target,
+                                        embedding_offset=embedding_offset, layer=layer)
 
 
 class Occlusion(_Captum):
@@ -326,6 +494,93 @@ class KernelShap(Lime):
     the ``baseline``'s logit (the ``bias``; ``completeness_error``)."""
 
     name = "kernel_shap"
+
+
+class SmoothGrad(_Captum):
+    """SmoothGrad (captum ``NoiseTunnel`` over ``Saliency``): the gradient of the logit
+    averaged over ``nt_samples`` copies of the token embeddings with Gaussian noise of
+    standard deviation ``stdevs`` (None: 15 % of the spread of each text's real token
+    embeddings), its L2 norm per token; ``nt_type="smoothgrad_sq"`` or ``"vargrad"``: the
+    mean square or the variance of the gradients instead. Every text draws its noise from a
+    generator of its own seeded by ``random_state`` (None: unseeded)."""
+
+    name = "smoothgrad"
+
+    def attribute(self, estimator, batch, target, *, embedding_offset=None,
+                  nt_type="smoothgrad", nt_samples=10, stdevs=None,
+                  random_state=0) -> Attributions:
+        return self.captum_attributions(estimator, batch, target,
+                                        embedding_offset=embedding_offset, nt_type=nt_type,
+                                        nt_samples=nt_samples, stdevs=stdevs,
+                                        random_state=random_state)
+
+
+class SmoothGradIntegratedGradients(_Captum):
+    """Integrated gradients through a noise tunnel (captum ``NoiseTunnel`` over
+    ``IntegratedGradients``): integrated gradients from ``baseline`` (``n_steps`` steps) of
+    ``nt_samples`` noisy copies of the token embeddings (noise as for ``"smoothgrad"``),
+    averaged (``nt_type``), summed over the embedding axis."""
+
+    name = "smoothgrad_integrated_gradients"
+
+    def attribute(self, estimator, batch, target, *, embedding_offset=None, n_steps=20,
+                  baseline="zeros", nt_type="smoothgrad", nt_samples=10, stdevs=None,
+                  random_state=0) -> Attributions:
+        return self.captum_attributions(estimator, batch, target,
+                                        embedding_offset=embedding_offset, n_steps=n_steps,
+                                        baseline=baseline, nt_type=nt_type,
+                                        nt_samples=nt_samples, stdevs=stdevs,
+                                        random_state=random_state)
+
+
+class GradientShap(_Captum):
+    """GradientSHAP (captum ``GradientShap``): the mean over ``n_samples`` draws of
+    ``(x + ε − b) ⊙ ∂logit/∂x`` at a uniformly random point between a baseline ``b`` and the
+    token embeddings ``x`` (plus noise ``ε`` of standard deviation ``stdevs``), summed over the
+    embedding axis. ``baseline``: one of ``"zeros"``, ``"pad"``, ``"mask"``, or a tuple of them
+    (the distribution ``b`` is drawn from); the mean baseline logit is the ``bias``, which the
+    attributions reach in expectation (``completeness_error``). Seeded by ``random_state``."""
+
+    name = "gradient_shap"
+
+    def attribute(self, estimator, batch, target, *, embedding_offset=None, baseline="zeros",
+                  n_samples=10, stdevs=0.0, random_state=0) -> Attributions:
+        return self.captum_attributions(estimator, batch, target,
+                                        embedding_offset=embedding_offset, baseline=baseline,
+                                        n_samples=n_samples, stdevs=stdevs,
+                                        random_state=random_state)
+
+
+class DeepLift(_Captum):
+    """DeepLIFT (captum ``DeepLift``, rescale rule) from ``baseline``; its attributions sum to
+    the logit minus the baseline's logit (the ``bias``). Offered where that holds: networks
+    built from linear maps and the non-linear ``torch.nn`` modules DeepLIFT has rules for; on
+    any other the method is refused, naming the operations that prevent it."""
+
+    name = "deeplift"
+
+    @classmethod
+    def refusal(cls, estimator) -> str | None:
+        owner = estimator.__name__ if isinstance(estimator, type) else type(estimator).__name__
+        module = None if isinstance(estimator, type) else getattr(estimator, "module_", None)
+        if module is None:
+            return ("DeepLIFT (captum's DeepLift) is offered where it is exact, on networks of "
+                    "linear maps and the non-linear torch.nn modules it has rules for; "
+                    f"{owner}'s network is not one (a fitted estimator names the operations "
+                    "that prevent it)")
+        return deeplift_refusal(module, owner)
+
+    def prepare(self, estimator, encoded, target, **options) -> dict:
+        refusal = self.refusal(estimator)
+        if refusal is not None:
+            raise ValueError(f"method='deeplift' does not explain {type(estimator).__name__}: "
+                             f"{refusal}.")
+        return super().prepare(estimator, encoded, target, **options)
+
+    def attribute(self, estimator, batch, target, *, embedding_offset=None,
+                  baseline="zeros") -> Attributions:
+        return self.captum_attributions(estimator, batch, target,
+                                        embedding_offset=embedding_offset, baseline=baseline)
 
 
 class DetachedGradient(TokenExplainer):

@@ -1,11 +1,14 @@
-"""Vision transformers, one estimator per network: the holistic B-cos ViT (:mod:`.bcos_vit`),
+"""Image classifiers, one estimator per network: the holistic B-cos ViT (:mod:`.bcos_vit`),
 the B-cos v2 ViT, pretrained or B-cosified (:mod:`.bcos_simple_vit`, its checkpoints in
-:mod:`.pretrained`), and the conventional ViT (:mod:`.vit`); the image-batch base they share
-(:mod:`.base`), augmentation and the pixel-level explanation methods (:mod:`.explainers`)."""
+:mod:`.pretrained`), the conventional ViT (:mod:`.vit`) and the B-cos ResNet, v2 or B-cosified
+(:mod:`.bcos_resnet`, its checkpoints in :mod:`.resnet_pretrained`, its exact explanation in
+:mod:`.resnet_explainers`); the image-batch base they share (:mod:`.base`), augmentation and
+the pixel-level explanation methods (:mod:`.explainers`)."""
 from .base import SizedVisionTransformerClassifier, VisionTransformerClassifier
+from .bcos_resnet import BcosResNetClassifier
 from .bcos_simple_vit import BcosSimpleViTClassifier
 from .bcos_vit import BcosViTClassifier
 from .vit import ViTClassifier
 
-__all__ = ["BcosViTClassifier", "BcosSimpleViTClassifier", "ViTClassifier",
-           "VisionTransformerClassifier", "SizedVisionTransformerClassifier"]
+__all__ = ["BcosViTClassifier", "BcosSimpleViTClassifier", "BcosResNetClassifier",
+           "ViTClassifier", "VisionTransformerClassifier", "SizedVisionTransformerClassifier"]

@@ -3,10 +3,11 @@ training with augmentation, and inference in memory-bounded batches.
 
 Inputs follow ``image_size``: None uses images as given, an array ``(n, H, W[, C])`` of the
 training size and channels; an int ``s`` takes any images (arrays of any size, lists of
-differently sized arrays, PIL images, file paths) through the ImageNet evaluation transform
-(shorter side resized to ``round(s * 8 / 7)``, centre crop ``s × s``;
-:func:`~interpretable.datasets.images.eval_crops`), and records each crop's box in its
-source image.
+differently sized arrays, PIL images, file paths) as RGB: an image of ``s × s`` pixels as it
+is, any other through the ImageNet evaluation transform (shorter side resized to
+``round(s * 8 / 7)``, centre crop ``s × s``; :func:`~interpretable.datasets.images.eval_crops`),
+and records each crop's box in its source image. One image without its batch axis is refused
+(:func:`~interpretable.validation.refuse_single_image`).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from ...nn.bcos.layers import explanation_mode
 from ...nn.losses import logits_of
 from ...nn.tensors import make_generator
 from ...params import Interval, StrOptions
-from ...validation import check_batch_size, check_images, check_targets
+from ...validation import check_batch_size, check_images, check_targets, refuse_single_image
 from ..core.base import TABULAR_CHECKS, EncodedInputs
 from ..core.classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
 from .augmentation import ZoomOutBatches
@@ -30,9 +31,11 @@ from .explainers import (
     FinalAttention,
     GradCAM,
     GradSAM,
+    PixelGradientShap,
     PixelInputXGradient,
     PixelIntegratedGradients,
     PixelOcclusion,
+    PixelSmoothGrad,
     Rollout,
 )
 
@@ -115,7 +118,8 @@ class VisionTransformerClassifier(NeuralClassifier):
 
     #: the explanation methods it offers, its default first
     explainers = (Rollout(), FinalAttention(), GradSAM(), GradCAM(), PixelInputXGradient(),
-                   PixelIntegratedGradients(), PixelOcclusion())
+                   PixelIntegratedGradients(), PixelOcclusion(), PixelSmoothGrad(),
+                   PixelGradientShap())
 
     _parameter_constraints = {
         **NeuralClassifier._parameter_constraints,
@@ -216,12 +220,16 @@ class VisionTransformerClassifier(NeuralClassifier):
                                                      decay_at=self.lr_decay_at))]
 
     # ------------------------------------------------------------------ inputs
-    def _read(self, X, crop_size: int | None, channels: int | None = None
-              ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Images float32 (n, H, W, C) in [0, 1] and their crop boxes (n, 4) or None."""
+    def _read(self, X, crop_size: int | None, channels: int | None = None,
+              image_shape: tuple | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Images float32 (n, H, W, C) in [0, 1] and their crop boxes (n, 4) or None; the
+        fitted ``channels`` and ``image_shape`` (None before a first fit) tell one image
+        from a batch."""
         if crop_size is None:
-            return check_images(X, channels=channels), None
-        crops, boxes = eval_crops(X, resize_size(crop_size), crop_size, channels_last=True)
+            return check_images(X, channels=channels, image_shape=image_shape), None
+        refuse_single_image(X, image_shape="any")
+        crops, boxes = eval_crops(X, resize_size(crop_size), crop_size, channels_last=True,
+                                  keep_crop_sized=True)
         return crops.numpy(), np.asarray(boxes, dtype=np.float64)
 
     # ------------------------------------------------------------------ training
@@ -231,7 +239,8 @@ class VisionTransformerClassifier(NeuralClassifier):
         seed = self._start_fit()
         continues = self._continues()
         crop = self.crop_size_ if continues else self._crop_size()
-        X, _ = self._read(X, crop, channels=self.n_channels_ if continues else None)
+        fitted = (self.n_channels_, self.image_shape_) if continues else ()
+        X, _ = self._read(X, crop, *fitted)
         y = check_targets(y, len(X))
         h, w = X.shape[1:3]
         if continues and (h, w) != tuple(self.image_shape_):
@@ -262,7 +271,8 @@ class VisionTransformerClassifier(NeuralClassifier):
         ----------
         X : array-like of shape (n_samples, H, W[, C]) or sequence of images
             Images as in ``fit`` (with an ``image_size``: arrays of any size, PIL images or
-            file paths).
+            file paths; those of ``image_size`` pixels are taken as they are, the others
+            resized and centre-cropped).
 
         Returns
         -------
@@ -274,7 +284,8 @@ class VisionTransformerClassifier(NeuralClassifier):
         Raises
         ------
         ValueError
-            If the images' size differs from the fitted one.
+            If ``X`` is one image without its batch axis (pass ``X[None]``), or the images'
+            size differs from the fitted one.
 
         Examples
         --------
@@ -288,7 +299,7 @@ class VisionTransformerClassifier(NeuralClassifier):
         (2, 8, 8, 3)
         """
         self._check_fitted()
-        images, boxes = self._read(X, self.crop_size_, channels=self.n_channels_)
+        images, boxes = self._read(X, self.crop_size_, self.n_channels_, self.image_shape_)
         if tuple(images.shape[1:3]) != tuple(self.image_shape_):
             raise ValueError(f"X has images of size {tuple(images.shape[1:3])} but the "
                              f"estimator was fitted on {tuple(self.image_shape_)}.")

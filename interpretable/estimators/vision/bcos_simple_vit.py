@@ -91,12 +91,13 @@ class BcosSimpleViTClassifier(VisionTransformerClassifier):
     image_size : "auto", None or int, default="auto"
         The inputs. None: images as given, an array ``(n, H, W[, C])`` of the training size and
         channels. An int s: any images (arrays of any size, lists of differently sized arrays,
-        PIL images, file paths), converted to RGB, their shorter side resized to round(s·8/7)
-        and centre-cropped to s × s (the ImageNet evaluation transform,
-        :func:`~interpretable.datasets.images.eval_crops`); explanations are maps of the crops
-        (``explanation.images``) and ``explanation.crop_boxes`` gives each crop's box in its
-        source image. "auto": 224 (the released models' transform) for a released
-        architecture or ``pretrained`` weights, else None.
+        PIL images, file paths), converted to RGB: those of s × s pixels as they are, the
+        others' shorter side resized to round(s·8/7) and centre-cropped to s × s (the ImageNet
+        evaluation transform, :func:`~interpretable.datasets.images.eval_crops`);
+        explanations are maps of the crops (``explanation.images``) and
+        ``explanation.crop_boxes`` gives each crop's box in its source image. "auto": 224
+        (the released models' transform) for a released architecture or ``pretrained``
+        weights, else None.
     zoom_out : (low, high) or None, default=None
         Random zoom-out augmentation: at every epoch, a training image is (with
         ``zoom_out_probability``) shrunk by a factor drawn uniformly from [low, high]
@@ -288,8 +289,9 @@ class BcosSimpleViTClassifier(VisionTransformerClassifier):
         """Build a fitted classifier from a released ImageNet model or a ``.pth`` checkpoint.
 
         ``predict`` gives ImageNet class names, ``explain`` exact contribution maps of the
-        crops the model sees (``image_size="auto"``: its 224-px evaluation transform). The
-        checkpoint goes in as a fit does: a refused one leaves the estimator as it was.
+        crops the model sees (``image_size="auto"``: its 224-px evaluation transform; images
+        of 224 × 224 pixels are taken as they are). The checkpoint goes in as a fit does: a
+        refused one leaves the estimator as it was.
 
         Parameters
         ----------

@@ -77,9 +77,10 @@ class BcosViTClassifier(SizedVisionTransformerClassifier):
     image_size : "auto", None or int, default="auto"
         The inputs. None (or "auto"): images as given, an array ``(n, H, W[, C])`` of the
         training size and channels. An int s: any images (arrays of any size, lists of
-        differently sized arrays, PIL images, file paths), converted to RGB, their shorter
-        side resized to round(s·8/7) and centre-cropped to s × s (the ImageNet evaluation
-        transform, :func:`~interpretable.datasets.images.eval_crops`); explanations are maps
+        differently sized arrays, PIL images, file paths), converted to RGB: those of s × s
+        pixels as they are, the others' shorter side resized to round(s·8/7) and
+        centre-cropped to s × s (the ImageNet evaluation transform,
+        :func:`~interpretable.datasets.images.eval_crops`); explanations are maps
         of the crops (``explanation.images``) and ``explanation.crop_boxes`` gives each crop's
         box in its source image.
     zoom_out : (low, high) or None, default=None

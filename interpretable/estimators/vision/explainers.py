@@ -6,10 +6,19 @@
   models the contributions of the positional embedding, the class token and any biases go
   into ``bias``);
 * ``"rollout"``, ``"final_attention"``, ``"gradsam"``, ``"gradcam"``, ``"input_x_gradient"``,
-  ``"integrated_gradients"``, ``"occlusion"``: post-hoc maps of
-  :func:`~interpretable.attribution.vision.attribute`.
+  ``"integrated_gradients"``, ``"occlusion"``, ``"smoothgrad"``, ``"gradient_shap"``: post-hoc
+  maps of :func:`~interpretable.attribution.vision.attribute` (SmoothGrad: captum
+  ``NoiseTunnel`` over ``Saliency``, the L2 norm over the channels of the gradient averaged
+  over ``nt_samples`` noisy copies; GradientSHAP: captum ``GradientShap`` from the
+  ``baseline`` or a tuple of them, ``n_samples`` draws; both seeded by ``random_state``, per
+  image).
 
-``baseline`` (integrated gradients and occlusion) is the image the pixels move to:
+DeepLIFT is not offered: the vision transformers' LayerNorm, GELU and softmax attention (and
+the B-cos layers) are operations captum's DeepLift has no exact rule for
+(``explain(method="deeplift")`` names them).
+
+``baseline`` (integrated gradients, occlusion and GradientSHAP) is the image the pixels move
+to:
 ``"zeros"`` (default) a black image (for B-cos models its encoding ``(0, 1)``, not the
 all-zero input), a number in [0, 1] the image of that constant pixel value, ``"blur"`` a
 Gaussian-blurred copy of the explained image (standard deviation ``sigma`` pixels, default 5;
@@ -34,7 +43,7 @@ from ..core.explainer import Attributions, Explainer
 
 __all__ = ["ImageExplainer", "BcosContributions", "Rollout", "FinalAttention",
            "GradSAM", "GradCAM", "PixelInputXGradient", "PixelIntegratedGradients",
-           "PixelOcclusion"]
+           "PixelOcclusion", "PixelSmoothGrad", "PixelGradientShap"]
 
 #: the named baselines of integrated gradients and occlusion (or a number: a constant image)
 BASELINES = ("zeros", "blur")
@@ -225,8 +234,14 @@ class _PostHoc(ImageExplainer):
             logits = estimator.forward_batch(batch).float()
         t = _chosen(logits, target)
         x = batch["x"]
-        maps = attribute(estimator.module_, x, t, self.name,
-                         baseline=_baseline_image(estimator, x, baseline, sigma), **settings)
+        if isinstance(baseline, (tuple, list)) and self.name == "gradient_shap":
+            if not baseline:
+                raise ValueError("baseline must name at least one baseline.")
+            image = torch.stack([_baseline_image(estimator, x, b, sigma).expand_as(x)
+                                 for b in baseline], 1)
+        else:
+            image = _baseline_image(estimator, x, baseline, sigma)
+        maps = attribute(estimator.module_, x, t, self.name, baseline=image, **settings)
         return Attributions(values=maps, logits=logits, target=t)
 
 
@@ -292,3 +307,36 @@ class PixelOcclusion(_PostHoc):
                   baseline="zeros", sigma=5.0) -> Attributions:
         return super().attribute(estimator, batch, target, baseline=baseline, sigma=sigma,
                                  window=window, stride=stride)
+
+
+class PixelSmoothGrad(_PostHoc):
+    """SmoothGrad (captum ``NoiseTunnel`` over ``Saliency``): the gradient of the logit
+    averaged over ``nt_samples`` copies of the image with Gaussian noise of standard deviation
+    ``stdevs`` in the encoded pixel space (None: 15 % of the spread of each encoded image),
+    its L2 norm over the channels; ``nt_type="smoothgrad_sq"`` or ``"vargrad"``: the mean
+    square or the variance of the gradients. Every image draws its noise from a generator of
+    its own seeded by ``random_state`` (None: unseeded)."""
+
+    name = "smoothgrad"
+
+    def attribute(self, estimator, batch, target, *, nt_type="smoothgrad", nt_samples=10,
+                  stdevs=None, random_state=0) -> Attributions:
+        return super().attribute(estimator, batch, target, nt_type=nt_type,
+                                 nt_samples=nt_samples, stdevs=stdevs,
+                                 random_state=random_state)
+
+
+class PixelGradientShap(_PostHoc):
+    """GradientSHAP (captum ``GradientShap``): the mean over ``n_samples`` draws of
+    ``(x + ε − b) ⊙ ∂y/∂x`` at a uniformly random point between a baseline ``b`` and the
+    image, summed over the channels; ``baseline`` as for integrated gradients, or a tuple of
+    them (the distribution ``b`` is drawn from); ``ε`` of standard deviation ``stdevs``.
+    Seeded by ``random_state``, per image."""
+
+    name = "gradient_shap"
+
+    def attribute(self, estimator, batch, target, *, baseline="zeros", sigma=5.0,
+                  n_samples=10, stdevs=0.0, random_state=0) -> Attributions:
+        return super().attribute(estimator, batch, target, baseline=baseline, sigma=sigma,
+                                 n_samples=n_samples, stdevs=stdevs,
+                                 random_state=random_state)

@@ -3,7 +3,8 @@ baseline of the B-cos ViTs, trained here or taken as it is from torchvision or t
 (:meth:`ViTClassifier.from_pretrained`), explained post hoc.
 
 It takes images ``(n, H, W)`` (grey) or ``(n, H, W, C)``, float in [0, 1] or uint8, or with
-``image_size`` any images (see :mod:`interpretable.estimators.vision.base`).
+``image_size`` any images, those of the model's size as they are (see
+:mod:`interpretable.estimators.vision.base`); one image without its batch axis is refused.
 """
 from __future__ import annotations
 
@@ -220,6 +221,15 @@ class ViTClassifier(SizedVisionTransformerClassifier):
         dtype). The checkpoint is checked key by key, shape by shape, before any memory is
         allocated.
 
+        Which pixels the model sees (the default ``image_size``, the side ``s`` its learned
+        positions fix): an image of ``s × s`` pixels as it is, so the logits are the model's
+        own on it; an image of any other size (or a PIL image, a file) through the weights'
+        evaluation preset, its shorter side resized to ``round(s·8/7)`` (256 for 224) and
+        centre-cropped to ``s × s`` as torchvision's ``weights.transforms()`` do, the crop's
+        box in the source image kept in ``explanation.crop_boxes`` (the metrics map the maps
+        back to the source pixels through it). ``image_size=None`` takes arrays of ``s × s``
+        pixels only.
+
         Parameters
         ----------
         model : nn.Module, mapping of str to torch.Tensor, str or os.PathLike
@@ -238,8 +248,7 @@ class ViTClassifier(SizedVisionTransformerClassifier):
             the estimator normalises with ImageNet's).
         **params
             Further parameters (``image_size``: default the side the model's learned
-            positions fix, so any image is resized and centre-cropped to it; ``device``,
-            ``batch_size``, ...).
+            positions fix, see above; ``device``, ``batch_size``, ...).
 
         Returns
         -------

@@ -1,5 +1,6 @@
 """B-cosify a conventional network you already have: one call for the text encoders of the BERT
-lineage (``transformers``) and for conventional Vision Transformers (torchvision, timm).
+lineage (``transformers``), for conventional Vision Transformers (torchvision, timm) and for
+torchvision ResNets.
 
 :func:`bcosify` returns the B-cos network at the start the recipes fine-tune from:
 
@@ -12,6 +13,10 @@ lineage (``transformers``) and for conventional Vision Transformers (torchvision
   :class:`~interpretable.nn.bcos.simple_vit.BcosSimpleViT` computing the original's logits
   (:func:`~interpretable.nn.bcos.vit_conversion.bcosify_vit`; fine-tuning starts from
   :func:`~interpretable.nn.bcos.vit_conversion.finetuning_start`).
+* a torchvision ``ResNet`` (or its state dict) becomes a B-cosified
+  :class:`~interpretable.nn.bcos.resnet.BcosResNet` computing the original's logits
+  (:func:`~interpretable.nn.bcos.cnn_conversion.bcosify_resnet`; fine-tuning starts from
+  :func:`~interpretable.nn.bcos.cnn_conversion.finetuning_start`).
 
 Either network is dynamic linear: its explanations (``contributions``) are exact. The
 estimators do the same from a checkpoint folder or file and fine-tune:
@@ -34,17 +39,18 @@ def bcosify(model, n_classes: int | None = None, *, config=None, **options) -> n
     ----------
     model : nn.Module or mapping of str to torch.Tensor
         A ``transformers`` encoder of the BERT lineage (or its state dict, with ``config``), or
-        a torchvision / timm ``VisionTransformer`` (or its state dict).
+        a torchvision / timm ``VisionTransformer`` or a torchvision ``ResNet`` (or its state
+        dict).
     n_classes : int or None, default=None
-        Text: the classes of the new classifier (required). Vision: None (the ViT's own head
-        is converted).
+        Text: the classes of the new classifier (required). Vision: None (the network's own
+        head is converted).
     config : transformers config, dict or None, default=None
         The config of a text encoder's state dict (a model object brings its own).
     **options
         Text: :class:`~interpretable.nn.bcos.bert.BcosBertClassifier`'s arguments (defaults
         here ``b=1.0``, ``row_gains=True``); vision:
         :func:`~interpretable.nn.bcos.vit_conversion.bcosify_vit`'s (``num_heads``, ``mean``,
-        ``std``, ...).
+        ``std``, ...) or :func:`~interpretable.nn.bcos.cnn_conversion.bcosify_resnet`'s.
 
     Returns
     -------
@@ -82,12 +88,16 @@ def bcosify(model, n_classes: int | None = None, *, config=None, **options) -> n
                                             **{"b": 1.0, "row_gains": True, **options})
     if isinstance(model, (nn.Module, Mapping)):
         if n_classes is not None or config is not None:
-            raise TypeError("a ViT keeps its own head: pass neither n_classes nor config")
+            raise TypeError("a ViT or ResNet keeps its own head: pass neither n_classes nor "
+                            "config")
+        from .cnn_conversion import bcosify_resnet, is_resnet_state
         from .vit_conversion import bcosify_vit
 
-        return bcosify_vit(model, **options)
+        state = model if isinstance(model, Mapping) else model.state_dict()
+        return (bcosify_resnet if is_resnet_state(state) else bcosify_vit)(model, **options)
     raise TypeError("model must be a transformers text encoder of the BERT lineage, a "
-                    "torchvision / timm VisionTransformer, or the state dict of one, got "
+                    "torchvision / timm VisionTransformer, a torchvision ResNet, or the state "
+                    "dict of one, got "
                     f"{type(model).__name__}")
 
 
