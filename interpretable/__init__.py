@@ -17,6 +17,7 @@ _LAZY = {
     "BcosSimpleViTClassifier": "interpretable.estimators.vision.bcos_simple_vit",
     "BcosResNetClassifier": "interpretable.estimators.vision.bcos_resnet",
     "ViTClassifier": "interpretable.estimators.vision.vit",
+    "ImageClassifier": "interpretable.estimators.vision.library_model",
     "AttentionTextClassifier": "interpretable.estimators.text.attention",
     "DiversityLSTMClassifier": "interpretable.estimators.text.diversity_lstm",
     "SEATClassifier": "interpretable.estimators.seat.estimator",

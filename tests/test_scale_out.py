@@ -184,3 +184,29 @@ def test_grid_search_on_the_dask_backend(client):
     assert remote.best_params_ == local.best_params_
     np.testing.assert_allclose(remote.cv_results_["mean_test_score"],
                                local.cv_results_["mean_test_score"])
+
+
+def test_a_torchvision_model_as_it_is_is_explained_on_dask(client, tmp_path):
+    """A torchvision classifier run as it is (``ImageClassifier.from_pretrained``) travels to
+    the workers, which import the real torchvision (tests/_real_vision.py) to rebuild it from
+    its recipe. Last in this module: the workers keep torchvision once imported."""
+    import dask.array as da
+    from _real_vision import real_vision
+
+    from interpretable import ImageClassifier
+
+    torchvision, _ = real_vision()
+    client.run(lambda: real_vision() and None)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = torchvision.models.resnet18(num_classes=3).eval()
+    clf = ImageClassifier.from_pretrained(model, classes=["a", "b", "c"], image_size=32,
+                                          device="cpu")
+    X = np.random.default_rng(0).random((12, 32, 32, 3), dtype=np.float32)
+    files = explain_to_parquet(clf, da.from_array(X, chunks=(6, 32, 32, 3)), tmp_path / "out",
+                               client=client, method="integrated_gradients", n_steps=4)
+    assert len(files) == 2
+    pd.testing.assert_frame_equal(
+        _read(tmp_path / "out"),
+        explanations_to_frame(clf, X, method="integrated_gradients", n_steps=4),
+        rtol=1e-5, atol=1e-6)

@@ -153,6 +153,28 @@ def _vit():
     return ViTClassifier(**{k: v for k, v in _TINY_VIT.items() if k != "stem_channels"})
 
 
+def _library_models() -> bool:
+    """Whether the real timm imports (tests/_real_vision.py): the ImageClassifier case runs
+    a timm model."""
+    try:
+        from _real_vision import real_vision
+
+        real_vision()
+    except BaseException:  # noqa: BLE001 - pytest's Skipped: the case is left out
+        return False
+    return True
+
+
+def _image_classifier():
+    """A tiny timm ViT (one block, 4-pixel patches) trained from scratch on grey digits,
+    images as given (the grey channel repeated over RGB)."""
+    from interpretable import ImageClassifier
+
+    return ImageClassifier("timm:vit_tiny_patch16_224", architecture_options={
+        "img_size": 8, "patch_size": 4, "depth": 1, "embed_dim": 8, "num_heads": 2},
+        lr=1e-2, max_epochs=2, batch_size=32, random_state=0)
+
+
 #: a randomly initialised two-layer BERT with the bundled MiniLM tokeniser
 _TINY_BERT = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 2,
               "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 32,
@@ -205,6 +227,8 @@ CASES = [
     Case("BcosSimpleViTClassifier", _bcos_simple_vit, _digits, "image"),
     Case("BcosResNetClassifier", _bcos_resnet, _digits, "image"),
     Case("ViTClassifier", _vit, _digits, "image", {"method": "input_x_gradient"}),
+    *([Case("ImageClassifier", _image_classifier, _digits, "image")]
+      if _library_models() else []),
     Case("ISANLanguageModel", _isan, _shakespeare_lines, "chars"),
     Case("LSTMLanguageModel", _lstm_lm, _shakespeare_lines, "chars"),
     Case("ISANSequenceTagger", _isan_tagger, _parentheses, "sequences"),

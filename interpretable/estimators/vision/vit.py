@@ -212,7 +212,7 @@ class ViTClassifier(SizedVisionTransformerClassifier):
 
     @classmethod
     def from_pretrained(cls, model, *, classes=None, architecture=None, mean=IMAGENET_MEAN,
-                        std=IMAGENET_STD, **params) -> "ViTClassifier":
+                        std=IMAGENET_STD, **params):
         """Return a trained torchvision or timm ``VisionTransformer`` as a fitted classifier.
 
         Its logits are the original's on images normalised with ``mean`` and ``std`` (to
@@ -235,7 +235,9 @@ class ViTClassifier(SizedVisionTransformerClassifier):
         model : nn.Module, mapping of str to torch.Tensor, str or os.PathLike
             A torchvision or timm ``VisionTransformer`` (the plain ViT: class token, learned
             positions, pre-norm blocks, head on the class token), its state dict, or a file
-            of it (``.safetensors``, else read with ``torch.load(weights_only=True)``).
+            of it (``.safetensors``, else read with ``torch.load(weights_only=True)``). Any
+            other torchvision or timm classifier object (a ResNet, a ConvNeXt, ...) is handed
+            to :meth:`ImageClassifier.from_pretrained`, which runs it as it is.
         classes : sequence or None, default=None
             The labels of the head's outputs, in output order (None: for 1,000 outputs the
             ImageNet class names). ``classes_`` holds them sorted (the head's rows follow).
@@ -252,8 +254,9 @@ class ViTClassifier(SizedVisionTransformerClassifier):
 
         Returns
         -------
-        ViTClassifier
-            The fitted classifier (``layout`` the model's).
+        ViTClassifier or ImageClassifier
+            The fitted classifier (``layout`` the model's); an :class:`ImageClassifier` for a
+            classifier of another architecture.
 
         Examples
         --------
@@ -268,6 +271,13 @@ class ViTClassifier(SizedVisionTransformerClassifier):
         >>> clf.classes_, clf.image_size
         (array(['cat', 'dog'], dtype='<U3'), 16)
         """
+        if isinstance(model, nn.Module) and type(model).__name__ != "VisionTransformer" \
+                and type(model).__module__.partition(".")[0] in ("torchvision", "timm"):
+            from .library_model import ImageClassifier  # any other architecture, as it is
+
+            return ImageClassifier.from_pretrained(
+                model, classes=classes, mean=None if mean is IMAGENET_MEAN else mean,
+                std=None if std is IMAGENET_STD else std, **params)
         source = model if isinstance(model, (nn.Module, Mapping)) else read_weights(model)
         layout, state, sizes = read_conventional(source, architecture=architecture)
         dim, side = sizes["dim"], sizes["image_size"]
