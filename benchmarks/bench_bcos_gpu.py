@@ -1,4 +1,4 @@
-"""Our B-cos ViTs against the ``bcos`` package's on a GPU at ImageNet sizes (issues 13, 25).
+"""Our B-cos ViTs against the ``bcos`` package's on a GPU at ImageNet sizes.
 
 ViT-Ti/16 (dim 192, 12 blocks, 3 heads) and ViT-S/16 (dim 384, 12 blocks, 6 heads), MLP ratio 4,
 224×224 RGB encoded to 6 channels, 1000 classes, randomly initialised: our holistic ViT (same

@@ -2,7 +2,7 @@
 
 The orthogonal cell needs a Python-level recurrence (each h_t depends on the sum of the
 previous h); it runs as one autograd Function over packed sequences with a hand-written backward
-pass (``interpretable.nn.recurrent.orthogonal_lstm``). Target (issue 13): an orthogonal epoch
+pass (``interpretable.nn.recurrent.orthogonal_lstm``). Target: an orthogonal epoch
 takes <= 1.3x a ``"vanilla"`` (torch.nn.LSTM, fused) epoch.
 
 Each epoch is timed in wall-clock seconds (skorch's ``dur``) and in CPU seconds of this process

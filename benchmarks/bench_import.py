@@ -1,4 +1,4 @@
-"""Cold import time of every estimator against ``import torch`` (issues 13 and 25).
+"""Cold import time of every estimator against ``import torch``.
 
 Each statement runs in a fresh interpreter (``python -c STATEMENT``), the statements in
 interleaved rounds so that load changes hit all alike; the time is the median wall-clock
@@ -6,7 +6,7 @@ seconds of the whole process (interpreter start included). Target: every estimat
 1.5x ``import torch``. Beside it the floors ``import torch, sklearn.base`` (every estimator is a
 scikit-learn ``BaseEstimator``, and ``sklearn.base`` itself imports scipy.stats and pandas,
 with pyarrow) and ``import torch, sklearn.base, skorch`` (the training machinery, imported at
-the first fit since issue 25), and the modules each estimator imports beyond
+the first fit), and the modules each estimator imports beyond
 ``torch, sklearn.base`` (``-X importtime``). Writes ``benchmarks/results/bench_import.json``.
 """
 

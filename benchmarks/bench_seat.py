@@ -1,6 +1,6 @@
 """SEAT fit time per epoch against the vanilla attention model, side by side in one run.
 
-Target (issue): SEAT epoch time <= (pgd_steps + 2) x the vanilla epoch time. A SEAT epoch runs
+Target: SEAT epoch time <= (pgd_steps + 2) x the vanilla epoch time. A SEAT epoch runs
 the frozen encoder forward once, ``pgd_steps`` batched PGD steps on the attention (decoder
 only) and one backward pass into the attention layer. Also times the batched metrics on the
 test texts. One torch thread; after one vanilla fit (SEAT's frozen base), vanilla and SEAT fits

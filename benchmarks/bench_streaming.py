@@ -1,4 +1,4 @@
-"""Peak memory of explaining many texts chunk by chunk (issue: bounded-memory explain).
+"""Peak memory of explaining many texts chunk by chunk (bounded-memory explain).
 
 Explains 10k and 100k texts with ``explanations_to_frame(..., path=*.parquet)`` in fresh
 subprocesses and records each one's peak resident memory (``ru_maxrss``): bounded memory means

@@ -1,9 +1,8 @@
 """Text predict and explain speed (texts/s) against TF-IDF + LogisticRegression, in one run.
 
 Targets: EmbeddingBagClassifier's predict takes at most 1.5x the time of TF-IDF +
-LogisticRegression on the same texts (issue 25) and reaches 10k texts/s; the recurrent models
-(DiversityLSTMClassifier, SEATClassifier with the RNN encoder) predict >= 5k texts/s (issue
-13). The models predict the first ``--texts`` Rotten Tomatoes snippets after a brief fit on the
+LogisticRegression on the same texts and reaches 10k texts/s; the recurrent models
+(DiversityLSTMClassifier, SEATClassifier with the RNN encoder) predict >= 5k texts/s. The models predict the first ``--texts`` Rotten Tomatoes snippets after a brief fit on the
 others (1 epoch, embeddings learned from scratch, hidden size 64, default cells and explanation
 methods: speed does not depend on accuracy). Also times the word tokeniser against nltk's. One
 thread; the calls are interleaved over repeats so load from other processes hits them alike;

@@ -1,4 +1,4 @@
-"""Where does the B-cos MiniLM lose accuracy before fine-tuning? (issue 29)
+"""Where does the B-cos MiniLM lose accuracy before fine-tuning?
 
 ``OMP_NUM_THREADS=1 python benchmarks/diagnose_bcos_text.py [--train 2000] [--test 500]``
 

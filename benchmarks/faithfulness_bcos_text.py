@@ -1,5 +1,5 @@
 """Faithfulness of the B-cos MiniLM's exact explanation against the post-hoc methods on the
-conventional MiniLM, on fitted models saved by :mod:`benchmarks.parity_bcos_text` (issue 29).
+conventional MiniLM, on fitted models saved by :mod:`benchmarks.parity_bcos_text`.
 
 ``OMP_NUM_THREADS=1 python benchmarks/faithfulness_bcos_text.py --models DIR --seed 0
 --bcos NAME --out NAME [--eval 300] [--post-hoc-from RESULTS]``

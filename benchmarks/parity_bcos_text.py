@@ -1,4 +1,4 @@
-"""Accuracy of B-cos MiniLM recipes against the conventional MiniLM, several seeds (issue 29).
+"""Accuracy of B-cos MiniLM recipes against the conventional MiniLM, several seeds.
 
 ``OMP_NUM_THREADS=1 python benchmarks/parity_bcos_text.py --out NAME [--train 2000]
 [--test 500] [--seeds 0 1 2] [--conventional] [--variant NAME JSON ...]``; ``--out NAME
