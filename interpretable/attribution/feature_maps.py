@@ -18,19 +18,9 @@ from torch.nn import functional as F
 from ..nn.library_image import as_channels_first, map_layout
 from ..nn.losses import logits_of
 from .hooked import own_hooks_copy
+from .vision import image_targets
 
 __all__ = ["layer_gradcam", "pixel_gradient"]
-
-
-def _targets(x: torch.Tensor, target) -> torch.Tensor:
-    if x.dim() != 4:
-        raise ValueError(f"x must have shape (B, C, H, W), got {tuple(x.shape)}.")
-    target = torch.as_tensor(target, device=x.device).long().reshape(-1)
-    if target.numel() == 1 and len(x) > 1:
-        target = target.expand(len(x))
-    if len(target) != len(x):
-        raise ValueError(f"target has {len(target)} entries for {len(x)} inputs.")
-    return target
 
 
 def named_layer(network: nn.Module, name, owner: str = "the model") -> nn.Module:
@@ -100,7 +90,7 @@ def layer_gradcam(model: nn.Module, x: torch.Tensor, target, layer: str, *, netw
     >>> layer_gradcam(net, x, torch.tensor([0, 1]), "1").shape
     torch.Size([2, 8, 8])
     """
-    target = _targets(x, target)
+    target = image_targets(x, target)
     twin = own_hooks_copy(model)
     inner = twin if network is None else _twin_of(model, twin, network)
     part = named_layer(inner, layer)
@@ -179,7 +169,7 @@ def pixel_gradient(model: nn.Module, x: torch.Tensor, target) -> torch.Tensor:
     >>> pixel_gradient(net, torch.zeros(1, 3, 2, 2), torch.tensor([1])).shape
     torch.Size([1, 2, 2])
     """
-    target = _targets(x, target)
+    target = image_targets(x, target)
     x = x.detach().requires_grad_(True)
     with torch.enable_grad():
         logits = logits_of(model(x))

@@ -58,7 +58,9 @@ METHODS = ("inherent", "rollout", "final_attention", "gradsam", "gradcam", "inpu
 NOISE_LEVEL = 0.15
 
 
-def _check(model, x: torch.Tensor, target) -> torch.Tensor:
+def image_targets(x: torch.Tensor, target) -> torch.Tensor:
+    """``target`` as one class index per image of ``x (B, C, H, W)`` (a single one broadcast);
+    ValueError on another shape or count."""
     if x.dim() != 4:
         raise ValueError(f"x must have shape (B, C, H, W), got {tuple(x.shape)}.")
     target = torch.as_tensor(target, device=x.device).long().reshape(-1)
@@ -131,7 +133,7 @@ def inherent(model, x: torch.Tensor, target=None, contrast=None
         raise ValueError("method='inherent' needs a B-cos model (dynamic linear); "
                          f"{type(model).__name__} is not one.")
     if target is not None:
-        target = _check(model, x, target)
+        target = image_targets(x, target)
     x = x.detach().requires_grad_(True)
     with explanation_mode(constant_parameters=True), torch.enable_grad():
         logits = model(x)
@@ -180,7 +182,7 @@ def inherent_terms(model, x: torch.Tensor, target, contrast=None
     >>> maps.shape, names
     (torch.Size([2, 4, 8, 8]), ['tokens', 'layer0.head0', 'layer0.head1', 'layer0.mlp'])
     """
-    target = _check(model, x, target)
+    target = image_targets(x, target)
     x = x.detach().requires_grad_(True)
     with explanation_mode(constant_parameters=True), torch.enable_grad():
         _, terms = model.term_logits(x)                       # (B, T, K)
@@ -421,7 +423,7 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
     """
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not supported; choose one of {list(METHODS)}.")
-    target = _check(model, x, target)
+    target = image_targets(x, target)
     x = x.detach()
     size = x.shape[-2:]
     if method == "inherent":
