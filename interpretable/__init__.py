@@ -6,8 +6,6 @@ the package does not import torch-heavy modules that are not used.
 
 from importlib import import_module
 
-from . import _compat
-
 __version__ = "0.1.0"
 
 # public name -> module that defines it
@@ -35,7 +33,6 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY)
-_compat.install()  # module paths of the development snapshots resolve to the new ones
 
 
 def __getattr__(name):

@@ -1,4 +1,4 @@
-"""B-cos text classifier (issue 24) and its conventional counterpart: exact contributions per
+"""B-cos text classifier and its conventional counterpart: exact contributions per
 word piece and per word, the mapping back to the original text, the B -> 1 limit, truncation,
 persistence without the data package, the warm-up schedule, learning and bad inputs."""
 import json
@@ -472,21 +472,6 @@ def test_parity_options_clone_grid_search_and_validate():
                           (dict(gate_biases=1), "gate_biases")):
         with pytest.raises(ValueError, match=match):
             tiny(**params).fit(X, y)
-
-
-def test_models_saved_before_the_conversion_options_load_with_their_former_behaviour(tmp_path):
-    """A config without the options added since the first release (gain, b_anneal, row_norms,
-    pooler, gate_biases, logit_scale, head_lr) loads with the values those models had."""
-    X, y = sentiment(n=32)
-    former = BcosTextClassifier._params_added
-    clf = tiny(max_epochs=1, **former).fit(X, y)
-    folder = clf.save(tmp_path / "model")
-    config = json.loads((folder / "config.json").read_text())
-    config["params"] = {k: v for k, v in config["params"].items() if k not in former}
-    (folder / "config.json").write_text(json.dumps(config))
-    loaded = BcosTextClassifier.load(folder, device="cpu")
-    assert {k: loaded.get_params()[k] for k in former} == former
-    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
 
 
 def test_the_demo_text_model_is_trained_enough_to_be_right():

@@ -11,7 +11,7 @@ import torch
 from torch.nn import functional as F
 
 from interpretable.attribution.vision import inherent
-from interpretable.nn import bcos_kernels
+from interpretable.nn.bcos import kernels as bcos_kernels
 from interpretable.nn.bcos.holistic_vit import BcosViT
 from interpretable.nn.bcos.kernels import ONEDNN_MIN_MACS, linear, resolve_implementation
 from interpretable.nn.bcos.layers import (

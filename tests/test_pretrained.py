@@ -18,7 +18,7 @@ from sklearn.model_selection import GridSearchCV
 
 from interpretable import BcosSimpleViTClassifier, BcosViTClassifier
 from interpretable.datasets.images import eval_crops, imagenet_class_names
-from interpretable.estimators import vision_base
+from interpretable.estimators.vision import base as vision_base
 from interpretable.estimators.core.nets import LearningRateSchedule
 from interpretable.nn.bcos.layers import encode_image
 from interpretable.nn.bcos.simple_vit import BcosSimpleViT
@@ -378,7 +378,7 @@ def test_explanation_batches_are_bounded_in_memory(imagenet, monkeypatch):
 PEAK_MEMORY = """
 import sys, numpy as np, torch
 from interpretable import BcosSimpleViTClassifier
-from interpretable.estimators import vision_base
+from interpretable.estimators.vision import base as vision_base
 torch.set_num_threads(1)
 vision_base.INFERENCE_MEMORY = 16 * 2**20
 X = np.random.RandomState(0).rand(256, 96, 96, 3).astype(np.float32)

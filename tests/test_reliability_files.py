@@ -1,6 +1,6 @@
-"""Saving and loading models under faults (issue 22), with real processes and real files: a
-disk that fills up, processes saving over a folder while others load it, a save killed part
-way, and folders written by earlier versions of the package.
+"""Saving and loading models under faults, with real processes and real files: a disk that
+fills up, processes saving over a folder while others load it, a save killed part way, and
+folders of another format version (refused).
 
 The child processes run this file as a script (see ``main``): each loads a model saved by the
 test and then saves or loads under the fault.
@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from interpretable import EmbeddingBagClassifier
+from interpretable.estimators.core.model_folder import FORMAT_VERSION
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="uses POSIX signals and rlimits")
 
@@ -163,55 +164,22 @@ def _status(pid: int) -> str:
         return "?"
 
 
-# ---------------------------------------------------------------------------- earlier layout
-def _legacy_copy(model, folder: Path) -> Path:
-    """``model`` saved in the layout of interpretable 0.1: ``config.json`` and
-    ``weights.safetensors`` directly in the folder, format_version 1."""
-    saved = model.save(folder.parent / f"{folder.name}-new-layout")
-    config = json.loads((saved / CONFIG).read_text())
-    config.pop("weights", None)
-    config["format_version"] = 1
-    folder.mkdir()
-    (folder / CONFIG).write_text(json.dumps(config))
-    shutil.copyfile(next(saved.glob("weights*.safetensors")), folder / "weights.safetensors")
-    shutil.rmtree(saved)
-    return folder
-
-
-def test_folder_saved_by_earlier_versions_loads_and_a_save_upgrades_it(tmp_path):
-    previous, new = _fit(0), _fit(1)
-    path = _legacy_copy(previous, tmp_path / "model")
-    assert sorted(os.listdir(path)) == [CONFIG, "weights.safetensors"]
-    assert fingerprint(EmbeddingBagClassifier.load(path)) == fingerprint(previous)
-    new.save(path)
-    assert fingerprint(EmbeddingBagClassifier.load(path)) == fingerprint(new)
-    assert not (path / "weights.safetensors").exists()
-
-
-def test_load_after_an_interrupted_save_of_an_earlier_version_names_the_previous_model(
-        tmp_path):
-    """interpretable 0.1 swapped folders with two renames; killed between them it left no
-    model at the path, the previous one in ``.model-XXXXXXXX/old`` and the new one in
-    ``.../new``. ``load`` says where they are; the next save removes them once they are
-    old enough not to belong to a save still running."""
-    previous, new = _fit(0), _fit(1)
-    work = tmp_path / ".model-k2j4x9_a"
-    work.mkdir()
-    _legacy_copy(previous, work / "old")
-    _legacy_copy(new, work / "new")
-    path = tmp_path / "model"
-    with pytest.raises(FileNotFoundError) as error:
+# ---------------------------------------------------------------------------- format version
+@pytest.mark.parametrize("version", [1, FORMAT_VERSION + 1])
+def test_a_folder_of_another_format_version_is_refused_naming_both_versions(tmp_path, version):
+    """A folder whose ``config.json`` has another ``format_version`` than the one this version
+    writes is refused before anything is read, and the error names the version found and the
+    version supported."""
+    path = _fit(0).save(tmp_path / "model")
+    config = json.loads((path / CONFIG).read_text())
+    assert config["format_version"] == FORMAT_VERSION
+    config["format_version"] = version
+    (path / CONFIG).write_text(json.dumps(config))
+    with pytest.raises(ValueError) as error:
         EmbeddingBagClassifier.load(path)
     message = str(error.value)
-    assert str(work / "old") in message and "previous" in message, message
-    assert fingerprint(EmbeddingBagClassifier.load(work / "old")) == fingerprint(previous)
-    new.save(path)
-    assert work.exists()  # it may still belong to a running save
-    hour_ago = time.time() - 3600
-    for entry in [work, *work.rglob("*")]:
-        os.utime(entry, (hour_ago, hour_ago))
-    new.save(path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    assert f"format_version {version};" in message, message
+    assert f"reads format_version {FORMAT_VERSION} only" in message, message
 
 
 # ---------------------------------------------------------------------------- child processes

@@ -644,8 +644,6 @@ class WordPieceEncoder(BaseEstimator):
     def from_state(cls, state: dict) -> WordPieceEncoder:
         """Rebuild a fitted encoder from :meth:`get_state`'s state, checked first.
 
-        A state without tokeniser, from version 0.1, reads the bundled MiniLM's tokeniser again.
-
         Parameters
         ----------
         state : dict
@@ -659,8 +657,9 @@ class WordPieceEncoder(BaseEstimator):
         Raises
         ------
         ValueError
-            If the settings or the tokeniser are malformed (wrong keys or types, a model other
-            than WordPiece, BPE or Unigram, special tokens outside the vocabulary, too large).
+            If the settings or the tokeniser are malformed or missing (wrong keys or types, a
+            model other than WordPiece, BPE or Unigram, special tokens outside the vocabulary,
+            too large).
 
         Examples
         --------
@@ -675,7 +674,8 @@ class WordPieceEncoder(BaseEstimator):
         elif "vocabulary" in state:
             encoder._set(state.get("settings"), vocabulary=state["vocabulary"])
         else:
-            encoder.fit()
+            raise ValueError("the state of a WordPieceEncoder must hold its tokeniser "
+                             "('tokenizer' or 'vocabulary').")
         return encoder
 
     def __getstate__(self):
@@ -684,10 +684,7 @@ class WordPieceEncoder(BaseEstimator):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self.__dict__.setdefault("checkpoint", None)
         if state.get("_tokenizer_json") is not None:
             self._set(self.settings_, tokenizer_json=self._tokenizer_json)
         elif "settings_" in state:
             self._set(self.settings_, vocabulary=self.index_to_token_)
-        elif "index_to_token_" in state:  # pickled by version 0.1
-            self.fit()

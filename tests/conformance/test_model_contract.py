@@ -336,8 +336,8 @@ def test_no_private_scikit_learn_names():
 
 
 #: the layers, lowest first: a module may import its own layer and those below it
-LAYERS = [{"__init__", "_compat", "nn", "validation", "params", "progress", "files",
-           "optional", "datasets"},
+LAYERS = [{"__init__", "nn", "validation", "params", "progress", "files", "optional",
+           "datasets"},
           {"text", "attribution"}, {"explanation"}, {"estimators"},
           {"metrics", "pipeline", "streaming", "scale", "tracking"}, {"reproduce", "__main__"}]
 #: estimators/: what every family shares, and one subpackage per model family

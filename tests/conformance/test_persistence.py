@@ -1,4 +1,4 @@
-"""Safe save / load (issue 12), table-driven over every estimator in ``cases.CASES``: save
+"""Safe save / load, table-driven over every estimator in ``cases.CASES``: save
 stores what was fitted, atomically; load refuses corrupt, edited or foreign files with an error
 naming the field or tensor, before allocating what a hostile config asks for."""
 
@@ -17,7 +17,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from interpretable import AttentionTextClassifier, EmbeddingBagClassifier
-from interpretable.estimators import model_folder, persistence
+from interpretable.estimators.core import model_folder, persistence
 from interpretable.estimators.core.base import NeuralEstimator
 
 from .cases import _sentiment

@@ -1,4 +1,4 @@
-"""Every estimator through skops and pickle as plain data (issue 26): ``skops.io`` stores and
+"""Every estimator through skops and pickle as plain data: ``skops.io`` stores and
 loads it trusting only the package's own types, a pickle holds no torch object, and a state
 that does not describe a valid model is refused before its weights are used."""
 
@@ -103,7 +103,8 @@ def _restore(state, cls):
     (lambda s: s["fitted"].update({"classes": np.array(["a"])}), "fitted state|shape"),
     (lambda s: s["attributes"].update({"__class__": 1}), "not the name of a fitted"),
     (lambda s: s.update({"estimator": "SEATClassifier"}), "estimator 'EmbeddingBagClassifier'"),
-    (lambda s: s.pop("interpretable_state"), "first development snapshots"),
+    (lambda s: s.pop("interpretable_state"), "state version None; this version reads version 1"),
+    (lambda s: s.update({"interpretable_state": 2}), "state version 2; this version reads"),
 ])
 def test_a_state_that_is_no_valid_model_is_refused(fitted, change, message):
     clf, _ = fitted

@@ -650,12 +650,6 @@ class BcosTextClassifier(BaseEncoderClassifier):
     }
     _module_class = BcosBertClassifier
     _borrowed_params = ("teacher",)
-    #: the conversion, head and distillation options added during development, with the
-    #: values of the models saved before them
-    _params_added = {**BaseEncoderClassifier._params_added, "gain": "unit",
-                     "b_anneal": 0.0, "row_norms": "unit", "pooler": True,
-                     "gate_biases": False, "logit_scale": 1.0, "head_lr": None,
-                     "teacher": None, "teacher_weight": 0.5, "teacher_temperature": 2.0}
 
     def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, row_norms="unit", pooler=True,
                  gate_biases=True, logit_scale=1.0, head_lr=None, teacher=None,

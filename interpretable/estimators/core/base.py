@@ -43,8 +43,8 @@ from .training import (
     warm_started,
 )
 
-# TrainingDivergedError (public) and TrainingNet (importable, an implementation detail) keep
-# the home they had in the development snapshots here (until 1.0.0). The skorch side (.nets:
+# TrainingDivergedError (public) and TrainingNet (importable, an implementation detail) are
+# importable from here, beside the estimators that raise and use them. The skorch side (.nets:
 # skorch takes ~0.8 s to import) is imported at the first fit, so importing the
 # estimators that need no skorch class at import time (the text classifiers, the ViTs) does
 # not import it (`python -X importtime -c "from interpretable import EmbeddingBagClassifier"`).
@@ -237,26 +237,6 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
 
     def _check_params(self) -> None:
         """Checks beyond ``_parameter_constraints`` (e.g. relations between parameters)."""
-
-    #: parameters added during development, before release 0.1.0 (model format 1 and the
-    #: early format-2 snapshots), with the values that keep the behaviour of the models saved
-    #: before them (their configs load with these values), and likewise fitted attributes
-    #: (``fitted`` keys); these shims are removed in ``interpretable._compat.SHIMS_REMOVED_IN``
-    _params_added: dict = {}
-    _fitted_added: dict = {}
-
-    @classmethod
-    def _upgrade_config(cls, params: dict, dropped: list, fitted):
-        """The class, parameters, dropped parameters and fitted state of a saved config (JSON
-        values) in this version's terms, for models saved by a development snapshot:
-        parameters and fitted attributes it lacks take the values of :attr:`_params_added`
-        and :attr:`_fitted_added`; a class may hand a config on to the class that holds
-        its network now (``(klass, params, dropped, fitted)``)."""
-        added = {k: v for k, v in cls._params_added.items()
-                 if isinstance(params, dict) and k not in params and k not in dropped}
-        if isinstance(fitted, dict) and cls._fitted_added:
-            fitted = {**cls._fitted_added, **fitted}
-        return cls, (params if not added else {**params, **added}), dropped, fitted
 
     # ------------------------------------------------------------------ validation
     def _validate_parameters(self) -> None:

@@ -197,8 +197,6 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "inference_precision": [StrOptions(set(INFERENCE_PRECISIONS))],
     }
-    #: added during development (see :meth:`~.base.NeuralEstimator._upgrade_config`)
-    _params_added = {"inference_precision": "float32"}
 
     def _fit_labels(self, y) -> np.ndarray:
         """Class indices (n,) of the training labels ``y``; sets ``classes_``, or when the fit
@@ -266,8 +264,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         (warning once per estimator when bfloat16 was asked); recurrent layers without a
         bfloat16 kernel there run in float32 (:func:`.training.checked_autocast`, which
         warns once too). Autocast is thread-local: the shared module is never changed."""
-        # an estimator pickled, or a subclass written, before the parameter: float32
-        precision = getattr(self, "inference_precision", "float32")
+        precision = self.inference_precision
         validate_parameters({"inference_precision": [StrOptions(set(INFERENCE_PRECISIONS))]},
                             {"inference_precision": precision}, type(self).__name__)
         dtype = INFERENCE_PRECISIONS[precision]

@@ -53,7 +53,3 @@ class EncodedInputs:
 
     def __len__(self) -> int:
         return len(next(iter(self.inputs.values())))
-
-
-#: the name of the development snapshots (kept for code that imports it; removed in 1.0.0)
-Batch = EncodedInputs

@@ -8,18 +8,17 @@ the new model appears), then deletes the old weights. A reader reads ``config.js
 then the weights it names; when a later save deleted them meanwhile it starts again. Saves to
 one folder take turns (the lock file ``.lock``) and each first deletes what killed saves left.
 
-Folders written by interpretable 0.1 (format 1: ``config.json`` and ``weights.safetensors``)
-still load; the next save replaces them with this layout.
+``config.json`` carries the format version of the folder (``format_version``,
+:data:`FORMAT_VERSION`); a folder of any other format version is refused, naming the version it
+holds and the one this version of interpretable reads.
 """
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
 import secrets
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,7 +28,6 @@ from ...files import exclusive, fsync, open_regular, remove, reporting
 
 FORMAT_VERSION = 2
 CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "weights.safetensors"  # format 1
 LOCK_FILE = ".lock"
 STAGED_CONFIG = ".config.json.partial"
 #: bounds on what a config may make the loader read
@@ -37,12 +35,8 @@ MAX_CONFIG_BYTES = 64 * 2**20
 MAX_NESTING = 64
 #: how often a load starts again because saves replaced the model it was reading
 MAX_LOAD_ATTEMPTS = 20
-#: an interpretable 0.1 staging folder untouched for this long belongs to no running save
-LEGACY_GRACE_S = 600
-_KEYS = {"format_version", "estimator", "params", "dropped_params", "fitted"}
-CONFIG_KEYS = {1: _KEYS, 2: _KEYS | {"weights"}}  # per format version
+CONFIG_KEYS = {"format_version", "estimator", "params", "dropped_params", "fitted", "weights"}
 _WEIGHTS_NAME = re.compile(r"weights-[0-9a-f]{16}\.safetensors")
-_LEGACY_SUFFIX = re.compile(r"[a-z0-9_]{8}")  # of tempfile.mkdtemp(prefix=".<name>-")
 
 
 # ---------------------------------------------------------------------------- write
@@ -66,7 +60,7 @@ def check_target(path: Path) -> None:
 
 
 def _is_weights_file(name: str) -> bool:
-    return name == WEIGHTS_FILE or _WEIGHTS_NAME.fullmatch(name) is not None
+    return _WEIGHTS_NAME.fullmatch(name) is not None
 
 
 def publish(path: Path, config: str, state: dict) -> None:
@@ -97,9 +91,6 @@ def _replace_model(path: Path, config: str, state: dict) -> None:
         remove(staged)
         raise
     _remove_weights(path, keep=weights.name)
-    for work in _legacy_work_folders(path):
-        if _idle_seconds(work) > LEGACY_GRACE_S:
-            remove(work)
 
 
 def _write_weights(state: dict, weights: Path) -> None:
@@ -129,28 +120,6 @@ def _remove_weights(path: Path, keep: str | None) -> None:
             remove(entry)
 
 
-def _legacy_work_folders(path: Path) -> list[Path]:
-    """Folders ``.<name>-XXXXXXXX`` beside ``path`` where interpretable 0.1 staged a save
-    (``new``) and put aside the model it replaced (``old``)."""
-    found = []
-    for work in path.parent.glob(f".{glob.escape(path.name)}-*"):
-        try:
-            if _LEGACY_SUFFIX.fullmatch(work.name[len(path.name) + 2:]) and work.is_dir() \
-                    and {p.name for p in work.iterdir()} <= {"new", "old"}:
-                found.append(work)
-        except OSError:  # deleted meanwhile
-            continue
-    return sorted(found)
-
-
-def _idle_seconds(folder: Path) -> float:
-    """Seconds since anything in ``folder`` last changed (0 when it cannot be read)."""
-    try:
-        return time.time() - max(p.stat().st_mtime for p in [folder, *folder.rglob("*")])
-    except OSError:
-        return 0.0
-
-
 # ---------------------------------------------------------------------------- read
 def read_snapshot(path: Path, read: Callable):
     """``read(config, weights_file)``: the decoded config.json of ``path`` and the weights
@@ -176,8 +145,8 @@ def read_config(path: Path):
         with open_regular(config_file) as f:  # a named pipe would block: refused
             data = f.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
-        raise FileNotFoundError(f"{config_file} does not exist; is {path} a saved estimator?"
-                                f"{_interrupted_saves(path)}") from None
+        raise FileNotFoundError(f"{config_file} does not exist; is {path} a saved "
+                                "estimator?") from None
     if len(data) > MAX_CONFIG_BYTES:
         raise ValueError(f"{config_file} is larger than {MAX_CONFIG_BYTES} bytes.")
     try:
@@ -202,22 +171,9 @@ def _nesting(value) -> int:
     return depth
 
 
-def _interrupted_saves(path: Path) -> str:
-    """Where saves of interpretable 0.1, killed between their two renames, left models."""
-    found = [f"{work / which} ({'the model before' if which == 'old' else 'the model of'} "
-             "an interrupted save)" for work in _legacy_work_folders(path)
-             for which in ("old", "new")
-             if (work / which / CONFIG_FILE).is_file() and (work / which / WEIGHTS_FILE).is_file()]
-    if not found:
-        return ""
-    return (f" A save into it was interrupted and left the previous model in "
-            f"{'; '.join(found)}: load that folder or move it to {path}.")
-
-
 def weights_name(config) -> str:
     """The weights file named by a decoded config.json, whose schema is checked first."""
-    if check_schema(config) == 1:
-        return WEIGHTS_FILE
+    check_schema(config)
     name = config["weights"]
     if not isinstance(name, str) or not _WEIGHTS_NAME.fullmatch(name):
         raise ValueError(f"{CONFIG_FILE}: weights must name a file weights-<16 hex "
@@ -225,16 +181,17 @@ def weights_name(config) -> str:
     return name
 
 
-def check_schema(config) -> int:
-    """The format version of a decoded config.json, whose keys are checked."""
+def check_schema(config) -> None:
+    """Check a decoded config.json: its format version (only :data:`FORMAT_VERSION` is read)
+    and its keys."""
     if not isinstance(config, dict):
         raise ValueError(f"{CONFIG_FILE} must hold a JSON object, got {type(config).__name__}.")
-    version = config.get("format_version")
-    if "format_version" in config and (type(version) is not int or version not in CONFIG_KEYS):
-        raise ValueError(f"{CONFIG_FILE} has format_version {version!r:.20}; this version of "
-                         f"interpretable reads formats {sorted(CONFIG_KEYS)}.")
-    keys = CONFIG_KEYS.get(version, CONFIG_KEYS[FORMAT_VERSION])
-    missing, unknown = sorted(keys - config.keys()), sorted(config.keys() - keys)
+    if "format_version" in config and (type(config["format_version"]) is not int
+                                       or config["format_version"] != FORMAT_VERSION):
+        raise ValueError(f"{CONFIG_FILE} has format_version {config['format_version']!r:.20}; "
+                         f"this version of interpretable reads format_version {FORMAT_VERSION} "
+                         "only.")
+    missing = sorted(CONFIG_KEYS - config.keys())
+    unknown = sorted(config.keys() - CONFIG_KEYS)
     if missing or unknown:
         raise ValueError(f"{CONFIG_FILE}: missing keys {missing}, unknown keys {unknown}.")
-    return version

@@ -247,15 +247,11 @@ def _estimator_from_config(config, cls, device):
     fitted state checked."""
     check_schema(config)
     name = config["estimator"]
-    saved = cls._saved_classes.get(name) if isinstance(name, str) else None
-    if saved is None:
+    klass = cls._saved_classes.get(name) if isinstance(name, str) else None
+    if klass is None or not issubclass(klass, cls):
         raise ValueError(f"{CONFIG_FILE} holds estimator {name!r}, which is not a known "
                          f"{cls.__name__}.")
-    klass, params, dropped, fitted = saved._upgrade_config(
-        config["params"], config["dropped_params"], config["fitted"])
-    if not (issubclass(saved, cls) or issubclass(klass, cls)):
-        raise ValueError(f"{CONFIG_FILE} holds estimator {name!r}, which is not a known "
-                         f"{cls.__name__}.")
+    params, dropped, fitted = config["params"], config["dropped_params"], config["fitted"]
     if not isinstance(params, dict) or not isinstance(dropped, list) \
             or not all(isinstance(k, str) for k in dropped):
         raise ValueError(f"{CONFIG_FILE}: params must be an object and dropped_params a list "

@@ -162,23 +162,14 @@ def set_estimator_state(estimator, state) -> None:
     """
     cls = type(estimator)
     if not isinstance(state, dict) or state.get("interpretable_state") != STATE_VERSION:
+        found = state.get("interpretable_state") if isinstance(state, dict) else None
         raise ValueError(f"not the state of a {cls.__name__} of this version of interpretable "
-                         "(pickles of the first development snapshots hold torch objects: unpickle "
-                         "them with that snapshot, save() the model and load() the folder).")
+                         f"(state version {found!r:.20}; this version reads version "
+                         f"{STATE_VERSION}).")
     if state.keys() not in (_KEYS, _FITTED_KEYS) or state["estimator"] != cls.saved_as:
         raise ValueError(f"the state of a {cls.__name__} needs the keys {sorted(_FITTED_KEYS)} "
                          f"and estimator {cls.saved_as!r}; got {sorted(state)[:8]} and "
                          f"{state['estimator']!r:.40}.")
-    # in this version's terms (parameters added since; the class that holds the network now),
-    # by the saved class's rules: the parameters, and the fitted ones with the fitted state
-    klass, params = cls._upgrade_config(state["params"], [], state.get("fitted"))[:2]
-    state = {**state, "estimator": klass.saved_as, "params": params}
-    if "fitted_params" in state:
-        _, fitted_params, _, fitted = cls._upgrade_config(state["fitted_params"], [],
-                                                         state["fitted"])
-        state.update(fitted_params=fitted_params, fitted=fitted)
-    if klass is not cls:  # the state of a class whose network another class holds now
-        estimator.__class__ = cls = klass
     params = _checked_params(cls, state["params"])
     if state.keys() == _FITTED_KEYS:
         restored = _restored(cls, state, params["device"])

@@ -26,32 +26,12 @@ from ...nn.seat import top_k_overlap
 from ...params import HasMethods, StrOptions
 from ...text import WordPieceEncoder
 from ...validation import check_targets
-from ..core.persistence import from_jsonable, to_jsonable
 from ..text.attention import AttentionClassifierBase, AttentionTextClassifier
 from ..text.base import trim_collate
 from ..text.explainers import VanillaAttention
 from .variants import VARIANTS, SEATVariant, TrainingPhase
 
 __all__ = ["SEATClassifier"]
-
-
-#: the SEATClassifier parameters of the development snapshots (removed in 1.0.0), now held by
-#: the variant objects
-_SNAPSHOT_PARAMS = ("method", "objective", "k", "lambda_topk", "lambda_stability", "pgd_radius",
-                    "pgd_steps", "pgd_step_size", "pgd_norm", "pgd_clamp", "divergence",
-               "seat_epochs", "seat_lr", "adv_epsilon")
-
-
-def _snapshot_variant(old: dict) -> SEATVariant:
-    """The variant equal to a snapshot's ``method`` / ``objective`` / ... parameters."""
-    method, objective = old["method"], old["objective"]
-    if method != "seat":
-        cls = VARIANTS[method]
-        return cls() if method == "vanilla" or old["adv_epsilon"] is None \
-            else cls(epsilon=old["adv_epsilon"])
-    cls = VARIANTS["seat" if objective == "paper" else "authors"]
-    names = set(cls().get_params()) - {"epochs", "lr"}
-    return cls(**{k: old[k] for k in names}, epochs=old["seat_epochs"], lr=old["seat_lr"])
 
 
 def _unwrap(estimator):
@@ -442,22 +422,6 @@ class SEATClassifier(AttentionTextClassifier):
         return {name: float(torch.cat(values).mean()) for name, values in terms.items()}
 
     # ------------------------------------------------------------------ persistence
-    @classmethod
-    def _upgrade_config(cls, params: dict, dropped: list, fitted):
-        """A model saved by a development snapshot (``method=``, ``objective=``, ``k=``, ...):
-        its parameters become the equal variant; then the parameters added since
-        (:attr:`_params_added`)."""
-        if not isinstance(params, dict) or "method" not in params:
-            return super()._upgrade_config(params, dropped, fitted)
-        old = {k: from_jsonable(params.get(k)) for k in _SNAPSHOT_PARAMS}
-        variant = _snapshot_variant(old)
-        params = {k: v for k, v in params.items() if k not in _SNAPSHOT_PARAMS}
-        dropped = [k for k in dropped if k not in _SNAPSHOT_PARAMS] + ["variant"]
-        if isinstance(fitted, dict):
-            fitted = {**fitted, "variant": to_jsonable(
-                {"name": variant.name, "params": variant.get_params()})}
-        return super()._upgrade_config(params, dropped, fitted)
-
     def _get_fitted_state(self) -> dict:
         return {**super()._get_fitted_state(),
                 "variant": {"name": self.variant_.name, "params": self.variant_.get_params()},

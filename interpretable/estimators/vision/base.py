@@ -128,8 +128,6 @@ class VisionTransformerClassifier(NeuralClassifier):
         "zoom_out_probability": [Interval(Real, 0, 1, closed="both")],
         "lr_decay_at": [Interval(Real, 0, 1, closed="right"), None],
     }
-    _params_added = {**NeuralClassifier._params_added, "image_size": "auto"}
-    _fitted_added = {"crop_size_": None}
     _expected_failed_checks = dict.fromkeys(
         TABULAR_CHECKS + TABULAR_CLASSIFIER_CHECKS + ("check_fit2d_1sample",),
         "fits on 2-d numeric data, which an image classifier refuses: it takes image batches "

@@ -233,9 +233,6 @@ class BcosSimpleViTClassifier(VisionTransformerClassifier):
     """
 
     saved_as = "BcosSimpleViTClassifier"
-    #: the former BcosViTClassifier's, for the v2 models it saved before these existed
-    _params_added = {**VisionTransformerClassifier._params_added, "pretrained": None,
-                     "finetune": "all", "warmup": "auto"}
 
     #: the explanation methods it offers, its default first
     explainers = (BcosContributions(), *VisionTransformerClassifier.explainers)

@@ -15,15 +15,11 @@ import torch
 from ...nn.bcos.holistic_vit import ATTENTION_PRIORS, BcosViT
 from ...nn.bcos.layers import encode_image
 from ...nn.losses import OneHotBCE
-from ...params import Interval, StrOptions, parameter_names
+from ...params import Interval, StrOptions
 from .base import SizedVisionTransformerClassifier
 from .explainers import BcosContributions
 
 __all__ = ["BcosViTClassifier"]
-
-#: the parameters of the B-cos v2 network, which models saved before the two networks had
-#: estimators of their own carry (see :meth:`BcosViTClassifier._upgrade_config`)
-_SIMPLE_VIT_PARAMS = ("architecture", "pretrained", "finetune")
 
 
 class BcosViTClassifier(SizedVisionTransformerClassifier):
@@ -213,8 +209,6 @@ class BcosViTClassifier(SizedVisionTransformerClassifier):
     """
 
     saved_as = "BcosViTClassifier"
-    #: models saved before ``warmup`` existed trained without a warm-up
-    _params_added = {**SizedVisionTransformerClassifier._params_added, "warmup": 0.0}
 
     #: the explanation methods it offers, its default first
     explainers = (BcosContributions(), *SizedVisionTransformerClassifier.explainers)
@@ -275,29 +269,6 @@ class BcosViTClassifier(SizedVisionTransformerClassifier):
         self.precision = precision
         self.inference_precision = inference_precision
         self.accelerator = accelerator
-
-    @classmethod
-    def _upgrade_config(cls, params: dict, dropped: list, fitted):
-        """Models saved before the B-cos v2 ViTs had an estimator of their own: a v2 or
-        B-cosified network (a fitted ``architecture_``, or ``architecture`` / ``pretrained``
-        set) is handed on to :class:`BcosSimpleViTClassifier`; the holistic one drops those
-        parameters and its ``warmup="auto"`` (no warm-up) becomes 0."""
-        if isinstance(params, dict) and any(k in params for k in _SIMPLE_VIT_PARAMS):
-            from .bcos_simple_vit import BcosSimpleViTClassifier
-
-            architecture = fitted.get("architecture_") if isinstance(fitted, dict) else None
-            if architecture is not None or params.get("architecture") not in (None, "holistic") \
-                    or params.get("pretrained") is not None:
-                kept = set(parameter_names(BcosSimpleViTClassifier))
-                return BcosSimpleViTClassifier._upgrade_config(
-                    {k: v for k, v in params.items() if k in kept},
-                    [k for k in dropped if k in kept], fitted)
-            params = {k: v for k, v in params.items() if k not in _SIMPLE_VIT_PARAMS}
-            params["warmup"] = 0.0 if params.get("warmup", "auto") == "auto" else params["warmup"]
-            dropped = [k for k in dropped if k not in _SIMPLE_VIT_PARAMS]
-            if isinstance(fitted, dict):
-                fitted = {k: v for k, v in fitted.items() if k != "architecture_"}
-        return super()._upgrade_config(params, dropped, fitted)
 
     def _check_params(self) -> None:
         super()._check_params()

@@ -169,7 +169,6 @@ class ViTClassifier(SizedVisionTransformerClassifier):
         "layout": [StrOptions({"stem", *LAYOUTS})],
         "stem_channels": [tuple, list, None],
     }
-    _params_added = {**SizedVisionTransformerClassifier._params_added, "layout": "stem"}
 
     def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
                  stem_channels=None, dropout=0.0, *, layout="stem", image_size="auto",
