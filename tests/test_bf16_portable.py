@@ -1,4 +1,4 @@
-"""bfloat16 on every CPU (issue 52): where torch has no bfloat16 kernel of a recurrent layer
+"""bfloat16 on every CPU: where torch has no bfloat16 kernel of a recurrent layer
 (oneDNN's LSTM without AVX-512), ``precision="bf16"`` and ``inference_precision="bf16"`` run
 those layers in float32 and the rest in bfloat16, with one warning; a custom module that runs
 such a layer itself runs in float32 throughout, with one warning."""

@@ -1,4 +1,4 @@
-"""captum's remaining attribution methods (issue 48): SmoothGrad and the noise tunnel over
+"""captum's remaining attribution methods: SmoothGrad and the noise tunnel over
 integrated gradients, GradientSHAP, DeepLIFT where it is exact (refused by name elsewhere),
 layer integrated gradients and gradient × activation (``layer=``), on the text classifiers,
 the BERT family (piece and word level) and the vision transformers.

@@ -1,4 +1,4 @@
-"""Contrastive explanations (issue 33, item 4): ``explain(contrast="mean" | label)`` explains
+"""Contrastive explanations: ``explain(contrast="mean" | label)`` explains
 the target's logit minus the mean logit (or another class's logit) with the exact methods of
 the embedding bag, the B-cos text model and the B-cos ViTs (holistic and v2). The difference
 is linear in the logits, so completeness carries over: the terms sum to the logit difference

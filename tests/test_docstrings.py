@@ -1,4 +1,4 @@
-"""Docstrings (issue 26): every public class, function and method has a numpydoc docstring
+"""Docstrings: every public class, function and method has a numpydoc docstring
 that validates, and every Examples section in the package runs.
 
 * ``test_public_docstrings`` runs ``numpydoc.validate.validate`` on the public surface (the

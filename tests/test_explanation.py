@@ -480,7 +480,7 @@ def test_demo_writes_the_views_to_the_out_folder_and_prints_their_paths(monkeypa
 @pytest.mark.parametrize("make", [_tokens, _image, _sequence,
                                   lambda method: global_explanation([_tokens(method)])])
 def test_views_are_templates_that_escape_every_field(make):
-    """Every field a view shows goes through the templates' autoescaping (issue 26)."""
+    """Every field a view shows goes through the templates' autoescaping."""
     html = make(method='<img src=x onerror="alert(1)">').to_html(standalone=True)
     assert "<img src=x" not in html and "&lt;img src=x onerror=" in html
     assert html.startswith("<!DOCTYPE html>") and html.endswith("</body></html>\n")

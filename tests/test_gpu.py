@@ -1,4 +1,4 @@
-"""Every estimator on CUDA (issue 14): fit, predict, explain, save and load there, compared with
+"""Every estimator on CUDA: fit, predict, explain, save and load there, compared with
 the CPU. Marked ``gpu`` and skipped without CUDA; ``make test-gpu`` runs only these.
 
 Two comparisons, each with its own tolerance:

@@ -1,4 +1,4 @@
-"""Tabular inputs and outputs a data scientist brings (issue 26): one-column tables of any
+"""Tabular inputs and outputs a data scientist brings: one-column tables of any
 library narwhals reads, ``ColumnTransformer`` outputs, ``set_output`` of the text transformers
 and label dtypes kept in the explanation tables."""
 

@@ -1,4 +1,4 @@
-"""Notebook use (issue 26): the views display in a fresh Jupyter kernel, ``verbose`` reports
+"""Notebook use: the views display in a fresh Jupyter kernel, ``verbose`` reports
 through logging or standard output, and progress bars are drawn only when interactive."""
 
 import logging

@@ -1,4 +1,4 @@
-"""Exports under faults (issue 22): repeated and concurrent Dask exports on one client, exports
+"""Exports under faults: repeated and concurrent Dask exports on one client, exports
 over an earlier export, exports that fail part way (a bad sample, a full disk), errors citing
 the caller's sample position, and tables that keep their dtypes through CSV and Parquet
 without writing spreadsheet formulas."""

@@ -1,4 +1,4 @@
-"""Quantus metrics called as Quantus documents them (issue 22): every metric passes its
+"""Quantus metrics called as Quantus documents them: every metric passes its
 ``device`` argument on to ``explain_func``, which must accept it (and the other arguments
 Quantus's own ``explain`` takes) instead of forwarding them to ``explain``."""
 

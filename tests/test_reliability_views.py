@@ -1,5 +1,5 @@
-"""Every view and table of every explanation container renders any text and any values
-(issue 22): matplotlib math markup, lone surrogates, right-to-left scripts, emoji, control
+"""Every view and table of every explanation container renders any text and any values:
+matplotlib math markup, lone surrogates, right-to-left scripts, emoji, control
 characters, markup and very long tokens; NaN and ±inf attributions, shown as such with the
 legend saying so."""
 

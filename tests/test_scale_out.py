@@ -1,4 +1,4 @@
-"""Scaling out on existing engines (issue 14): training on 2 CPU processes through Hugging Face
+"""Scaling out on existing engines: training on 2 CPU processes through Hugging Face
 Accelerate (torchrun, gloo), explanation of Dask collections to Parquet and GridSearchCV on a
 Dask ``LocalCluster``. Every process and the cluster run on localhost and are started and
 stopped here."""

@@ -1,4 +1,4 @@
-"""Model tracking with mlflow (issue 26), against a local file tracking store: the package's
+"""Model tracking with mlflow, against a local file tracking store: the package's
 flavour (the safe save format, loaded without unpickling anything) and mlflow's sklearn flavour
 on its default skops format with the package's trusted types."""
 

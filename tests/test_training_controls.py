@@ -1,4 +1,4 @@
-"""Training controls shared by every estimator (issue 14): callbacks, validation split, early
+"""Training controls shared by every estimator: callbacks, validation split, early
 stopping with best-epoch restore, class and sample weights, warm start, mixed precision and the
 verbose output."""
 

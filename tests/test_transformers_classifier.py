@@ -1,4 +1,4 @@
-"""Every ``transformers`` sequence classifier as it is (issue 48): the architectures the package
+"""Every ``transformers`` sequence classifier as it is: the architectures the package
 does not convert (GPT-2, Llama, Qwen2, DeBERTa-v2, ModernBERT, ALBERT, and XLNet, one it never
 saw before) run as ``transformers`` runs them (:class:`TransformersTextClassifier`): their own
 probabilities on padded batches, every explanation method, persistence, fine-tuning, threads,

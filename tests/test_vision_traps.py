@@ -1,4 +1,4 @@
-"""The single-image and preprocessing traps of the image estimators (issue 49).
+"""The single-image and preprocessing traps of the image estimators.
 
 * ``ViTClassifier.from_pretrained`` with its default ``image_size``: images of the model's
   input size are taken as they are (the logits are the model's own, against the real

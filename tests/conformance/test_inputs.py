@@ -1,4 +1,4 @@
-"""Real-world inputs (issue 12): DataFrames, generators, label types, image layouts, and the
+"""Real-world inputs: DataFrames, generators, label types, image layouts, and the
 scikit-learn tools that rely on the binary ``decision_function`` convention."""
 
 import numpy as np

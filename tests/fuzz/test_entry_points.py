@@ -1,4 +1,4 @@
-"""Property-based fuzzing of every public entry point of every estimator (issue 32).
+"""Property-based fuzzing of every public entry point of every estimator.
 
 Each conformance case is fitted once per module; Hypothesis then throws inputs at its inference
 and explanation methods. Every call either gives a documented, consistent result

@@ -1,6 +1,6 @@
-"""The failures issue 32 named, each fixed where it was: special files in a model folder,
-pickle / save round trips that were not bit-identical, lone surrogates in BERT texts, empty
-batches through the crop path."""
+"""Regression tests of failures found by fuzzing the entry points, each fixed where it was:
+special files in a model folder, pickle / save round trips that were not bit-identical, lone
+surrogates in BERT texts, empty batches through the crop path."""
 
 import os
 import pickle
