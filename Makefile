@@ -108,7 +108,7 @@ $(BCOS_VENV)/.installed: $(BCOS_BIN)/python setup.cfg pyproject.toml
 bench-bcos-package: $(BCOS_VENV)/.installed
 	PYTHONPATH=$(CURDIR) $(BCOS_BIN)/python benchmarks/bench_bcos_package.py
 
-# Our B-cos v2 ViTs (nn.bcos_v2) against `bcos`'s 8 released architectures (random weights).
+# Our B-cos v2 ViTs (nn.bcos.simple_vit) against `bcos`'s 8 released architectures (random weights).
 check-bcos-zoo: $(BCOS_VENV)/.installed
 	$(BCOS_BIN)/python benchmarks/check_bcos_zoo.py
 
