@@ -11,7 +11,8 @@ STAMP := $(VENV)/.installed
 REAL_VISION := $(VENV)/real-vision
 REAL_VISION_PINS := torchvision==0.28.0 timm==1.0.31
 
-.PHONY: demo test test-min fuzz test-gpu install docs dist bench bench-summary bench-bcos-package check-bcos-zoo clean
+.PHONY: demo test test-min fuzz test-gpu install install-dev lint typecheck docs dist bench bench-summary \
+	bench-bcos-package check-bcos-zoo clean
 
 $(BIN)/python:
 	@echo ">> creating $(VENV)"
@@ -19,7 +20,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Re-installs only when the package metadata or the data list changes.
-$(STAMP): $(BIN)/python setup.cfg pyproject.toml interpretable/datasets/packages.py
+$(STAMP): $(BIN)/python pyproject.toml interpretable/datasets/packages.py
 	@echo ">> installing $(TORCH) (CPU build pinned first: a bare 'torch' pulls a multi-GB CUDA build)"
 	$(BIN)/pip install --quiet "$(TORCH)"
 	@echo ">> installing interpretable with the bert, test and docs extras"
@@ -32,6 +33,23 @@ $(STAMP): $(BIN)/python setup.cfg pyproject.toml interpretable/datasets/packages
 
 install: $(STAMP)
 
+# The release and tooling checks (twine, ruff, mypy, pre-commit: the `dev` extra) on top.
+DEV_STAMP := $(VENV)/.installed-dev
+$(DEV_STAMP): $(STAMP)
+	@echo ">> installing the dev extra (twine, ruff, mypy, pre-commit)"
+	$(BIN)/pip install --quiet -e ".[bert,test,docs,dev]"
+	@touch $(DEV_STAMP)
+
+install-dev: $(DEV_STAMP)
+
+# ruff's rules ([tool.ruff] of pyproject.toml); not yet part of `make test`.
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check interpretable tests benchmarks examples
+
+# mypy with [tool.mypy] of pyproject.toml (the package).
+typecheck: $(DEV_STAMP)
+	$(BIN)/python -m mypy
+
 demo: install
 	@echo ">> running the demo"
 	$(BIN)/python -m interpretable demo
@@ -40,7 +58,7 @@ test: install
 	@echo ">> running the test suite"
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
-# The declared minimum versions of setup.cfg, installed in a venv of their own (.venv-min), pass
+# The declared minimum versions of pyproject.toml, installed in a venv of their own (.venv-min), pass
 # the smoke test (tests/test_smoke_min_versions.py); .ci/run runs it after `make test`.
 test-min:
 	PYTHON=$(PYTHON) .ci/min-versions.sh
@@ -71,9 +89,46 @@ test-gpu: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py $(PYTEST_ARGS)
 
 # The wheel and sdist of the distribution `interpretable-models` in dist/ (import name
-# `interpretable`); tests/test_packaging.py installs the wheel into a fresh venv.
-dist: install
+# `interpretable`): built (the wheel from the sdist, so the sdist holds what the build needs),
+# checked by twine, then the wheel is installed into a fresh venv (CPU torch pinned first) where
+# DIST_SMOKE runs outside the checkout.
+define DIST_SMOKE
+import pickle, sys
+from importlib.resources import files
+from pathlib import Path
+
+import numpy as np
+
+import interpretable
+from interpretable import EmbeddingBagClassifier
+
+assert Path(interpretable.__file__).is_relative_to(sys.prefix), interpretable.__file__
+assert files("interpretable").joinpath("py.typed").is_file()
+X = ["a great film", "an awful film", "great acting", "dull and awful"] * 8
+y = np.array([1, 0, 1, 0] * 8)
+clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
+exp = clf.explain(["a great film"])
+assert exp.completeness_error.max() < 1e-5 and len(exp.to_frame()) == 3
+assert exp.to_html(standalone=True).startswith("<!DOCTYPE html>")
+loaded = EmbeddingBagClassifier.load(clf.save("model"))
+assert (loaded.predict(X) == clf.predict(X)).all()
+assert (pickle.loads(pickle.dumps(clf)).predict(X) == clf.predict(X)).all()
+print("wheel smoke test ok:", interpretable.__version__, "from", Path(interpretable.__file__).parent)
+endef
+export DIST_SMOKE
+
+dist: $(DEV_STAMP)
+	rm -rf dist
 	$(BIN)/python -m build --outdir dist .
+	$(BIN)/python -m twine check --strict dist/*
+	@echo ">> installing the wheel into a fresh venv and running the smoke test there"
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+		$(PYTHON) -m venv "$$tmp/venv" && \
+		"$$tmp/venv/bin/pip" install --quiet "$(TORCH)" && \
+		"$$tmp/venv/bin/pip" install --quiet dist/*.whl && \
+		cd "$$tmp" && OMP_NUM_THREADS=1 "$$tmp/venv/bin/python" -c "$$DIST_SMOKE" && \
+		"$$tmp/venv/bin/interpretable" --version
+	@ls -l dist
 
 # Every benchmark, then the summary table of every speed target (ratio, goal, met / missed).
 bench: install
@@ -96,7 +151,7 @@ $(BCOS_BIN)/python:
 	$(PYTHON) -m venv $(BCOS_VENV)
 	$(BCOS_BIN)/python -m pip install --quiet --upgrade pip
 
-$(BCOS_VENV)/.installed: $(BCOS_BIN)/python setup.cfg pyproject.toml
+$(BCOS_VENV)/.installed: $(BCOS_BIN)/python pyproject.toml
 	@echo ">> installing $(BCOS_PINS), einops and bcos==0.1.3 (--no-deps: it declares none)"
 	$(BCOS_BIN)/pip install --quiet $(BCOS_PINS)
 	$(BCOS_BIN)/pip install --quiet einops

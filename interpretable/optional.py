@@ -6,22 +6,28 @@ from __future__ import annotations
 import importlib
 
 
-#: the extra of ``interpretable-models`` that installs each optional top-level module
+#: the extra of ``interpretable-models`` that installs each optional top-level module (the
+#: extras themselves are declared in pyproject.toml)
 EXTRAS = {"transformers": "bert", "polars": "polars", "skops": "tracking", "mlflow": "tracking",
           "accelerate": "scale", "dask": "scale", "distributed": "scale",
-          "ipywidgets": "notebook"}
+          "ipywidgets": "notebook", "gensim": "text-data", "nltk": "text-data",
+          "pyarrow": "parquet"}
 
 
-def import_optional(name: str, purpose: str = ""):
+def import_optional(name: str, purpose: str = "", extra: str | None = None):
     """Import an optional dependency, or say which extra installs it.
 
     Parameters
     ----------
     name : str
         The module, e.g. ``"transformers"`` or ``"dask.bag"``; its top-level package must be
-        one of :data:`EXTRAS`.
+        one of :data:`EXTRAS` (unless ``extra`` is given).
     purpose : str, default=""
         What needs it (e.g. ``"the MiniLM tokeniser"``), for the message.
+    extra : str or None, default=None
+        The extra to name when it is not the module's own in :data:`EXTRAS` (e.g.
+        ``"text-data"`` for the pyarrow that :func:`~interpretable.datasets.load_glove` reads
+        with).
 
     Returns
     -------
@@ -42,7 +48,7 @@ def import_optional(name: str, purpose: str = ""):
     'bert'
     """
     top = name.partition(".")[0]
-    extra = EXTRAS[top]
+    extra = extra or EXTRAS[top]
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:

@@ -74,3 +74,28 @@ def test_a_fine_tuned_classifier_folder_is_an_estimator(tmp_path):
     _, _, X_test = _sentiment()
     assert clf.predict_proba(X_test).shape == (len(X_test), 2)
     assert len(clf.explain(X_test[:2], method="lime", level="word").values) == 2
+
+
+def test_the_text_data_and_parquet_extras(tmp_path):
+    """The features of the ``text-data`` and ``parquet`` extras at the floors of gensim, nltk
+    and pyarrow: the GloVe vectors, the POS tagger, synonym substitution and Parquet tables."""
+    from gensim.models import KeyedVectors
+
+    from interpretable import EmbeddingBagClassifier
+    from interpretable.datasets import load_glove
+    from interpretable.explanation import read_frame, write_frame
+    from interpretable.text import SynonymSubstitution, pos_tag
+
+    glove = load_glove()
+    assert glove.vector_size == 50 and "film" in glove.key_to_index
+    assert pos_tag(["a", "great", "film"]) == ["DET", "ADJ", "NOUN"]
+    vectors = KeyedVectors(vector_size=2)
+    vectors.add_vectors(["movie", "film", "great", "good"],
+                        np.array([[1.0, 0.1], [1.0, 0.0], [0.0, 1.0], [0.1, 1.0]]))
+    perturber = SynonymSubstitution(vectors=vectors, random_state=0).fit()
+    assert perturber.substitute(["A great movie."])[0] == ["A great film."]
+    X, y, X_test = _sentiment()
+    clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=1, random_state=0).fit(X, y)
+    frame = clf.explain(X_test).to_frame()
+    back = read_frame(write_frame(frame, tmp_path / "explanation.parquet"))
+    assert back.dtypes.to_dict() == frame.dtypes.to_dict() and len(back) == len(frame)

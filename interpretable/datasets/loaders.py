@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import Bunch
 
+from ..optional import import_optional
 from .packages import package_file
 
 __all__ = [
@@ -301,8 +302,8 @@ def load_glove(dim: int = 50):
     >>> vectors.vector_size, len(vectors.key_to_index)
     (50, 400000)
     """
-    import pyarrow.parquet as pq
-    from gensim.models import KeyedVectors
+    pq = import_optional("pyarrow.parquet", "load_glove", extra="text-data")
+    KeyedVectors = import_optional("gensim.models", "load_glove").KeyedVectors
 
     if dim != 50:
         raise ValueError(f"only dim=50 GloVe vectors are available offline, got dim={dim}.")

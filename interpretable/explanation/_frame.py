@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..files import replacing
+from ..optional import import_optional
 
 #: Every column an explanation table can have, in table order (a table has those that apply).
 FRAME_COLUMNS = [
@@ -149,7 +150,7 @@ class _ParquetTable:
         self.path, self.writer = path, None
 
     def write(self, frame: pd.DataFrame) -> None:
-        import pyarrow as pa
+        pa = import_optional("pyarrow", "writing a .parquet table")
         import pyarrow.parquet as pq
 
         table = pa.Table.from_pandas(frame, preserve_index=False)
@@ -294,6 +295,7 @@ def read_frame(path) -> pd.DataFrame:
     """
     path = check_table_path(path)
     if path.suffix == ".parquet":
+        import_optional("pyarrow", "reading a .parquet table")  # pandas' reader
         return pd.read_parquet(path)
     schema = json.loads(schema_file(path).read_text(encoding="utf-8")) \
         if schema_file(path).is_file() else {"dtypes": {}, "escaped_formulas": False}

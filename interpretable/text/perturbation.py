@@ -8,6 +8,7 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ..optional import import_optional
 from ..validation import check_texts
 from .output import TextOutputMixin
 
@@ -179,9 +180,9 @@ class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "vectors_")
         X = check_texts(X)
         rng = check_random_state(self.random_state)
-        from nltk.tokenize import NLTKWordTokenizer  # imported on use (slow to import)
+        nltk_tokenize = import_optional("nltk.tokenize", "SynonymSubstitution")  # slow import
 
-        tokenizer = NLTKWordTokenizer()
+        tokenizer = nltk_tokenize.NLTKWordTokenizer()
         spans = [list(tokenizer.span_tokenize(text)) for text in X]
         words = [[text[a:b].lower() for a, b in sp] for text, sp in zip(X, spans)]
         self._find_neighbours({w for ws in words for w in ws if _is_content(w)})

@@ -15,6 +15,7 @@ import pickle
 from pathlib import Path
 
 from ..datasets.packages import package_file
+from ..optional import import_optional
 
 __all__ = ["pos_tag"]
 
@@ -64,7 +65,7 @@ def _converted_params() -> list:
 
 @functools.lru_cache(maxsize=1)
 def _tagger():
-    from nltk.tag.perceptron import PerceptronTagger
+    PerceptronTagger = import_optional("nltk.tag.perceptron", "pos_tag").PerceptronTagger
 
     tagger = PerceptronTagger(load=False)
     tagger.decode_json_params(_converted_params())
