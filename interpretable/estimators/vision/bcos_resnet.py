@@ -1,7 +1,8 @@
 """The B-cos ResNet classifier, :class:`BcosResNetClassifier` (network
-:class:`~interpretable.nn.bcos.resnet.BcosResNet`): B-cos v2 ResNets and B-cosified torchvision
-ResNets. Images as for the other vision estimators (:mod:`.base`; any size), checkpoints read
-and checked by :mod:`.resnet_pretrained`."""
+:class:`~interpretable.nn.bcos.resnet.BcosResNet`, or
+:class:`~interpretable.nn.bcos.densenet.BcosDenseNet`): B-cos v2 ResNets and B-cosified
+torchvision ResNets and DenseNets. Images as for the other vision estimators (:mod:`.base`; any
+size), checkpoints read and checked by :mod:`.resnet_pretrained`."""
 from __future__ import annotations
 
 import math
@@ -12,7 +13,6 @@ import torch
 from torch import nn
 
 from ...nn.bcos.layers import encode_image
-from ...nn.bcos.resnet import BcosResNet
 from ...nn.losses import OneHotBCE
 from ...params import Interval, StrOptions
 from ..core.training import fit_transactionally
@@ -22,9 +22,12 @@ from .distillation import TEACHER_CONSTRAINTS, TeacherMixin
 from .pretrained import RELEASED_CROP
 from .resnet_explainers import BcosResNetContributions
 from .resnet_pretrained import (
+    build_network,
     check_fitted_architecture,
+    head_name,
     imagenet_classifier,
     imprint_classifier,
+    network_sizes,
     pooled_features,
     pretrained_format,
     read_pretrained,
@@ -43,7 +46,9 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
     BatchNorms, no activations, a fixed logit bias) from scratch, fine-tuned from their ImageNet
     weights (``pretrained``) or as they are (:meth:`from_pretrained`); or a torchvision ResNet
     B-cosified (Arya et al., "B-cosification": ReLUs kept, biases removed, B = 2) and
-    fine-tuned, or distilled (``teacher``), from its weights. Every component is dynamic
+    fine-tuned, or distilled (``teacher``), from its weights; the same for a torchvision
+    DenseNet (DenseNet-121 / 161 / 169 / 201 layouts,
+    :class:`~interpretable.nn.bcos.densenet.BcosDenseNet`). Every component is dynamic
     linear, so each logit is exactly ``W(x)·x + bias``.
 
     Parameters
@@ -51,15 +56,18 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
     architecture : None, a released name or a dict, default=None
         The network: a name of :data:`~interpretable.nn.bcos.resnet_zoo.PRETRAINED_RESNETS`
         (``"resnet18"``, ..., ``"resnet152"``), a dict ``{"block": "basic" or "bottleneck",
-        "layers": [n1, n2, n3, n4][, "width": 64]}`` (e.g. a tiny one), or None: the network
-        ``pretrained`` holds (its sizes are read off its shapes).
+        "layers": [n1, n2, n3, n4][, "width": 64]}`` (e.g. a tiny one), a DenseNet's dict
+        ``{"growth_rate": k, "block_config": [n1, ...][, "num_init_features": 64, "bn_size":
+        4]}`` (torchvision's arguments; from scratch a B-cos DenseNet without ReLUs), or None:
+        the network ``pretrained`` holds (its sizes are read off its shapes).
     pretrained : None, a released name or a path, default=None
         Start ``fit`` from these weights (a new classifier for the labels of y, trained as
         ``finetune`` says; every fit starts from them; the fitted model no longer needs the
         file): a released name (read from the torch hub cache), a ``.pth`` file in the
         ``bcos`` ResNet layout, or the state dict (``.pth``, ``.safetensors``) of a torchvision
-        ``ResNet`` trained on ImageNet-normalised images, B-cosified
-        (:func:`~interpretable.nn.bcos.cnn_conversion.bcosify_resnet`) and fine-tuned from the
+        ``ResNet`` or ``DenseNet`` trained on ImageNet-normalised images, B-cosified
+        (:func:`~interpretable.nn.bcos.cnn_conversion.bcosify_resnet`,
+        :func:`~interpretable.nn.bcos.cnn_conversion.bcosify_densenet`) and fine-tuned from the
         recipe's start (no biases, B = 2, average pooling in the stem).
     finetune : {"all", "head"}, default="all"
         What ``fit`` trains from ``pretrained`` weights: every weight, or the classifier only
@@ -164,11 +172,12 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
     ----------
     classes_ : ndarray of shape (n_classes,)
         The class labels.
-    module_ : BcosResNet
-        The fitted network (:class:`~interpretable.nn.bcos.resnet.BcosResNet`).
+    module_ : BcosResNet or BcosDenseNet
+        The fitted network (:class:`~interpretable.nn.bcos.resnet.BcosResNet`,
+        :class:`~interpretable.nn.bcos.densenet.BcosDenseNet`).
     architecture_ : dict
-        Its arguments: the sizes, classes, input channels and image size, the logit bias and
-        whether it is a B-cosified torchvision ResNet.
+        Its arguments: the sizes (a ResNet's or a DenseNet's), classes, input channels and
+        image size, the logit bias and whether it is a B-cosified torchvision network.
     image_shape_, n_channels_, crop_size_ : tuple of int, int, int or None
         ``(H, W)`` of the images the model sees, their channels, the crop side (None: images
         used as given).
@@ -184,8 +193,8 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
     Training uses the ``bcos`` package's binary cross-entropy (targets 1/n_classes for the
     other classes; with a ``teacher``, the distillation loss). From ``pretrained`` weights the
     new classifier, imprinted with the centred class means of the pretrained features, learns
-    at 5 × ``lr``. The default explanation is exact (``layer=`` explains a layer's input,
-    :class:`~interpretable.estimators.vision.resnet_explainers.BcosResNetContributions`).
+    at 5 × ``lr``. The default explanation is exact (``layer=`` explains a ResNet layer's
+    input, :class:`~interpretable.estimators.vision.resnet_explainers.BcosResNetContributions`).
 
     Examples
     --------
@@ -332,8 +341,7 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
                      else -math.log(max(k - 1, 1)))
 
     def _build_module(self) -> nn.Module:
-        return BcosResNet(**{**self.architecture_,
-                             "image_size": tuple(self.architecture_["image_size"])})
+        return build_network(self.architecture_)
 
     def _criterion(self):
         return self._distilled(OneHotBCE("uniform"))
@@ -354,7 +362,7 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
                              "arrays.")
         bcosified = self.architecture_["bcosified"] if self._continues() else \
             self.pretrained is not None and pretrained_format(self.pretrained) != "bcos"
-        sizes = {k: self._resolved[k] for k in ("block", "layers", "width")}
+        sizes = network_sizes(self._resolved)
         self.architecture_ = {**sizes, "num_classes": len(self.classes_),
                               "in_channels": 2 * self.n_channels_,
                               "image_size": list(self.image_shape_),
@@ -383,7 +391,8 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
         warmup = self.warmup if self.warmup != "auto" else AUTO_WARMUP * pretrained
         phase = {**super()._phase(n_samples), "lr": self.lr, "callbacks": self._callbacks(warmup)}
         if pretrained:
-            phase["optimizer__param_groups"] = [("fc.*", {"lr": self.lr * HEAD_LR_SCALE})]
+            phase["optimizer__param_groups"] = [(f"{head_name(self.architecture_)}.*",
+                                                 {"lr": self.lr * HEAD_LR_SCALE})]
         return phase
 
     # ------------------------------------------------------------------ fitted state

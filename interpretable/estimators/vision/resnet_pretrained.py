@@ -5,9 +5,13 @@ classifier, imprinted; frozen layers).
 
 A ``pretrained`` file is a released B-cos v2 ResNet or a checkpoint in the ``bcos`` layout
 (read by :func:`~interpretable.nn.bcos.resnet_zoo.load_resnet_checkpoint`), or the state dict of
-a torchvision ResNet, B-cosified (:mod:`interpretable.nn.bcos.cnn_conversion`) and fine-tuned
-from the recipe's start: no biases, B = 2, average pooling in the stem. Every key and shape is
-checked before memory is allocated; files are read with ``weights_only=True``.
+a torchvision ResNet or DenseNet, B-cosified (:mod:`interpretable.nn.bcos.cnn_conversion`) and
+fine-tuned from the recipe's start: no biases, B = 2, average pooling in the stem. Every key and
+shape is checked before memory is allocated; files are read with ``weights_only=True``.
+
+The sizes of a network are a dict: a ResNet's ``block``, ``layers`` and ``width``, a DenseNet's
+``growth_rate``, ``block_config``, ``num_init_features`` and ``bn_size``
+(:func:`check_architecture`); :func:`build_network` builds either from them.
 """
 from __future__ import annotations
 
@@ -22,41 +26,97 @@ import torch
 
 from ...nn.bcos.cnn_conversion import (
     RESNET_KEY,
+    bcosify_densenet,
     bcosify_resnet,
+    densenet_architecture,
     finetuning_start,
+    is_densenet_state,
     resnet_architecture,
 )
+from ...nn.bcos.densenet import BcosDenseNet
 from ...nn.bcos.resnet import BLOCKS, BcosResNet
 from ...nn.bcos.resnet_zoo import PRETRAINED_RESNETS, load_resnet_checkpoint, released_resnet
 from .pretrained import head_order, read_weights
 
 __all__: list[str] = []  # the checkpoint plumbing of BcosResNetClassifier
 
-#: the keys of an ``architecture`` dict (``width`` optional, 64)
+#: the keys of a ResNet's ``architecture`` dict (``width`` optional, 64)
 ARCHITECTURE_KEYS = ("block", "layers", "width")
-_HEAD = "fc."  # the classifier's parameters (replaced when fine-tuning)
+#: the keys of a DenseNet's (the last two optional: torchvision's 64 and 4)
+DENSENET_KEYS = ("growth_rate", "block_config", "num_init_features", "bn_size")
+_DENSENET_DEFAULTS = {"num_init_features": 64, "bn_size": 4}
+
+
+def _positive_ints(values) -> bool:
+    return all(isinstance(v, Integral) and not isinstance(v, bool) and v >= 1 for v in values)
+
+
+def is_densenet(architecture: Mapping) -> bool:
+    """Whether sizes (an ``architecture`` dict, or ``architecture_``) are a DenseNet's."""
+    return "block_config" in architecture
 
 
 def check_architecture(architecture) -> dict:
-    """A checked copy of an ``architecture`` dict: ``block``, ``layers`` (4 numbers of blocks)
-    and optionally ``width`` (64)."""
+    """A checked copy of an ``architecture`` dict: a ResNet's ``block``, ``layers`` (4 numbers
+    of blocks) and optionally ``width`` (64), or a DenseNet's ``growth_rate``,
+    ``block_config`` (dense layers per block) and optionally ``num_init_features`` (64) and
+    ``bn_size`` (4)."""
     if not isinstance(architecture, Mapping):
         raise TypeError(f"architecture must be None, a released name or a dict, got "
                         f"{type(architecture).__name__}.")
+    if is_densenet(architecture):
+        return _check_densenet(architecture)
     unknown = sorted(set(architecture) - set(ARCHITECTURE_KEYS), key=str)
     missing = [k for k in ARCHITECTURE_KEYS[:2] if k not in architecture]
     if unknown or missing:
-        raise ValueError(f"architecture dicts take {list(ARCHITECTURE_KEYS)} (width optional); "
+        raise ValueError(f"architecture dicts take {list(ARCHITECTURE_KEYS)} (width optional) "
+                         f"or, for a DenseNet, {list(DENSENET_KEYS)} (the last two optional); "
                          f"unknown {unknown}, missing {missing}.")
     layers, width = architecture["layers"], architecture.get("width", 64)
     counts = list(layers) if isinstance(layers, (list, tuple)) else []
-    if architecture["block"] not in BLOCKS or len(counts) != 4 or not all(
-            isinstance(v, Integral) and not isinstance(v, bool) and v >= 1
-            for v in [*counts, width]):
+    if architecture["block"] not in BLOCKS or len(counts) != 4 or not _positive_ints(
+            [*counts, width]):
         raise ValueError(f"architecture needs block in {list(BLOCKS)}, layers 4 integers >= 1 "
                          f"and width an integer >= 1, got {dict(architecture)!r}.")
     return {"block": architecture["block"], "layers": [int(v) for v in counts],
             "width": int(width)}
+
+
+def _check_densenet(architecture: Mapping) -> dict:
+    unknown = sorted(set(architecture) - set(DENSENET_KEYS), key=str)
+    if unknown or "growth_rate" not in architecture:
+        raise ValueError(f"DenseNet architecture dicts take {list(DENSENET_KEYS)} (the last two "
+                         f"optional); unknown {unknown}, growth_rate "
+                         f"{'given' if 'growth_rate' in architecture else 'missing'}.")
+    sizes = {**_DENSENET_DEFAULTS, **architecture}
+    blocks = sizes["block_config"]
+    counts = list(blocks) if isinstance(blocks, (list, tuple)) else []
+    scalars = [sizes[k] for k in DENSENET_KEYS if k != "block_config"]
+    if not counts or not _positive_ints([*counts, *scalars]):
+        raise ValueError(f"a DenseNet architecture needs block_config one or more integers >= 1 "
+                         f"and growth_rate, num_init_features and bn_size integers >= 1, got "
+                         f"{dict(architecture)!r}.")
+    return {k: [int(v) for v in counts] if k == "block_config" else int(sizes[k])
+            for k in DENSENET_KEYS}
+
+
+def network_sizes(architecture: Mapping) -> dict:
+    """The sizes in a resolved or fitted architecture: a ResNet's or a DenseNet's keys."""
+    return {k: architecture[k]
+            for k in (DENSENET_KEYS if is_densenet(architecture) else ARCHITECTURE_KEYS)}
+
+
+def build_network(architecture: Mapping) -> BcosResNet | BcosDenseNet:
+    """The network of a fitted ``architecture_`` (its sizes and arguments)."""
+    arguments = {**architecture, "image_size": tuple(architecture["image_size"])}
+    return BcosDenseNet(**arguments) if is_densenet(architecture) else BcosResNet(**arguments)
+
+
+def head_name(network: BcosResNet | BcosDenseNet | Mapping) -> str:
+    """The module name of the classifier of a network, or of a network of these sizes."""
+    densenet = isinstance(network, BcosDenseNet) or (isinstance(network, Mapping)
+                                                     and is_densenet(network))
+    return "classifier" if densenet else "fc"
 
 
 def _state(pretrained) -> Mapping[str, torch.Tensor]:
@@ -72,7 +132,8 @@ def _state(pretrained) -> Mapping[str, torch.Tensor]:
 
 def pretrained_format(pretrained) -> str:
     """``"bcos"`` for a released name or a checkpoint in the ``bcos`` ResNet layout,
-    ``"torchvision"`` for a torchvision ResNet's state dict; ValueError otherwise."""
+    ``"torchvision"`` for a torchvision ResNet's state dict, ``"torchvision_densenet"`` for a
+    torchvision DenseNet's; ValueError otherwise."""
     if isinstance(pretrained, str) and pretrained in PRETRAINED_RESNETS:
         return "bcos"
     state = _state(pretrained)
@@ -80,9 +141,11 @@ def pretrained_format(pretrained) -> str:
         return "bcos"
     if RESNET_KEY in state and "fc.weight" in state:
         return "torchvision"
+    if is_densenet_state(state):
+        return "torchvision_densenet"
     raise ValueError(f"pretrained={str(pretrained)!r} holds neither a B-cos ResNet in the bcos "
-                     "layout (fc.linear.weight) nor a torchvision ResNet's state dict "
-                     f"({RESNET_KEY}, fc.weight).")
+                     "layout (fc.linear.weight) nor the state dict of a torchvision ResNet "
+                     f"({RESNET_KEY}, fc.weight) or DenseNet (features.denseblock1...).")
 
 
 def resolve_architecture(architecture, pretrained) -> dict:
@@ -101,22 +164,30 @@ def resolve_architecture(architecture, pretrained) -> dict:
                              "or pretrained= (weights to start from).")
         return given
     spec = released_resnet(pretrained)
-    found = spec.architecture if spec is not None else \
-        check_architecture({k: resnet_architecture(_state(pretrained))[k]
-                            for k in ARCHITECTURE_KEYS})
+    if spec is not None:
+        found = spec.architecture
+    else:
+        densenet = pretrained_format(pretrained) == "torchvision_densenet"
+        read, keys = (densenet_architecture, DENSENET_KEYS) if densenet else \
+            (resnet_architecture, ARCHITECTURE_KEYS)
+        found = check_architecture({k: read(_state(pretrained))[k] for k in keys})
     if given is not None and given != found:
-        raise ValueError(f"pretrained={str(pretrained)!r} holds a ResNet of {found}, not of "
+        raise ValueError(f"pretrained={str(pretrained)!r} holds a network of {found}, not of "
                          f"architecture {given}.")
     return found
 
 
-def read_pretrained(pretrained, image_shape: tuple, download: bool = False) -> BcosResNet:
+def read_pretrained(pretrained, image_shape: tuple, download: bool = False
+                    ) -> BcosResNet | BcosDenseNet:
     """The checkpoint ``pretrained`` as a CPU network at the start of fine-tuning: a B-cos v2
-    one as it is, or a torchvision ResNet B-cosified (:func:`~.cnn_conversion.bcosify_resnet`,
-    then :func:`~.cnn_conversion.finetuning_start`)."""
-    if pretrained_format(pretrained) == "bcos":
+    one as it is, or a torchvision ResNet or DenseNet B-cosified
+    (:func:`~.cnn_conversion.bcosify_resnet`, :func:`~.cnn_conversion.bcosify_densenet`, then
+    :func:`~.cnn_conversion.finetuning_start`)."""
+    found = pretrained_format(pretrained)
+    if found == "bcos":
         return load_resnet_checkpoint(pretrained, download=download, image_size=image_shape)
-    return finetuning_start(bcosify_resnet(_state(pretrained), image_size=image_shape))
+    convert = bcosify_densenet if found == "torchvision_densenet" else bcosify_resnet
+    return finetuning_start(convert(_state(pretrained), image_size=image_shape))
 
 
 def imagenet_classifier(pretrained, side: int, classes, download: bool
@@ -125,8 +196,8 @@ def imagenet_classifier(pretrained, side: int, classes, download: bool
     classifier's rows sorted by label, and the sorted labels (``classes`` in row order, None:
     ImageNet's)."""
     if pretrained_format(pretrained) != "bcos":
-        raise ValueError(f"{pretrained} holds a torchvision ResNet, which must be fine-tuned to "
-                         "become B-cos: BcosResNetClassifier(pretrained=...).fit(X, y).")
+        raise ValueError(f"{pretrained} holds a torchvision network, which must be fine-tuned "
+                         "to become B-cos: BcosResNetClassifier(pretrained=...).fit(X, y).")
     module = read_pretrained(pretrained, (side, side), download)
     labels, order = head_order(module.fc.out_features, classes)
     with torch.no_grad():
@@ -134,22 +205,23 @@ def imagenet_classifier(pretrained, side: int, classes, download: bool
     return module, labels
 
 
-def start_from(module: BcosResNet, source: BcosResNet) -> BcosResNet:
+def start_from(module: BcosResNet | BcosDenseNet, source: BcosResNet | BcosDenseNet
+               ) -> BcosResNet | BcosDenseNet:
     """``module`` holding ``source``'s weights except the classifier's (kept: new classes);
     RuntimeError naming the keys where the two networks differ."""
-    own = module.state_dict()
-    module.load_state_dict({k: own[k] if k.startswith(_HEAD) else v
+    own, head = module.state_dict(), head_name(module) + "."
+    module.load_state_dict({k: own[k] if k.startswith(head) else v
                             for k, v in source.state_dict().items()})
     return module
 
 
-def imprint_classifier(module: BcosResNet, features: torch.Tensor, y: np.ndarray
-                       ) -> BcosResNet:
+def imprint_classifier(module: BcosResNet | BcosDenseNet, features: torch.Tensor,
+                       y: np.ndarray) -> BcosResNet | BcosDenseNet:
     """Point each row k of ``module``'s new classifier at the mean of the pooled ``features``
     (n, D) of class k (y: (n,) indices) minus the mean of all, keeping its norm (centred weight
     imprinting, as the B-cos ViT classifier's): the classifier starts near a nearest-class-mean
     classifier of the pretrained features."""
-    weight = module.fc.weight  # (K, D, 1, 1)
+    weight = getattr(module, head_name(module)).weight  # (K, D, 1, 1)
     centred = features.double() - features.double().mean(0)
     y = torch.as_tensor(y)
     means = torch.zeros(weight.shape[:2], dtype=torch.float64).index_add_(0, y, centred)
@@ -162,12 +234,13 @@ def imprint_classifier(module: BcosResNet, features: torch.Tensor, y: np.ndarray
     return module
 
 
-def set_trainable(module: BcosResNet, finetune: str) -> BcosResNet:
+def set_trainable(module: BcosResNet | BcosDenseNet, finetune: str
+                  ) -> BcosResNet | BcosDenseNet:
     """Freeze what ``finetune`` does not train: ``"all"`` trains everything, ``"head"`` the
     classifier only (the frozen BatchNorms keep their running statistics)."""
     if finetune == "head":
         module.requires_grad_(False)
-        module.fc.requires_grad_(True)
+        getattr(module, head_name(module)).requires_grad_(True)
     return module
 
 
@@ -188,11 +261,11 @@ def check_fitted_architecture(architecture, fitted: dict) -> dict:
             "bcosified": bcosified}
 
 
-def pooled_features(module: BcosResNet, X: np.ndarray, encode, batch_size: int
-                    ) -> torch.Tensor:
+def pooled_features(module: BcosResNet | BcosDenseNet, X: np.ndarray, encode,
+                    batch_size: int) -> torch.Tensor:
     """The classifier's pooled inputs (n, D) (the last feature map's spatial mean) of images X
     (n, H, W, C) encoded by ``encode``, in batches without autograd."""
     dtype = next(module.parameters()).dtype
     with torch.no_grad():
-        return torch.cat([module.run(encode(X[i:i + batch_size]).to(dtype), stop="fc")
+        return torch.cat([module.forward_features(encode(X[i:i + batch_size]).to(dtype))[0]
                           .mean((2, 3)) for i in range(0, len(X), batch_size)])

@@ -1,6 +1,6 @@
 """B-cosify a conventional network you already have: one call for the text encoders of the BERT
 lineage (``transformers``), for conventional Vision Transformers (torchvision, timm) and for
-torchvision ResNets.
+torchvision ResNets and DenseNets.
 
 :func:`bcosify` returns the B-cos network at the start the recipes fine-tune from:
 
@@ -16,7 +16,11 @@ torchvision ResNets.
 * a torchvision ``ResNet`` (or its state dict) becomes a B-cosified
   :class:`~interpretable.nn.bcos.resnet.BcosResNet` computing the original's logits
   (:func:`~interpretable.nn.bcos.cnn_conversion.bcosify_resnet`; fine-tuning starts from
-  :func:`~interpretable.nn.bcos.cnn_conversion.finetuning_start`).
+  :func:`~interpretable.nn.bcos.cnn_conversion.finetuning_start`);
+* a torchvision ``DenseNet`` (or its state dict) becomes a B-cosified
+  :class:`~interpretable.nn.bcos.densenet.BcosDenseNet` computing the original's logits
+  (:func:`~interpretable.nn.bcos.cnn_conversion.bcosify_densenet`; fine-tuning starts from the
+  same :func:`~interpretable.nn.bcos.cnn_conversion.finetuning_start`).
 
 Either network is dynamic linear: its explanations (``contributions``) are exact. The
 estimators do the same from a checkpoint folder or file and fine-tune:
@@ -39,8 +43,8 @@ def bcosify(model, n_classes: int | None = None, *, config=None, **options) -> n
     ----------
     model : nn.Module or mapping of str to torch.Tensor
         A ``transformers`` encoder of the BERT lineage (or its state dict, with ``config``), or
-        a torchvision / timm ``VisionTransformer`` or a torchvision ``ResNet`` (or its state
-        dict).
+        a torchvision / timm ``VisionTransformer``, a torchvision ``ResNet`` or ``DenseNet`` (or
+        its state dict).
     n_classes : int or None, default=None
         Text: the classes of the new classifier (required). Vision: None (the network's own
         head is converted).
@@ -50,7 +54,8 @@ def bcosify(model, n_classes: int | None = None, *, config=None, **options) -> n
         Text: :class:`~interpretable.nn.bcos.bert.BcosBertClassifier`'s arguments (defaults
         here ``b=1.0``, ``row_gains=True``); vision:
         :func:`~interpretable.nn.bcos.vit_conversion.bcosify_vit`'s (``num_heads``, ``mean``,
-        ``std``, ...) or :func:`~interpretable.nn.bcos.cnn_conversion.bcosify_resnet`'s.
+        ``std``, ...), :func:`~interpretable.nn.bcos.cnn_conversion.bcosify_resnet`'s or
+        :func:`~interpretable.nn.bcos.cnn_conversion.bcosify_densenet`'s.
 
     Returns
     -------
@@ -88,16 +93,23 @@ def bcosify(model, n_classes: int | None = None, *, config=None, **options) -> n
                                             **{"b": 1.0, "row_gains": True, **options})
     if isinstance(model, (nn.Module, Mapping)):
         if n_classes is not None or config is not None:
-            raise TypeError("a ViT or ResNet keeps its own head: pass neither n_classes nor "
-                            "config")
-        from .cnn_conversion import bcosify_resnet, is_resnet_state
+            raise TypeError("a ViT, ResNet or DenseNet keeps its own head: pass neither "
+                            "n_classes nor config")
+        from .cnn_conversion import (
+            bcosify_densenet,
+            bcosify_resnet,
+            is_densenet_state,
+            is_resnet_state,
+        )
         from .vit_conversion import bcosify_vit
 
         state = model if isinstance(model, Mapping) else model.state_dict()
-        return (bcosify_resnet if is_resnet_state(state) else bcosify_vit)(model, **options)
+        convert = bcosify_resnet if is_resnet_state(state) else \
+            bcosify_densenet if is_densenet_state(state) else bcosify_vit
+        return convert(model, **options)
     raise TypeError("model must be a transformers text encoder of the BERT lineage, a "
-                    "torchvision / timm VisionTransformer, a torchvision ResNet, or the state "
-                    "dict of one, got "
+                    "torchvision / timm VisionTransformer, a torchvision ResNet or DenseNet, or "
+                    "the state dict of one, got "
                     f"{type(model).__name__}")
 
 
