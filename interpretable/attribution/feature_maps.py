@@ -1,15 +1,27 @@
-"""GradCAM at any layer of an image classifier, and the pixel gradient: what the package's
-wrappers of torchvision and timm classifiers
+"""GradCAM and captum's layer methods at any layer of an image classifier, DeepLIFT and the
+pixel gradient: what the package's wrappers of torchvision and timm classifiers
 (:class:`~interpretable.nn.library_image.LibraryImageModel`) are explained with besides the
 captum methods of :func:`~interpretable.attribution.vision.attribute`.
 
-:func:`layer_gradcam` reads a layer's output through a forward hook registered on a copy of
-the network whose hooks are its own (:func:`~interpretable.attribution.hooked.own_hooks_copy`):
-the fitted network is never changed, so several threads may explain with it at once.
+* :func:`layer_gradcam`: GradCAM at a layer's output, upsampled to the image;
+* :func:`layer_attribution`: captum ``LayerIntegratedGradients`` or
+  ``LayerGradientXActivation`` at a layer's spatial output, summed over its channels and
+  spread over the image so that the map keeps their sum (:func:`spread_cells`); layer
+  integrated gradients sum to the logit minus the logit with the layer's output at its value
+  for the baseline image;
+* :func:`pixel_deeplift`: captum ``DeepLift`` where it is exact
+  (:func:`~interpretable.attribution.hooked.deeplift_refusal` says why not elsewhere);
+* :func:`pixel_gradient`: the pixel gradient's norm over the channels.
+
+They hook a copy of the network whose hooks are its own
+(:func:`~interpretable.attribution.hooked.own_hooks_copy`,
+:func:`~interpretable.attribution.hooked.deeplift_copy`): the fitted network is never
+changed, so several threads may explain with it at once.
 """
 from __future__ import annotations
 
 import difflib
+import warnings
 
 import torch
 from torch import nn
@@ -17,10 +29,15 @@ from torch.nn import functional as F
 
 from ..nn.library_image import as_channels_first, map_layout
 from ..nn.losses import logits_of
-from .hooked import own_hooks_copy
+from .hooked import deeplift_copy, deeplift_refusal, own_hooks_copy
+from .text import _layer_swapped_logit
 from .vision import image_targets
 
-__all__ = ["layer_gradcam", "pixel_gradient"]
+__all__ = ["layer_attribution", "layer_gradcam", "pixel_deeplift", "pixel_gradient",
+           "spread_cells"]
+
+#: the methods of :func:`layer_attribution`
+LAYER_METHODS = ("integrated_gradients", "input_x_gradient")
 
 
 def named_layer(network: nn.Module, name, owner: str = "the model") -> nn.Module:
@@ -175,3 +192,236 @@ def pixel_gradient(model: nn.Module, x: torch.Tensor, target) -> torch.Tensor:
         logits = logits_of(model(x))
         grads, = torch.autograd.grad(logits.gather(1, target[:, None]).sum(), x)
     return grads.norm(dim=1)
+
+
+def spread_cells(cells: torch.Tensor, size) -> torch.Tensor:
+    """Spread the values of a map's cells over the image's pixels, keeping their sum.
+
+    The bilinear upsampling of ``cells`` (``align_corners=False``, as GradCAM's) divided, cell
+    by cell, by the weight the upsampling gives that cell over the image, so that the pixels
+    carry their cells' attributions: the map sums to ``cells``' sum. Where the image's sides
+    are multiples of the map's (a 7 × 7 map of a 224-pixel image) it is the upsampled map
+    times ``h w / (H W)``.
+
+    Parameters
+    ----------
+    cells : torch.Tensor of shape (B, h, w)
+        The cells' values, ``h <= H`` and ``w <= W``.
+    size : tuple of 2 int
+        The image's ``(H, W)``.
+
+    Returns
+    -------
+    torch.Tensor of shape (B, H, W)
+        The pixels' values.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from interpretable.attribution.feature_maps import spread_cells
+    >>> cells = torch.tensor([[[1.0, 2.0], [3.0, 4.0]]])
+    >>> pixels = spread_cells(cells, (5, 7))
+    >>> pixels.shape, round(float(pixels.sum()), 4)
+    (torch.Size([1, 5, 7]), 10.0)
+    """
+    size = tuple(size)
+
+    def upsampled(values):
+        return F.interpolate(values[:, None], size=size, mode="bilinear",
+                             align_corners=False)[:, 0]
+
+    unit = torch.ones((1, *cells.shape[-2:]), dtype=cells.dtype, device=cells.device,
+                      requires_grad=True)
+    with torch.enable_grad():
+        weight, = torch.autograd.grad(upsampled(unit).sum(), unit)
+    return upsampled(cells / weight)
+
+
+def _layer_layout(forward, part: nn.Module, x: torch.Tensor, layer: str,
+                  prefer_channels_last: bool) -> str:
+    """The layout (``"NCHW"`` or ``"NHWC"``) of ``part``'s output on the images ``x``;
+    ValueError naming the layer where it does not run once per forward pass or its output is
+    no spatial map of the image."""
+    seen = []
+    handle = part.register_forward_hook(lambda module, args, output: seen.append(output))
+    try:
+        with torch.no_grad():
+            forward(x[:1])
+    finally:
+        handle.remove()
+    if len(seen) != 1:
+        runs = "does not run" if not seen else f"runs {len(seen)} times"
+        raise ValueError(f"layer={layer!r} {runs} in the model's forward pass: captum's layer "
+                         "methods replace the output of one run; choose a module that runs "
+                         "once.")
+    output, size = seen[0], tuple(x.shape[-2:])
+    layout = map_layout(output.shape, size, None, prefer_channels_last) \
+        if isinstance(output, torch.Tensor) and output.dim() == 4 else None
+    if layout is None:
+        shape = (f"shape {tuple(output.shape)}" if isinstance(output, torch.Tensor)
+                 else f"a {type(output).__name__}")
+        raise ValueError(f"layer={layer!r} outputs {shape}, no spatial map of the {size[0]} x "
+                         f"{size[1]} image: the layer methods need one tensor (B, C, h, w) "
+                         "(or (B, h, w, C) on a channels-last network); choose a convolutional "
+                         "stage or block.")
+    return layout[0]
+
+
+def _baseline_of(x: torch.Tensor, baseline) -> torch.Tensor:
+    return torch.zeros_like(x) if baseline is None else baseline.detach().to(x).expand_as(x)
+
+
+def layer_attribution(model: nn.Module, x: torch.Tensor, target, layer: str,
+                      method: str = "integrated_gradients", *, network=None, baseline=None,
+                      n_steps: int = 32, internal_batch_size: int | None = None,
+                      prefer_channels_last: bool = False):
+    """Attribute the target logits to a layer's spatial output with a captum layer method.
+
+    ``"integrated_gradients"``: captum ``LayerIntegratedGradients`` (the layer's output moved
+    along the straight line from its value for ``baseline`` to its value for ``x``, the rest
+    of the network seeing ``x``); ``"input_x_gradient"``: captum
+    ``LayerGradientXActivation`` (gradient × activation). Either is summed over the channels to
+    an ``(h, w)`` map and spread over the image keeping its sum (:func:`spread_cells`). Layer
+    integrated gradients sum to the logit minus ``baseline_logit``, the logit with the
+    layer's output replaced by its value for ``baseline`` (the baseline's logit where every
+    path from the pixels runs through the layer).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        ``forward(x) -> logits (B, K)`` (or a tuple starting with them), in eval mode.
+    x : torch.Tensor of shape (B, C, H, W)
+        The model's inputs.
+    target : torch.Tensor of shape (B,)
+        The explained classes.
+    layer : str
+        The layer's name in ``network``.
+    method : {"integrated_gradients", "input_x_gradient"}, default="integrated_gradients"
+        The captum layer method.
+    network : torch.nn.Module or None, default=None
+        The module whose ``named_modules()`` names ``layer`` (a submodule of ``model``;
+        None: ``model``).
+    baseline : torch.Tensor of shape (1 or B, C, H, W) or None, default=None
+        The baseline of integrated gradients (None: zeros).
+    n_steps : int, default=32
+        Integration steps of integrated gradients.
+    internal_batch_size : int or None, default=None
+        Integration steps evaluated at a time (None: all).
+    prefer_channels_last : bool, default=False
+        A 4-d output that could be either layout is channels last.
+
+    Returns
+    -------
+    maps : torch.Tensor of shape (B, H, W)
+        The attributions.
+    baseline_logit : torch.Tensor of shape (B,) or None
+        Integrated gradients: the target logit with the layer's output at its value for the
+        baseline; None for ``"input_x_gradient"``.
+
+    Raises
+    ------
+    ValueError
+        If the method is unknown, ``layer`` names no module, does not run once per forward
+        pass, or its output is no spatial map ``(B, C, h, w)`` of the image.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from interpretable.attribution.feature_maps import layer_attribution
+    >>> net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
+    ...                           torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+    ...                           torch.nn.Linear(4, 2)).eval()
+    >>> x = torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    >>> maps, baseline_logit = layer_attribution(net, x, torch.tensor([0, 1]), "1")
+    >>> logit = net(x).gather(1, torch.tensor([[0], [1]]))[:, 0]
+    >>> maps.shape, torch.allclose(maps.sum((1, 2)), logit - baseline_logit, atol=1e-4)
+    (torch.Size([2, 8, 8]), True)
+    """
+    from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
+
+    if method not in LAYER_METHODS:
+        raise ValueError(f"method={method!r} has no layer version; choose one of "
+                         f"{list(LAYER_METHODS)}.")
+    target = image_targets(x, target)
+    x = x.detach()
+    baseline = _baseline_of(x, baseline)
+    twin = own_hooks_copy(model)
+    part = named_layer(twin if network is None else _twin_of(model, twin, network), layer)
+
+    def forward(inputs):
+        return logits_of(twin(inputs))
+
+    layout = _layer_layout(forward, part, x, layer, prefer_channels_last)
+    with torch.enable_grad():
+        if method == "integrated_gradients":
+            attr = LayerIntegratedGradients(forward, part).attribute(
+                x, baselines=baseline, target=target, n_steps=n_steps,
+                internal_batch_size=internal_batch_size or len(x))
+        else:
+            attr = LayerGradientXActivation(forward, part).attribute(x, target=target)
+    maps = spread_cells(as_channels_first(attr.detach(), layout).sum(1), x.shape[-2:])
+    if method != "integrated_gradients":
+        return maps, None
+    with torch.no_grad():
+        return maps, _layer_swapped_logit(forward, part, x, baseline, target, ())
+
+
+def pixel_deeplift(model: nn.Module, x: torch.Tensor, target, baseline=None):
+    """Compute DeepLIFT (captum ``DeepLift``) from ``baseline``, summed over the channels.
+
+    captum's rescale rule, computed on
+    :func:`~interpretable.attribution.hooked.deeplift_copy` of the network, and only where
+    captum's rules make it exact: the maps sum to the logit minus the baseline's logit.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        ``forward(x) -> logits (B, K)``, in eval mode.
+    x : torch.Tensor of shape (B, C, H, W)
+        The model's inputs.
+    target : torch.Tensor of shape (B,)
+        The explained classes.
+    baseline : torch.Tensor of shape (1 or B, C, H, W) or None, default=None
+        The reference image (None: zeros).
+
+    Returns
+    -------
+    maps : torch.Tensor of shape (B, H, W)
+        The attributions.
+    baseline_logit : torch.Tensor of shape (B,)
+        The target logit at the baseline.
+
+    Raises
+    ------
+    ValueError
+        If DeepLIFT would not be exact on ``model`` (naming the operations that prevent it).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from interpretable.attribution.feature_maps import pixel_deeplift
+    >>> net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
+    ...                           torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+    ...                           torch.nn.Linear(4, 2)).eval()
+    >>> x = torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    >>> maps, baseline_logit = pixel_deeplift(net, x, torch.tensor([0, 1]))
+    >>> logit = net(x).gather(1, torch.tensor([[0], [1]]))[:, 0]
+    >>> maps.shape, torch.allclose(maps.sum((1, 2)), logit - baseline_logit, atol=1e-5)
+    (torch.Size([2, 8, 8]), True)
+    """
+    from captum.attr import DeepLift
+
+    refusal = deeplift_refusal(model, type(model).__name__)
+    if refusal is not None:
+        raise ValueError(refusal)
+    target = image_targets(x, target)
+    x = x.detach()
+    baseline = _baseline_of(x, baseline)
+    twin = deeplift_copy(model, x[:1])
+    with warnings.catch_warnings(), torch.enable_grad():  # captum says it hooks, every call
+        warnings.filterwarnings("ignore", "Setting forward, backward hooks", UserWarning)
+        attr = DeepLift(twin).attribute(x.clone().requires_grad_(True), baselines=baseline,
+                                        target=target)
+    with torch.no_grad():
+        baseline_logit = logits_of(model(baseline)).gather(1, target[:, None])[:, 0]
+    return attr.detach().sum(1), baseline_logit

@@ -7,22 +7,57 @@ timm classifier) that the other image classifiers do not share:
   ``layer=`` (:func:`~interpretable.attribution.feature_maps.layer_gradcam`);
 * ``"gradient"`` (:class:`PixelGradient`): the pixel gradient's L2 norm over the channels;
 * ``"occlusion"`` (:class:`FeatureMapOcclusion`): captum's occlusion, its default window one
-  cell of that feature map.
+  cell of that feature map;
+* ``"integrated_gradients"`` and ``"input_x_gradient"`` (:class:`FeatureMapIntegratedGradients`,
+  :class:`FeatureMapInputXGradient`): the pixel methods of
+  :mod:`interpretable.estimators.vision.explainers`, or with ``layer=`` (a module name of the
+  library's model whose output is a spatial map ``(B, C, h, w)``) captum
+  ``LayerIntegratedGradients`` / ``LayerGradientXActivation`` at that layer's output, summed
+  over its channels and spread over the image keeping their sum
+  (:func:`~interpretable.attribution.feature_maps.layer_attribution`); layer integrated
+  gradients report the logit and, as ``bias``, the logit with the layer's output at its value
+  for the baseline image, so that ``completeness_error`` measures their convergence;
+* ``"deeplift"`` (:class:`PixelDeepLift`): captum ``DeepLift`` from the baseline image, on a
+  copy of the network whose every ReLU run is a module of its own, not in place
+  (:func:`~interpretable.attribution.hooked.deeplift_copy`), where captum's rules make it exact
+  (its maps sum to the logit minus the baseline's logit: ReLU networks without max pooling,
+  such as torchvision's RegNetX); refused elsewhere, naming the operations that prevent it
+  (torchvision's ResNets: their max pooling).
 
-Input × gradient, integrated gradients, SmoothGrad and GradientSHAP are those of
-:mod:`interpretable.estimators.vision.explainers`. None sets anything on the fitted network.
+SmoothGrad and GradientSHAP are those of :mod:`interpretable.estimators.vision.explainers`.
+None sets anything on the fitted network: the hooking methods hook a copy that shares its
+weights.
 """
 from __future__ import annotations
 
 import torch
 
-from ...attribution.feature_maps import layer_gradcam, named_layer, pixel_gradient
+from ...attribution.feature_maps import (
+    layer_attribution,
+    layer_gradcam,
+    named_layer,
+    pixel_deeplift,
+    pixel_gradient,
+)
 from ...attribution.hooked import deeplift_refusal
 from ...nn.library_image import LibraryImageModel, channels_last
 from ..core.explainer import Attributions
-from .explainers import ImageExplainer, PixelOcclusion
+from .explainers import (
+    ImageExplainer,
+    PixelInputXGradient,
+    PixelIntegratedGradients,
+    PixelOcclusion,
+    _baseline_image,
+)
 
-__all__ = ["FeatureMapGradCAM", "PixelGradient", "FeatureMapOcclusion"]
+__all__ = ["FeatureMapGradCAM", "PixelGradient", "FeatureMapOcclusion",
+           "FeatureMapIntegratedGradients", "FeatureMapInputXGradient", "PixelDeepLift"]
+
+
+def _check_layer(estimator, layer) -> None:
+    """ValueError unless ``layer`` names a module of the library's model."""
+    named_layer(estimator.module_.model, layer,
+                f"{type(estimator.module_.model).__name__} (estimator.module_.model)")
 
 
 def _logits_and_target(estimator, batch, target):
@@ -94,8 +129,7 @@ class FeatureMapGradCAM(ImageExplainer):
             if layer is None:
                 raise ValueError(f"method='gradcam' does not explain "
                                  f"{type(estimator).__name__}: {self.refusal(estimator)}.")
-        named_layer(estimator.module_.model, layer,
-                    f"{type(estimator.module_.model).__name__} (estimator.module_.model)")
+        _check_layer(estimator, layer)
         return {"layer": layer}
 
     def attribute(self, estimator, batch, target, *, layer=None) -> Attributions:
@@ -138,19 +172,149 @@ class FeatureMapOcclusion(PixelOcclusion):
                                  baseline=baseline, sigma=sigma)
 
 
-class _DeepLiftRefusal(ImageExplainer):
-    """Never offered: says why captum's DeepLift would be inexact on the network (the
-    modules it names), whichever other families are imported."""
+def _complete(maps, logits, target, baseline_logit) -> Attributions:
+    """Attributions of ``maps``, with the explained logit and, as ``bias``, ``baseline_logit``
+    (what the maps sum to the logit minus) where there is one."""
+    if baseline_logit is None:
+        return Attributions(values=maps, logits=logits, target=target)
+    return Attributions(values=maps, logits=logits, target=target,
+                        logit=logits.gather(1, target[:, None])[:, 0], bias=baseline_logit)
+
+
+class _AtLayer:
+    """A pixel method with a captum layer version at ``layer=`` (a module name of the library's
+    model; :func:`~interpretable.attribution.feature_maps.layer_attribution`)."""
+
+    def prepare(self, estimator, encoded, target, **options) -> dict:
+        """Check ``layer`` (a module of the library's model), where given.
+
+        Parameters
+        ----------
+        estimator : ImageClassifier
+            The explained estimator.
+        encoded : EncodedImages
+            The encoded images.
+        target : torch.Tensor or None
+            The explained classes.
+        **options
+            The method's options.
+
+        Returns
+        -------
+        dict
+            The checked options.
+        """
+        if options.get("layer") is not None:
+            _check_layer(estimator, options["layer"])
+        return super().prepare(estimator, encoded, target, **options)
+
+    def _at_layer(self, estimator, batch, target, layer, **settings) -> Attributions:
+        """The attributions of the method's layer version at ``layer`` (``settings``: the
+        further keyword arguments of
+        :func:`~interpretable.attribution.feature_maps.layer_attribution`)."""
+        logits, t = _logits_and_target(estimator, batch, target)
+        module = estimator.module_
+        maps, baseline_logit = layer_attribution(
+            module, batch["x"], t, layer, self.name, network=module.model,
+            prefer_channels_last=channels_last(module.model), **settings)
+        return _complete(maps, logits, t, baseline_logit)
+
+
+class FeatureMapIntegratedGradients(_AtLayer, PixelIntegratedGradients):
+    """Integrated gradients (captum) from ``baseline`` (a black image by default, a constant
+    pixel value or ``"blur"``: the image blurred with ``sigma``), ``n_steps`` integration
+    steps; ``layer="<module name>"`` (a module of ``estimator.module_.model`` whose output is a
+    spatial map): layer integrated gradients (captum ``LayerIntegratedGradients``) at that
+    module's output, summed over its channels and spread over the image keeping their sum,
+    with the logit and, as ``bias``, the logit with the layer's output at its value for the
+    baseline (``completeness_error`` measures convergence)."""
+
+    def attribute(self, estimator, batch, target, *, n_steps=32, baseline="zeros", sigma=5.0,
+                  layer=None) -> Attributions:
+        if layer is None:
+            return super().attribute(estimator, batch, target, n_steps=n_steps,
+                                     baseline=baseline, sigma=sigma)
+        return self._at_layer(estimator, batch, target, layer, n_steps=n_steps,
+                             baseline=_baseline_image(estimator, batch["x"], baseline, sigma))
+
+
+class FeatureMapInputXGradient(_AtLayer, PixelInputXGradient):
+    """Input × gradient (captum), summed over the encoded channels; ``layer="<module
+    name>"`` (a module of ``estimator.module_.model`` whose output is a spatial map): gradient
+    × activation at that module's output (captum ``LayerGradientXActivation``), summed over
+    its channels and spread over the image keeping their sum."""
+
+    def attribute(self, estimator, batch, target, *, layer=None) -> Attributions:
+        if layer is None:
+            return super().attribute(estimator, batch, target)
+        return self._at_layer(estimator, batch, target, layer)
+
+
+class PixelDeepLift(ImageExplainer):
+    """DeepLIFT (captum ``DeepLift``, rescale rule) from ``baseline`` (as for integrated
+    gradients), summed over the channels; its attributions sum to the logit minus the
+    baseline's logit (the ``bias``). Offered where that holds: networks of linear maps and the
+    activations DeepLIFT has exact rules for (torchvision's RegNetX; each ReLU run gets a
+    module of its own in the copy explained); on any other the method is refused, naming the
+    operations that prevent it (a ResNet's max pooling, LayerNorm, GELU, attention, ...)."""
 
     name = "deeplift"
 
     @classmethod
     def refusal(cls, estimator) -> str | None:
+        """Say why DeepLIFT would not be exact on a fitted library network.
+
+        Parameters
+        ----------
+        estimator : estimator or type
+            A class or an instance (fitted or not).
+
+        Returns
+        -------
+        str or None
+            The reason, naming the operations that prevent it, or None (exact, or not a
+            library network: the other families' DeepLift says it).
+
+        Examples
+        --------
+        >>> from interpretable.estimators.vision.library_explainers import PixelDeepLift
+        >>> PixelDeepLift.refusal(None) is None
+        True
+        """
         module = None if isinstance(estimator, type) else getattr(estimator, "module_", None)
         if not isinstance(module, LibraryImageModel):
-            return None  # the other families' DeepLift says it
+            return None
         return deeplift_refusal(module, type(estimator).__name__)  # as the text families'
 
-    def attribute(self, estimator, batch, target) -> Attributions:
-        raise ValueError(f"method='deeplift' does not explain {type(estimator).__name__}: "
-                         f"{self.refusal(estimator)}.")
+    def prepare(self, estimator, encoded, target, **options) -> dict:
+        """Refuse a network on which DeepLIFT would not be exact, naming the operations.
+
+        Parameters
+        ----------
+        estimator : ImageClassifier
+            The explained estimator.
+        encoded : EncodedImages
+            The encoded images.
+        target : torch.Tensor or None
+            The explained classes.
+        **options
+            The method's options.
+
+        Returns
+        -------
+        dict
+            The options.
+        """
+        refusal = self.refusal(estimator)
+        if refusal is not None:
+            raise ValueError(f"method='deeplift' does not explain {type(estimator).__name__}: "
+                             f"{refusal}.")
+        return super().prepare(estimator, encoded, target, **options)
+
+    def attribute(self, estimator, batch, target, *, baseline="zeros",
+                  sigma=5.0) -> Attributions:
+        logits, t = _logits_and_target(estimator, batch, target)
+        x = batch["x"]
+        maps, baseline_logit = pixel_deeplift(estimator.module_, x, t,
+                                              _baseline_image(estimator, x, baseline, sigma))
+        return _complete(maps, logits, t, baseline_logit)

@@ -39,13 +39,15 @@ from ...params import Interval
 from ...validation import check_images, refuse_single_image
 from ..core.training import fit_transactionally
 from .base import VisionTransformerClassifier, resize_size
-from .explainers import (
-    PixelGradientShap,
-    PixelInputXGradient,
-    PixelIntegratedGradients,
-    PixelSmoothGrad,
+from .explainers import PixelGradientShap, PixelSmoothGrad
+from .library_explainers import (
+    FeatureMapGradCAM,
+    FeatureMapInputXGradient,
+    FeatureMapIntegratedGradients,
+    FeatureMapOcclusion,
+    PixelDeepLift,
+    PixelGradient,
 )
-from .library_explainers import FeatureMapGradCAM, FeatureMapOcclusion, PixelGradient
 from .library_pretrained import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -246,9 +248,9 @@ class ImageClassifier(VisionTransformerClassifier):
     """
 
     saved_as = "ImageClassifier"
-    explainers = (FeatureMapGradCAM(), PixelGradient(), PixelInputXGradient(),
-                  PixelIntegratedGradients(), FeatureMapOcclusion(), PixelSmoothGrad(),
-                  PixelGradientShap())
+    explainers = (FeatureMapGradCAM(), PixelGradient(), FeatureMapInputXGradient(),
+                  FeatureMapIntegratedGradients(), FeatureMapOcclusion(), PixelSmoothGrad(),
+                  PixelGradientShap(), PixelDeepLift())
     _borrowed_params = ("pretrained",)
     _parameter_constraints = {
         **VisionTransformerClassifier._parameter_constraints,
