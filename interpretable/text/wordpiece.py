@@ -96,15 +96,6 @@ def _bert_settings(spec: dict) -> dict | None:
     return settings
 
 
-def _framed(settings):
-    """``settings`` with the ``prefix`` and ``suffix`` of a state saved before they were stored
-    (``[cls_token]`` and ``[sep_token]``)."""
-    if not isinstance(settings, dict) or "prefix" in settings or "suffix" in settings:
-        return settings
-    return {**settings, "prefix": [settings.get("cls_token")],
-            "suffix": [settings.get("sep_token")]}
-
-
 def _check_settings(settings, kinds: dict) -> None:
     if not isinstance(settings, dict) or settings.keys() != kinds.keys():
         raise ValueError(f"the tokeniser settings must have the keys {sorted(kinds)}.")
@@ -408,7 +399,6 @@ class WordPieceEncoder(BaseEstimator):
              tokenizer_json: dict | None = None) -> None:
         """Check and hold a tokeniser: a BERT one from its ``vocabulary`` and ``settings``, any
         other from its ``tokenizers`` JSON (which holds the vocabulary) and special tokens."""
-        settings = _framed(settings)
         if tokenizer_json is None:
             _check_bert_state(vocabulary, settings)
             backend, markers = _bert_backend(vocabulary, settings), ""
