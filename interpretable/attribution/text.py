@@ -42,20 +42,21 @@ The perturbation methods replace token embeddings by the ``baseline``'s, a group
 a time (``groups``; default: every real token alone), and share a group's attribution
 equally among its tokens (a group's tokens sum to it):
 
-* ``"occlusion"`` (leave-one-out): captum ``FeatureAblation``, the drop of the logit when the
-  group is replaced, all groups of a batch evaluated together;
-* ``"lime"``: captum ``Lime`` (its Lasso surrogate and exponential cosine kernel) on
-  ``n_samples`` random coalitions per sample;
-* ``"kernel_shap"``: captum ``KernelShap`` on ``n_samples`` coalitions per sample; Shapley
+* ``"occlusion"`` (leave-one-out): captum ``FeatureAblation``'s values, the drop of the logit
+  when the group is replaced;
+* ``"lime"``: captum ``Lime``'s (its Lasso surrogate and exponential cosine kernel, the
+  distance over the text's real tokens) on ``n_samples`` random coalitions per sample;
+* ``"kernel_shap"``: captum ``KernelShap``'s on ``n_samples`` coalitions per sample; Shapley
   values, so they sum to the logit minus the baseline's logit (approximately).
 
-The coalitions of a sample are drawn from a generator of its own seeded with
-``random_state``: a text's explanation does not depend on its batch, and threads do not share
-a random stream.
+They are computed by :func:`~interpretable.attribution.perturbation.perturbation_attributions`:
+given the same coalitions they equal captum's, with the perturbed texts of a whole batch
+evaluated together, each distinct coalition once. The coalitions of a sample are drawn from a
+generator of its own seeded with ``random_state``: a text's explanation does not depend on its
+batch, and threads do not share a random stream.
 """
 from __future__ import annotations
 
-import functools
 import warnings
 from contextlib import nullcontext
 from numbers import Integral, Real
@@ -65,7 +66,7 @@ import torch
 
 from .hooked import deeplift_refusal
 from .noise import NT_TYPES, draw, gradient_shap, noise_tunnel
-from .noise import seeded_generator as _generator
+from .perturbation import perturbation_attributions
 
 __all__ = ["TokenAttributions", "attribute_tokens"]
 
@@ -80,8 +81,6 @@ COMPLETE_METHODS = ("integrated_gradients", "kernel_shap", "gradient_shap", "dee
 #: the noise tunnel's default noise: this fraction of the spread (max - min) of each sample's
 #: real token embeddings (SmoothGrad's recommendation: 10 to 20 %)
 NOISE_LEVEL = 0.15
-#: embeddings evaluated per forward pass inside the perturbation methods (bounds their memory)
-_INTERNAL_BATCH = 4096
 #: token positions per forward and backward pass inside integrated gradients: the
 #: activations kept for the backward pass grow with it; measured on MiniLM (CPU, one thread),
 #: 8k tokens is as fast as 64k with a tenth of the memory (2 GiB against 17 GiB)
@@ -117,80 +116,25 @@ def _check_count(name: str, value) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}.")
 
 
-@functools.cache
-def _seeded_samplers() -> dict:
-    """captum's ``Lime`` and ``KernelShap`` drawing their coalitions from a generator of their
-    own, seeded afresh for every sample (captum's samplers draw from the global generator);
-    defined at the first use, as captum is imported lazily."""
-    from captum.attr import KernelShap, Lime
-
-    class SeededLime(Lime):
-        def __init__(self, forward_func, seed):
-            super().__init__(forward_func, perturb_func=self.coalitions)
-            self.seed = seed
-
-        def coalitions(self, original_inp, **kwargs):
-            """captum's default: every feature kept with probability 1/2."""
-            generator = _generator(self.seed)
-            size = (1, kwargs["num_interp_features"])
-            while True:
-                yield torch.randint(0, 2, size, generator=generator).to(original_inp.device)
-
-    class SeededKernelShap(KernelShap):
-        def __init__(self, forward_func, seed):
-            super().__init__(forward_func)
-            self.seed = seed
-
-        def kernel_shap_perturb_generator(self, original_inp, **kwargs):
-            """captum's: all features, none, then k of them (k ~ the Shapley kernel)."""
-            generator = _generator(self.seed)
-            n, device = kwargs["num_interp_features"], original_inp.device
-            probs = kwargs["num_select_distribution"].probs
-            yield torch.ones(1, n, dtype=torch.long, device=device)
-            yield torch.zeros(1, n, dtype=torch.long, device=device)
-            while True:
-                k = int(torch.multinomial(probs, 1, generator=generator))
-                chosen = torch.randperm(n, generator=generator)[:k]
-                yield torch.zeros(1, n, dtype=torch.long).index_fill_(1, chosen, 1).to(device)
-
-    return {"lime": SeededLime, "kernel_shap": SeededKernelShap}
+def _lengths(mask: torch.Tensor) -> torch.Tensor:
+    """(B,) one past each sample's last real token: what follows is padding."""
+    positions = torch.arange(1, mask.shape[1] + 1, device=mask.device)
+    return (positions * mask).amax(1)
 
 
-def _perturbation_scores(method: str, forward, embedded, baseline, target, groups, args,
-                         n_samples: int, random_state) -> torch.Tensor:
-    """(B, T) token shares of the groups' attributions; ``groups`` (B, T): -1 where
-    ``baseline`` is ``embedded`` (never changed)."""
-    from captum.attr import FeatureAblation
-
+def _perturbation_scores(method: str, forward, embedded, baseline, target, groups, mask,
+                         args, n_samples: int, random_state, rows_per_pass: int) -> torch.Tensor:
+    """(B, T) token shares of the groups' attributions (:mod:`.perturbation`); ``groups``
+    (B, T): -1 where a token is never replaced. LIME compares the real tokens only, as
+    captum called on the text alone does."""
+    attr = perturbation_attributions(
+        method, forward, embedded, baseline, target, groups[..., None], n_samples=n_samples,
+        random_state=random_state, additional_forward_args=args, rows_per_pass=rows_per_pass,
+        compared=mask[..., None], lengths=_lengths(mask)).to(embedded.device)
     perturbed = groups >= 0
-    # unperturbed tokens join group 0; their baseline is their own embedding: never changed
     features = groups.clamp(min=0)
-    feature_mask = features[..., None].expand_as(embedded)
-    if method == "occlusion":
-        attr = FeatureAblation(forward).attribute(
-            embedded, baselines=baseline, target=target, additional_forward_args=args,
-            feature_mask=feature_mask,
-            perturbations_per_eval=max(1, _INTERNAL_BATCH // len(embedded)))
-    else:  # one surrogate per sample, as captum fits them
-        rows = []
-        for i in range(len(embedded)):
-            if method == "kernel_shap" and int(features[i].max()) == 0:
-                # one feature's Shapley value is the whole difference f(x) - f(baseline),
-                # which occlusion computes exactly (captum's sampler needs two features)
-                explainer = FeatureAblation(forward)
-                settings = {}
-            else:
-                explainer = _seeded_samplers()[method](forward, random_state)
-                settings = {"n_samples": n_samples,
-                            "perturbations_per_eval": min(n_samples, _INTERNAL_BATCH)}
-            rows.append(explainer.attribute(
-                embedded[i:i + 1], baselines=baseline[i:i + 1], target=target[i:i + 1],
-                additional_forward_args=tuple(a[i:i + 1] for a in args),
-                feature_mask=feature_mask[i:i + 1], **settings))
-        attr = torch.cat(rows)
-    sizes = torch.zeros(len(groups), int(features.max()) + 1, dtype=attr.dtype,
-                        device=groups.device).scatter_add_(1, features, perturbed.to(attr.dtype))
-    return attr[..., 0] / sizes.gather(1, features).clamp(min=1) * perturbed
+    sizes = torch.zeros_like(attr).scatter_add_(1, features, perturbed.to(attr.dtype))
+    return attr.gather(1, features) / sizes.gather(1, features).clamp(min=1) * perturbed
 
 
 def _noise_stdevs(stdevs, embedded: torch.Tensor, mask: torch.Tensor, method: str):
@@ -375,7 +319,7 @@ def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tenso
         baselines = baseline[:, None]  # Kernel SHAP's baseline logit: of what was replaced
         with torch.no_grad():
             scores = _perturbation_scores(method, forward, embedded, baseline, target, groups,
-                                          args, n_samples, random_state)
+                                          mask, args, n_samples, random_state, rows)
     else:
         if method == "deeplift":
             if not isinstance(forward, torch.nn.Module):

@@ -33,9 +33,16 @@ changes the model (no hooks, no flags), so several threads may explain with one 
   (:mod:`interpretable.attribution.noise`).
 * ``"occlusion"``: captum ``Occlusion``, a ``window`` × ``window`` square (all channels;
   default: one token's patch) replaced by the ``baseline`` every ``stride`` pixels (default:
-  ``window``, the windows tile the image; one forward pass of the batch
-  per window; the last windows of a row or column may be cut by the border); a pixel's value
-  is the mean drop of the logit over the windows covering it.
+  ``window``, the windows tile the image; the last windows of a row or column may be cut by
+  the border); a pixel's value is the mean drop of the logit over the windows covering it.
+  Where the windows tile the image, every window of every image is evaluated in shared
+  forward passes (:mod:`interpretable.attribution.perturbation`), else by captum;
+* ``"lime"`` and ``"kernel_shap"``: captum ``Lime`` / ``KernelShap`` with the tiling windows as
+  features (patches of ``window`` pixels), ``n_samples`` coalitions per image drawn from a
+  generator of its own seeded with ``random_state``, computed by
+  :mod:`interpretable.attribution.perturbation` (equal to captum's on the same coalitions);
+  every pixel of a patch holds the patch's coefficient, as captum returns it (Kernel SHAP's
+  patch values sum to the logit minus the baseline's logit).
 
 Token-level maps (attention methods, GradCAM) are averaged over the query tokens (for models
 that mean-pool the tokens) or taken from the class token's row (for models with a class token,
@@ -50,10 +57,11 @@ from torch.nn import functional as F
 from ..nn.bcos.layers import explanation_mode
 from ..nn.losses import explained_logits
 
-__all__ = ["attribute", "gradcam", "inherent", "inherent_terms"]
+__all__ = ["attribute", "gradcam", "inherent", "inherent_terms", "patch_features"]
 
 METHODS = ("inherent", "rollout", "final_attention", "gradsam", "gradcam", "input_x_gradient",
-           "integrated_gradients", "occlusion", "smoothgrad", "gradient_shap")
+           "integrated_gradients", "occlusion", "smoothgrad", "gradient_shap", "lime",
+           "kernel_shap")
 #: SmoothGrad's default noise: this fraction of the spread (max - min) of each encoded image
 NOISE_LEVEL = 0.15
 
@@ -320,6 +328,45 @@ def _count(name: str, value) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}.")
 
 
+def _check_seed(random_state) -> None:
+    if random_state is not None and (isinstance(random_state, bool) or
+                                     not isinstance(random_state, int) or random_state < 0):
+        raise ValueError(f"random_state must be None or a non-negative integer, got "
+                         f"{random_state!r}.")
+
+
+def patch_features(x: torch.Tensor, window: int) -> torch.Tensor:
+    """Return the patch of every pixel of the images, the same for every channel.
+
+    The patches are ``window`` × ``window`` squares tiling the image row by row (those at the
+    right and bottom borders may be cut), numbered 0, 1, ...
+
+    Parameters
+    ----------
+    x : torch.Tensor of shape (B, C, H, W)
+        The images.
+    window : int
+        The side of a patch in pixels.
+
+    Returns
+    -------
+    torch.Tensor of shape (B, 1, H, W)
+        The patch indices.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from interpretable.attribution.vision import patch_features
+    >>> patch_features(torch.zeros(1, 3, 3, 4), 2)[0, 0].tolist()
+    [[0, 0, 1, 1], [0, 0, 1, 1], [2, 2, 3, 3]]
+    """
+    height, width = x.shape[-2:]
+    rows = torch.arange(height, device=x.device) // window
+    columns = torch.arange(width, device=x.device) // window
+    cells = rows[:, None] * (-(-width // window)) + columns[None]
+    return cells.expand(len(x), 1, height, width)
+
+
 def _noisy(model, x: torch.Tensor, target: torch.Tensor, method: str, baseline, *, nt_type,
            nt_samples, n_samples, stdevs, random_state, rows_per_pass) -> torch.Tensor:
     """SmoothGrad and GradientSHAP maps (B, H, W) (:mod:`interpretable.attribution.noise`)."""
@@ -331,10 +378,7 @@ def _noisy(model, x: torch.Tensor, target: torch.Tensor, method: str, baseline, 
     _count("n_samples", n_samples)
     if nt_type not in NT_TYPES:
         raise ValueError(f"nt_type must be one of {list(NT_TYPES)}, got {nt_type!r}.")
-    if random_state is not None and (isinstance(random_state, bool) or
-                                     not isinstance(random_state, int) or random_state < 0):
-        raise ValueError(f"random_state must be None or a non-negative integer, got "
-                         f"{random_state!r}.")
+    _check_seed(random_state)
     if stdevs is None:
         spread = x.flatten(1).amax(1) - x.flatten(1).amin(1)
         stdevs = 0.0 if method == "gradient_shap" else (NOISE_LEVEL * spread).double().cpu()
@@ -379,12 +423,13 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
     internal_batch_size : int or None, default=None
         Integration steps evaluated at a time (None: all).
     baseline : torch.Tensor of shape (1 or B, C, H, W) or None, default=None
-        The baseline of integrated gradients, occlusion and GradientSHAP (None: zeros); for
+        The baseline of integrated gradients, occlusion, LIME, Kernel SHAP and GradientSHAP
+        (None: zeros); for
         GradientSHAP also ``(1 or B, K, C, H, W)``: ``K`` baselines per image, the
         distribution its draws pick from.
     window : int or None, default=None
-        Occlusion: the side of the square window in pixels, at most the image's side (None:
-        the model's token, ``H // grid_size[0]``).
+        Occlusion, LIME and Kernel SHAP: the side of the square window (patch) in pixels, at
+        most the image's side (None: the model's token, ``H // grid_size[0]``).
     stride : int or None, default=None
         Occlusion: the step between windows in pixels (None: ``window``).
     nt_type : {"smoothgrad", "smoothgrad_sq", "vargrad"}, default="smoothgrad"
@@ -392,12 +437,12 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
     nt_samples : int, default=10
         SmoothGrad: the noisy copies per image.
     n_samples : int, default=10
-        GradientSHAP: the draws per image.
+        GradientSHAP: the draws per image; LIME and Kernel SHAP: the coalitions per image.
     stdevs : float or None, default=None
         The standard deviation of the noise in the encoded pixel space (None: SmoothGrad 15 %
         of each image's spread, GradientSHAP 0).
     random_state : int or None, default=0
-        The seed of every image's draws (None: unseeded).
+        The seed of every image's draws and coalitions (None: unseeded).
 
     Returns
     -------
@@ -451,7 +496,7 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
                       nt_samples=nt_samples, n_samples=n_samples, stdevs=stdevs,
                       random_state=random_state, rows_per_pass=internal_batch_size or len(x))
     baseline = torch.zeros_like(x) if baseline is None else baseline.to(x).expand_as(x)
-    if method == "occlusion":
+    if method in ("occlusion", "lime", "kernel_shap"):
         if window is None:
             window = min(size[0] // model.grid_size[0], size[1] // model.grid_size[1])
         stride = window if stride is None else stride
@@ -460,11 +505,25 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
                     (most is not None and value > most):
                 raise ValueError(f"{name} must be an integer in [1, {most or 'inf'}], got "
                                  f"{value!r}.")
-        with torch.no_grad():
-            attr = ca.Occlusion(model).attribute(
-                x, sliding_window_shapes=(x.shape[1], window, window),
-                strides=(x.shape[1], stride, stride), baselines=baseline, target=target)
-        return attr.mean(1)  # the same on every channel: the window spans them all
+        if stride != window and method != "occlusion":
+            raise ValueError(f"method={method!r} takes patches that tile the image: stride "
+                             f"must be None or the window ({window}), got {stride!r}.")
+        if stride != window:
+            with torch.no_grad():
+                attr = ca.Occlusion(model).attribute(
+                    x, sliding_window_shapes=(x.shape[1], window, window),
+                    strides=(x.shape[1], stride, stride), baselines=baseline, target=target)
+            return attr.mean(1)  # the same on every channel: the window spans them all
+        from .perturbation import perturbation_attributions
+
+        if method != "occlusion":
+            _count("n_samples", n_samples)
+            _check_seed(random_state)
+        features = patch_features(x, window)
+        scores = perturbation_attributions(
+            method, model, x, baseline, target, features, n_samples=n_samples,
+            random_state=random_state, rows_per_pass=internal_batch_size or len(x))
+        return scores.to(x.device).gather(1, features.flatten(1)).view(len(x), *size).to(x.dtype)
     with torch.enable_grad():
         if method == "input_x_gradient":
             attr = ca.InputXGradient(model).attribute(x.clone().requires_grad_(), target=target)

@@ -34,6 +34,8 @@ from .explainers import (
     PixelGradientShap,
     PixelInputXGradient,
     PixelIntegratedGradients,
+    PixelKernelShap,
+    PixelLime,
     PixelOcclusion,
     PixelSmoothGrad,
     Rollout,
@@ -118,8 +120,8 @@ class VisionTransformerClassifier(NeuralClassifier):
 
     #: the explanation methods it offers, its default first
     explainers = (Rollout(), FinalAttention(), GradSAM(), GradCAM(), PixelInputXGradient(),
-                   PixelIntegratedGradients(), PixelOcclusion(), PixelSmoothGrad(),
-                   PixelGradientShap())
+                   PixelIntegratedGradients(), PixelOcclusion(), PixelLime(), PixelKernelShap(),
+                   PixelSmoothGrad(), PixelGradientShap())
 
     _parameter_constraints = {
         **NeuralClassifier._parameter_constraints,

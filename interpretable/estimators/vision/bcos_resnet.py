@@ -159,8 +159,7 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
         they run in float32, with one warning, as do recurrent layers that torch cannot run in
         bfloat16 there (the whole model when a custom module runs them). Outputs keep their
         dtypes (float32 logits, float64 probabilities). ``explain``, ``logits`` and the metrics
-        always run in the parameters' own precision. Saved with the model (models saved before
-        it load with ``"float32"``).
+        always run in the parameters' own precision. Saved with the model.
     accelerator : accelerate.Accelerator or None, default=None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end

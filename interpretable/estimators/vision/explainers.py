@@ -6,7 +6,8 @@
   models the contributions of the positional embedding, the class token and any biases go
   into ``bias``);
 * ``"rollout"``, ``"final_attention"``, ``"gradsam"``, ``"gradcam"``, ``"input_x_gradient"``,
-  ``"integrated_gradients"``, ``"occlusion"``, ``"smoothgrad"``, ``"gradient_shap"``: post-hoc
+  ``"integrated_gradients"``, ``"occlusion"``, ``"lime"``, ``"kernel_shap"``, ``"smoothgrad"``,
+  ``"gradient_shap"``: post-hoc
   maps of :func:`~interpretable.attribution.vision.attribute` (SmoothGrad: captum
   ``NoiseTunnel`` over ``Saliency``, the L2 norm over the channels of the gradient averaged
   over ``nt_samples`` noisy copies; GradientSHAP: captum ``GradientShap`` from the
@@ -17,8 +18,8 @@ DeepLIFT is not offered: the vision transformers' LayerNorm, GELU and softmax at
 the B-cos layers) are operations captum's DeepLift has no exact rule for
 (``explain(method="deeplift")`` names them).
 
-``baseline`` (integrated gradients, occlusion and GradientSHAP) is the image the pixels move
-to:
+``baseline`` (integrated gradients, occlusion, LIME, Kernel SHAP and GradientSHAP) is the
+image the pixels move to:
 ``"zeros"`` (default) a black image (for B-cos models its encoding ``(0, 1)``, not the
 all-zero input), a number in [0, 1] the image of that constant pixel value, ``"blur"`` a
 Gaussian-blurred copy of the explained image (standard deviation ``sigma`` pixels, default 5;
@@ -43,7 +44,8 @@ from ..core.explainer import Attributions, Explainer
 
 __all__ = ["ImageExplainer", "BcosContributions", "Rollout", "FinalAttention",
            "GradSAM", "GradCAM", "PixelInputXGradient", "PixelIntegratedGradients",
-           "PixelOcclusion", "PixelSmoothGrad", "PixelGradientShap"]
+           "PixelOcclusion", "PixelLime", "PixelKernelShap", "PixelSmoothGrad",
+           "PixelGradientShap"]
 
 #: the named baselines of integrated gradients and occlusion (or a number: a constant image)
 BASELINES = ("zeros", "blur")
@@ -303,10 +305,41 @@ class PixelOcclusion(_PostHoc):
 
     name = "occlusion"
 
+    def patch_window(self, estimator, batch: dict, window):
+        """The side of the windows in pixels: ``window``, or None for the default of
+        :func:`~interpretable.attribution.vision.attribute` (a token's patch)."""
+        return window
+
     def attribute(self, estimator, batch, target, *, window=None, stride=None,
                   baseline="zeros", sigma=5.0) -> Attributions:
         return super().attribute(estimator, batch, target, baseline=baseline, sigma=sigma,
-                                 window=window, stride=stride)
+                                 window=self.patch_window(estimator, batch, window),
+                                 stride=stride)
+
+
+class PixelLime(PixelOcclusion):
+    """LIME (captum ``Lime``'s computation) over patches of ``window`` × ``window`` pixels that
+    tile the image (None: a token's patch): ``n_samples`` coalitions per image, each patch kept
+    with probability 1/2, the others replaced by the ``baseline`` (as for integrated
+    gradients); every pixel holds its patch's Lasso coefficient. Seeded by ``random_state``,
+    per image."""
+
+    name = "lime"
+
+    def attribute(self, estimator, batch, target, *, window=None, baseline="zeros", sigma=5.0,
+                  n_samples=200, random_state=0) -> Attributions:
+        return _PostHoc.attribute(self, estimator, batch, target, baseline=baseline,
+                                  sigma=sigma, window=self.patch_window(estimator, batch, window),
+                                  n_samples=n_samples, random_state=random_state)
+
+
+class PixelKernelShap(PixelLime):
+    """Kernel SHAP (captum ``KernelShap``'s computation) over patches of ``window`` ×
+    ``window`` pixels that tile the image (None: a token's patch), ``n_samples`` coalitions per
+    image; every pixel holds its patch's Shapley value (the patches' values sum to the logit
+    minus the ``baseline``'s logit, approximately). Seeded by ``random_state``, per image."""
+
+    name = "kernel_shap"
 
 
 class PixelSmoothGrad(_PostHoc):

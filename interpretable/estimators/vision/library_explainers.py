@@ -6,8 +6,10 @@ timm classifier) that the other image classifiers do not share:
   map, found when the model is adopted or fitted (``estimator.gradcam_layer_``), or at any
   ``layer=`` (:func:`~interpretable.attribution.feature_maps.layer_gradcam`);
 * ``"gradient"`` (:class:`PixelGradient`): the pixel gradient's L2 norm over the channels;
-* ``"occlusion"`` (:class:`FeatureMapOcclusion`): captum's occlusion, its default window one
-  cell of that feature map;
+* ``"occlusion"``, ``"lime"`` and ``"kernel_shap"`` (:class:`FeatureMapOcclusion`,
+  :class:`FeatureMapLime`, :class:`FeatureMapKernelShap`): the patch methods of
+  :mod:`interpretable.estimators.vision.explainers`, their default window one cell of that
+  feature map;
 * ``"integrated_gradients"`` and ``"input_x_gradient"`` (:class:`FeatureMapIntegratedGradients`,
   :class:`FeatureMapInputXGradient`): the pixel methods of
   :mod:`interpretable.estimators.vision.explainers`, or with ``layer=`` (a module name of the
@@ -46,12 +48,14 @@ from .explainers import (
     ImageExplainer,
     PixelInputXGradient,
     PixelIntegratedGradients,
+    PixelKernelShap,
+    PixelLime,
     PixelOcclusion,
     _baseline_image,
 )
 
-__all__ = ["FeatureMapGradCAM", "PixelGradient", "FeatureMapOcclusion",
-           "FeatureMapIntegratedGradients", "FeatureMapInputXGradient", "PixelDeepLift"]
+__all__ = ["FeatureMapGradCAM", "PixelGradient", "FeatureMapOcclusion", "FeatureMapLime",
+           "FeatureMapKernelShap", "FeatureMapIntegratedGradients", "FeatureMapInputXGradient", "PixelDeepLift"]
 
 
 def _check_layer(estimator, layer) -> None:
@@ -155,21 +159,35 @@ class PixelGradient(ImageExplainer):
                             logits=logits, target=t)
 
 
-class FeatureMapOcclusion(PixelOcclusion):
+class _FeatureMapWindow:
+    """A patch method whose default ``window`` is one cell of the network's last feature map
+    (the image side over the map's, e.g. 32 pixels for a ResNet's 7 × 7 map of a 224-pixel
+    image; 8 × 8 cells without a map)."""
+
+    def patch_window(self, estimator, batch: dict, window) -> int:
+        """``window``, or for None one cell of the last feature map."""
+        if window is not None:
+            return window
+        height, width = batch["x"].shape[-2:]
+        grid = estimator.feature_grid_ or (8, 8)
+        return max(1, min(height // grid[0], width // grid[1]))
+
+
+class FeatureMapOcclusion(_FeatureMapWindow, PixelOcclusion):
     """Occlusion (captum): the drop of the logit when a ``window`` × ``window`` square is
     replaced by the ``baseline``, every ``stride`` pixels; ``window`` None: one cell of the
-    network's last feature map (the image side over the map's, e.g. 32 pixels for a ResNet's
-    7 × 7 map of a 224-pixel image), ``stride`` None: the window; a pixel holds the mean over
+    network's last feature map, ``stride`` None: the window; a pixel holds the mean over
     the windows covering it."""
 
-    def attribute(self, estimator, batch, target, *, window=None, stride=None,
-                  baseline="zeros", sigma=5.0) -> Attributions:
-        if window is None:
-            height, width = batch["x"].shape[-2:]
-            grid = estimator.feature_grid_ or (8, 8)
-            window = max(1, min(height // grid[0], width // grid[1]))
-        return super().attribute(estimator, batch, target, window=window, stride=stride,
-                                 baseline=baseline, sigma=sigma)
+
+class FeatureMapLime(_FeatureMapWindow, PixelLime):
+    """LIME over patches that tile the image, by default the cells of the network's last
+    feature map (see :class:`~interpretable.estimators.vision.explainers.PixelLime`)."""
+
+
+class FeatureMapKernelShap(_FeatureMapWindow, PixelKernelShap):
+    """Kernel SHAP over patches that tile the image, by default the cells of the network's last
+    feature map (see :class:`~interpretable.estimators.vision.explainers.PixelKernelShap`)."""
 
 
 def _complete(maps, logits, target, baseline_logit) -> Attributions:

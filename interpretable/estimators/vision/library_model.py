@@ -44,6 +44,8 @@ from .library_explainers import (
     FeatureMapGradCAM,
     FeatureMapInputXGradient,
     FeatureMapIntegratedGradients,
+    FeatureMapKernelShap,
+    FeatureMapLime,
     FeatureMapOcclusion,
     PixelDeepLift,
     PixelGradient,
@@ -191,8 +193,7 @@ class ImageClassifier(VisionTransformerClassifier):
         they run in float32, with one warning, as do recurrent layers that torch cannot run in
         bfloat16 there (the whole model when a custom module runs them). Outputs keep their
         dtypes (float32 logits, float64 probabilities). ``explain``, ``logits`` and the metrics
-        always run in the parameters' own precision. Saved with the model (models saved before
-        it load with ``"float32"``).
+        always run in the parameters' own precision. Saved with the model.
     accelerator : accelerate.Accelerator or None, default=None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
@@ -249,7 +250,8 @@ class ImageClassifier(VisionTransformerClassifier):
 
     saved_as = "ImageClassifier"
     explainers = (FeatureMapGradCAM(), PixelGradient(), FeatureMapInputXGradient(),
-                  FeatureMapIntegratedGradients(), FeatureMapOcclusion(), PixelSmoothGrad(),
+                  FeatureMapIntegratedGradients(), FeatureMapOcclusion(), FeatureMapLime(),
+                  FeatureMapKernelShap(), PixelSmoothGrad(),
                   PixelGradientShap(), PixelDeepLift())
     _borrowed_params = ("pretrained",)
     _parameter_constraints = {
