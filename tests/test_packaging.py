@@ -74,8 +74,9 @@ def dist(tmp_path_factory):
         kwargs = {"ignore": shutil.ignore_patterns("__pycache__")} if copy is shutil.copytree \
             else {}
         copy(ROOT / name, source / name, **kwargs)
-    (source / "build").mkdir()  # an old build folder stays out of the sdist
-    (source / "build" / "stale.py").write_text("")
+    for junk in ("build/stale.py", "tests/test_stale.py"):  # they stay out of the sdist
+        (source / junk).parent.mkdir()
+        (source / junk).write_text("")
     _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", out, source])
     (sdist,), (built,) = out.glob("*.tar.gz"), out.glob("*.whl")
     return sdist, built
