@@ -562,3 +562,68 @@ def test_pixel_gradient_shap_equals_captum_and_batching_is_invisible(vit, monkey
     smooth = clf.explain(X, method="smoothgrad", nt_samples=3)
     np.testing.assert_allclose(clf.explain(X, method="smoothgrad", nt_samples=3,
                                            batch_size=1).values, smooth.values, atol=1e-6)
+
+
+@pytest.mark.parametrize("model", ["lstm", "bert"])
+def test_integrated_gradients_to_a_tolerance(model, request):
+    """n_steps="auto": every text's completeness error (in logit units) is under the
+    tolerance, and where a text used k steps its attributions are those of n_steps=k."""
+    clf = request.getfixturevalue(model)
+    X = TEXTS if model == "lstm" else WORDS
+    tolerance = 1e-5
+    auto = clf.explain(X, method="integrated_gradients", n_steps="auto", tolerance=tolerance)
+    error = np.abs([v.sum() for v in auto.values] + auto.bias - auto.logit)
+    assert (error <= tolerance).all(), error
+    steps = auto.n_steps.astype(int)
+    assert set(steps) <= {16, 32, *range(40, 513, 8)}
+    assert auto.to_frame(kind="samples")["n_steps"].tolist() == steps.tolist()
+    for k in sorted(set(steps)):
+        fixed = clf.explain(X, method="integrated_gradients", n_steps=int(k))
+        for i in np.flatnonzero(steps == k):
+            np.testing.assert_allclose(auto.values[i], fixed.values[i], rtol=1e-5, atol=1e-7)
+    fixed = clf.explain(X, method="integrated_gradients", n_steps=16)
+    assert fixed.n_steps is None
+    # a looser tolerance never takes more steps
+    loose = clf.explain(X, method="integrated_gradients", n_steps="auto", tolerance=1e-2)
+    assert (loose.n_steps <= steps).all()
+
+
+def test_integrated_gradients_to_a_tolerance_refusals(lstm):
+    with pytest.raises(ValueError, match="tolerance must be a positive number, got 0"):
+        lstm.explain(TEXTS[:1], method="integrated_gradients", n_steps="auto", tolerance=0)
+    with pytest.raises(ValueError, match="n_steps must be a positive integer, got 'many'"):
+        lstm.explain(TEXTS[:1], method="integrated_gradients", n_steps="many")
+    with pytest.raises(ValueError, match="n_steps='auto' integrates to a tolerance: it is "
+                                         "taken by method='integrated_gradients' without a "
+                                         "layer, not by method='smoothgrad_integrated_"
+                                         "gradients'"):
+        lstm.explain(TEXTS[:1], method="smoothgrad_integrated_gradients", n_steps="auto")
+
+
+def test_auto_steps_refine_only_the_texts_that_need_it():
+    """A forward whose path integrand is sharp for some texts (a steep tanh): those take more
+    steps; every text ends under the tolerance with the attributions of its step count."""
+    from interpretable.attribution.text import attribute_tokens
+
+    weights = torch.tensor([[1.0, -0.5, 0.25], [0.5, 0.5, -1.0]])
+    steepness = torch.tensor([1.0, 12.0, 30.0])
+
+    def forward(embedded, steep):
+        hidden = torch.tanh(steep[:, None, None] * (embedded - 0.4)).sum(1)  # (B, 3)
+        return hidden @ weights.T
+
+    embedded = torch.rand(3, 5, 3, generator=torch.Generator().manual_seed(0))
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    target = torch.tensor([0, 1, 0])
+    auto = attribute_tokens(forward, embedded, target, mask=mask, n_steps="auto",
+                            tolerance=1e-5, additional_forward_args=(steepness,))
+    with torch.no_grad():
+        gap = forward(embedded, steepness).gather(1, target[:, None])[:, 0] - \
+            auto.baseline_logit
+    assert ((auto.scores.sum(1) - gap.double()).abs() <= 1e-5).all()
+    steps = auto.steps.tolist()
+    assert steps[0] == 16 and steps[2] > steps[1] > 16, steps
+    for i, k in enumerate(steps):
+        fixed = attribute_tokens(forward, embedded[i:i + 1], target[i:i + 1], mask=mask[i:i + 1],
+                                 n_steps=k, additional_forward_args=(steepness[i:i + 1],))
+        torch.testing.assert_close(auto.scores[i], fixed.scores[0], rtol=1e-5, atol=1e-6)

@@ -57,6 +57,7 @@ batch, and threads do not share a random stream.
 """
 from __future__ import annotations
 
+import math
 import warnings
 from contextlib import nullcontext
 from numbers import Integral, Real
@@ -78,6 +79,9 @@ PERTURBATION_METHODS = ("occlusion", "lime", "kernel_shap")
 LAYER_METHODS = ("integrated_gradients", "input_x_gradient")
 #: the methods whose scores sum to the logit minus ``baseline_logit``
 COMPLETE_METHODS = ("integrated_gradients", "kernel_shap", "gradient_shap", "deeplift")
+#: ``n_steps="auto"``: the first quadrature, and the most steps a sample may take
+AUTO_FIRST_STEPS = 16
+AUTO_MAX_STEPS = 512
 #: the noise tunnel's default noise: this fraction of the spread (max - min) of each sample's
 #: real token embeddings (SmoothGrad's recommendation: 10 to 20 %)
 NOISE_LEVEL = 0.15
@@ -99,6 +103,8 @@ class TokenAttributions(NamedTuple):
         GradientSHAP the mean over the baselines; for layer integrated gradients the logit
         with the layer's output at the baseline), whose scores sum to the logit minus it;
         else None.
+    steps : torch.Tensor of shape (B,) or None, default=None
+        With ``n_steps="auto"``: the integration steps each sample used.
 
     Examples
     --------
@@ -109,6 +115,7 @@ class TokenAttributions(NamedTuple):
     """
     scores: torch.Tensor
     baseline_logit: Optional[torch.Tensor]
+    steps: Optional[torch.Tensor] = None
 
 
 def _check_count(name: str, value) -> None:
@@ -184,10 +191,55 @@ def _layer_swapped_logit(forward, layer: torch.nn.Module, embedded: torch.Tensor
         handle.remove()
 
 
+def _next_steps(history: list, tolerance: float) -> int:
+    """The steps of a sample's next quadrature from its ``history`` of (steps, error): twice
+    the last at first, then where the error's geometric decay between the last two reaches
+    ``tolerance``, 10 % beyond, at least 8 more and at most twice as many, rounded up to a
+    multiple of 8 (so that samples share passes)."""
+    steps, error = history[-1]
+    if len(history) == 1 or error >= history[-2][1]:
+        return 2 * steps
+    previous, previous_error = history[-2]
+    rate = (math.log(error) - math.log(previous_error)) / (steps - previous)
+    wanted = steps + (math.log(tolerance) - math.log(error)) / rate
+    return int(min(2 * steps, max(steps + 8, math.ceil(1.1 * wanted / 8) * 8)))
+
+
+def _integrated_to_tolerance(forward, embedded, baseline, target, mask, args, rows: int,
+                             tolerance: float, gap: torch.Tensor):
+    """Integrated gradients (captum's Gauss-Legendre quadrature) per sample with the fewest
+    steps of a sequence that bring ``|sum of scores - gap|`` under ``tolerance``: every
+    sample starts at :data:`AUTO_FIRST_STEPS`; those above it are integrated again, batched
+    by their next step count (:func:`_next_steps`), up to :data:`AUTO_MAX_STEPS`. Returns the
+    scores (B, T) and the steps used (B,)."""
+    from captum.attr import IntegratedGradients
+
+    scores = torch.zeros(embedded.shape[:2], dtype=torch.float64, device=embedded.device)
+    steps = torch.zeros(len(embedded), dtype=torch.long)
+    histories = [[] for _ in range(len(embedded))]
+    pending = {AUTO_FIRST_STEPS: list(range(len(embedded)))}
+    while pending:
+        n_steps = min(pending)
+        rows_now = torch.tensor(pending.pop(n_steps), device=embedded.device)
+        attr = IntegratedGradients(forward).attribute(
+            embedded[rows_now], baselines=baseline[rows_now], target=target[rows_now],
+            additional_forward_args=tuple(a[rows_now] for a in args), n_steps=n_steps,
+            internal_batch_size=rows).sum(-1).detach().double() * mask[rows_now]
+        errors = (attr.sum(1) - gap[rows_now]).abs().cpu().tolist()
+        for row, sample, error in zip(attr, rows_now.tolist(), errors):
+            scores[sample], steps[sample] = row, n_steps
+            histories[sample].append((n_steps, max(error, 1e-300)))
+            if error > tolerance and n_steps < AUTO_MAX_STEPS:
+                following = min(AUTO_MAX_STEPS, _next_steps(histories[sample], tolerance))
+                pending.setdefault(following, []).append(sample)
+    return scores, steps
+
+
 def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tensor,
                      target: torch.Tensor, method: str = "integrated_gradients", *,
                      mask: torch.Tensor, additional_forward_args: tuple = (),
-                     n_steps: int = 50, baseline: Optional[torch.Tensor] = None,
+                     n_steps: int | str = 50, tolerance: float = 1e-4,
+                     baseline: Optional[torch.Tensor] = None,
                      groups: Optional[torch.Tensor] = None, n_samples: int = 200,
                      random_state: Optional[int] = 0, nt_type: str = "smoothgrad",
                      nt_samples: int = 10, stdevs: Optional[float] = None,
@@ -210,8 +262,14 @@ def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tenso
         Bool, True on the real tokens.
     additional_forward_args : tuple, default=()
         Further arguments of ``forward`` (tensors, sample axis first).
-    n_steps : int, default=50
-        Integration steps of integrated gradients (also in the noise tunnel and at a layer).
+    n_steps : int or "auto", default=50
+        Integration steps of integrated gradients (also in the noise tunnel and at a layer);
+        ``"auto"`` (integrated gradients at the embeddings): per sample, the fewest steps of a
+        growing sequence (16, 32, then where the error's decay predicts the tolerance, up to
+        512) whose completeness error ``|sum of scores - (logit - baseline_logit)|`` is at
+        most ``tolerance``; only the samples above it are integrated again, batched.
+    tolerance : float, default=1e-4
+        ``n_steps="auto"``: the largest completeness error accepted, in logit units.
     baseline : torch.Tensor of shape (B, T, E) or (B, K, T, E) or None, default=None
         The reference embeddings of integrated gradients, DeepLIFT, GradientSHAP and the
         perturbation methods (None: all zero); ``(B, K, T, E)``: ``K`` baselines per sample,
@@ -288,7 +346,16 @@ def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tenso
     methods = GRADIENT_METHODS + NOISE_METHODS + DEEPLIFT_METHODS + PERTURBATION_METHODS
     if method not in methods:
         raise ValueError(f"method={method!r} is not supported; choose one of {list(methods)}.")
-    _check_count("n_steps", n_steps)
+    auto = isinstance(n_steps, str) and n_steps == "auto"
+    if not auto:
+        _check_count("n_steps", n_steps)
+    elif method != "integrated_gradients" or layer is not None:
+        raise ValueError(f"n_steps='auto' integrates to a tolerance: it is taken by "
+                         f"method='integrated_gradients' without a layer, not by "
+                         f"method={method!r}{' with a layer' if layer is not None else ''}.")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, Real) or \
+            not 0 < tolerance < float("inf"):
+        raise ValueError(f"tolerance must be a positive number, got {tolerance!r}.")
     _check_count("n_samples", n_samples)
     _check_count("nt_samples", nt_samples)
     if nt_type not in NT_TYPES:
@@ -352,6 +419,13 @@ def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tenso
                 scores = _layer_scores(LayerIntegratedGradients(forward, layer).attribute(
                     embedded, baselines=baseline, target=target, additional_forward_args=args,
                     n_steps=n_steps, internal_batch_size=rows), embedded)
+            elif auto:
+                with torch.no_grad():
+                    logit = forward(embedded.detach(), *args).gather(1, target[:, None])[:, 0]
+                    baseline_logit = forward(baseline, *args).gather(1, target[:, None])[:, 0]
+                scores, steps = _integrated_to_tolerance(
+                    forward, embedded.detach(), baseline, target, mask, args, rows, tolerance,
+                    (logit - baseline_logit).double())
             elif method == "integrated_gradients":
                 scores = IntegratedGradients(forward).attribute(
                     embedded, baselines=baseline, target=target, additional_forward_args=args,
@@ -381,9 +455,10 @@ def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tenso
         with torch.no_grad():
             baseline_logit = _layer_swapped_logit(forward, layer, embedded.detach(), baseline,
                                                   target, args)
-    elif method in COMPLETE_METHODS:
+    elif method in COMPLETE_METHODS and not auto:
         with torch.no_grad():
             baseline_logit = torch.stack([
                 forward(baselines[:, k], *args).gather(1, target[:, None])[:, 0]
                 for k in range(baselines.shape[1])]).mean(0)
-    return TokenAttributions((scores.detach() * mask).double(), baseline_logit)
+    return TokenAttributions((scores.detach() * mask).double(), baseline_logit,
+                             steps if auto else None)

@@ -23,13 +23,14 @@ FRAME_COLUMNS = [
 #: Columns of ``to_frame(kind="samples")``, in table order.
 SAMPLE_COLUMNS = [
     "sample", "step", "target", "contrast", "prediction", "logit", "bias", "target_probability",
-    "prediction_probability", "completeness_error", "method", "class_independent",
+    "prediction_probability", "completeness_error", "n_steps", "method", "class_independent",
 ]
 #: The dtype of every column but ``sample`` (int64 positions, or the caller's ids) and the
 #: :data:`LABEL_COLUMNS`.
 FRAME_DTYPES = {
     "unit": "int64", "token": "str", "query": "str", "char_start": "Int64", "char_end": "Int64",
-    "row": "int64", "col": "int64", "step": "int64", "component": "str", "contrast": "str",
+    "row": "int64", "col": "int64", "step": "int64", "n_steps": "Int64", "component": "str",
+    "contrast": "str",
     "attribution": "float64", "method": "str", "class_independent": "bool",
     "logit": "float64", "bias": "float64", "target_probability": "float64",
     "prediction_probability": "float64", "completeness_error": "float64",

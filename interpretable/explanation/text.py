@@ -126,6 +126,9 @@ class TokenExplanation(TextViews, ClassifierExplanation):
         With ``explain(contrast=...)``: per sample ``"mean"`` (the values explain the target's
         logit minus the mean logit) or the class whose logit is subtracted; ``logit`` then
         holds that difference. None: the target's logit.
+    n_steps : ndarray of shape (n,) or None, default=None
+        With ``explain(method="integrated_gradients", n_steps="auto")``: the integration steps
+        each sample used (NaN for samples of other methods after ``concat_explanations``).
 
     See Also
     --------
@@ -164,8 +167,9 @@ class TokenExplanation(TextViews, ClassifierExplanation):
     sample_ids: np.ndarray | None = None
     class_independent: bool = False
     contrast: np.ndarray | None = None
+    n_steps: np.ndarray | None = None
     _per_sample = ("units", "values", "target", "prediction", "logit", "bias", "queries",
-                   "inputs", "proba", "sample_ids", "contrast")
+                   "inputs", "proba", "sample_ids", "contrast", "n_steps")
 
     def __post_init__(self):
         for i, (tok, att) in enumerate(zip(self.units, self.values)):
@@ -238,7 +242,8 @@ class TokenExplanation(TextViews, ClassifierExplanation):
         """
         check_kind(kind)
         if kind == "samples":
-            return build_frame(self._samples_columns(), SAMPLE_COLUMNS)
+            return build_frame({**self._samples_columns(), "n_steps": self.n_steps},
+                               SAMPLE_COLUMNS)
         lengths = [len(t) for t in self.units]
         rows = np.repeat(np.arange(len(self)), lengths)
         spans = None if self.offsets is None else np.concatenate(self.offsets).reshape(-1, 2)
@@ -352,7 +357,7 @@ class WordPieceExplanation(TokenExplanation):
     Parameters
     ----------
     units, values, target, prediction, method, logit, bias, queries, inputs, proba, classes, \
-contrast, class_independent, sample_ids : as in TokenExplanation
+contrast, class_independent, sample_ids, n_steps : as in TokenExplanation
         The fields of every token explanation (see :class:`TokenExplanation`).
     level : {"piece", "word"}, default="piece"
         The units: the model's word pieces or the words of the text.

@@ -149,6 +149,8 @@ class BertExplainer(Explainer):
             level=level, spans=[np.asarray(s, dtype=np.int64).reshape(-1, 2) for s in spans],
             position_type=None if "position_type" not in fields
             else np.asarray(fields["position_type"], dtype=np.float64),
+            n_steps=None if "n_steps" not in fields
+            else np.asarray(fields["n_steps"], dtype=np.float64),
             truncated=np.array([pieces.dropped for pieces in aligned], dtype=np.int64))
 
 
@@ -335,10 +337,11 @@ class BertIntegratedGradients(BertExplainer, IntegratedGradients):
     ``layer="<module name>"``: layer integrated gradients at that layer's output."""
 
     def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
-                  n_steps=50, baseline="zeros", layer=None) -> Attributions:
+                  n_steps=50, tolerance=1e-4, baseline="zeros", layer=None) -> Attributions:
         """(``level`` is applied by :meth:`assemble`.)"""
         return super().attribute(estimator, batch, target, embedding_offset=embedding_offset,
-                                 n_steps=n_steps, baseline=baseline, layer=layer)
+                                 n_steps=n_steps, tolerance=tolerance, baseline=baseline,
+                                 layer=layer)
 
 
 class BertSmoothGrad(BertExplainer, SmoothGrad):

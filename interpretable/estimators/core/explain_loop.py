@@ -57,7 +57,7 @@ class ExplainLoop:
         >>> from interpretable import EmbeddingBagClassifier
         >>> from interpretable.estimators.explainers import get_explainer
         >>> get_explainer(EmbeddingBagClassifier, "integrated_gradients").options()
-        ['n_steps', 'baseline', 'layer']
+        ['n_steps', 'tolerance', 'baseline', 'layer']
         """
         names = [name for name, p in inspect.signature(self.attribute).parameters.items()
                  if p.kind is inspect.Parameter.KEYWORD_ONLY]

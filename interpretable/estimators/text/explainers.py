@@ -143,6 +143,7 @@ class TokenExplainer(Explainer):
             target=classes[np.asarray(fields["target"], dtype=np.int64)],
             prediction=classes[logits.argmax(1).numpy()],
             method=self.name, logit=_optional(fields, "logit"), bias=_optional(fields, "bias"),
+            n_steps=_optional(fields, "n_steps"),
             queries=encoded.queries, inputs=encoded.texts,
             proba=torch.softmax(logits, 1).numpy(), classes=classes,
             class_independent=self.class_independent)
@@ -419,7 +420,8 @@ class _Captum(TokenExplainer):
         exact = result.baseline_logit is not None
         return Attributions(values=result.scores, logits=logits, target=t,
                             logit=logits.gather(1, t[:, None])[:, 0] if exact else None,
-                            bias=result.baseline_logit)
+                            bias=result.baseline_logit,
+                            extras={} if result.steps is None else {"n_steps": result.steps})
 
 
 class Gradient(_Captum):
@@ -434,7 +436,9 @@ class Gradient(_Captum):
 
 class IntegratedGradients(_Captum):
     """Integrated gradients from ``baseline`` (``"zeros"``, ``"pad"`` or ``"mask"``, see the
-    module docstring; ``n_steps`` integration steps); the baseline's logit is the ``bias``, so
+    module docstring; ``n_steps`` integration steps, or ``"auto"``: per text the fewest steps
+    that bring the completeness error under ``tolerance`` logit units, reported as the
+    explanation's ``n_steps``); the baseline's logit is the ``bias``, so
     ``completeness_error`` measures convergence. ``layer="<module name>"``: layer integrated
     gradients (captum ``LayerIntegratedGradients``) at that module's output, summed per
     token, complete as well."""
@@ -442,10 +446,10 @@ class IntegratedGradients(_Captum):
     name = "integrated_gradients"
 
     def attribute(self, estimator, batch, target, *, embedding_offset=None, n_steps=50,
-                  baseline="zeros", layer=None) -> Attributions:
+                  tolerance=1e-4, baseline="zeros", layer=None) -> Attributions:
         return self.captum_attributions(estimator, batch, target,
                                         embedding_offset=embedding_offset, n_steps=n_steps,
-                                        baseline=baseline, layer=layer)
+                                        tolerance=tolerance, baseline=baseline, layer=layer)
 
 
 class InputXGradient(_Captum):
