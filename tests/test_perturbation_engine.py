@@ -181,3 +181,33 @@ def test_image_patches_must_tile():
         clf.explain(X[:1], method="kernel_shap", n_samples=0)
     with pytest.raises(ValueError, match="random_state must be None or a non-negative"):
         clf.explain(X[:1], method="lime", random_state=-1)
+
+
+def test_bf16_runs_the_perturbation_forwards_only():
+    """inference_precision="bf16": occlusion / LIME / Kernel SHAP run their forward passes in
+    the predictions' precision (close to float32 in rank), the gradient methods do not (equal
+    to the float32 estimator's)."""
+    import copy
+    import warnings
+
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    from interpretable import AttentionTextClassifier
+
+    texts = ["a good movie with a great plot", "bad film", "awful acting and a dull plot",
+             "the plot was great and the acting good"]
+    clf = AttentionTextClassifier(embed_dim=16, hidden_size=16, max_epochs=3,
+                                  random_state=0).fit(texts, [1, 0, 0, 1])
+    low = copy.deepcopy(clf).set_params(inference_precision="bf16")  # the same weights
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # no native bfloat16 here: float32, with a warning
+        for method in ("occlusion", "kernel_shap"):
+            full = clf.explain(texts, method=method)
+            half = low.explain(texts, method=method)
+            for a, b in zip(full.values, half.values):
+                assert spearmanr(a, b).statistic > 0.8, method
+        full = clf.explain(texts, method="integrated_gradients", n_steps=8)
+        half = low.explain(texts, method="integrated_gradients", n_steps=8)
+    for a, b in zip(full.values, half.values):
+        np.testing.assert_array_equal(a, b)

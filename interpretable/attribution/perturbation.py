@@ -24,8 +24,9 @@ Given the same coalitions (:func:`draw_coalitions`), the attributions equal capt
 ``attribute`` called on each sample alone (Kernel SHAP's to captum's float32 rounding). What differs is the cost: the coalitions of all
 samples are drawn at once, every distinct coalition of a sample is evaluated once (Kernel
 SHAP's sampler repeats the small and the large coalitions often), and the perturbed inputs of
-several samples share each forward pass (``rows_per_pass`` rows), where captum evaluates one
-sample's perturbations at a time, each built and weighted in Python.
+several samples share each forward pass (at most ``rows_per_pass`` rows; padded sequences of
+one length per pass, cut to it), where captum evaluates one sample's perturbations at a time,
+each built and weighted in Python.
 
 Every sample draws its coalitions from a generator of its own seeded with ``random_state``:
 its attributions do not depend on the batch it is in, and threads share no random stream.
@@ -113,14 +114,16 @@ def _ablation(method: str, n_features: int) -> bool:
 def _target_logits(forward, inputs, baseline, features, coalitions, owners, target, args,
                    rows_per_pass: int, lengths) -> torch.Tensor:
     """The target logit ``(R,)`` of every coalition row ``coalitions (R, F_max)`` of the
-    samples ``owners (R,)``, ``rows_per_pass`` perturbed inputs per forward pass; with
-    ``lengths`` the rows go by length and each pass is cut to its longest sample."""
-    order = torch.arange(len(owners), device=owners.device)
-    if lengths is not None:
-        order = torch.sort(lengths[owners], stable=True).indices
+    samples ``owners (R,)``, at most ``rows_per_pass`` perturbed inputs per forward pass; with
+    ``lengths`` each pass holds rows of one length, cut to it."""
     out = torch.empty(len(owners), dtype=torch.float64, device=owners.device)
-    for start in range(0, len(owners), rows_per_pass):
-        chosen = order[start:start + rows_per_pass]
+    if lengths is None:
+        passes = torch.arange(len(owners), device=owners.device).split(rows_per_pass)
+    else:  # rows of one length per pass: no padding is computed
+        row_lengths = lengths[owners]
+        passes = [chunk for length in row_lengths.unique().tolist()
+                  for chunk in (row_lengths == length).nonzero()[:, 0].split(rows_per_pass)]
+    for chosen in passes:
         rows = owners[chosen]
         index = features[rows]
         keep = coalitions[chosen].gather(1, index.clamp(min=0).flatten(1)).view_as(index) \
@@ -205,8 +208,8 @@ def perturbation_attributions(method: str, forward: Callable[..., torch.Tensor],
     lengths : torch.Tensor of shape (B,) or None, default=None
         Padded sequences: sample ``i``'s elements beyond ``lengths[i]`` along axis 1 (and
         those of the additional arguments with that axis) are padding, which ``forward``
-        ignores; the perturbed inputs are then evaluated by length, each pass cut to its
-        longest sample (as if every sample were explained alone, without padding).
+        ignores; each forward pass then holds perturbed inputs of one length, cut to it (as if
+        every sample were explained alone, without padding).
 
     Returns
     -------

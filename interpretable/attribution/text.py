@@ -67,6 +67,7 @@ import torch
 
 from .hooked import deeplift_refusal
 from .noise import NT_TYPES, draw, gradient_shap, noise_tunnel
+from .perturbation import METHODS as PERTURBATION_METHODS
 from .perturbation import perturbation_attributions
 
 __all__ = ["TokenAttributions", "attribute_tokens"]
@@ -74,7 +75,6 @@ __all__ = ["TokenAttributions", "attribute_tokens"]
 GRADIENT_METHODS = ("gradient", "integrated_gradients", "input_x_gradient")
 NOISE_METHODS = ("smoothgrad", "smoothgrad_integrated_gradients", "gradient_shap")
 DEEPLIFT_METHODS = ("deeplift",)
-PERTURBATION_METHODS = ("occlusion", "lime", "kernel_shap")
 #: the methods that take a ``layer``
 LAYER_METHODS = ("integrated_gradients", "input_x_gradient")
 #: the methods whose scores sum to the logit minus ``baseline_logit``
@@ -460,5 +460,6 @@ def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tenso
             baseline_logit = torch.stack([
                 forward(baselines[:, k], *args).gather(1, target[:, None])[:, 0]
                 for k in range(baselines.shape[1])]).mean(0)
-    return TokenAttributions((scores.detach() * mask).double(), baseline_logit,
+    return TokenAttributions((scores.detach() * mask).double(),
+                             None if baseline_logit is None else baseline_logit.float(),
                              steps if auto else None)

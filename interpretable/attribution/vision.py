@@ -62,6 +62,9 @@ __all__ = ["attribute", "gradcam", "inherent", "inherent_terms", "patch_features
 METHODS = ("inherent", "rollout", "final_attention", "gradsam", "gradcam", "input_x_gradient",
            "integrated_gradients", "occlusion", "smoothgrad", "gradient_shap", "lime",
            "kernel_shap")
+#: encoded pixel values per forward pass of the perturbation methods (without
+#: ``internal_batch_size``): 341 images of 64 × 64, 27 of 224 × 224
+_PIXELS_PER_PASS = 2 ** 22
 #: SmoothGrad's default noise: this fraction of the spread (max - min) of each encoded image
 NOISE_LEVEL = 0.15
 
@@ -494,7 +497,8 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
     if method in ("smoothgrad", "gradient_shap"):
         return _noisy(model, x, target, method, baseline, nt_type=nt_type,
                       nt_samples=nt_samples, n_samples=n_samples, stdevs=stdevs,
-                      random_state=random_state, rows_per_pass=internal_batch_size or len(x))
+                      random_state=random_state,
+            rows_per_pass=internal_batch_size or max(len(x), _PIXELS_PER_PASS // x[0].numel()))
     baseline = torch.zeros_like(x) if baseline is None else baseline.to(x).expand_as(x)
     if method in ("occlusion", "lime", "kernel_shap"):
         if window is None:
@@ -522,7 +526,8 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
         features = patch_features(x, window)
         scores = perturbation_attributions(
             method, model, x, baseline, target, features, n_samples=n_samples,
-            random_state=random_state, rows_per_pass=internal_batch_size or len(x))
+            random_state=random_state,
+            rows_per_pass=internal_batch_size or max(len(x), _PIXELS_PER_PASS // x[0].numel()))
         return scores.to(x.device).gather(1, features.flatten(1)).view(len(x), *size).to(x.dtype)
     with torch.enable_grad():
         if method == "input_x_gradient":

@@ -156,8 +156,9 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         CUDA GPU of compute capability 8.0 or newer, a CPU with AVX512-BF16 or AMX); elsewhere
         they run in float32, with one warning, as do recurrent layers that torch cannot run in
         bfloat16 there (the whole model when a custom module runs them). Outputs keep their
-        dtypes (float32 logits, float64 probabilities). ``explain``, ``logits`` and the metrics
-        always run in the parameters' own precision. Saved with the model.
+        dtypes (float32 logits, float64 probabilities). So do the forward passes of the
+        perturbation methods of ``explain`` (occlusion, LIME, Kernel SHAP); the other methods,
+        ``logits`` and the metrics run in the parameters' own precision. Saved with the model.
     accelerator : accelerate.Accelerator or None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
@@ -256,13 +257,29 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
             logits[rows] = out
         return logits
 
-    def _inference_autocast(self):
-        """The context of the predictions (``predict``, ``predict_proba``,
-        ``decision_function``): autocast in bfloat16 on ``device_`` when ``inference_precision``
-        is ``"bf16"`` and the device computes it natively (:func:`native_bf16`), else none
-        (warning once per estimator when bfloat16 was asked); recurrent layers without a
-        bfloat16 kernel there run in float32 (:func:`.training.checked_autocast`, which
-        warns once too). Autocast is thread-local: the shared module is never changed."""
+    def inference_autocast(self):
+        """Return the context the predictions run in, ``inference_precision``'s.
+
+        That is autocast in bfloat16 on ``device_`` when ``inference_precision`` is ``"bf16"``
+        and the device computes it natively (:func:`native_bf16`), else none (warning once per
+        estimator when bfloat16 was asked); recurrent layers without a bfloat16 kernel there
+        run in float32 (:func:`.training.checked_autocast`, which warns once too). Autocast is
+        thread-local: the shared module is never changed. ``predict``, ``predict_proba``,
+        ``decision_function`` and the forward passes of the perturbation explainers run in it.
+
+        Returns
+        -------
+        contextlib.AbstractContextManager
+            ``torch.autocast`` or a null context.
+
+        Examples
+        --------
+        >>> from interpretable import EmbeddingBagClassifier
+        >>> clf = EmbeddingBagClassifier(max_epochs=1).fit(["good", "bad"], [1, 0])
+        >>> with clf.inference_autocast():  # float32: no autocast
+        ...     int(clf.predict(["good"])[0]) in (0, 1)
+        True
+        """
         precision = self.inference_precision
         validate_parameters({"inference_precision": [StrOptions(set(INFERENCE_PRECISIONS))]},
                             {"inference_precision": precision}, type(self).__name__)
@@ -286,7 +303,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         ``inference_precision``."""
         with self._fitted_call():  # NotFittedError first; encode and the batches skip theirs
             inputs = self.encode(X).inputs
-            with self._inference_autocast():
+            with self.inference_autocast():
                 return self.logits(inputs)
 
     def decision_function(self, X) -> np.ndarray:

@@ -53,13 +53,14 @@ offset).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import numpy as np
 import torch
 
 from ...attribution.hooked import deeplift_refusal, find_layer, own_hooks_copy
-from ...attribution.text import attribute_tokens
+from ...attribution.text import PERTURBATION_METHODS, attribute_tokens
 from ...explanation import TokenExplanation
 from ...nn.losses import explained_logits, logits_of
 from ...text import WordPieceEncoder
@@ -413,10 +414,15 @@ class _Captum(TokenExplainer):
             forward = self.layer_forward(twin, batch)
         elif self.name == "deeplift":
             forward = _Network(_own_hooks(estimator), keys, self.view)
-        result = attribute_tokens(
-            forward, embedded, t, self.name, mask=_real_tokens(batch, embedded.shape[1]),
-            additional_forward_args=tuple(batch.values()), layer=module,
-            baseline=self.baseline_embedding(estimator, batch, embedded, baseline), **settings)
+        # the perturbation methods only run forward passes: in the predictions' precision
+        precision = estimator.inference_autocast() if self.name in PERTURBATION_METHODS \
+            else contextlib.nullcontext()
+        with precision:
+            result = attribute_tokens(
+                forward, embedded, t, self.name, mask=_real_tokens(batch, embedded.shape[1]),
+                additional_forward_args=tuple(batch.values()), layer=module,
+                baseline=self.baseline_embedding(estimator, batch, embedded, baseline),
+                **settings)
         exact = result.baseline_logit is not None
         return Attributions(values=result.scores, logits=logits, target=t,
                             logit=logits.gather(1, t[:, None])[:, 0] if exact else None,

@@ -170,8 +170,9 @@ class BcosSimpleViTClassifier(VisionTransformerClassifier):
         CUDA GPU of compute capability 8.0 or newer, a CPU with AVX512-BF16 or AMX); elsewhere
         they run in float32, with one warning, as do recurrent layers that torch cannot run in
         bfloat16 there (the whole model when a custom module runs them). Outputs keep their
-        dtypes (float32 logits, float64 probabilities). ``explain``, ``logits`` and the metrics
-        always run in the parameters' own precision. Saved with the model.
+        dtypes (float32 logits, float64 probabilities). So do the forward passes of the
+        perturbation methods of ``explain`` (occlusion, LIME, Kernel SHAP); the other methods,
+        ``logits`` and the metrics run in the parameters' own precision. Saved with the model.
     accelerator : accelerate.Accelerator or None, default=None
         Train through Hugging Face Accelerate (skorch's ``AccelerateMixin``): under
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end

@@ -31,11 +31,13 @@ time).
 
 from __future__ import annotations
 
+import contextlib
 from numbers import Real
 
 import numpy as np
 import torch
 
+from ...attribution.perturbation import METHODS as PERTURBATION_METHODS
 from ...attribution.vision import attribute, gaussian_blur, inherent, inherent_terms
 from ...explanation import ImageExplanation
 from ...nn.bcos.simple_vit import BcosSimpleViT, contributions
@@ -243,8 +245,12 @@ class _PostHoc(ImageExplainer):
                                  for b in baseline], 1)
         else:
             image = _baseline_image(estimator, x, baseline, sigma)
-        maps = attribute(estimator.module_, x, t, self.name, baseline=image, **settings)
-        return Attributions(values=maps, logits=logits, target=t)
+        # the perturbation methods only run forward passes: in the predictions' precision
+        precision = estimator.inference_autocast() if self.name in PERTURBATION_METHODS \
+            else contextlib.nullcontext()
+        with precision:
+            maps = attribute(estimator.module_, x, t, self.name, baseline=image, **settings)
+        return Attributions(values=maps.float(), logits=logits, target=t)
 
 
 class _NoOptions(_PostHoc):
