@@ -158,6 +158,10 @@ def test_fine_tuning_a_torchvision_densenet_explains_exactly(checkpoint, tmp_pat
         assert explanation.values.shape == (2, 32, 32) and explanation.weights is not None
         assert abs(explanation.completeness_error).max() < 1e-10
     assert clf.explain(X[:2], method="gradcam").values.shape == (2, 32, 32)
+    block = clf.explain(X[:2], layer="denseblock2", dtype="float64")  # a block's input
+    assert block.values.shape == (2, 32, 32) and abs(block.completeness_error).max() < 1e-10
+    with pytest.raises(ValueError, match=r"layer must be None or one of \['denseblock1'"):
+        clf.explain(X[:2], layer="layer3")
     loaded = BcosResNetClassifier.load(clf.save(tmp_path / "model"))
     restored = pickle.loads(pickle.dumps(clf))
     for other in (loaded, restored):

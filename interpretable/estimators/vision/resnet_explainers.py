@@ -61,7 +61,8 @@ class BcosResNetContributions(ImageExplainer):
         target : torch.Tensor or None
             The explained classes.
         layer : str or None, default=None
-            The explained layer's name, or None (the image).
+            The explained layer's name (a ResNet's ``"layer1"`` ... ``"fc"``, a DenseNet's
+            ``"denseblock1"`` ... ``"classifier"``), or None (the image).
 
         Returns
         -------
@@ -75,8 +76,10 @@ class BcosResNetContributions(ImageExplainer):
         >>> BcosResNetContributions().prepare(None, None, None, layer="fc")
         {'layer': 'fc'}
         """
-        if layer is not None and layer not in LAYERS:
-            raise ValueError(f"layer must be None or one of {list(LAYERS)}, got {layer!r}.")
+        # a fitted DenseNet names its blocks; a ResNet's layers are LAYERS
+        layers = getattr(getattr(estimator, "module_", None), "layers", LAYERS)
+        if layer is not None and layer not in layers:
+            raise ValueError(f"layer must be None or one of {list(layers)}, got {layer!r}.")
         return {"layer": layer}
 
     def attribute(self, estimator, batch, target, *, layer=None, contrast=None
