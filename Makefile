@@ -33,18 +33,20 @@ $(STAMP): $(BIN)/python pyproject.toml interpretable/datasets/packages.py
 
 install: $(STAMP)
 
-# The release and tooling checks (twine, ruff, mypy, pre-commit: the `dev` extra) on top.
+# The release and tooling checks (twine, mypy, pre-commit: the `dev` extra) on top.
 DEV_STAMP := $(VENV)/.installed-dev
 $(DEV_STAMP): $(STAMP)
-	@echo ">> installing the dev extra (twine, ruff, mypy, pre-commit)"
+	@echo ">> installing the dev extra (twine, mypy, pre-commit)"
 	$(BIN)/pip install --quiet -e ".[bert,test,docs,dev]"
 	@touch $(DEV_STAMP)
 
 install-dev: $(DEV_STAMP)
 
-# ruff's rules ([tool.ruff] of pyproject.toml); not yet part of `make test`.
-lint: $(DEV_STAMP)
-	$(BIN)/ruff check interpretable tests benchmarks examples
+# ruff's rules ([tool.ruff] of pyproject.toml) on the code; `make test` runs it first. ruff comes
+# with the `test` extra (pinned there), so the plain install has it.
+RUFF_PATHS := interpretable tests benchmarks examples
+lint: install
+	$(BIN)/ruff check $(RUFF_PATHS)
 
 # mypy with [tool.mypy] of pyproject.toml (the package).
 typecheck: $(DEV_STAMP)
@@ -54,7 +56,10 @@ demo: install
 	@echo ">> running the demo"
 	$(BIN)/python -m interpretable demo
 
+# Fails on any ruff finding before the suite runs (`make lint` alone: the same check).
 test: install
+	@echo ">> ruff check $(RUFF_PATHS)"
+	$(BIN)/ruff check $(RUFF_PATHS)
 	@echo ">> running the test suite"
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 

@@ -29,11 +29,11 @@ from functools import partial
 from pathlib import Path
 
 import torch
+from bench_bcos_package import forward, ours_explain, their_vit, theirs_batched, v2_pair
 from torch import nn
 
-from bench_bcos_package import forward, ours_explain, their_vit, theirs_batched, v2_pair
-from interpretable.nn.bcos.layers import bcos_implementation, encode_image
 from interpretable.nn.bcos.holistic_vit import BcosViT
+from interpretable.nn.bcos.layers import bcos_implementation, encode_image
 from interpretable.nn.bcos.zoo import PRETRAINED
 
 RESULTS = Path(__file__).parent / "results"

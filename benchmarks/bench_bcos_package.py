@@ -5,18 +5,18 @@ Rows, each on random RGB images encoded ``[r, g, b, 1-r, 1-g, 1-b]``, models in 
 
 * **v2, same weights**: ``bcos``'s B-cos v2 ViT (their ``SimpleViT`` as their ``vit_final``
   configs build it: B = 2, no MaxOut, bias-free detachable LayerNorms, sin-cos positional
-  embedding, ``LogitLayer``) and ours (:class:`~interpretable.nn.bcos.simple_vit.BcosSimpleViT`) holding
-  the same weights (:func:`~interpretable.nn.bcos.zoo.bcos_key_map`), 1000 classes. At 224×224
-  the released ViT-C Ti (``vitc_ti_patch1_14``: 4 stride-2 stem convolutions, 14×14 tokens) and
-  simple ViT Ti (``simple_vit_ti_patch16_224``), batch 8; at 28×28 (batch 64) and 64×64 (batch
-  32), whose side is no multiple of the released token stride 16, the ViT-C Ti dims (192, 11
-  blocks, 3 heads, MLP 768) with the stem cut to (24,) + patch 2 (7×7 tokens) and to
-  (24, 48, 96) + patch 1 (8×8 tokens).
+  embedding, ``LogitLayer``) and ours (:class:`~interpretable.nn.bcos.simple_vit.BcosSimpleViT`)
+  holding the same weights (:func:`~interpretable.nn.bcos.zoo.bcos_key_map`), 1000 classes. At
+  224×224 the released ViT-C Ti (``vitc_ti_patch1_14``: 4 stride-2 stem convolutions, 14×14
+  tokens) and simple ViT Ti (``simple_vit_ti_patch16_224``), batch 8; at 28×28 (batch 64) and
+  64×64 (batch 32), whose side is no multiple of the released token stride 16, the ViT-C Ti
+  dims (192, 11 blocks, 3 heads, MLP 768) with the stem cut to (24,) + patch 2 (7×7 tokens)
+  and to (24, 48, 96) + patch 1 (8×8 tokens).
 * **holistic, beside** (not the same computation): our holistic B-cos ViT
-  (:class:`~interpretable.nn.bcos.holistic_vit.BcosViT`: full-resolution stem, multiplicative attention
-  prior, MaxOut 2) against their ``SimpleViT`` of the same dims with MaxOut 2 and a stride-2
-  stem, 10 classes: 28×28 the ``reproduce bcos-vit`` size (patch 4, dim 64, depth 4), 64×64 the
-  same with patch 8 and dim 192, 224×224 the Ti dims with patch 16 and stem (32,).
+  (:class:`~interpretable.nn.bcos.holistic_vit.BcosViT`: full-resolution stem, multiplicative
+  attention prior, MaxOut 2) against their ``SimpleViT`` of the same dims with MaxOut 2 and a
+  stride-2 stem, 10 classes: 28×28 the ``reproduce bcos-vit`` size (patch 4, dim 64, depth 4),
+  64×64 the same with patch 8 and dim 192, 224×224 the Ti dims with patch 16 and stem (32,).
 
 Timed callables: the forward pass without autograd (ours with the default implementation,
 ``"auto"`` = fused on CPU, and with ``"reference"``, see :mod:`interpretable.nn.bcos.kernels`);
@@ -45,15 +45,15 @@ import warnings
 from functools import partial
 
 import torch
+from ratios import RESULTS, finish_record, run_record, target, timed
 from torch import nn
 
 from interpretable.attribution.vision import inherent
+from interpretable.nn.bcos.holistic_vit import BcosViT
 from interpretable.nn.bcos.layers import bcos_implementation, encode_image
 from interpretable.nn.bcos.simple_vit import BcosSimpleViT, contributions
-from interpretable.nn.bcos.holistic_vit import BcosViT
 from interpretable.nn.bcos.zoo import PRETRAINED, bcos_key_map, build_model
 from interpretable.reproduce.bcos_vit import SIZE
-from ratios import RESULTS, finish_record, run_record, target, timed
 
 ROUNDS = 7
 TI = dict(dim=192, heads=3, depth=11, mlp_dim=768)
@@ -78,8 +78,14 @@ def their_vit(image: int, *, dim, depth, heads, mlp_dim, patch_size, stem_channe
               max_out=1, num_classes=1000) -> nn.Module:
     """``bcos``'s B-cos SimpleViT as ``bcos.experiments.ImageNet.vit_final`` builds it."""
     from bcos.models.vit import SimpleViT
-    from bcos.modules import (BcosConv2d, BcosLinear, BcosSequential, DetachableGNLayerNorm2d,
-                              LogitLayer, norms)
+    from bcos.modules import (
+        BcosConv2d,
+        BcosLinear,
+        BcosSequential,
+        DetachableGNLayerNorm2d,
+        LogitLayer,
+        norms,
+    )
 
     down = 2 ** len(stem_channels)  # their stem: stride 2 where a convolution widens
     with warnings.catch_warnings():  # warns when not built by their model zoo
@@ -211,7 +217,7 @@ def profile(name: str) -> None:
     setting = SETTINGS[name]
     x = encode_image(torch.rand(setting["batch"], 3, setting["image"], setting["image"]))
     for arch, spec in setting["v2"].items():
-        for who, model in zip(("ours", "theirs"), v2_pair(setting["image"], spec)):
+        for who, model in zip(("ours", "theirs"), v2_pair(setting["image"], spec), strict=True):
             forward(model, x)
             with torch_profile() as prof:
                 forward(model, x)

@@ -33,7 +33,6 @@ import time
 
 import numpy as np
 import torch
-
 from ratios import RESULTS, finish_record, run_record, target
 
 INTERNAL_BATCH_GRID = (None, 800, 200, 50)
@@ -101,8 +100,8 @@ def run_captum_batched(args, texts):
     explain = _captum(args)
     choice = {}
     for internal in INTERNAL_BATCH_GRID:  # the fastest internal batch on the first 64 texts
-        choice[internal] = _timed(lambda: [explain(texts[i:i + 32], internal)
-                                           for i in range(0, min(64, len(texts)), 32)])[1][1]
+        choice[internal] = _timed(lambda internal=internal: [
+            explain(texts[i:i + 32], internal) for i in range(0, min(64, len(texts)), 32)])[1][1]
     best = min(choice, key=choice.get)
     errors, seconds = _timed(lambda: [explain(texts[i:i + 32], best)[1]
                                       for i in range(0, len(texts), 32)])

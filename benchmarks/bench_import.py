@@ -18,8 +18,9 @@ import subprocess
 import sys
 import time
 
-import interpretable
 from ratios import RESULTS, finish_record, run_record, target
+
+import interpretable
 
 GOAL = 1.5
 FLOORS = {"torch": "import torch", "torch + sklearn.base": "import torch, sklearn.base",

@@ -36,7 +36,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from ratios import RESULTS, finish_record, run_record, target, timed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -182,37 +181,47 @@ class Images:
                                                window=self.WINDOW, **options)
 
 
-def perturbation_rows(kind: str, data, n: int, rounds: int, record: dict) -> list:
-    """Time and check occlusion, LIME and Kernel SHAP of ``data`` (Text or Images)."""
+def _perturbation_entry(kind: str, data, method: str, n: int, rounds: int) -> tuple:
+    """Time and check one of occlusion, LIME and Kernel SHAP of ``data`` (Text or Images):
+    the record entry, the CPU seconds of each callable and the bf16 rank correlations."""
     from interpretable.attribution.perturbation import draw_coalitions
 
+    def captum_all(per_eval, count=n):
+        return [data.captum(method, data.texts[i] if kind == "text" else i, per_eval)
+                for i in range(count)]
+
+    def explain(precision):
+        if kind == "text":
+            return data.explain(method, data.texts[:n], precision)
+        return data.explain(method, precision)
+
+    best, grid = _fastest(PER_EVAL_GRID[method], lambda p: captum_all(p, min(n, 4)))
+    _, cpu = timed({"captum": lambda: captum_all(best),
+                    "package_float32": lambda: explain("float32"),
+                    "package_bf16": lambda: explain("bf16")}, rounds, warmup=0)
+    ours, low = explain("float32").values, explain("bf16").values
+    same = []
+    for i in range(min(n, 8)):  # Captum on the package's coalitions: the same numbers
+        reference = data.captum(method, data.texts[i] if kind == "text" else i, best,
+                                lambda count: draw_coalitions(method, count, N_SAMPLES, 0))
+        reference = reference.numpy()
+        same.append(np.abs(np.asarray(ours[i]).reshape(reference.shape) - reference).max())
+    rho = [_spearman(np.ravel(a), np.ravel(b)) for a, b in zip(ours, low, strict=True)]
+    entry = {"captum_cpu_seconds": cpu["captum"], "captum_perturbations_per_eval": best,
+             "captum_grid_cpu_seconds_4_samples": {str(k): v for k, v in grid.items()},
+             "package_float32_cpu_seconds": cpu["package_float32"],
+             "package_bf16_cpu_seconds": cpu["package_bf16"],
+             "max_abs_difference_from_captum_same_coalitions": float(max(same)),
+             "bf16_spearman_with_float32_median": float(np.median(rho)),
+             "bf16_spearman_with_float32_min": float(np.min(rho))}
+    return entry, cpu, rho
+
+
+def perturbation_rows(kind: str, data, n: int, rounds: int, record: dict) -> list:
+    """Time and check occlusion, LIME and Kernel SHAP of ``data`` (Text or Images)."""
     rows = []
     for method in PERTURBATION:
-        def captum_all(per_eval, count=n):
-            return [data.captum(method, data.texts[i] if kind == "text" else i, per_eval)
-                    for i in range(count)]
-
-        best, grid = _fastest(PER_EVAL_GRID[method], lambda p: captum_all(p, min(n, 4)))
-        explain = (lambda precision: data.explain(method, data.texts[:n], precision)) \
-            if kind == "text" else (lambda precision: data.explain(method, precision))
-        _, cpu = timed({"captum": lambda: captum_all(best),
-                        "package_float32": lambda: explain("float32"),
-                        "package_bf16": lambda: explain("bf16")}, rounds, warmup=0)
-        ours, low = explain("float32").values, explain("bf16").values
-        same = []
-        for i in range(min(n, 8)):  # Captum on the package's coalitions: the same numbers
-            reference = data.captum(method, data.texts[i] if kind == "text" else i, best,
-                                    lambda count: draw_coalitions(method, count, N_SAMPLES, 0))
-            reference = reference.numpy()
-            same.append(np.abs(np.asarray(ours[i]).reshape(reference.shape) - reference).max())
-        rho = [_spearman(np.ravel(a), np.ravel(b)) for a, b in zip(ours, low)]
-        entry = {"captum_cpu_seconds": cpu["captum"], "captum_perturbations_per_eval": best,
-                 "captum_grid_cpu_seconds_4_samples": {str(k): v for k, v in grid.items()},
-                 "package_float32_cpu_seconds": cpu["package_float32"],
-                 "package_bf16_cpu_seconds": cpu["package_bf16"],
-                 "max_abs_difference_from_captum_same_coalitions": float(max(same)),
-                 "bf16_spearman_with_float32_median": float(np.median(rho)),
-                 "bf16_spearman_with_float32_min": float(np.min(rho))}
+        entry, cpu, rho = _perturbation_entry(kind, data, method, n, rounds)
         record[f"{kind}_{method}"] = entry
         print(kind, method, entry, flush=True)
         rows += [target(f"{kind} {method}: Captum's CPU time over the package's (float32)",
@@ -276,7 +285,7 @@ def integrated_gradient_rows(data: Text, n: int, record: dict) -> list:
     entry["captum_batched_grid_cpu_seconds_32_texts"] = {str(k): v for k, v in grid.items()}
     entry["package_auto_steps_mean"] = float(explanation.n_steps.mean())
     entry["package_auto_steps_counts"] = {str(int(k)): int(c) for k, c in zip(
-        *np.unique(explanation.n_steps, return_counts=True))}
+        *np.unique(explanation.n_steps, return_counts=True), strict=True)}
     record["text_integrated_gradients"] = entry
     print("integrated gradients", entry, flush=True)
     return [target("IG auto: Captum per text's CPU time over the package's",

@@ -28,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from ratios import RESULTS, finish_record, run_record, target
 
 #: the report of N texts by the package on sys.path, printed as JSON (run in a subprocess)

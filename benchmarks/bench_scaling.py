@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 RESULTS = Path(__file__).parent / "results" / "bench_scaling.json"
-WORDS = ("the movie was a great dull film with superb acting and boring plot that I "
-         "loved hated").split()
+WORDS = ["the", "movie", "was", "a", "great", "dull", "film", "with", "superb", "acting", "and",
+         "boring", "plot", "that", "I", "loved", "hated"]
 
 
 def _status(field: str) -> float:
@@ -55,11 +55,12 @@ def text_curves(estimator) -> list[dict]:
     rows = []
     for batch_size in (16, 64, 256):
         rows.append({"vary": "batch_size", "batch_size": batch_size, "n_words": 20, "n": 256,
-                     **measure(lambda: estimator.explain(texts(256, 20),
-                                                         batch_size=batch_size))})
+                     **measure(lambda batch_size=batch_size: estimator.explain(
+                         texts(256, 20), batch_size=batch_size))})
     for n_words in (10, 50, 200):
         rows.append({"vary": "text_length", "batch_size": 64, "n_words": n_words, "n": 256,
-                     **measure(lambda: estimator.explain(texts(256, n_words), batch_size=64))})
+                     **measure(lambda n_words=n_words: estimator.explain(texts(256, n_words),
+                                                                         batch_size=64))})
     return rows
 
 
@@ -76,7 +77,8 @@ def image_curves() -> list[dict]:
         for batch_size in (16, 64):
             rows.append({"vary": "image_size/batch_size", "image": size,
                          "batch_size": batch_size, "n": 64,
-                         **measure(lambda: clf.explain(X, batch_size=batch_size))})
+                         **measure(lambda clf=clf, X=X, batch_size=batch_size:
+                                   clf.explain(X, batch_size=batch_size))})
     return rows
 
 
@@ -89,10 +91,11 @@ def sequence_curves() -> list[dict]:
     rows = []
     for length in (1000, 4000, 16000):  # windowed first: the dense calls grow the heap
         rows.append({"vary": "length (window=256)", "chars": length, "window": 256,
-                     **measure(lambda: lm.explain(text[:length], window=256), repeats=1)})
+                     **measure(lambda length=length: lm.explain(text[:length], window=256),
+                               repeats=1)})
     for length in (1000, 4000, 16000):
         rows.append({"vary": "length (all steps)", "chars": length, "window": None,
-                     **measure(lambda: lm.explain(text[:length]), repeats=1)})
+                     **measure(lambda length=length: lm.explain(text[:length]), repeats=1)})
     return rows
 
 

@@ -60,8 +60,12 @@ def epoch_times(encoder, n_train, epochs, repeats, pgd_steps, hidden_size):
 
 def metric_times(clf, n_texts):
     from interpretable.datasets import load_rotten_tomatoes
-    from interpretable.metrics import (comprehensiveness, embedding_stability, sensitivity,
-                                       sufficiency)
+    from interpretable.metrics import (
+        comprehensiveness,
+        embedding_stability,
+        sensitivity,
+        sufficiency,
+    )
 
     X = load_rotten_tomatoes(return_X_y=True)[0][-n_texts:]
     calls = {

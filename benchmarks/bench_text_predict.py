@@ -2,8 +2,9 @@
 
 Targets: EmbeddingBagClassifier's predict takes at most 1.5x the time of TF-IDF +
 LogisticRegression on the same texts and reaches 10k texts/s; the recurrent models
-(DiversityLSTMClassifier, SEATClassifier with the RNN encoder) predict >= 5k texts/s. The models predict the first ``--texts`` Rotten Tomatoes snippets after a brief fit on the
-others (1 epoch, embeddings learned from scratch, hidden size 64, default cells and explanation
+(DiversityLSTMClassifier, SEATClassifier with the RNN encoder) predict >= 5k texts/s. The
+models predict the first ``--texts`` Rotten Tomatoes snippets after a brief fit on the others
+(1 epoch, embeddings learned from scratch, hidden size 64, default cells and explanation
 methods: speed does not depend on accuracy). Also times the word tokeniser against nltk's. One
 thread; the calls are interleaved over repeats so load from other processes hits them alike;
 medians of the process-CPU time (the ratios; wall-clock beside). The repeated predicts find
@@ -25,9 +26,8 @@ import sys
 import time
 
 import torch
-from threadpoolctl import threadpool_limits
-
 from ratios import RESULTS, finish_record, run_record, target, timed
+from threadpoolctl import threadpool_limits
 
 SETTINGS = dict(embed_dim=50, max_epochs=1, batch_size=64, device="cpu", random_state=0)
 TARGETS = {"EmbeddingBagClassifier": 10_000, "DiversityLSTMClassifier": 5_000,

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from ratios import RESULTS, finish_record, run_record
 
 

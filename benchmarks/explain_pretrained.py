@@ -16,9 +16,9 @@ On the reproductions' Rotten Tomatoes split (stratified 80/20, seed 0):
    explanation method of each model) on the first ``--faithfulness`` test texts.
 
 ``--methods`` limits the report to some explanation methods; ``--report-models original`` (or
-``bcos_twin``) reports one model only, so that two processes
-can share the work; ``--merge A B ...`` writes ``<out>.json`` from the results files ``A``, ``B``, ...
-of such runs (their report rows concatenated). Writes ``benchmarks/results/<out>.json``.
+``bcos_twin``) reports one model only, so that two processes can share the work;
+``--merge A B ...`` writes ``<out>.json`` from the results files ``A``, ``B``, ... of such runs
+(their report rows concatenated). Writes ``benchmarks/results/<out>.json``.
 """
 import argparse
 import json

@@ -41,7 +41,7 @@ POST_HOC = ("integrated_gradients", "input_x_gradient", "attention", "rollout")
 def word_level(explanation, pieces):
     """The explanation with every word piece scored by its word's total."""
     values = []
-    for scores, aligned in zip(explanation.values, pieces):
+    for scores, aligned in zip(explanation.values, pieces, strict=True):
         scores, words = np.asarray(scores, dtype=np.float64), aligned.words
         totals = np.zeros(words.max() + 1 if words.max() >= 0 else 0)
         np.add.at(totals, words[words >= 0], scores[words >= 0])
@@ -52,7 +52,7 @@ def word_level(explanation, pieces):
 def special_share(explanation, pieces, top=0.1):
     """Share of the top ``top`` fraction of pieces (at least one) that are special tokens."""
     special = total = 0
-    for scores, aligned in zip(explanation.values, pieces):
+    for scores, aligned in zip(explanation.values, pieces, strict=True):
         k = max(1, int(np.ceil(top * len(scores))))
         chosen = np.argsort(-np.asarray(scores), kind="stable")[:k]
         special += int((aligned.words[chosen] < 0).sum())

@@ -88,9 +88,9 @@ def main(args):
                 warnings.simplefilter("ignore")
                 for name in [n for n in fitted if n != "minilm"]:
                     conventional, bcos = fitted["minilm"], fitted[name]
-                    s = {"predict_minilm": _timed(lambda m=conventional: m.predict_proba(X)),
-                         "predict_bcos": _timed(lambda m=bcos: m.predict_proba(X)),
-                         "explain_bcos": _timed(lambda m=bcos: m.explain(X))}
+                    s = {"predict_minilm": _timed(lambda m=conventional, X=X: m.predict_proba(X)),
+                         "predict_bcos": _timed(lambda m=bcos, X=X: m.predict_proba(X)),
+                         "explain_bcos": _timed(lambda m=bcos, X=X: m.explain(X))}
                     error = fitted[name].explain(X[:32], dtype="float64").completeness_error
                     out["cost"][name] = {
                         "texts": len(X), "seconds": s,

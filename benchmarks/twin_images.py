@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from ratios import RESULTS, finish_record, run_record
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))

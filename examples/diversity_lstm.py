@@ -28,8 +28,8 @@ X_train, X_test, y_train, y_test = train_test_split(rt.data, labels, test_size=0
                                                     random_state=0)
 X_train, y_train, X_test, y_test = X_train[:4000], y_train[:4000], X_test[:400], y_test[:400]
 
-models = {cell: DiversityLSTMClassifier(cell=cell, embeddings="glove-50", hidden_size=64, max_epochs=3,
-                                        random_state=0).fit(X_train, y_train)
+models = {cell: DiversityLSTMClassifier(cell=cell, embeddings="glove-50", hidden_size=64,
+                                        max_epochs=3, random_state=0).fit(X_train, y_train)
           for cell in ("vanilla", "diversity")}
 
 reviews = ["A gorgeous, witty and heartfelt film.", "Dull, lifeless and far too long."]
@@ -41,12 +41,16 @@ print("heat map written to diversity_lstm_attention.html")
 
 rows = {}
 for cell, clf in models.items():
+    sample = X_test[:200]
     rows[cell] = {
         "accuracy": clf.score(X_test, y_test),
-        "conicity": hidden_state_conicity(clf, X_test[:200]).summary["mean_conicity"],
-        "permutation median TVD": permutation_tvd(clf, X_test[:200], n_permutations=50).summary["median_tvd"],
-        "erased until flip (attention)": decision_flip_fraction(clf, X_test[:200]).summary["mean_fraction"],
-        "erased until flip (random)": decision_flip_fraction(clf, X_test[:200], order="random").summary["mean_fraction"],
+        "conicity": hidden_state_conicity(clf, sample).summary["mean_conicity"],
+        "permutation median TVD":
+            permutation_tvd(clf, sample, n_permutations=50).summary["median_tvd"],
+        "erased until flip (attention)":
+            decision_flip_fraction(clf, sample).summary["mean_fraction"],
+        "erased until flip (random)":
+            decision_flip_fraction(clf, sample, order="random").summary["mean_fraction"],
     }
 print(pd.DataFrame(rows).T.round(3).to_string())
 print("Lower conicity -> permuting attention matters more and fewer erasures flip the decision.")

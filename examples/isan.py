@@ -42,8 +42,9 @@ A, b = lm.compose(" king")
 h = lm.transition("the")
 assert np.allclose(A @ h + b, lm.transition("the king"), atol=1e-4)
 cache = lm.word_cache(train, n_words=1000)
+cached = lm.transition("my lord the king", cache=cache)
 print("state difference with / without word cache:",
-      np.abs(lm.transition("my lord the king", cache=cache) - lm.transition("my lord the king")).max())
+      np.abs(cached - lm.transition("my lord the king")).max())
 
 # 4. readout basis: same predictions, dynamics split into readout / computational subspaces
 basis = lm.readout_basis()

@@ -63,7 +63,8 @@ clf.explain(X[test[:3]], method="integrated_gradients").plot("contributions")
 # pixels first and follows the probability of the true class: the larger the area between the
 # two curves, the better the map ranks the pixels. 60 images here; the reproduction
 # (``python -m interpretable reproduce bcos-vit``) uses 250 and a larger model.
-from interpretable.metrics import pixel_perturbation
+# (gallery cells import what they introduce)
+from interpretable.metrics import pixel_perturbation  # noqa: E402
 
 fig, ax = plt.subplots(figsize=(5, 3.5))
 for method in ("inherent", "integrated_gradients", "rollout"):

@@ -61,7 +61,7 @@ for method, summaries in curves.items():
     label = "SEAT w̃" if method == "attention" else "vanilla w"
     axes[0].plot(radii, [s["mean_jsd"] for s in summaries], marker="o", label=label)
     axes[1].plot(radii, [s["mean_tvd"] for s in summaries], marker="o", label=label)
-for ax, what in zip(axes, ("attention: mean JSD", "prediction: mean TVD")):
+for ax, what in zip(axes, ("attention: mean JSD", "prediction: mean TVD"), strict=True):
     ax.set(xscale="log", xlabel="attack radius r (ℓ∞)", title=what)
     ax.legend(title="attention")
 fig.tight_layout()

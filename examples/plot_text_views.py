@@ -35,7 +35,7 @@ train, shown = order[:4000], order[-4:]
 bag = make_explainable_pipeline(EmbeddingBagClassifier(max_epochs=5, random_state=0))
 bag.fit(reviews.iloc[train], labels[train])
 exp = bag.explain(reviews.iloc[shown])
-exp
+exp  # noqa: B018 (a cell's last expression is the gallery's display of the explanation)
 
 # %%
 # The contributions plus the bias give back the logit, to float rounding:
@@ -66,7 +66,8 @@ lstm.explain(reviews.iloc[shown[:2]], method="integrated_gradients", n_steps=20)
 # ---------------
 # :func:`~interpretable.explanation.global_explanation` explains a corpus chunk by chunk and
 # averages every token's contribution per explained class (with counts).
-from interpretable.explanation import global_explanation
+# (gallery cells import what they introduce)
+from interpretable.explanation import global_explanation  # noqa: E402
 
 corpus = global_explanation(bag, reviews.iloc[order[4000:6000]])
 corpus.to_frame().sort_values("mean_attribution").head()

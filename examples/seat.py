@@ -20,11 +20,16 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import GridSearchCV, train_test_split
 
 from interpretable import SEATClassifier
-from interpretable.estimators.seat import SEAT, Vanilla
 from interpretable.datasets import load_rotten_tomatoes
-from interpretable.metrics import (comprehensiveness, embedding_stability,
-                                   make_explanation_scorer, sufficiency, top_k_overlap,
-                                   word_stability)
+from interpretable.estimators.seat import SEAT, Vanilla
+from interpretable.metrics import (
+    comprehensiveness,
+    embedding_stability,
+    make_explanation_scorer,
+    sufficiency,
+    top_k_overlap,
+    word_stability,
+)
 from interpretable.text import SynonymSubstitution
 
 torch.set_num_threads(1)

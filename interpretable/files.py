@@ -138,7 +138,7 @@ def replacing(target, *, folder: bool = False, companions=()):
         try:
             with reporting(target):
                 yield (staged[-1], *staged[:-1])
-                for staging, path in zip(staged, targets):
+                for staging, path in zip(staged, targets, strict=True):
                     _publish(staging, path, folder and path == target)
         finally:
             for staging in staged:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 
-
 #: the extra of ``interpretable-models`` that installs each optional top-level module (the
 #: extras themselves are declared in pyproject.toml)
 EXTRAS = {"transformers": "bert", "polars": "polars", "skops": "tracking", "mlflow": "tracking",

@@ -38,7 +38,6 @@ import logging
 import re
 import sys
 
-
 #: whether the batching loop of the estimators draws a progress bar (set per ``explain`` call
 #: and thread from the estimator's ``verbose``; the bar is drawn only when :func:`interactive`)
 SHOW_PROGRESS = contextvars.ContextVar("interpretable_explain_progress", default=False)

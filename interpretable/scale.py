@@ -215,10 +215,10 @@ def explain_to_parquet(estimator, data, path, *, client=None, chunk_size: int = 
         model = client.scatter(estimator, broadcast=True, hash=False)
         tasks = [dask.delayed(_explain_partition)(model, part, offset, str(staging / name),
                                                  str(folder / name), chunk_size, explain_kwargs)
-                 for part, offset, name in zip(parts, offsets, names)]
+                 for part, offset, name in zip(parts, offsets, names, strict=True)]
         futures = client.compute(tasks)
         try:
             rows = client.gather(futures)
         finally:  # on an error, stop the tasks still writing into the staging folder
             client.cancel([*futures, model])
-    return [folder / name for name, n in zip(names, rows) if n]
+    return [folder / name for name, n in zip(names, rows, strict=True) if n]

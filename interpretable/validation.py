@@ -376,7 +376,7 @@ def check_sequence_targets(Y, lengths, what="Y") -> list[np.ndarray]:
     if len(Y) != len(lengths):
         raise ValueError(f"X has {len(lengths)} sequences but {what} has {len(Y)}.")
     out, groups = [], None
-    for i, (y, n) in enumerate(zip(Y, lengths)):
+    for i, (y, n) in enumerate(zip(Y, lengths, strict=True)):
         y = np.asarray(y)
         if y.ndim == 1:
             y = y[:, None]

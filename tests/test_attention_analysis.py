@@ -118,7 +118,7 @@ def test_attribution_agreement(model, sentiment_data):
     res = attribution_agreement(model, X[:6], against="detached_gradient")
     att = model.explain(X[:6], method="attention")
     grad = model.explain(X[:6], target=att.target, method="detached_gradient")
-    for i, (a, g) in enumerate(zip(att.values, grad.values)):
+    for i, (a, g) in enumerate(zip(att.values, grad.values, strict=True)):
         g = np.abs(g) / np.abs(g).sum()
         assert res.frame.pearson[i] == pytest.approx(np.corrcoef(a, g)[0, 1], rel=1e-6)
         assert res.frame.jsd[i] == pytest.approx(jensen_shannon(a, g), rel=1e-6)

@@ -114,7 +114,7 @@ def test_fit_predict_score_explain(fitted, sentiment_data):
     assert set(fitted.predict(X)) <= set(fitted.classes_)
     exp = fitted.explain(X[:4])
     assert isinstance(exp, TokenExplanation) and exp.method == "attention"
-    for tokens, att in zip(exp.units, exp.values):
+    for tokens, att in zip(exp.units, exp.values, strict=True):
         assert len(tokens) == len(att) and att.sum() == pytest.approx(1, abs=1e-5)
     frame = exp.to_frame()
     assert len(frame) == sum(len(t) for t in exp.units)

@@ -35,7 +35,7 @@ def test_fit_predict_and_exact_explanation(sentiment_data):
     assert exp.completeness_error.max() < 1e-5
     assert list(exp.prediction) == list(clf.predict(X[:6]))
     # the sentiment word carries the explanation
-    for tokens, att, label in zip(exp.units, exp.values, exp.target):
+    for tokens, att in zip(exp.units, exp.values, strict=True):
         assert tokens[int(np.argmax(att))] in {"great", "wonderful", "superb", "moving",
                                                  "brilliant", "awful", "boring", "dull",
                                                  "terrible", "lifeless"}
@@ -54,7 +54,7 @@ def test_random_state_reproducible_and_input_not_mutated(sentiment_data):
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     c = _fit(sentiment_data, random_state=1)
     assert not np.array_equal(a.predict_proba(X), c.predict_proba(X))
-    assert X == X_copy and np.array_equal(y, y_copy)
+    assert X_copy == X and np.array_equal(y, y_copy)
     state = torch.random.get_rng_state()
     _fit(sentiment_data)
     assert torch.equal(state, torch.random.get_rng_state())  # global RNG untouched
@@ -203,7 +203,8 @@ def test_float64_copies_are_made_once_and_follow_weight_changes():
         thread.start()
     for thread in threads:
         thread.join()
-    assert all(all(np.array_equal(a, b) for a, b in zip(r, results[0])) for r in results)
+    assert all(all(np.array_equal(a, b) for a, b in zip(r, results[0], strict=True))
+               for r in results)
     with torch.no_grad():
         next(clf.module_.parameters()).mul_(2.0)
     again = clf.astype("float64").module_

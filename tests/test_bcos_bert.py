@@ -162,7 +162,7 @@ def test_conversion_copies_the_weights_and_b_1_is_bert_without_biases():
     hidden, attentions = model.hidden_states(summed, mask)
     torch.testing.assert_close(hidden[mask], reference.last_hidden_state[mask], rtol=0,
                                atol=1e-12)
-    for ours, theirs in zip(attentions, reference.attentions):
+    for ours, theirs in zip(attentions, reference.attentions, strict=True):
         torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-12)
     # pooler without tanh, classifier: both plain unit-norm linear maps at B = 1
     pooled = F.linear(hidden[:, 0], F.normalize(model.pooler.weight, dim=1))
@@ -201,7 +201,7 @@ def test_structure_only_rebuild_on_meta_device_and_load_is_bit_identical(tmp_pat
     tokens = tiny_batch()
     assert torch.equal(rebuilt(tokens, LENGTHS), model(tokens, LENGTHS))
     ours, theirs = rebuilt.contributions(tokens, LENGTHS), model.contributions(tokens, LENGTHS)
-    assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs, strict=True))
 
 
 def test_training_mode_gradients_reach_every_parameter():

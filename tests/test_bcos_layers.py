@@ -404,7 +404,7 @@ def test_training_gradients_are_autograds_through_the_formula(kind, b, clamped):
     expected_out = winners * factor
     expected = torch.autograd.grad(expected_out.square().sum(), (leaf2, layer.weight))
     torch.testing.assert_close(out, expected_out, rtol=1e-12, atol=1e-14)
-    for g, e in zip(got, expected):
+    for g, e in zip(got, expected, strict=True):
         torch.testing.assert_close(g, e, rtol=1e-10, atol=1e-12)
 
 
@@ -433,7 +433,7 @@ def test_biased_gelu_gate_gradients_are_autograds(shape):
     reference = x * torch.special.ndtr(x + bias)
     torch.testing.assert_close(out, reference, rtol=0, atol=1e-15)
     grads = torch.autograd.grad(out.sum(), (x, bias))
-    for got, want in zip(grads, torch.autograd.grad(reference.sum(), (x, bias))):
+    for got, want in zip(grads, torch.autograd.grad(reference.sum(), (x, bias)), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-14)
     with explanation_mode():
         gate_grad, = torch.autograd.grad(gated_gelu(x, bias).sum(), x)
@@ -454,12 +454,12 @@ def test_layer_norm_scale_is_a_constant_in_explanation_mode_only():
         out = constant_scale_layer_norm(x, weight, 1e-5)
         grads = torch.autograd.grad(out, (x, weight), g)
     torch.testing.assert_close(out, reference, rtol=1e-12, atol=1e-12)
-    for got, want in zip(grads, torch.autograd.grad(reference, (x, weight), g)):
+    for got, want in zip(grads, torch.autograd.grad(reference, (x, weight), g), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
     fused = F.layer_norm(x, (8,), weight, None, 1e-5)
     for got, want in zip(torch.autograd.grad(constant_scale_layer_norm(x, weight, 1e-5),
                                              (x, weight), g),
-                         torch.autograd.grad(fused, (x, weight), g)):
+                         torch.autograd.grad(fused, (x, weight), g), strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 

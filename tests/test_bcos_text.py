@@ -60,7 +60,7 @@ def test_contributions_are_complete_in_float64(fitted, epochs, level):
     for target in (None, "neg", "pos"):
         exp = clf.explain(texts, target, level=level, dtype="float64")
         assert exp.completeness_error.max() <= 1e-9
-        totals = [v.sum() + b for v, b in zip(exp.values, exp.bias)]
+        totals = [v.sum() + b for v, b in zip(exp.values, exp.bias, strict=True)]
         np.testing.assert_allclose(totals, exp.logit, rtol=0, atol=1e-12)
     exp32 = clf.explain(texts, level=level)
     assert exp32.completeness_error.max() <= 1e-4
@@ -86,7 +86,7 @@ def test_word_level_maps_to_the_original_text(fitted):
     words = clf.explain([TEXT], level="word", dtype="float64")
     assert words.units[0] == ["A", "naïve", ",", "wonderfully", "-", "made", "film", "😀", "!",
                               "!", "Not", "“", "bad", "”", "at", "all", "…"]
-    for unit, (start, end) in zip(words.units[0], words.offsets[0]):
+    for unit, (start, end) in zip(words.units[0], words.offsets[0], strict=True):
         assert TEXT[start:end] == unit
     frame = words.to_frame()
     assert frame.char_start.notna().all() and frame.token.tolist() == words.units[0]
@@ -99,7 +99,7 @@ def test_word_level_maps_to_the_original_text(fitted):
                                rtol=0, atol=1e-12)
     assert words.completeness_error[0] <= 1e-9
     # piece spans are the tokeniser's: "##ly" is "ly" of "wonderfully", [CLS] is nowhere
-    spans = dict(zip(pieces.units[0], pieces.offsets[0].tolist()))
+    spans = dict(zip(pieces.units[0], pieces.offsets[0].tolist(), strict=True))
     assert spans["[CLS]"] == [-1, -1] and TEXT[slice(*spans["##ly"])] == "ly"
     html = words.to_html()
     assert "naïve" in html and "Truncated" not in html
@@ -303,7 +303,7 @@ def test_attention_and_rollout_are_distributions_over_the_tokens(cls):
         bert.set_attn_implementation("eager")
         theirs = bert(inputs_embeds=clf.module_.embed(batch["tokens"]),
                       output_attentions=True).attentions
-        for a, b in zip(ours, theirs):
+        for a, b in zip(ours, theirs, strict=True):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
@@ -671,11 +671,11 @@ def test_inherent_explanations_of_perturbed_embeddings_are_exact(fitted):
     width = clf.module_.embed(encoded.inputs["tokens"][:1]).shape[-1]
     plain = clf.explain(texts)
     zero = inherent.explain(clf, texts, embedding_offset=np.zeros((n, t, width), np.float32))
-    for a, b in zip(plain.values, zero.values):
+    for a, b in zip(plain.values, zero.values, strict=True):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
     offset = np.random.default_rng(0).normal(0, 0.05, (n, t, width)).astype(np.float32)
     moved = inherent.explain(clf, texts, embedding_offset=offset)
-    assert not all(np.allclose(a, b) for a, b in zip(plain.values, moved.values))
+    assert not all(np.allclose(a, b) for a, b in zip(plain.values, moved.values, strict=True))
     assert np.abs(moved.completeness_error).max() < 1e-4
     result = embedding_stability(clf, texts, 1e-3, "inherent", random_state=0)
     assert np.isfinite(result.frame.jsd).all()

@@ -54,7 +54,7 @@ def _seeded():
 def _tiny(family: str, dtype=torch.float64) -> BcosSimpleViT:
     model = BcosSimpleViT(**TINY[family]).to(dtype)
     with torch.no_grad():  # LayerNorm weights away from their initial ones
-        for name, p in model.named_parameters():
+        for p in model.parameters():
             if p.dim() == 1:
                 p.uniform_(0.5, 1.5)
     return model
@@ -202,9 +202,9 @@ def test_threads_explaining_and_predicting_share_one_model():
 
     with ThreadPoolExecutor(4) as pool:
         parallel = list(pool.map(work, range(8)))
-    for (logits, result), (logits_seq, result_seq) in zip(parallel, sequential):
+    for (logits, result), (logits_seq, result_seq) in zip(parallel, sequential, strict=True):
         assert torch.equal(logits, logits_seq)
-        for a, b in zip(result, result_seq):
+        for a, b in zip(result, result_seq, strict=True):
             assert torch.equal(a, b)
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
 
@@ -336,7 +336,7 @@ def test_contributions_on_cuda_match_the_cpu():
     x = _images()
     cpu = contributions(model, x)
     cuda = contributions(model.cuda(), x.cuda())
-    for a, b in zip(cpu, cuda):
+    for a, b in zip(cpu, cuda, strict=True):
         torch.testing.assert_close(b.cpu(), a, rtol=1e-10, atol=1e-12)
 
 
@@ -367,7 +367,7 @@ def test_fused_attention_computes_the_explicit_attention_s_function(bcosified):
     torch.testing.assert_close(fused, explicit, rtol=1e-12, atol=1e-12)
     params = [p for p in model.parameters() if p.requires_grad]
     for got, want in zip(torch.autograd.grad(fused.square().sum(), params),
-                         torch.autograd.grad(explicit.square().sum(), params)):
+                         torch.autograd.grad(explicit.square().sum(), params), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 

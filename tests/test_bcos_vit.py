@@ -270,9 +270,9 @@ def test_cascading_randomisation_resets_every_layer(bcos, digits):
     from interpretable.reproduce.bcos_vit import cascading_randomisation, randomised_top_down
 
     before = {k: v.clone() for k, v in bcos.module_.state_dict().items()}
-    steps = []
-    for name, randomised in randomised_top_down(bcos):
-        steps.append(name)
+    layers = list(randomised_top_down(bcos))  # (name, the one copy, randomised further)
+    steps = [name for name, _ in layers]
+    randomised = layers[-1][1]
     assert steps[0] == "head" and steps[-1] == "stem.layers.0"
     owners = {k.rsplit(".", 1)[0] for k in before}
     assert owners <= set(steps)  # every module owning parameters is reset

@@ -137,7 +137,7 @@ def test_the_fused_attention_forward_is_the_explicit_one(layout):
     torch.testing.assert_close(fused, explicit, rtol=1e-12, atol=1e-12)
     params = list(model.parameters())
     for got, want in zip(torch.autograd.grad(fused.square().sum(), params),
-                         torch.autograd.grad(explicit.square().sum(), params)):
+                         torch.autograd.grad(explicit.square().sum(), params), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 

@@ -93,7 +93,7 @@ def _embeddings_forward(clf, batch):
     keys = list(batch)
 
     def forward(embedded, *args):
-        return logits_of(clf.forward_batch(dict(zip(keys, args)), embedded=embedded))
+        return logits_of(clf.forward_batch(dict(zip(keys, args, strict=True)), embedded=embedded))
 
     return forward
 
@@ -189,7 +189,7 @@ def test_without_noise_the_tunnel_is_the_method_it_wraps(bert):
             ("smoothgrad_integrated_gradients", "integrated_gradients", {"n_steps": 8})]:
         a = bert.explain(X, method=tunnelled, stdevs=0.0, nt_samples=2, **options)
         b = bert.explain(X, method=plain, **options)
-        for u, v in zip(a.values, b.values):
+        for u, v in zip(a.values, b.values, strict=True):
             np.testing.assert_allclose(u, v, atol=1e-6)
 
 
@@ -347,7 +347,7 @@ def test_a_layer_method_at_the_embedding_layer_is_the_method_at_the_embeddings(
     options = {"n_steps": 16, "baseline": "pad"} if method == "integrated_gradients" else {}
     at_layer = clf.explain(X, method=method, layer=layer, **options)
     at_input = clf.explain(X, method=method, **options)
-    for a, b in zip(at_layer.values, at_input.values):
+    for a, b in zip(at_layer.values, at_input.values, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6)
     if method == "integrated_gradients":
         np.testing.assert_allclose(at_layer.bias, at_input.bias, atol=1e-6)
@@ -391,7 +391,7 @@ def test_the_layers_of_a_transformers_model_as_it_is(tmp_path):
     embedding = names[clf.module_.model.get_input_embeddings()]
     at_layer = clf.explain(TEXTS[:3], method="integrated_gradients", layer=embedding, n_steps=8)
     at_input = clf.explain(TEXTS[:3], method="integrated_gradients", n_steps=8)
-    for a, b in zip(at_layer.values, at_input.values):
+    for a, b in zip(at_layer.values, at_input.values, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6)
     first_block = clf.explain(TEXTS[:3], method="integrated_gradients", n_steps=64,
                               layer="model.transformer.h.0", level="word")
@@ -454,8 +454,8 @@ def test_hooks_stay_off_the_fitted_model_and_threads_agree(bert):
         thread.start()
     for thread in threads:
         thread.join()
-    for got, want in zip(results, expected):
-        for a, b in zip(got, want):
+    for got, want in zip(results, expected, strict=True):
+        for a, b in zip(got, want, strict=True):
             np.testing.assert_allclose(a, b, atol=1e-6)
     assert not any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
                    for m in bert.module_.modules())
@@ -475,12 +475,12 @@ def test_explanations_do_not_depend_on_the_batching(model, request):
     for method, options in methods:
         together = clf.explain(X, method=method, batch_size=len(X), **options)
         alone = clf.explain(X[::-1], method=method, batch_size=1, **options)
-        for a, b in zip(together.values, alone.values[::-1]):
+        for a, b in zip(together.values, alone.values[::-1], strict=True):
             np.testing.assert_allclose(a, b, atol=1e-5, err_msg=method)
         torch.manual_seed(1)  # the global generators play no part
         np.random.seed(1)
         again = clf.explain(X, method=method, batch_size=len(X), **options)
-        for a, b in zip(together.values, again.values):
+        for a, b in zip(together.values, again.values, strict=True):
             np.testing.assert_array_equal(a, b)
 
 

@@ -62,7 +62,7 @@ def _check_outputs(est, case, slack=1.0):
     expected = OUTPUTS[case.name]
     _, _, X_test = case.data()
     proba = est.predict_proba(X_test)
-    for a, b in zip(_rows(proba), _rows(expected["predict_proba"])):
+    for a, b in zip(_rows(proba), _rows(expected["predict_proba"]), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5 * slack, atol=1e-6 * slack)
     for key, recorded in expected.items():
         if not key.startswith("explain:"):
@@ -75,7 +75,7 @@ def _check_outputs(est, case, slack=1.0):
             continue
         exp = est.explain(X_test[:3], method=method, **options)
         values = exp.values if isinstance(exp.values, list) else list(exp.values)
-        for a, b in zip(values, recorded["values"]):
+        for a, b in zip(values, recorded["values"], strict=True):
             np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float),
                                        rtol=1e-4 * slack, atol=1e-5 * slack,
                                        err_msg=f"{case.name} {method}")

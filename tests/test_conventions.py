@@ -77,7 +77,7 @@ def erasure_today(rows, keep_top):
 def test_eraser_sets_are_todays(keep_top):
     rows = random_rows(0)
     assert ERASER.fractions == ERASER_FRACTIONS
-    for row, expected in zip(rows, erasure_today(rows, keep_top)):
+    for row, expected in zip(rows, erasure_today(rows, keep_top), strict=True):
         assert as_lists(ERASER.erasure_sets(row, keep_top)) == expected
 
 
@@ -111,7 +111,7 @@ def test_eraser_plausibility_is_todays(top_k):
     rationales = [(rng.random(len(r)) < 0.4).astype(int) for r in rows]
     rationales[0][:] = 0  # an empty rationale: NaN
     frame = plausibility(rows, rationales, top_k=top_k).frame
-    for i, (row, rationale) in enumerate(zip(rows, rationales)):
+    for i, (row, rationale) in enumerate(zip(rows, rationales, strict=True)):
         expected = frame.loc[i, ["auprc", "token_f1", "token_iou"]].tolist()
         got = [ERASER.auprc(rationale, row), *ERASER.token_f1_iou(rationale, row, top_k)]
         np.testing.assert_array_equal(got, expected)
@@ -237,7 +237,7 @@ def assert_sets_equal(got, expected, scores, exact):
         assert as_lists(got) == expected
         return
     assert [g is None for g in got] == [e is None for e in expected]
-    for g, e in zip(got, expected):  # other tie order: the same scores
+    for g, e in zip(got, expected, strict=True):  # other tie order: the same scores
         if e is not None:
             assert sorted(scores[g]) == sorted(scores[e])
 

@@ -26,7 +26,7 @@ def test_rotten_tomatoes_counts():
     assert list(data.target_names) == ["rotten", "fresh"]
     assert all(isinstance(t, str) and t for t in data.data)
     X, y = load_rotten_tomatoes(return_X_y=True)
-    assert X == data.data and np.array_equal(y, data.target)
+    assert data.data == X and np.array_equal(y, data.target)
 
 
 def test_trec_questions_are_the_training_set_once_each():
@@ -41,13 +41,13 @@ def test_trec_questions_are_the_training_set_once_each():
     assert data.data[0] == "How did serfdom develop in and then leave Russia ?"
     assert data.fine[0] == "DESC:manner"
     X, y = load_trec(return_X_y=True)
-    assert X == data.data and np.array_equal(y, data.target)
+    assert data.data == X and np.array_equal(y, data.target)
 
 
 def test_mnist_5k():
     X, y = load_mnist_5k(return_X_y=True)
     assert X.shape == (5000, 28, 28) and X.dtype == np.float32
-    assert 0.0 <= X.min() and X.max() <= 1.0
+    assert X.min() >= 0.0 and X.max() <= 1.0
     assert y.dtype == np.int64 and np.bincount(y).tolist() == [500] * 10
 
 
@@ -93,7 +93,7 @@ def test_make_parentheses_counts_and_delay():
     X, Y = make_parentheses(20, 50, n_types=3, max_count=4, random_state=1)
     assert len(X) == 20 and Y.shape == (20, 50, 3)
     assert Y.min() == 0 and Y.max() <= 4
-    for text, counts in zip(X, Y):
+    for text, counts in zip(X, Y, strict=True):
         running = np.zeros(3, dtype=int)
         for t, ch in enumerate(text):
             assert np.array_equal(counts[t], running)  # target = counts before symbol t
@@ -122,7 +122,7 @@ def test_colored_shapes_and_babi():
     assert s.data.shape == (12, 16, 16, 3) and s.data.dtype == np.float32
     assert np.array_equal(s.target, s.shape * 2 + s.color) and s.mask.any(axis=(1, 2)).all()
     b = make_babi_task1(50, random_state=0)
-    for (story, question), answer, k in zip(b.data, b.target, b.support):
+    for (story, question), answer, k in zip(b.data, b.target, b.support, strict=True):
         person = question.split()[-1].rstrip("?")
         sentence = story.split(". ")[k]
         assert sentence.startswith(person) and answer in sentence

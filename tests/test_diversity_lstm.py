@@ -38,7 +38,7 @@ def test_diversity_loss_adds_weighted_conicity():
 def _hand_conicity(H, mask, absolute):
     """Mean (|)cos(h_t, mean of the real h)(|) over the real rows, one sample at a time."""
     out = []
-    for h, m in zip(H, mask):
+    for h, m in zip(H, mask, strict=True):
         real = h[m]
         mean = real.mean(0)
         cos = real @ mean / (np.linalg.norm(real, axis=1) * np.linalg.norm(mean))
@@ -135,7 +135,7 @@ def test_detached_gradient_equals_hand_autograd(fits, sentiment_data):
     # two classes: p_other = 1 - p_target, so the other class's attribution is the negative
     other = clf.classes_[1 - target]
     flipped = clf.explain(X[:6], target=other, method="detached_gradient")
-    for a, b in zip(exp.values, flipped.values):
+    for a, b in zip(exp.values, flipped.values, strict=True):
         np.testing.assert_allclose(a, -b, rtol=1e-5, atol=1e-8)
     with pytest.raises(TypeError, match="n_steps"):
         clf.explain(X[:2], method="detached_gradient", n_steps=3)

@@ -17,6 +17,7 @@ that validates, and every Examples section in the package runs.
 from __future__ import annotations
 
 import ast
+import contextlib
 import doctest
 import importlib
 import importlib.util
@@ -224,10 +225,10 @@ def package_modules() -> list[str]:
 
 def test_examples_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that save write here
-    try:  # the real torchvision and timm (outside the venv's packages) for the examples of
-        real_vision()  # ImageClassifier; where they cannot be imported those are left out
-    except pytest.skip.Exception:
-        pass
+    # the real torchvision and timm (outside the venv's packages) for the examples of
+    # ImageClassifier; where they cannot be imported those are left out
+    with contextlib.suppress(pytest.skip.Exception):
+        real_vision()
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(
         optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)

@@ -131,7 +131,7 @@ def test_token_offsets_and_frame_map_tokens_to_the_original_text():
 def test_token_offsets_of_treebank_tokens(text):
     tokens = word_tokenize(text.lower())
     spans = token_offsets(text, tokens)
-    for token, (start, end) in zip(tokens, spans):
+    for token, (start, end) in zip(tokens, spans, strict=True):
         piece = text[start:end].lower()
         assert piece == token or (token in ("``", "''") and piece == '"'), (token, piece)
 

@@ -13,14 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from families import FAMILIES, MAX_POSITIONS, tiny_checkpoint
 from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from interpretable import BcosTextClassifier, BertTextClassifier
 from interpretable.estimators.explainers import explainers_for
-
-from families import FAMILIES, MAX_POSITIONS, tiny_checkpoint
 
 pytest.importorskip("transformers")
 

@@ -66,7 +66,7 @@ def test_fused_layers_equal_the_reference(layer, b, max_out, explain):
         x = x.contiguous(memory_format=torch.channels_last)
     reference = _outputs(module, x, "reference", explain)
     fused = _outputs(module, x, "fused", explain)
-    for got, expected in zip(fused, reference):
+    for got, expected in zip(fused, reference, strict=True):
         torch.testing.assert_close(got, expected, **EXACT)
 
 
@@ -104,7 +104,7 @@ def test_fused_models_explain_exactly_as_the_reference(make):
         expected = _explanation(model, x)
     with torch.no_grad():  # the default, "auto": fused on CPU for inference and explanations
         torch.testing.assert_close(model(x), expected_logits, **EXACT)
-    for got, want in zip(_explanation(model, x), expected):
+    for got, want in zip(_explanation(model, x), expected, strict=True):
         torch.testing.assert_close(got, want, **EXACT)
 
 
@@ -119,11 +119,11 @@ def test_float32_models_on_the_onednn_path_match_the_reference(onednn_float32):
     model = BcosSimpleViT(dim=64, depth=1, heads=2, mlp_dim=256, patch_size=4, num_classes=3,
                           image_size=32).eval()
     x = encode_image(torch.rand(16, 3, 32, 32))
-    assert 16 * 64 * 64 * 256 >= ONEDNN_MIN_MACS  # the MLP's first layer takes oneDNN
+    assert ONEDNN_MIN_MACS <= 16 * 64 * 64 * 256  # the MLP's first layer takes oneDNN
     with bcos_implementation("reference"):
         expected = contributions(model, x)
     got = contributions(model, x)
-    for a, b in zip(got, expected):
+    for a, b in zip(got, expected, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
     explained = got.logits.gather(1, got.target[:, None])[:, 0] - model.logit_bias
     torch.testing.assert_close(got.maps.sum((1, 2)) + got.positional, explained, rtol=1e-4,
@@ -149,7 +149,7 @@ def test_onednn_linear_and_its_gradients_equal_f_linear(with_bias, onednn_float3
     inputs = [t for t in (x, w, bias) if t is not None]
     g = torch.randn_like(out)
     for got, want in zip(torch.autograd.grad(out, inputs, g),
-                         torch.autograd.grad(expected, inputs, g)):
+                         torch.autograd.grad(expected, inputs, g), strict=True):
         _assert_float32_close(got, want)
     # only what is asked for is computed, and the backward is differentiable
     grad_x, = torch.autograd.grad(linear(x, w, bias).sum(), x, create_graph=True)
@@ -186,9 +186,9 @@ def test_implementation_is_chosen_per_construction_and_per_thread():
     assert BcosLinear(4, 2, implementation="reference").implementation == "reference"
     with pytest.raises(ValueError, match="implementation must be one of"):
         BcosLinear(4, 2, implementation="fast")
-    with pytest.raises(ValueError, match="implementation must be one of"):
-        with bcos_implementation("fast"):
-            pass
+    with (pytest.raises(ValueError, match="implementation must be one of"),
+          bcos_implementation("fast")):
+        pass
     seen = {}
     inside, release = threading.Event(), threading.Event()
 
@@ -226,7 +226,7 @@ def test_compiled_epilogue_equals_the_reference_or_falls_back(monkeypatch):
     for module, x in cases if not forced else ():
         reference = _outputs(module, x, "reference", explain=True)
         compiled = _outputs(module, x, "compiled", explain=True)
-        for got, expected in zip(compiled, reference):
+        for got, expected in zip(compiled, reference, strict=True):
             torch.testing.assert_close(got, expected, **EXACT)
     failing = bcos_kernels.compiled(lambda t: t * 2, "doubled")
     monkeypatch.setattr(torch, "compile", lambda fn, **kw: fail)

@@ -80,7 +80,7 @@ def test_eval_transform_crops_the_centre_and_returns_its_box():
     photo = _photo(300, 500)
     crop, box = eval_transform(photo)
     assert crop.shape == (3, 224, 224) and crop.dtype == torch.float32
-    assert 0 <= crop.min() and crop.max() <= 1
+    assert crop.min() >= 0 and crop.max() <= 1
     # resized to 256 × 426: rows 16..240, columns 101..325 (torchvision's rounding)
     scale_h, scale_w = 300 / 256, 500 / 426
     assert box == CropBox(16 * scale_h, 101 * scale_w, 240 * scale_h, 325 * scale_w)
@@ -120,7 +120,7 @@ def test_imagenet_class_names():
 def test_textured_digits():
     data = make_textured_digits(40, size=32, random_state=0)
     assert data.data.shape == (40, 32, 32, 3) and data.data.dtype == np.float32
-    assert 0 <= data.data.min() and data.data.max() <= 1
+    assert data.data.min() >= 0 and data.data.max() <= 1
     assert data.mask.shape == (40, 32, 32) and 0 < data.mask.mean() < 0.5
     assert set(data.target) <= set(range(10))
     digit_pixels = data.data[data.mask]

@@ -110,9 +110,9 @@ def test_explanations_and_logits_ignore_inference_precision(fitted, native):
         clf = twin(base, inference_precision=precision)
         explained[precision] = [clf.explain(X[:8]), clf.explain(X[:8], dtype="float64"),
                                 clf.explain(X[:4], method="integrated_gradients", n_steps=4)]
-        assert _dtypes(clf, lambda: clf.explain(X[:2])) == {torch.float32}
+        assert _dtypes(clf, lambda clf=clf: clf.explain(X[:2])) == {torch.float32}
         assert torch.equal(clf.logits(clf.encode(X).inputs), base.logits(base.encode(X).inputs))
-    for a, b in zip(explained["float32"], explained["bf16"]):
+    for a, b in zip(explained["float32"], explained["bf16"], strict=True):
         for field in ("values", "logit", "bias"):
             for u, v in zip(_rows(getattr(a, field)), _rows(getattr(b, field)), strict=True):
                 assert u.dtype == v.dtype and np.array_equal(u, v, equal_nan=True), field
@@ -213,7 +213,7 @@ def test_vision_transformers(fitted_vit, native, tmp_path):
     for options in ({}, {"dtype": "float64"}) if exact else ({}, {"method": "gradcam"}):
         a, b = base.explain(X[:4], **options), clf.explain(X[:4], **options)
         assert np.array_equal(a.values, b.values) and np.array_equal(a.logit, b.logit)
-        assert torch.bfloat16 not in _dtypes(clf, lambda: clf.explain(X[:2], **options))
+        assert torch.bfloat16 not in _dtypes(clf, lambda o=options: clf.explain(X[:2], **o))
     if exact:
         assert clf.explain(X[:4], dtype="float64").completeness_error.max() <= 1e-9
     loaded = type(base).load(base.save(tmp_path / "m"), device="cpu")

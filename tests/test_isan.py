@@ -61,7 +61,7 @@ def test_affine_scan_gradients_match_autograd():
     weight = torch.randn(3, 9, 6, dtype=torch.float64)
     g_fast = torch.autograd.grad((net.states(x) * weight).sum(), params)
     g_ref = torch.autograd.grad((naive_states(net, x) * weight).sum(), params)
-    for a, b in zip(g_fast, g_ref):
+    for a, b in zip(g_fast, g_ref, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
     W, b = net.W.detach().clone().requires_grad_(), net.b.detach().clone().requires_grad_()
     h = torch.randn(3, 6, dtype=torch.float64, requires_grad=True)

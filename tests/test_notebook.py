@@ -147,7 +147,7 @@ def test_progress_bars_over_fit_explain_and_chunked_exports_when_interactive(mon
     shown = clf.explain(X, batch_size=4)
     assert "EmbeddingBagClassifier.explain" in capsys.readouterr().err
     assert progress.SHOW_PROGRESS.get() is False  # set for the call only
-    for a, b in zip(quiet.values, shown.values):
+    for a, b in zip(quiet.values, shown.values, strict=True):
         np.testing.assert_array_equal(a, b)
     frame = explanations_to_frame(clf, X, chunk_size=8)
     assert "explained" in capsys.readouterr().err and frame["sample"].nunique() == len(X)

@@ -38,7 +38,7 @@ def test_forward_and_gradients_match_autograd_reference(lengths, x_grad):
     wrt = [x, *params] if x_grad else params
     g = torch.randn_like(fast)
     grads = torch.autograd.grad(fast, wrt, g)
-    for a, b in zip(grads, torch.autograd.grad(ref, wrt, g)):
+    for a, b in zip(grads, torch.autograd.grad(ref, wrt, g), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-13)
     if x_grad:
         assert (grads[0][~mask] == 0).all()   # padding reaches nothing

@@ -13,11 +13,11 @@ import subprocess
 import sys
 import sysconfig
 import tarfile
-import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from interpretable import __version__
 from interpretable.__main__ import main
@@ -149,7 +149,8 @@ def _site_of(dists, folder: Path) -> Path:
     (folder / "interpretable").symlink_to(ROOT / "interpretable")
     for name in dists:
         dist = importlib.metadata.distribution(name)
-        for top in {f.parts[0] for f in dist.files or [] if f.parts[0] not in ("..", "__pycache__")}:
+        tops = {f.parts[0] for f in dist.files or [] if f.parts[0] not in ("..", "__pycache__")}
+        for top in tops:
             if not (folder / top).exists():
                 (folder / top).symlink_to(dist.locate_file(top))
     return folder

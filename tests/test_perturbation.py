@@ -39,10 +39,10 @@ TOK = NLTKWordTokenizer()
 def test_changes_exactly_n_content_words(vectors, n_words):
     sub = SynonymSubstitution(n_words=n_words, vectors=vectors, random_state=0).fit()
     out, positions = sub.substitute(TEXTS)
-    for text, new, pos in zip(TEXTS, out, positions):
+    for text, new, pos in zip(TEXTS, out, positions, strict=True):
         before, after = TOK.tokenize(text), TOK.tokenize(new)
         assert len(before) == len(after)
-        changed = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
+        changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
         n_content = sum(t.lower() in {"film", "horrible", "plain", "actors"} for t in before)
         assert changed == list(pos)
         assert len(changed) == min(n_words, n_content)

@@ -205,9 +205,9 @@ def test_bf16_runs_the_perturbation_forwards_only():
         for method in ("occlusion", "kernel_shap"):
             full = clf.explain(texts, method=method)
             half = low.explain(texts, method=method)
-            for a, b in zip(full.values, half.values):
+            for a, b in zip(full.values, half.values, strict=True):
                 assert spearmanr(a, b).statistic > 0.8, method
         full = clf.explain(texts, method="integrated_gradients", n_steps=8)
         half = low.explain(texts, method="integrated_gradients", n_steps=8)
-    for a, b in zip(full.values, half.values):
+    for a, b in zip(full.values, half.values, strict=True):
         np.testing.assert_array_equal(a, b)

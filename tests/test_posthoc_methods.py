@@ -73,7 +73,7 @@ def test_occlusion_is_the_drop_of_the_logit_when_a_token_is_replaced(bag):
     assert exp.logit is None and exp.bias is None
     # the padding token's embedding is 0 in this model: "pad" is the same baseline
     pad = bag.explain(TEXTS, target="neg", method="occlusion", baseline="pad")
-    for a, b in zip(pad.values, exp.values):
+    for a, b in zip(pad.values, exp.values, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-7)
 
 
@@ -110,17 +110,17 @@ def test_sampling_methods_are_reproducible_and_shaped(bag, method):
     exp = bag.explain(TEXTS, method=method, n_samples=24, random_state=3)
     assert [v.shape for v in exp.values] == [(len(u),) for u in exp.units]
     again = bag.explain(TEXTS, method=method, n_samples=24, random_state=3)
-    for a, b in zip(exp.values, again.values):
+    for a, b in zip(exp.values, again.values, strict=True):
         np.testing.assert_array_equal(a, b)
     alone = bag.explain(TEXTS[::-1], method=method, n_samples=24, random_state=3,
                         batch_size=1)  # another order and batching: the same per text
-    for a, b in zip(exp.values, alone.values[::-1]):
+    for a, b in zip(exp.values, alone.values[::-1], strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)  # up to the padding's rounding
     other = bag.explain(TEXTS, method=method, n_samples=24, random_state=4)
-    assert any(not np.array_equal(a, b) for a, b in zip(exp.values, other.values))
+    assert any(not np.array_equal(a, b) for a, b in zip(exp.values, other.values, strict=True))
     torch.manual_seed(1)  # the global generator plays no part
     for a, b in zip(exp.values, bag.explain(TEXTS, method=method, n_samples=24,
-                                            random_state=3).values):
+                                            random_state=3).values, strict=True):
         np.testing.assert_array_equal(a, b)
     unseeded = [bag.explain(TEXTS[2:3], method=method, n_samples=8, random_state=None)
                 for _ in range(2)]
@@ -132,7 +132,7 @@ def test_kernel_shap_of_an_additive_model_is_exact(bag):
     contributions, and they sum to the logit minus the baseline's logit (bias)."""
     shap = bag.explain(TEXTS, method="kernel_shap", n_samples=64)
     inherent = bag.explain(TEXTS)  # W_c e_t / T, exact
-    for a, b in zip(shap.values, inherent.values):
+    for a, b in zip(shap.values, inherent.values, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-4)
     np.testing.assert_allclose(shap.bias, inherent.bias, atol=1e-6)  # logit at all zeros
     assert shap.completeness_error.max() < 1e-4
@@ -294,8 +294,8 @@ def test_new_methods_leave_the_model_unchanged_and_are_thread_safe(bag, bert, vi
     for t in threads:
         t.join()
     assert not errors, errors
-    for (clf, _, method, _), a, b in zip(calls, results, expected):
-        for x, y in zip(a, b):
+    for (_clf, _, method, _), a, b in zip(calls, results, expected, strict=True):
+        for x, y in zip(a, b, strict=True):
             np.testing.assert_array_equal(x, y, err_msg=method)
     for key, model in models.items():
         tensors, flags = _state(model.module_)

@@ -18,8 +18,8 @@ from sklearn.model_selection import GridSearchCV
 
 from interpretable import BcosSimpleViTClassifier, BcosViTClassifier
 from interpretable.datasets.images import eval_crops, imagenet_class_names
-from interpretable.estimators.vision import base as vision_base
 from interpretable.estimators.core.nets import LearningRateSchedule
+from interpretable.estimators.vision import base as vision_base
 from interpretable.nn.bcos.layers import encode_image
 from interpretable.nn.bcos.simple_vit import BcosSimpleViT
 from interpretable.nn.bcos.zoo import checkpoint_path, to_bcos_state_dict

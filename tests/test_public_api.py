@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 import re
@@ -109,10 +110,8 @@ def undocumented(public: dict[tuple, list[str]], documented: list[str]) -> list[
     """The public entries no documented name resolves to, each by its first public path."""
     found = set()
     for path in documented:
-        try:
+        with contextlib.suppress(ImportError, AttributeError):
             found.add(api_key(resolve(path), path.rpartition(".")[2]))
-        except (ImportError, AttributeError):
-            pass
     return sorted(paths[0] for key, paths in public.items() if key not in found)
 
 

@@ -29,7 +29,7 @@ def planted():
 
 def test_planted_evidence_texts_mark_their_evidence_words():
     data = make_planted_evidence_texts(n_samples=30, n_classes=3, random_state=1)
-    for text, label, rationale in zip(data.data, data.target, data.rationale):
+    for text, label, rationale in zip(data.data, data.target, data.rationale, strict=True):
         words = np.array(text.split(" "))
         assert len(words) == len(rationale) and rationale.sum() >= 1
         assert set(words[rationale == 1]) <= set(data.evidence_words[label])
@@ -99,12 +99,11 @@ def test_report_schema_and_skipped_metrics(planted):
         "object", "object", "object", "float64", "float64", "float64", "int64", "bool"]
     assert not frame.duplicated(["method", "metric"]).any()
     assert list(dict.fromkeys(frame.method)) == list(clf.explain_methods)
-    evaluated = set(zip(frame.method, frame.metric)) | set(zip(report.skipped.method,
-                                                                 report.skipped.metric))
+    skipped = set(zip(report.skipped.method, report.skipped.metric, strict=True))
+    evaluated = set(zip(frame.method, frame.metric, strict=True)) | skipped
     assert evaluated == {(m, k) for m in clf.explain_methods for k in REPORT_METRICS}
-    assert ("inherent", "stability_jsd") in set(zip(report.skipped.method, report.skipped.metric))
-    assert ("gradient", "completeness_error") in set(zip(report.skipped.method,
-                                                          report.skipped.metric))
+    assert ("inherent", "stability_jsd") in skipped
+    assert ("gradient", "completeness_error") in skipped
     assert (frame.n_samples <= len(X)).all()
     row = frame.set_index(["method", "metric"]).loc[("inherent", "auprc")]
     direct = plausibility(clf.explain(X), R).frame.auprc

@@ -78,11 +78,11 @@ def test_word_level_erases_the_pieces_of_a_word_together(tiny):
     groups = units.groups[0]
     assert groups[0] == groups[-1] == -1  # [CLS] and [SEP] belong to no word
     kept = keep_mask(groups, [1], keep_units=False)
-    assert [p for p, k in zip(pieces.pieces, kept) if not k] == \
-        [p for p, w in zip(pieces.pieces, pieces.words) if w == 1]
+    assert [p for p, k in zip(pieces.pieces, kept, strict=True) if not k] == \
+        [p for p, w in zip(pieces.pieces, pieces.words, strict=True) if w == 1]
     assert kept[0] and kept[-1]
     only = keep_mask(groups, [2], keep_units=True)  # sufficiency: the specials stay
-    assert [p for p, k in zip(pieces.pieces, only) if k] == ["[CLS]", "good", "[SEP]"]
+    assert [p for p, k in zip(pieces.pieces, only, strict=True) if k] == ["[CLS]", "good", "[SEP]"]
 
 
 def test_word_level_rationales_one_entry_per_word(tiny):

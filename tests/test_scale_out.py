@@ -133,7 +133,6 @@ def test_a_pretrained_transformers_classifier_is_explained_on_dask(client, tmp_p
     run by ``transformers`` itself (GPT-2), travels to the workers like a model trained
     here."""
     import dask.bag as db
-
     from architectures import tiny_classifier
     from families import tiny_checkpoint
 

@@ -311,12 +311,12 @@ def test_seat_lowers_attention_sensitivity_and_keeps_predictions(sentiment_data,
     w = vanilla.explain(X, method="attention")
     assert np.mean([
         len(set(np.argsort(-a)[:2]) & set(np.argsort(-b)[:2])) / min(2, len(a))
-        for a, b in zip(w.values, seat.explain(X).values)
+        for a, b in zip(w.values, seat.explain(X).values, strict=True)
     ]) >= 0.6
     # the vanilla attention w is kept and reproduced exactly
     vw = seat.explain(X[:10], method="vanilla")
     assert vw.method == "vanilla"
-    for a, b in zip(vw.values, w.values[:10]):
+    for a, b in zip(vw.values, w.values[:10], strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6)
     # only the attention layer changed
     for name, p in seat.module_.named_parameters():
@@ -375,7 +375,7 @@ def test_base_estimator_variants(sentiment_data, vanilla):
     seat = SEATClassifier(base_estimator=FrozenEstimator(base), variant=SEAT(pgd_steps=2, epochs=2),
                           device="cpu", random_state=0).fit(X, y)
     for a, b in zip(seat.explain(X[:5], method="vanilla").values,
-                    base.explain(X[:5]).values):
+                    base.explain(X[:5]).values, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6)
     assert seat.architecture_["hidden_size"] == 6
     # an unfitted base is fitted first (as clone() inside GridSearchCV would leave it)
@@ -405,7 +405,7 @@ def test_sklearn_contracts_and_persistence(sentiment_data, tmp_path):
     loaded = SEATClassifier.load(tmp_path / "seat")
     np.testing.assert_allclose(loaded.predict_proba(X), clf.predict_proba(X), atol=1e-6)
     for a, b in zip(loaded.explain(X[:5], method="vanilla").values,
-                    clf.explain(X[:5], method="vanilla").values):
+                    clf.explain(X[:5], method="vanilla").values, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6)
     assert loaded.fit_diagnostics_ == clf.fit_diagnostics_
 

@@ -8,7 +8,7 @@ from interpretable.text import PAD, UNK, TextEncoder, pos_tag
 
 
 def test_pos_tag_universal():
-    assert pos_tag("The movie was great .".split()) == ["DET", "NOUN", "VERB", "ADJ", "."]
+    assert pos_tag(["The", "movie", "was", "great", "."]) == ["DET", "NOUN", "VERB", "ADJ", "."]
     assert pos_tag([]) == []
     with pytest.raises(TypeError, match="list of tokens"):
         pos_tag("The movie")

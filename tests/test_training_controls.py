@@ -226,5 +226,5 @@ def test_explain_progress_bar_only_on_a_terminal_and_only_during_explain(monkeyp
     shown = est.explain(X_test)
     assert "explain" in capsys.readouterr().err
     assert progress.SHOW_PROGRESS.get() is False  # reset after the call
-    for a, b in zip(quiet.values, shown.values):
+    for a, b in zip(quiet.values, shown.values, strict=True):
         assert (a == b).all()

@@ -168,7 +168,7 @@ def test_save_load_pickle_clone_and_pipeline(models, name, tmp_path):
     for copy_ in (loaded, pickle.loads(pickle.dumps(clf))):
         np.testing.assert_array_equal(copy_.predict_proba(TEXTS), expected)
         assert (copy_.padding_side_, copy_.pooling_) == (clf.padding_side_, clf.pooling_)
-        for a, b in zip(copy_.explain(TEXTS[:2], method="rollout").values, explained):
+        for a, b in zip(copy_.explain(TEXTS[:2], method="rollout").values, explained, strict=True):
             np.testing.assert_array_equal(a, b)
     assert clone(clf).get_params()["checkpoint"] == clf.checkpoint
     pipeline = make_pipeline(FunctionTransformer(lambda texts: [t.strip() for t in texts]), clf)

@@ -178,9 +178,10 @@ def test_quantus_model_randomisation_resets_every_layer(tiny):
     clf, X, _ = tiny
     wrapped = quantus.helpers.model.pytorch_model.PyTorchModel(QuantusModel(clf))
     before = {k: v.clone() for k, v in clf.module_.state_dict().items()}
-    names = []
-    for name, randomised in wrapped.get_random_layer_generator(order="top_down"):
-        names.append(name)
+    # (name, the one copy, randomised further)
+    layers = list(wrapped.get_random_layer_generator(order="top_down"))
+    names = [name for name, _ in layers]
+    randomised = layers[-1][1]
     assert names[0] == "net.head" and names[-1] == "net.stem.layers.0"
     assert randomised.estimator.module_ is randomised.net  # explains with the random net
     after = randomised.net.state_dict()

@@ -137,7 +137,7 @@ def test_one_image_is_refused_at_every_entry_point(colour_estimators, name):
              "decision_function": clf.decision_function, "score": lambda X: clf.score(X, [label]),
              "explain": lambda X: clf.explain(X, method="input_x_gradient"),
              "encode": clf.encode}
-    for call_name, call in calls.items():
+    for call in calls.values():
         for X in (image, torch.as_tensor(image), (image * 255).astype(np.uint8)):
             with pytest.raises(ValueError, match=ONE_IMAGE):
                 call(X)

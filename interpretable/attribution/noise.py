@@ -22,8 +22,9 @@ The tests compare both with captum's classes given the same draws.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Real
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple
 
 import torch
 
@@ -33,7 +34,7 @@ __all__ = ["Draws", "draw", "gradient_shap", "noise_tunnel", "seeded_generator"]
 NT_TYPES = ("smoothgrad", "smoothgrad_sq", "vargrad")
 
 
-def seeded_generator(seed: Optional[int]) -> torch.Generator:
+def seeded_generator(seed: int | None) -> torch.Generator:
     """Return a CPU generator seeded with ``seed`` (None: fresh entropy).
 
     Parameters
@@ -102,7 +103,7 @@ def _check_stdevs(stdevs, n_samples: int):
 
 
 def draw(n_inputs: int, n_copies: int, shape: tuple, *, stdevs=0.0, n_baselines: int = 1,
-         random_state: Optional[int] = 0) -> Draws:
+         random_state: int | None = 0) -> Draws:
     """Draw each sample's interpolation points, baseline choices and noise.
 
     Every sample draws from a generator of its own seeded with ``random_state``: first

@@ -20,21 +20,21 @@ others by the ``baseline``'s values. Per sample:
   (approximately), solved in float64 where captum solves in float32. With one feature its
   value is that difference exactly (as occlusion).
 
-Given the same coalitions (:func:`draw_coalitions`), the attributions equal captum's
-``attribute`` called on each sample alone (Kernel SHAP's to captum's float32 rounding). What differs is the cost: the coalitions of all
-samples are drawn at once, every distinct coalition of a sample is evaluated once (Kernel
-SHAP's sampler repeats the small and the large coalitions often), and the perturbed inputs of
-several samples share each forward pass (at most ``rows_per_pass`` rows; padded sequences of
-one length per pass, cut to it), where captum evaluates one sample's perturbations at a time,
-each built and weighted in Python.
+Given the same coalitions (:func:`draw_coalitions`), the attributions equal captum's ``attribute``
+called on each sample alone (Kernel SHAP's to captum's float32 rounding). What differs is the
+cost: the coalitions of all samples are drawn at once, every distinct coalition of a sample is
+evaluated once (Kernel SHAP's sampler repeats the small and the large coalitions often), and the
+perturbed inputs of several samples share each forward pass (at most ``rows_per_pass`` rows;
+padded sequences of one length per pass, cut to it), where captum evaluates one sample's
+perturbations at a time, each built and weighted in Python.
 
 Every sample draws its coalitions from a generator of its own seeded with ``random_state``:
 its attributions do not depend on the batch it is in, and threads share no random stream.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Integral
-from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -52,7 +52,7 @@ KERNEL_SHAP_ENDPOINT_WEIGHT = 1e6
 
 
 def draw_coalitions(method: str, n_features: int, n_samples: int,
-                    random_state: Optional[int] = 0) -> torch.Tensor:
+                    random_state: int | None = 0) -> torch.Tensor:
     """Draw the coalitions of one sample: True where a feature is kept.
 
     Parameters
@@ -171,10 +171,10 @@ def _surrogate(method: str, coalitions: torch.Tensor, logits: torch.Tensor,
 def perturbation_attributions(method: str, forward: Callable[..., torch.Tensor],
                               inputs: torch.Tensor, baseline: torch.Tensor,
                               target: torch.Tensor, features: torch.Tensor, *,
-                              n_samples: int = 200, random_state: Optional[int] = 0,
+                              n_samples: int = 200, random_state: int | None = 0,
                               additional_forward_args: tuple = (), rows_per_pass: int = 256,
-                              compared: Optional[torch.Tensor] = None,
-                              lengths: Optional[torch.Tensor] = None) -> torch.Tensor:
+                              compared: torch.Tensor | None = None,
+                              lengths: torch.Tensor | None = None) -> torch.Tensor:
     """Attribute each sample's ``target`` logit to its features by occlusion, LIME or Kernel
     SHAP, every sample's perturbations evaluated in shared forward passes.
 

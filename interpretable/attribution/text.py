@@ -59,9 +59,10 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from contextlib import nullcontext
 from numbers import Integral, Real
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple
 
 import torch
 
@@ -114,8 +115,8 @@ class TokenAttributions(NamedTuple):
     torch.Size([1, 3])
     """
     scores: torch.Tensor
-    baseline_logit: Optional[torch.Tensor]
-    steps: Optional[torch.Tensor] = None
+    baseline_logit: torch.Tensor | None
+    steps: torch.Tensor | None = None
 
 
 def _check_count(name: str, value) -> None:
@@ -226,7 +227,7 @@ def _integrated_to_tolerance(forward, embedded, baseline, target, mask, args, ro
             additional_forward_args=tuple(a[rows_now] for a in args), n_steps=n_steps,
             internal_batch_size=rows).sum(-1).detach().double() * mask[rows_now]
         errors = (attr.sum(1) - gap[rows_now]).abs().cpu().tolist()
-        for row, sample, error in zip(attr, rows_now.tolist(), errors):
+        for row, sample, error in zip(attr, rows_now.tolist(), errors, strict=True):
             scores[sample], steps[sample] = row, n_steps
             histories[sample].append((n_steps, max(error, 1e-300)))
             if error > tolerance and n_steps < AUTO_MAX_STEPS:
@@ -239,11 +240,11 @@ def attribute_tokens(forward: Callable[..., torch.Tensor], embedded: torch.Tenso
                      target: torch.Tensor, method: str = "integrated_gradients", *,
                      mask: torch.Tensor, additional_forward_args: tuple = (),
                      n_steps: int | str = 50, tolerance: float = 1e-4,
-                     baseline: Optional[torch.Tensor] = None,
-                     groups: Optional[torch.Tensor] = None, n_samples: int = 200,
-                     random_state: Optional[int] = 0, nt_type: str = "smoothgrad",
-                     nt_samples: int = 10, stdevs: Optional[float] = None,
-                     layer: Optional[torch.nn.Module] = None) -> TokenAttributions:
+                     baseline: torch.Tensor | None = None,
+                     groups: torch.Tensor | None = None, n_samples: int = 200,
+                     random_state: int | None = 0, nt_type: str = "smoothgrad",
+                     nt_samples: int = 10, stdevs: float | None = None,
+                     layer: torch.nn.Module | None = None) -> TokenAttributions:
     """Attribute each sample's ``target`` logit to its tokens with a captum method.
 
     Parameters

@@ -485,7 +485,7 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
         with torch.enable_grad():
             attentions, grads = _attentions(model, x, target)
         matrix = torch.stack([(a * g.clamp_min(0)).mean(1)
-                              for a, g in zip(attentions, grads)]).mean(0)
+                              for a, g in zip(attentions, grads, strict=True)]).mean(0)
         return _to_pixels(_patch_scores(matrix.detach(), model.grid_size), model.grid_size,
                           size)
     if method == "gradcam":

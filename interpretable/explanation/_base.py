@@ -280,7 +280,7 @@ def _concat_field(name: str, values: list, lengths: list, mixed: bool):
             raise ValueError(f"cannot concatenate explanations where only some carry "
                              f"{name!r}.")
         values = [np.full((n, *present[0].shape[1:]), np.nan) if v is None else v
-                  for v, n in zip(values, lengths)]
+                  for v, n in zip(values, lengths, strict=True)]
     if isinstance(values[0], np.ndarray):
         return np.concatenate(values, axis=0)
     return [item for value in values for item in value]

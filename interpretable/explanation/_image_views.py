@@ -222,12 +222,12 @@ class ImageViews:
             ax.set_axis_off()
         drawn = []  # the maps shown, for the caption on NaN and ±∞
         for i in chosen:
-            row = [ax for ax, (j, _) in zip(axes, cells) if j == i]
+            row = [ax for ax, (j, _) in zip(axes, cells, strict=True) if j == i]
             maps = [] if kind == "weights" else [self.values[i]]
             maps += list(self._parts(i)) if "from x" in panels else []
             lim = _limit(np.stack(maps), percentile) if maps else 1.0
             image = None
-            for ax, panel in zip(row, panels):
+            for ax, panel in zip(row, panels, strict=True):
                 image = self._draw(ax, i, panel, percentile, lim, positive) or image
             if image is not None:
                 _colour_bar(fig, image, row, _MAPS[self._map_kind()][2]
@@ -330,7 +330,7 @@ class ImageViews:
         fig = ViewFigure(figsize=(2.2 * ncols + 0.8, (2.3 * nrows + 0.5) * len(chosen)),
                          layout="constrained")
         blocks = np.atleast_1d(fig.subfigures(len(chosen), 1, squeeze=False).ravel())
-        for block, i in zip(blocks, chosen):
+        for block, i in zip(blocks, chosen, strict=True):
             maps = self.components[i]
             lim = _limit(maps, percentile)
             axes = block.subplots(nrows, ncols, squeeze=False).ravel()
@@ -338,7 +338,7 @@ class ImageViews:
                 ax.set_axis_off()
             if first:
                 self._draw(axes[0], i, "input", percentile, lim, positive)
-            for ax, name, values in zip(axes[first:], names, maps):
+            for ax, name, values in zip(axes[first:], names, maps, strict=True):
                 image = self._show_map(ax, values, lim, positive)
                 ax.set_title(f"{plot_text(name)}: {value_text(values.sum())}", fontsize=8)
             _colour_bar(block, image, axes, "contribution")

@@ -72,7 +72,7 @@ class SequenceViews:
         """
         selected = [self._select(i, steps, max_steps) for i in range(len(self))]
         rows = [row[: s + 1] for i, (picked, step) in enumerate(selected)
-                for row, s in zip(self._dense(i, picked, step), step)]
+                for row, s in zip(self._dense(i, picked, step), step, strict=True)]
         scales = row_scales(scale, rows)
         shared = None if scale == "row" else (scales[0] if len(scales) else 0.0)
         signed = not self._single("class_independent")
@@ -93,9 +93,9 @@ class SequenceViews:
         rows = [{"step": s, "target": visible(self.target[i][r]),
                  "prediction": visible(self.prediction[i][r]),
                  "logit": None if self.logit is None else value_text(self.logit[i][r]),
-                 "cells": heat_cells(units[: s + 1], values, next(scales), signed),
+                 "cells": heat_cells(units[: s + 1], values[: s + 1], next(scales), signed),
                  "future": units[s + 1:]}
-                for r, s, values in zip(picked, step, self._dense(i, picked, step))]
+                for r, s, values in zip(picked, step, self._dense(i, picked, step), strict=True)]
         return {"id": self.ids()[i], "steps": len(self._explained(i)[0]), "rows": rows}
 
     def plot(self, sample: int = 0, steps=None, *, max_labels: int = 80):
@@ -159,7 +159,7 @@ class SequenceViews:
         if labels:
             ax.set_xticks(range(len(units)), labels, rotation=90, fontsize=7)
             ax.set_yticks(range(len(rows)), [f"{s} → {plot_text(visible(self.target[sample][r]))}"
-                                             for r, s in zip(rows, step)], fontsize=7)
+                                             for r, s in zip(rows, step, strict=True)], fontsize=7)
         ax.set_xlabel(f"{self.level} read")
         ax.set_ylabel("step → explained target")
         title = (f"{plot_text(self._single('method'))}: sample "

@@ -128,7 +128,8 @@ def heat_cells(texts, values, scale: float, signed: bool, labels=None) -> list[M
                    _CELL.format(hex_colour(colour), "#ffffff" if light else "#000000",
                                 f"{value:.6g}", escape(_text(f"{label}: {value_text(value)}")),
                                 escape(_text(text))))
-            for text, value, colour, light, label in zip(texts, values, rgb, white, labels)]
+            for text, value, colour, light, label
+            in zip(texts, values, rgb, white, labels, strict=True)]
 
 
 def fmt(value: float) -> str:

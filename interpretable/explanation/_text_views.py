@@ -126,7 +126,7 @@ class TextViews:
         else:
             fig, axes = ax.figure, [ax]
         signed = not self._single("class_independent")
-        for ax, i in zip(axes, chosen):
+        for ax, i in zip(axes, chosen, strict=True):
             values = np.asarray(self.values[i], dtype=np.float64)
             order = np.argsort(-np.nan_to_num(np.abs(values), nan=-1.0), kind="stable")[:k][::-1]
             shown = values[order]
@@ -137,7 +137,7 @@ class TextViews:
             ax.set_yticks(range(len(order)), [
                 plot_text(self.units[i][j], limit=30) + ("" if np.isfinite(v) else
                                                          f" = {value_text(v)}")
-                for j, v in zip(order, shown)], fontsize=7)
+                for j, v in zip(order, shown, strict=True)], fontsize=7)
             ax.axvline(0, color="black", linewidth=0.6)
             ax.tick_params(axis="x", labelsize=7)
             ax.set_xlabel(f"{plot_text(self._single('method'))} attribution to "
@@ -165,7 +165,7 @@ class TextViews:
         for row, i in enumerate(chosen):
             placed.append((0.0, y, plot_text(self._header(i), limit=150), None, row))
             y, x = y + _LINE, 0.0
-            for unit, value in zip(self.units[i], rows[row]):
+            for unit, value in zip(self.units[i], rows[row], strict=True):
                 text = plot_text(unit, limit=60)
                 w = _text_width(renderer, text) + 0.06
                 if x > 0 and x + w > width - 0.1:

@@ -202,7 +202,7 @@ class GlobalExplanation:
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
         for ax in axes[len(targets):]:
             ax.set_axis_off()
-        for ax, target in zip(axes, targets):
+        for ax, target in zip(axes[:len(targets)], targets, strict=True):  # the rest: off
             rows = top[top["target"] == target].sort_values("mean_attribution")
             values = rows["mean_attribution"].to_numpy(dtype=np.float64)
             lim = finite_peak(values) or 1.0
@@ -212,7 +212,7 @@ class GlobalExplanation:
             ax.barh(range(len(rows)), np.nan_to_num(np.clip(values, -lim, lim)), color=colours)
             ax.set_yticks(range(len(rows)), [
                 plot_text(f"{t} (n={c})") + ("" if np.isfinite(v) else f" = {value_text(v)}")
-                for t, c, v in zip(rows["token"], rows["count"], values)])
+                for t, c, v in zip(rows["token"], rows["count"], values, strict=True)])
             ax.axvline(0, color="black", linewidth=0.6)
             ax.tick_params(labelsize=7)
             ax.set_title(f"target {plot_text(target)}", fontsize=9)
@@ -329,7 +329,7 @@ def global_explanation(source, X=None, *, chunk_size: int = 1000,
         part = frame.groupby(["target", "token"]).sum()
         sums = part if sums is None else sums.add(part, fill_value=0)
         methods.update(zip(explanation._each("method").tolist(),
-                           explanation._each("class_independent").tolist()))
+                           explanation._each("class_independent").tolist(), strict=True))
         n_samples += len(explanation)
     if sums is None:
         raise ValueError("global_explanation needs at least one explanation.")

@@ -102,7 +102,7 @@ class SequenceExplanation(SequenceViews, Explanation):
                    "steps", "sample_ids")
 
     def __post_init__(self):
-        for i, (sym, c) in enumerate(zip(self.units, self.values)):
+        for i, (sym, c) in enumerate(zip(self.units, self.values, strict=True)):
             width = len(sym) if self.window is None else self.window
             if np.ndim(c) != 2 or c.shape[1] != width:
                 raise ValueError(
@@ -122,7 +122,7 @@ class SequenceExplanation(SequenceViews, Explanation):
         if self.window is None:
             return values[rows]
         out = np.zeros((len(rows), len(self.units[i])))
-        for k, (r, t) in enumerate(zip(rows, step)):
+        for k, (r, t) in enumerate(zip(rows, step, strict=True)):
             first = int(self._first_unit(np.asarray(t)))
             out[k, first: t + 1] = values[r, first - (t - self.window + 1):]
         return out
@@ -143,7 +143,7 @@ class SequenceExplanation(SequenceViews, Explanation):
             return None
         totals, magnitudes = self._totals()
         return [relative_error(total, logit, magnitude)
-                for total, logit, magnitude in zip(totals, self.logit, magnitudes)]
+                for total, logit, magnitude in zip(totals, self.logit, magnitudes, strict=True)]
 
     @property
     def completeness_error(self):
@@ -257,7 +257,7 @@ class SequenceExplanation(SequenceViews, Explanation):
         ``step`` (in units of ``level``)."""
         first = self._first_unit(step)
         which = np.repeat(np.arange(len(rows)), step + 1 - first)  # explained row of each
-        unit = np.concatenate([np.arange(a, t + 1) for a, t in zip(first, step)]) \
+        unit = np.concatenate([np.arange(a, t + 1) for a, t in zip(first, step, strict=True)]) \
             if len(rows) else np.zeros(0, int)
         spans = self._char_spans(i)
         values = np.asarray(self.values[i], dtype=np.float64)

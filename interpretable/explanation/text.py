@@ -172,7 +172,7 @@ class TokenExplanation(TextViews, ClassifierExplanation):
                    "inputs", "proba", "sample_ids", "contrast", "n_steps")
 
     def __post_init__(self):
-        for i, (tok, att) in enumerate(zip(self.units, self.values)):
+        for i, (tok, att) in enumerate(zip(self.units, self.values, strict=True)):
             if len(tok) != len(att):
                 raise ValueError(f"sample {i}: {len(tok)} units but {len(att)} values.")
 
@@ -197,7 +197,9 @@ class TokenExplanation(TextViews, ClassifierExplanation):
         See :func:`token_offsets`; -1 where a token was not found; None without ``inputs``.
         """
         texts = self._texts()
-        return None if texts is None else [token_offsets(t, u) for t, u in zip(texts, self.units)]
+        if texts is None:
+            return None
+        return [token_offsets(t, u) for t, u in zip(texts, self.units, strict=True)]
 
     def to_frame(self, kind: str = "units") -> pd.DataFrame:
         """Return the explanation as a tidy table.
@@ -341,10 +343,13 @@ class TokenExplanation(TextViews, ClassifierExplanation):
             cells = heat_cells(units, values, scale, signed)
             return [("" if j == 0 else " ", cell) for j, cell in enumerate(cells)], ""
         text = texts[i]
+        if not len(spans):  # no token (a blank text): the text alone
+            return [], text
         cells = heat_cells([text[a:b] for a, b in spans], values, scale, signed, labels=units)
         starts = [0, *spans[:-1, 1]]
-        return [(text[cursor:a], cell) for cursor, (a, _), cell in zip(starts, spans, cells)], \
-            text[spans[-1, 1]:] if len(spans) else text
+        pieces = [(text[cursor:a], cell)
+                  for cursor, (a, _), cell in zip(starts, spans, cells, strict=True)]
+        return pieces, text[spans[-1, 1]:]
 
 
 @dataclass

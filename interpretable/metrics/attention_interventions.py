@@ -8,8 +8,6 @@ again (Mohankumar et al., ACL 2020, sec. 5; re-exported by
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import pandas as pd
 import torch
@@ -35,7 +33,7 @@ def _ranking(attention, mask, order, generator):
 
 
 def decision_flip_fraction(estimator, X, order: str = "attention", random_state=0,
-                           batch_size: Optional[int] = None) -> AnalysisResult:
+                           batch_size: int | None = None) -> AnalysisResult:
     """Fraction of hidden states erased, most important first, until the decision flips.
 
     Intermediate-representation erasure of Serrano & Smith (2019) as in Mohankumar et al.
@@ -79,7 +77,7 @@ def decision_flip_fraction(estimator, X, order: str = "attention", random_state=
     generator = torch.Generator().manual_seed(check_random_state_seed(random_state))
     inputs = estimator.encode(X).inputs
     n_erased, lengths = [], []
-    for _, batch, out in estimator.forward_batches(inputs, batch_size=batch_size):
+    for _, _batch, out in estimator.forward_batches(inputs, batch_size=batch_size):
         att, mask = out.attention, out.mask
         B, T = att.shape
         rank = _ranking(att, mask, order, generator)                               # (B, T)
@@ -112,7 +110,7 @@ def decision_flip_fraction(estimator, X, order: str = "attention", random_state=
 
 
 def permutation_tvd(estimator, X, n_permutations: int = 100, random_state=0,
-                    batch_size: Optional[int] = None) -> AnalysisResult:
+                    batch_size: int | None = None) -> AnalysisResult:
     """Output change when the attention weights are randomly permuted (Jain & Wallace, 2019).
 
     For every sample, ``n_permutations`` random permutations of its attention over its real
@@ -159,7 +157,7 @@ def permutation_tvd(estimator, X, n_permutations: int = 100, random_state=0,
     inputs = estimator.encode(X).inputs
     cols = {"n_tokens": [], "max_attention": [], "median_tvd": [], "mean_tvd": []}
     step = batch_size or max(1, min(estimator.batch_size, 8192 // n_permutations))
-    for _, batch, out in estimator.forward_batches(inputs, batch_size=step):
+    for _, _batch, out in estimator.forward_batches(inputs, batch_size=step):
         att, mask = out.attention, out.mask
         B, T = att.shape
         keys = torch.rand((B, n_permutations, T), generator=generator).to(att.device)

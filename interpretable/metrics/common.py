@@ -73,7 +73,7 @@ def explanation_matrix(explanation: TokenExplanation, lengths) -> np.ndarray:
     if len(explanation) != len(lengths):
         raise ValueError(f"explanation has {len(explanation)} samples but X has {len(lengths)}.")
     out = np.zeros((len(lengths), int(lengths.max())), dtype=np.float64)
-    for i, (att, n) in enumerate(zip(explanation.values, lengths)):
+    for i, (att, n) in enumerate(zip(explanation.values, lengths, strict=True)):
         if len(att) != n:
             raise ValueError(
                 f"explanation of sample {i} has {len(att)} tokens but the model sees {n}; "

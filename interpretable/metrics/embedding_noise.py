@@ -12,7 +12,6 @@ from ..nn.attacks import embedding_attack, embedding_pgd
 from ..nn.losses import logits_of
 from ..nn.tensors import make_generator
 
-
 #: the kinds of :func:`embedding_offsets`
 EMBEDDING_NOISE = ("random", "adversarial", "pgd")
 

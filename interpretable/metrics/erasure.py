@@ -89,7 +89,7 @@ def text_units(clf, X, level: str = "piece", include_special_tokens: bool = Fals
             group = np.full(n, -1, dtype=np.int64)
             group[~special] = np.arange((~special).sum())
             groups.append(group)
-            names.append([p for p, s in zip(pieces.pieces[:n], special) if not s])
+            names.append([p for p, s in zip(pieces.pieces[:n], special, strict=True) if not s])
     return TextUnits(encoded.inputs, groups, names, specials)
 
 
@@ -195,7 +195,7 @@ def erase(clf, units: TextUnits, scores: dict, convention, *, batch_size=None,
     rows = {(method, keep_top): [
         [None if chosen is None else erased.add(i, keep_mask(g, chosen, keep_top))
          for chosen in convention.erasure_sets(score, keep_top)]
-        for i, (g, score) in enumerate(zip(units.groups, method_scores))]
+        for i, (g, score) in enumerate(zip(units.groups, method_scores, strict=True))]
         for method, method_scores in scores.items() for keep_top in (False, True)}
     probs = erased.probabilities(clf, batch_size, view).double().numpy()
     predicted = probs[base].argmax(1)

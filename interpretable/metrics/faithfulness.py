@@ -272,19 +272,23 @@ def _flips(clf, inputs, selected, pred, radius, steps, batch_size, view) -> torc
         T = batch["tokens"].shape[1]
         sel = selected[rows, :T].to(clf.device_).unsqueeze(-1).float()
         r = radius[rows].to(clf.device_).float()[:, None, None]
-        y = pred[rows].to(clf.device_)
-        with torch.no_grad():
-            emb = clf.embed(batch).detach()
-
-        def logits(delta):
-            return logits_of(clf.forward_batch(batch, embedded=emb + delta, view=view))
-
-        delta = embedding_attack(
-            lambda d: torch.nn.functional.cross_entropy(logits(d), y, reduction="sum"),
-            torch.zeros_like(emb), r, steps=steps, mask=sel)
-        with torch.no_grad():
-            out.append((logits(delta).argmax(1) != y).cpu())
+        out.append(_batch_flips(clf, batch, sel, r, pred[rows].to(clf.device_), steps, view))
     return torch.cat(out)
+
+
+def _batch_flips(clf, batch, sel, r, y, steps, view) -> torch.Tensor:
+    """:func:`_flips` of one batch (``sel``, ``r`` and ``y`` on the model's device)."""
+    with torch.no_grad():
+        emb = clf.embed(batch).detach()
+
+    def logits(delta):
+        return logits_of(clf.forward_batch(batch, embedded=emb + delta, view=view))
+
+    delta = embedding_attack(
+        lambda d: torch.nn.functional.cross_entropy(logits(d), y, reduction="sum"),
+        torch.zeros_like(emb), r, steps=steps, mask=sel)
+    with torch.no_grad():
+        return (logits(delta).argmax(1) != y).cpu()
 
 
 def top_k_overlap(w, w_tilde, k: int = 4) -> np.ndarray:
@@ -319,13 +323,13 @@ def top_k_overlap(w, w_tilde, k: int = 4) -> np.ndarray:
     if len(a) != len(b):
         raise ValueError(f"w has {len(a)} samples but w_tilde has {len(b)}.")
     lengths = np.array([len(x) for x in a])
-    if any(len(x) != n for x, n in zip(b, lengths)):
+    if any(len(x) != n for x, n in zip(b, lengths, strict=True)):
         raise ValueError("w and w_tilde must have the same number of tokens in every sample.")
     if len(a) == 0:
         return np.zeros(0)
     T = int(lengths.max())
     A, B = np.zeros((len(a), T)), np.zeros((len(a), T))
-    for i, (x, y) in enumerate(zip(a, b)):
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
         A[i, : len(x)], B[i, : len(y)] = x, y
     mask = torch.arange(T)[None] < torch.as_tensor(lengths)[:, None]
     return _top_k_overlap_torch(torch.as_tensor(A), torch.as_tensor(B), k, mask).numpy()

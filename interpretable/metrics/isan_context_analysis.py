@@ -225,7 +225,7 @@ def word_context_effects(model, text: str, max_rest: int = 30,
             A_rest, _ = m.compose(x.to(dev), n.to(dev))
             prev = b_word[torch.as_tensor(piece_of[chunk] - 1, device=dev)]
             kappa = (torch.einsum("nhj,nj->nh", A_rest, prev) @ W_ro.T).double().cpu().numpy()
-        for t, k in zip(chunk, kappa):
+        for t, k in zip(chunk, kappa, strict=True):
             full = logits[t]
             without = full - k
             pred, alt = int(full.argmax()), int(without.argmax())

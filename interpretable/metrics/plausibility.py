@@ -28,7 +28,7 @@ def _check_rationales(rationales, scores) -> list[np.ndarray]:
         raise ValueError(f"rationales has {len(rationales)} samples but the explanation has "
                          f"{len(scores)}.")
     checked = []
-    for i, (rationale, score) in enumerate(zip(rationales, scores)):
+    for i, (rationale, score) in enumerate(zip(rationales, scores, strict=True)):
         rationale = np.asarray(rationale)
         if rationale.shape != score.shape:
             sizes = ["x".join(map(str, a.shape)) for a in (rationale, score)]
@@ -88,7 +88,7 @@ def plausibility(explanation, rationales, top_k=None) -> AnalysisResult:
         raise ValueError(f"top_k must be a positive integer or None, got {top_k!r}.")
     scores = _score_rows(explanation)
     rows = []
-    for score, rationale in zip(scores, _check_rationales(rationales, scores)):
+    for score, rationale in zip(scores, _check_rationales(rationales, scores), strict=True):
         score = score.ravel()
         if not rationale.any():
             rows.append((np.nan, np.nan, np.nan))

@@ -11,8 +11,8 @@ The rule, step by step:
 2. **Ranking.** Methods are ranked by that mean, highest first; means equal to 9 decimals
    (what float rounding leaves between equivalent explanations) are ties, and the cheaper
    method ranks first (then the order the methods first appear in). The rule's other
-   measures are compared to 6 significant digits. The methods are scored on the same samples (the same texts or
-   images), so they are compared sample by sample: paired.
+   measures are compared to 6 significant digits. The methods are scored on the same samples
+   (the same texts or images), so they are compared sample by sample: paired.
 3. **Uncertainty.** A percentile bootstrap gives every mean an interval (by default 1000
    resamples of the samples with replacement, seeded, 95 % intervals): the interval runs
    from the 2.5th to the 97.5th percentile of the mean over the resamples. Every method is
@@ -485,7 +485,7 @@ def plot_ranking(ranking, *, ax=None):
     filled = rows.undominated.to_numpy(bool)
     bars = ax.barh(positions[scored], mean, xerr=error, color="C0", edgecolor="C0",
                    error_kw={"ecolor": "0.2", "capsize": 3})
-    for bar, undominated in zip(bars, filled):
+    for bar, undominated in zip(bars, filled, strict=True):
         if not undominated:
             bar.set_facecolor("none")
             bar.set_hatch("///")

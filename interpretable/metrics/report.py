@@ -30,7 +30,7 @@ from .conventions import ERASER, get_convention
 from .divergences import jensen_shannon_rows
 from .embedding_noise import embedding_offsets
 from .erasure import TextUnits, check_level, erase, text_units, unit_scores
-from .faithfulness import ERASER_FRACTIONS, _check_fractions
+from .faithfulness import _check_fractions
 from .image_faithfulness import image_stability, pixel_flipping
 from .plausibility import PLAUSIBILITY_METRICS
 from .ranking import plot_ranking, rank_methods, verdict
@@ -123,7 +123,7 @@ def loo_kendall_tau(clf, X, method=None, explanation=None, batch_size=None) -> A
                                                                   if method is None
                                                                   else method).view)
     tau = []
-    for i, (values, n) in enumerate(zip(explanation.values, lengths)):
+    for i, (values, n) in enumerate(zip(explanation.values, lengths, strict=True)):
         if len(values) != n:
             raise ValueError(f"explanation of sample {i} has {len(values)} tokens but the "
                              f"model sees {n}; pass an explanation of the same X by the same "
@@ -155,7 +155,7 @@ def _jsd(clean: list, noisy: list) -> np.ndarray:
     n_units = np.array([len(v) for v in clean])
     width = int(n_units.max(initial=1))
     a, b = np.zeros((len(clean), width)), np.zeros((len(clean), width))
-    for i, (u, v) in enumerate(zip(clean, noisy)):
+    for i, (u, v) in enumerate(zip(clean, noisy, strict=True)):
         a[i, : len(u)], b[i, : len(v)] = u, v
     real = np.arange(width)[None] < n_units[:, None]
     return jensen_shannon_rows(explanation_distributions(a, n_units),
@@ -214,10 +214,11 @@ class _Evaluation:
     def score_plausibility(self, method, start, scores: list, rationales: list):
         convention, top_k = self.options["convention"], self.options["top_k"]
         rows = []
-        for score, rationale in zip(scores, rationales):
+        for score, rationale in zip(scores, rationales, strict=True):
             rows.append((convention.auprc(rationale, score),
                          *convention.token_f1_iou(rationale, score, top_k)))
-        for name, values in zip(PLAUSIBILITY_METRICS, np.array(rows, float).reshape(-1, 3).T):
+        columns = np.array(rows, float).reshape(-1, 3).T
+        for name, values in zip(PLAUSIBILITY_METRICS, columns, strict=True):
             self.record(method, name, start, values)
 
 
@@ -278,7 +279,7 @@ class _TextEvaluation(_Evaluation):
                     for sample in erasures.bins[method, keep_top]])
             self.record(method, "loo_kendall_tau", start, [
                 convention.loo_tau(score, drops)
-                for score, drops in zip(scores[method], erasures.leave_one_out)])
+                for score, drops in zip(scores[method], erasures.leave_one_out, strict=True)])
 
     def _stability(self, method, explanation, units, scores, X, start):
         if method in self.given:
@@ -335,7 +336,7 @@ class _ImageEvaluation(_Evaluation):
                 rationales = [
                     _check_rationale(r, s.size, start + i, "pixel (an H x W mask)")
                     for i, (r, s) in enumerate(zip(self.rationales[start: start + len(X)],
-                                                   scores))]
+                                                   scores, strict=True))]
                 self.score_plausibility(method, start, scores, rationales)
             else:
                 for name in PLAUSIBILITY_METRICS:
@@ -525,8 +526,9 @@ def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *
     if rationales is not None and len(rationales) != len(samples):
         raise ValueError(f"rationales has {len(rationales)} samples but X has "
                          f"{len(samples)}.")
-    options = {"batch_size": batch_size, "convention": conv, "explanations": explanations, "top_k": top_k, "level": level,
-               "include_special_tokens": include_special_tokens, "patch_size": patch_size,
+    options = {"batch_size": batch_size, "convention": conv, "explanations": explanations,
+               "top_k": top_k, "level": level, "include_special_tokens": include_special_tokens,
+               "patch_size": patch_size,
                "stability_radius": stability_radius,
                "stability_samples": np.inf if stability_samples is None else stability_samples,
                "seed": int(check_random_state(random_state).randint(2**31 - 1 - 2**24))}
@@ -743,7 +745,7 @@ class ExplanationReport:
         axes = np.ravel(ax)
         if len(axes) < len(metrics):
             raise ValueError(f"ax has {len(axes)} Axes for {len(metrics)} metrics.")
-        for axis, metric in zip(axes, metrics):
+        for axis, metric in zip(axes, metrics, strict=True):
             rows = self.frame[self.frame.metric == metric]
             if rows.empty:
                 raise ValueError(f"metric {metric!r} is not in the report; it has "

@@ -243,7 +243,7 @@ def make_plausibility_scorer(metric, X, rationales, method=None, top_k=None):
     if len(X) != len(rationales):
         raise ValueError(f"X has {len(X)} samples but rationales has {len(rationales)}.")
     lookup = {}
-    for i, (sample, rationale) in enumerate(zip(X, rationales)):
+    for i, (sample, rationale) in enumerate(zip(X, rationales, strict=True)):
         rationale = np.asarray(rationale)
         known = lookup.setdefault(_sample_key(sample), rationale)
         if not np.array_equal(known, rationale):

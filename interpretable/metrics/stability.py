@@ -237,7 +237,7 @@ def word_stability(clf, X, perturber, method=None) -> AnalysisResult:
     pert = clf.explain(X_pert, target=clean.target, method=method)
     p, q = _probabilities(clf, X, view), _probabilities(clf, X_pert, view)
     rows_a, rows_b, bad = [], [], []
-    for i, (ta, tb) in enumerate(zip(clean.units, pert.units)):
+    for i, (ta, tb) in enumerate(zip(clean.units, pert.units, strict=True)):
         a, b = np.abs(clean.values[i]), np.abs(pert.values[i])
         if len(ta) != len(tb):  # a word split into other word pieces: compare whole words
             a, b = _merge_word_pieces(ta, a), _merge_word_pieces(tb, b)
@@ -329,7 +329,7 @@ def seed_stability(estimator, X, y, seeds=(0, 1, 2), X_eval=None,
     A = explanation_distributions(explanation_matrix(ref, lengths), lengths)
     real = np.arange(A.shape[1])[None] < lengths[:, None]
     parts = []
-    for seed, model in zip(seeds[1:], models[1:]):
+    for seed, model in zip(seeds[1:], models[1:], strict=True):
         other = model.explain(X_eval, target=ref.target, method=method)
         q = _probabilities(model, X_eval, view)
         B = explanation_distributions(explanation_matrix(other, lengths), lengths)

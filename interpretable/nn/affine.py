@@ -191,7 +191,7 @@ class ReversePass:
         ordered = self.positions[self.order]
         blocks = torch.div(ordered, self.block, rounding_mode="floor")
         counts = torch.unique_consecutive(blocks, return_counts=True)[1].tolist()
-        for index, rows in zip(self.order.split(counts), ordered.split(counts)):
+        for index, rows in zip(self.order.split(counts), ordered.split(counts), strict=True):
             yield index, *self._explain(rows)
 
     def _explain(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

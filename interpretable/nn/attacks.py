@@ -12,13 +12,12 @@ Shapes: ``B`` batch, ``T`` tokens, ``E`` embedding size, ``C`` classes.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
 from .losses import prediction_divergence
-
 
 #: the norms of the balls perturbations are projected onto
 NORMS = ("l2", "linf")

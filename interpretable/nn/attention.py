@@ -14,13 +14,12 @@ and erasure analyses) and for the embeddings (gradient attributions, embedding p
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Union
+from typing import NamedTuple
 
 import torch
 from torch import nn
 
 from .recurrent import RECURRENT_KINDS, RecurrentEncoder
-
 
 #: conicity forms: mean ``|cos|`` (the Diversity LSTM authors' code) or mean signed ``cos``
 CONICITY_KINDS = ("absolute", "signed")
@@ -41,7 +40,7 @@ class AttentionOutput(NamedTuple):
     attention: torch.Tensor
     hidden: torch.Tensor
     mask: torch.Tensor
-    query_state: Optional[torch.Tensor] = None
+    query_state: torch.Tensor | None = None
 
 
 def lengths_to_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
@@ -49,7 +48,7 @@ def lengths_to_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
     return torch.arange(max_len, device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)
 
 
-def conicity(hidden: torch.Tensor, mask: Optional[torch.Tensor] = None, eps: float = 1e-8,
+def conicity(hidden: torch.Tensor, mask: torch.Tensor | None = None, eps: float = 1e-8,
              absolute: bool = False) -> torch.Tensor:
     """Conicity of each sample's hidden states (mean cosine to their mean), differentiable.
 
@@ -88,7 +87,7 @@ class AdditiveAttention(nn.Module):
     real tokens and are exactly 0 on padding.
     """
 
-    def __init__(self, hidden_size: int, attention_size: int, query_size: Optional[int] = None):
+    def __init__(self, hidden_size: int, attention_size: int, query_size: int | None = None):
         super().__init__()
         self.hidden_proj = nn.Linear(hidden_size, attention_size)
         self.query_proj = (None if query_size is None
@@ -130,9 +129,9 @@ class AttentionTextModule(nn.Module):
 
     def __init__(self, vocab_size: int, num_classes: int, embed_dim: int = 50,
                  hidden_size: int = 128,
-                 encoder: Union[str, nn.Module] = "lstm", embeddings: Optional[torch.Tensor] = None,
+                 encoder: str | nn.Module = "lstm", embeddings: torch.Tensor | None = None,
                  freeze_embeddings: bool = False, pair: bool = False, dropout: float = 0.0,
-                 padding_idx: int = 0, attention_size: Optional[int] = None):
+                 padding_idx: int = 0, attention_size: int | None = None):
         super().__init__()
         if embeddings is not None:
             embeddings = torch.as_tensor(embeddings, dtype=torch.float32)
@@ -178,14 +177,14 @@ class AttentionTextModule(nn.Module):
         return self.embedding(tokens)
 
     def hidden_states(self, embedded: torch.Tensor, mask: torch.Tensor,
-                      encoder: Optional[nn.Module] = None) -> torch.Tensor:
+                      encoder: nn.Module | None = None) -> torch.Tensor:
         """``(B, T, E)``, ``(B, T)`` -> hidden ``(B, T, H)``, zero on padding."""
         encoder = self.encoder if encoder is None else encoder
         hidden = encoder(self.dropout(embedded), mask)
         return hidden * mask.unsqueeze(-1).to(hidden.dtype)
 
     def final_state(self, hidden: torch.Tensor, mask: torch.Tensor,
-                    encoder: Optional[nn.Module] = None) -> torch.Tensor:
+                    encoder: nn.Module | None = None) -> torch.Tensor:
         """``(B, H)`` summary of a sequence (last real hidden state unless the encoder says)."""
         encoder = self.encoder if encoder is None else encoder
         if hasattr(encoder, "final_state"):
@@ -200,15 +199,15 @@ class AttentionTextModule(nn.Module):
         return self.final_state(qhidden, qmask, self.query_encoder)
 
     def attention_weights(self, hidden: torch.Tensor, mask: torch.Tensor,
-                          query_state: Optional[torch.Tensor] = None,
-                          attention_layer: Optional[nn.Module] = None) -> torch.Tensor:
+                          query_state: torch.Tensor | None = None,
+                          attention_layer: nn.Module | None = None) -> torch.Tensor:
         """Additive tanh attention ``(B, T)``: softmax over real tokens, exactly 0 on padding.
         ``attention_layer`` replaces ``self.attention`` for this call (e.g. a sibling layer)."""
         layer = self.attention if attention_layer is None else attention_layer
         return layer(hidden, mask, query_state)
 
     def decode(self, hidden: torch.Tensor, attention: torch.Tensor,
-               query_state: Optional[torch.Tensor] = None) -> torch.Tensor:
+               query_state: torch.Tensor | None = None) -> torch.Tensor:
         """Context ``c = attention @ hidden`` -> logits.
 
         ``attention`` is ``(B, T)`` -> logits ``(B, C)``, or ``(B, K, T)`` (K alternative weightings
@@ -226,11 +225,11 @@ class AttentionTextModule(nn.Module):
         return logits if batched else logits.squeeze(1)
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor,
-                query: Optional[torch.Tensor] = None,
-                query_lengths: Optional[torch.Tensor] = None,
-                attention: Optional[torch.Tensor] = None,
-                embedded: Optional[torch.Tensor] = None,
-                attention_layer: Optional[nn.Module] = None) -> AttentionOutput:
+                query: torch.Tensor | None = None,
+                query_lengths: torch.Tensor | None = None,
+                attention: torch.Tensor | None = None,
+                embedded: torch.Tensor | None = None,
+                attention_layer: nn.Module | None = None) -> AttentionOutput:
         """Run the model.
 
         Args:

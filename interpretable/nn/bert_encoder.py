@@ -26,7 +26,6 @@ from torch import nn
 from .encoder_families import FAMILIES, encoder_family, encoder_options
 from .tensors import check_finite, listed_keys
 
-
 #: the weights files ``transformers`` reads from a folder, in its order of preference
 WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                  "pytorch_model.bin.index.json")
@@ -243,12 +242,12 @@ class BertEncoder(nn.Module):
         self.pad_token_id = options["pad_token_id"]
 
     @classmethod
-    def from_pretrained(cls, path) -> "BertEncoder":
+    def from_pretrained(cls, path) -> BertEncoder:
         """Load pretrained weights from a local directory (never downloads)."""
         return cls(load_encoder(path))
 
     @classmethod
-    def from_config(cls, config) -> "BertEncoder":
+    def from_config(cls, config) -> BertEncoder:
         """Randomly initialised encoder of a supported family from a ``transformers``
         config or the dict of its fields (no ``model_type``: BERT; missing fields take the
         family's ``transformers`` defaults)."""
@@ -292,7 +291,9 @@ def attention_probabilities(base_model, states, mask: torch.Tensor) -> list:
     bias = torch.zeros(mask.shape, dtype=states[0].dtype, device=mask.device)
     bias = bias.masked_fill_(~mask, torch.finfo(bias.dtype).min)[:, None, None]
     probabilities = []
-    for layer, hidden in zip(layers, states):
+    # the hidden states are the embeddings' output and then every layer's: one more than the
+    # layers, the last one no layer's input
+    for layer, hidden in zip(layers, states[:len(layers)], strict=True):
         heads = (*hidden.shape[:-1], -1, head_size)
         query = layer.get_submodule(query_name)(hidden).view(heads).transpose(1, 2)
         key = layer.get_submodule(key_name)(hidden).view(heads).transpose(1, 2)

@@ -30,7 +30,6 @@ from torch import nn
 from .bert_encoder import load_sequence_classifier, quiet_loading
 from .sequence_classifier import check_single_label
 
-
 #: the embeddings that replace an input embedding layer's output in the current call:
 #: ``[layer, token ids, embeddings, used]``, set by the calling thread only
 _REPLACED = contextvars.ContextVar("interpretable_replaced_embeddings", default=None)

@@ -45,7 +45,7 @@ def readout_basis(
     _, S, Vh = torch.linalg.svd(W, full_matrices=True)
     if tol is None:
         tol = float(S.max()) * max(W.shape) * torch.finfo(W.dtype).eps if S.numel() else 0.0
-    rank = int((S > tol).sum())
+    rank = int((tol < S).sum())
     return Vh.transpose(0, 1).contiguous(), rank
 
 
@@ -229,7 +229,7 @@ class ISAN(nn.Module):
 
     # ------------------------------------------------------------------ change of basis
     @torch.no_grad()
-    def to_basis(self, Q: torch.Tensor) -> "ISAN":
+    def to_basis(self, Q: torch.Tensor) -> ISAN:
         """The same network with hidden state ``h' = Q⁻¹ h`` (Q (H, H) invertible).
 
         ``W'_c = Q⁻¹ W_c Q``, ``b'_c = Q⁻¹ b_c``, ``W'_ro = W_ro Q``, ``h'_{-1} = Q⁻¹ h_{-1}``;

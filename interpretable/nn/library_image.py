@@ -499,7 +499,7 @@ def find_feature_map(model: nn.Module, x: torch.Tensor) -> tuple[str | None, tup
         return found is not None and found[0] * found[1] > 1
 
     pooled = None
-    for index, (kind, name, module, args) in enumerate(events):
+    for index, (kind, _name, module, args) in enumerate(events):
         if kind != "start" or "Pool" not in type(module).__name__ or not args \
                 or not isinstance(args[0], torch.Tensor) or args[0].dim() != 4:
             continue
@@ -512,15 +512,15 @@ def find_feature_map(model: nn.Module, x: torch.Tensor) -> tuple[str | None, tup
             pooled = (index, args[0])
     if pooled is not None:
         index, feature = pooled
-        for kind, name, module, (args, out) in (e for e in reversed(events[:index])
-                                                if e[0] == "end"):
+        for _kind, name, module, (args, out) in (e for e in reversed(events[:index])
+                                                 if e[0] == "end"):
             passing = bool(args) and out is args[0]
             if out is feature and not passing and "Pool" not in type(module).__name__:
                 found = grid_of(out)
                 if found is not None:
                     return name, found
                 break
-    for kind, name, module, (args, out) in (e for e in reversed(events) if e[0] == "end"):
+    for _kind, name, module, (args, out) in (e for e in reversed(events) if e[0] == "end"):
         if "Pool" in type(module).__name__ or (bool(args) and out is args[0]):
             continue
         if spatial(out):

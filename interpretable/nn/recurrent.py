@@ -64,7 +64,7 @@ def _blocks(x, sizes, shift=0):
 
 def _heads(blocks, sizes):
     """The first ``sizes[t]`` rows of ``blocks[t]``."""
-    return [block[:n] for block, n in zip(blocks, sizes)]
+    return [block[:n] for block, n in zip(blocks, sizes, strict=True)]
 
 
 def _carried(blocks, sizes):
@@ -113,7 +113,8 @@ class _OrthogonalLSTMFunction(torch.autograd.Function):
         steps = zip(*(_blocks(b, sizes) for b in (inputs, gates, i, f, ag, o, cand, tanh_c, h_hat,
                                                    sqnorm, s_q, coef)),
                     _carried(cells_b, sizes), cells_b, hidden_b, sums_b, _heads(hidden_b, nxt),
-                    _heads(sums_b, nxt), _blocks(inputs[:, E:], sizes, 1), _blocks(sums, sizes, 1))
+                    _heads(sums_b, nxt), _blocks(inputs[:, E:], sizes, 1), _blocks(sums, sizes, 1),
+                    strict=True)
         for (inp, a, i, f, ag, o, g, tc, hh, q, sq, k, c_prev, c, h, s, h_on, s_on, h_next,
              s_next) in steps:
             torch.addmm(bias_scaled, inp, weight_scaled, out=a).sigmoid_()
@@ -164,7 +165,7 @@ class _OrthogonalLSTMFunction(torch.autograd.Function):
                     *(_blocks(b, sizes) for b in (grad_hidden, dz, dz_i, dz_f, dz_g, dz_o, d_inputs,
                                                  gates, i, f, o, cand, tanh_c, h_hat, hidden, sums,
                                                  s_q, coef)),
-                    _carried(_blocks(cells, sizes), sizes))
+                    _carried(_blocks(cells, sizes), sizes), strict=True)
         for (dhh, dc_dhh, da, dc, ds, dh, dh_on, dh_next, dy, dz_t, dz_i, dz_f, dz_g, dz_o, d_inp,
              a, i, f, o, g, tc, hh, h, s, sq, k, c_prev) in reversed(list(steps)):
             # h_t feeds y_t, h̄_{t+1} = h̄_t + h_t and (if still running) z_{t+1}
@@ -215,7 +216,7 @@ _LAYERS = {"LSTM": nn.LSTM, "GRU": nn.GRU, "RNN_TANH": nn.RNN,
            "RNN_RELU": functools.partial(nn.RNN, nonlinearity="relu")}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def autocast_failure(mode: str, device: torch.device, dtype: torch.dtype) -> str | None:
     """Why torch cannot run a recurrent layer under autocast; None when it can.
 

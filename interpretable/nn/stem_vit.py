@@ -5,7 +5,7 @@ pre-LayerNorm blocks with GELU MLPs, mean pooling. The ViTs of torchvision's and
 are :mod:`interpretable.nn.library_vit`."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn

@@ -9,7 +9,6 @@ import numpy as np
 import torch
 from torch import nn
 
-
 LISTED_KEYS = 5  # keys named per kind of problem in error messages
 
 

@@ -114,7 +114,7 @@ def _rank_correlations(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     from scipy.stats import spearmanr
 
     def mean_rho(u, v):
-        rhos = [spearmanr(p.ravel(), q.ravel())[0] for p, q in zip(u, v)]
+        rhos = [spearmanr(p.ravel(), q.ravel())[0] for p, q in zip(u, v, strict=True)]
         return float(np.nanmean(rhos))
 
     return mean_rho(a, b), mean_rho(np.abs(a), np.abs(b))
@@ -295,7 +295,8 @@ def demo() -> None:
     print("contributions of each (layer, head) / skip path to the explained logit:")
     per_component = exp.components.sum(axis=(2, 3))
     for i in range(len(exp)):
-        parts = ", ".join(f"{n} {v:+.3f}" for n, v in zip(exp.component_names, per_component[i]))
+        parts = ", ".join(f"{n} {v:+.3f}"
+                          for n, v in zip(exp.component_names, per_component[i], strict=True))
         print(f"  sample {i} (class {exp.target[i]}): logit {exp.logit[i]:+.3f} = "
               f"bias {exp.bias[i]:+.3f} + {parts}")
     frame = exp.to_frame()

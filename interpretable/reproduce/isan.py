@@ -36,9 +36,9 @@ from ..metrics.isan_analysis import (
     word_context_effects,
 )
 from ..nn.char_lstm import lstm_parameter_count
-from . import default_results_dir
 from ..nn.isan import isan_parameter_count
 from ..progress import report
+from . import default_results_dir
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ def _completeness(model, texts) -> dict:
     for name, precision in (("float32", None), ("float64", "float64")):
         exp = model.explain(texts, target="actual", dtype=precision)
         scale = max(np.abs(c.sum(1) + b - logit).max() / np.abs(logit).max()
-                    for c, b, logit in zip(exp.values, exp.bias, exp.logit))
+                    for c, b, logit in zip(exp.values, exp.bias, exp.logit, strict=True))
         out[f"{name}_max_relative"] = float(exp.completeness_error.max())
         out[f"{name}_relative_to_scale"] = float(scale)
     return out
@@ -177,7 +177,7 @@ def worked_decomposition(model, text: str = WORKED_TEXT, html_path: Path | None 
     bounds = np.cumsum([0] + [len(w) for w in words])
     classes = model.classes_
     table = []
-    for w, lo, hi in zip(words, bounds[:-1], bounds[1:]):
+    for w, lo, hi in zip(words, bounds[:-1], bounds[1:], strict=True):
         contrib = kappa[:, lo:hi].sum(1)
         without = logits - contrib
         table.append({"word": w, "contribution_to_prediction": float(contrib[logits.argmax()]),

@@ -195,7 +195,7 @@ def _seed_stability(encoder, settings, X_train, y_train, X_test):
                              seeds=settings["seeds"], X_eval=X_e)
         frame = res.frame
         edges = (0.0, 0.25, 0.5, 0.75, 1.0)
-        labels = [f"{a}-{b}" for a, b in zip(edges[:-1], edges[1:])]
+        labels = [f"{a}-{b}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
         bins = np.digitize(frame.max_attention, edges[1:-1])
         by_bin = frame.groupby(bins).jsd.mean()
         out[method] = {"mean_jsd": res.summary["mean_jsd"], "mean_tvd": res.summary["mean_tvd"],
@@ -347,5 +347,5 @@ def demo():
     frame.insert(2, "vanilla_w", np.concatenate(w.values))
     frame.insert(3, "seat_w", np.concatenate(w_tilde.values))
     print(frame.round(3).to_string(index=False))
-    for text, p in zip(texts, seat.predict_proba(texts)[:, 1]):
+    for text, p in zip(texts, seat.predict_proba(texts)[:, 1], strict=True):
         print(f"p(fresh) = {p:.3f}  {text!r}")

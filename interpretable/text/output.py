@@ -18,7 +18,6 @@ import narwhals.stable.v2 as nw
 import pandas as pd
 from sklearn import get_config
 
-
 OUTPUTS = ("default", "pandas", "polars")
 
 

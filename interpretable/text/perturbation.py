@@ -145,7 +145,7 @@ class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
             sims = (q / np.linalg.norm(q, axis=1, keepdims=True).clip(1e-12)) @ normed.T
             best = np.argpartition(-sims, topn - 1, axis=1)[:, :topn]
             order = np.take_along_axis(sims, best, 1).argsort(1)[:, ::-1]
-            for word, row in zip(chunk, np.take_along_axis(best, order, 1)):
+            for word, row in zip(chunk, np.take_along_axis(best, order, 1), strict=True):
                 cache[word] = next((keys[j] for j in row
                                     if keys[j] != word and _is_content(keys[j])), None)
 
@@ -184,10 +184,10 @@ class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
 
         tokenizer = nltk_tokenize.NLTKWordTokenizer()
         spans = [list(tokenizer.span_tokenize(text)) for text in X]
-        words = [[text[a:b].lower() for a, b in sp] for text, sp in zip(X, spans)]
+        words = [[text[a:b].lower() for a, b in sp] for text, sp in zip(X, spans, strict=True)]
         self._find_neighbours({w for ws in words for w in ws if _is_content(w)})
         out, positions = [], []
-        for text, sp, ws in zip(X, spans, words):
+        for text, sp, ws in zip(X, spans, words, strict=True):
             candidates = [i for i, w in enumerate(ws)
                           if _is_content(w) and self._neighbours.get(w) is not None]
             chosen = np.sort(rng.choice(candidates, min(self.n_words, len(candidates)),

@@ -215,4 +215,4 @@ def sentence_tokens(text: str, printable: bool) -> list[str]:
     if last == end and before[last] == " ":
         return tokens + list(_LAST[chunks[last]])
     return tokens + list(_WHOLE[before[last] + "".join(
-        chain.from_iterable(zip(chunks[last:], spaces[last:] + [""])))])
+        chain.from_iterable(zip(chunks[last:], spaces[last:] + [""], strict=True)))])

@@ -459,7 +459,8 @@ class WordPieceEncoder(BaseEstimator):
         markers = self._markers
         offsets = np.array([_shown_span(text, start, end, bool(markers)
                                         and not piece.strip(markers))
-                            for piece, (start, end) in zip(pieces, encoding.offsets)],
+                            for piece, (start, end)
+                            in zip(pieces, encoding.offsets[:kept], strict=True)],
                            dtype=np.int64).reshape(-1, 2)
         # a piece that shows no character joins the word of the next one that does (the
         # previous at the end); if none does (a blank text), each stays in its own word
@@ -523,7 +524,7 @@ class WordPieceEncoder(BaseEstimator):
                            dtype=np.int64)
         ids = np.full((len(pieces), max(max(lengths, default=1), 1)), self.pad_token_id_,
                       np.int64)
-        for row, text_ids, length in zip(ids, pieces, lengths):
+        for row, text_ids, length in zip(ids, pieces, lengths, strict=True):
             row[:length] = [*prefix, *text_ids[:kept], *suffix]
         dropped = np.array([max(len(p) - kept, 0) for p in pieces], dtype=np.int64)
         return ids, lengths, dropped

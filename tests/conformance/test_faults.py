@@ -96,7 +96,7 @@ def test_diverging_refit_keeps_the_previous_model(case):
     for k, v in est.module_.state_dict().items():
         assert torch.equal(v, state[k]), k
     after = est.predict_proba(X_test)
-    for a, b in zip(np.atleast_1d(before), np.atleast_1d(after)):
+    for a, b in zip(np.atleast_1d(before), np.atleast_1d(after), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -109,5 +109,5 @@ def test_rejected_refit_keeps_the_previous_model(case):
     with pytest.raises(ValueError):
         _fit(est, [], [] if y is not None else None)
     after = est.predict_proba(X_test)
-    for a, b in zip(np.atleast_1d(before), np.atleast_1d(after)):
+    for a, b in zip(np.atleast_1d(before), np.atleast_1d(after), strict=True):
         np.testing.assert_array_equal(a, b)

@@ -112,7 +112,7 @@ def test_explain_and_predict_are_thread_safe_and_pure(case):
     assert len(results) == 8 * len(calls)
     for name, arrays in results:
         assert len(arrays) == len(expected[name])
-        for a, b in zip(arrays, expected[name]):
+        for a, b in zip(arrays, expected[name], strict=True):
             np.testing.assert_array_equal(a, b, err_msg=name)
     after_tensors, after_attributes = _module_state(est.module_)
     assert after_attributes == attributes
@@ -139,7 +139,7 @@ def test_one_explain_signature(case):
     with pytest.raises(ValueError, match="batch_size"):
         est.explain(X_test, batch_size=-1)
     small = est.explain(X_test, batch_size=1)
-    for a, b in zip(_arrays(small), _arrays(default)):
+    for a, b in zip(_arrays(small), _arrays(default), strict=True):
         np.testing.assert_allclose(a.astype(float) if a.dtype.kind in "fiu" else 0,
                                    b.astype(float) if b.dtype.kind in "fiu" else 0,
                                    rtol=1e-4, atol=1e-5)  # float32 batch effects

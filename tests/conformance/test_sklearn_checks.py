@@ -120,7 +120,8 @@ def _assert_same(a, b, tolerance=1e-5):
     effects)."""
     assert a.keys() == b.keys()
     for name in a:
-        for x, y in zip(*(v if isinstance(v, list) else [v] for v in (a[name], b[name]))):
+        pairs = (v if isinstance(v, list) else [v] for v in (a[name], b[name]))
+        for x, y in zip(*pairs, strict=True):
             if name == "predict":
                 np.testing.assert_array_equal(x, y, err_msg=name)
             else:
@@ -154,7 +155,7 @@ def test_what_the_declared_checks_verify_on_the_estimators_own_inputs(case):
     with pytest.raises(TypeError, match="sparse"):
         _fit(clone(est), sparse.csr_matrix(np.ones((len(X), 3))), y)
     if y is None or case.kind == "sequences":
-        assert (np.array_equal(X, X_copy) if isinstance(X, np.ndarray) else X == X_copy)
+        assert (np.array_equal(X, X_copy) if isinstance(X, np.ndarray) else X_copy == X)
         return
 
     # classifiers: targets and sample weights
@@ -179,7 +180,7 @@ def test_what_the_declared_checks_verify_on_the_estimators_own_inputs(case):
         _fit(clone(est), X, y, sample_weight=np.zeros(len(X)))
     with pytest.raises(ValueError, match="shape"):
         _fit(clone(est), X, y, sample_weight=np.ones((len(X), 1)))
-    assert (np.array_equal(X, X_copy) if isinstance(X, np.ndarray) else X == X_copy)
+    assert (np.array_equal(X, X_copy) if isinstance(X, np.ndarray) else X_copy == X)
     assert list(y) == y_copy
 
 

@@ -72,7 +72,7 @@ def _images(draw, shape, channels):
         X = (X * 255).astype(dtype)
     else:
         X = X.astype(dtype)
-        if X.size and dtype != bool and draw(st.booleans()):
+        if X.size and dtype is not bool and draw(st.booleans()):
             X.flat[draw(st.integers(0, X.size - 1))] = draw(
                 st.sampled_from([np.nan, np.inf, -np.inf, 1.5, -0.5]))
     return draw(st.sampled_from([X, list(X)]))
@@ -98,7 +98,7 @@ def _unchanged(est, snapshot):
     assert now.keys() == tensors.keys()
     assert all(torch.equal(now[k], v) for k, v in tensors.items()), "the model changed"
     assert set(vars(est)) == attributes, "attributes added or removed"
-    for p, grad in zip(est.module_.parameters(), grads):
+    for p, grad in zip(est.module_.parameters(), grads, strict=True):
         assert (p.grad is None) == (grad is None), "gradients left"
         assert grad is None or torch.equal(p.grad, grad), "gradients changed"
 

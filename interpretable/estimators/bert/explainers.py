@@ -128,14 +128,15 @@ class BertExplainer(Explainer):
         bias = fields.get("bias")
         aligned = encoded.alignments  # the word pieces encode aligned with the texts
         units, values, biases, spans = [], [], [], []
-        for i, (tokens, text, pieces) in enumerate(zip(encoded.units, encoded.texts, aligned)):
+        for i, (tokens, text, pieces) in enumerate(zip(encoded.units, encoded.texts, aligned,
+                                                       strict=True)):
             row = np.asarray(fields["values"][i][: len(tokens)], dtype=np.float64)
             row_bias = None if bias is None else float(bias[i])
             if level == "word":
                 parts = _word_level(row, row_bias, pieces, text, self.norm_values)
             else:
                 parts = tokens, row, row_bias, pieces.offsets
-            for column, part in zip((units, values, biases, spans), parts):
+            for column, part in zip((units, values, biases, spans), parts, strict=True):
                 column.append(part)
         classes = estimator.classes_
         return WordPieceExplanation(
@@ -272,7 +273,7 @@ class _WordGroups(BertExplainer):
             return None
         tokens = batch["tokens"]
         groups = torch.full(tokens.shape, -1, dtype=torch.long)
-        for row, word in zip(groups, words):
+        for row, word in zip(groups, words, strict=True):
             row[: len(word)] = torch.as_tensor(word)
         return groups.to(tokens.device)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import torch
@@ -29,7 +29,7 @@ INFERENCE_PRECISIONS = {"float32": None, "bf16": torch.bfloat16}
 _WARNED_NO_BF16: weakref.WeakSet = weakref.WeakSet()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _native_bf16(device: torch.device) -> bool:
     if device.type == "cuda":
         if not torch.cuda.is_available():

@@ -181,7 +181,7 @@ class ExplainLoop:
             part = self.attribute(estimator, batch, _take(targets, index), **options, **sliced)
             for name, value in part.fields().items():
                 column = fields.setdefault(name, [None] * n)
-                for i, row in zip(index.tolist(), _rows(value)):
+                for i, row in zip(index.tolist(), _rows(value), strict=True):
                     column[i] = row
         explanation = self.assemble(estimator, encoded, fields, **options)
         if contrast is not None:

@@ -32,7 +32,6 @@ from .training import (
     checked_autocast,
 )
 
-
 logger = logging.getLogger(__name__)
 
 
@@ -164,7 +163,7 @@ class LearningRateSchedule(TrainingStepCallback):
         return 1.0
 
     def at_step(self, net) -> None:
-        for group, base in zip(net.optimizer_.param_groups, self.base_lrs_):
+        for group, base in zip(net.optimizer_.param_groups, self.base_lrs_, strict=True):
             group["lr"] = base * self.factor(self.step_)
 
 

@@ -167,7 +167,8 @@ def load_estimator(cls, path, device="auto"):
         try:
             check_regular(weights_file)  # safetensors would block on a named pipe
             with safe_open(str(weights_file), framework="pt") as f:
-                shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+                # safe_open has keys() but is not iterable (`for k in f` raises TypeError)
+                shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118
                 return restore_estimator(config, cls, device, shapes, f.get_tensor)
         except RuntimeError:  # torch opens the file again to read the tensors
             if weights_file.is_file():

@@ -12,8 +12,9 @@ All three are importable from :mod:`interpretable.estimators.seat.variants` as w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar
+from typing import ClassVar
 
 import torch
 from sklearn.base import BaseEstimator

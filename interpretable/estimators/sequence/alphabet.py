@@ -18,7 +18,6 @@ from ...nn.losses import IGNORE_INDEX
 from ...nn.tensors import pad_sequences
 from ..core.encoded import EncodedInputs
 
-
 UNKNOWN = "<unk>"
 
 

@@ -207,7 +207,8 @@ class SequenceEstimator(SymbolAlphabet, NeuralEstimator):
         with torch.no_grad():
             for index, batch in self.iter_batches(inputs, batch_size, ordered=True):
                 outputs = self.forward_batch(batch).cpu()
-                for j, (i, n) in enumerate(zip(index.tolist(), batch["lengths"].tolist())):
+                lengths = batch["lengths"].tolist()
+                for j, (i, n) in enumerate(zip(index.tolist(), lengths, strict=True)):
                     out[i] = outputs[j, :n]
         return out
 

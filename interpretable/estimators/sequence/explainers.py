@@ -126,7 +126,7 @@ class StepExplainer(Explainer):
         """
         rows = [len(s) if positions is None else len(positions) for s in encoded.units]
         needed = 8 * sum(r * (len(s) if window is None else window)
-                         for r, s in zip(rows, encoded.units))
+                         for r, s in zip(rows, encoded.units, strict=True))
         if needed > DENSE_EXPLANATION_LIMIT:
             avoid = ("pass window= (only the last symbols before each step, the rest folded "
                      "into bias) or positions=[...] (only some steps), or shorter texts"
@@ -178,7 +178,7 @@ class StepExplainer(Explainer):
         values = fields["values"]
         if level != "char":
             values = [np.add.reduceat(v, np.cumsum([0] + [len(u) for u in pieces[:-1]]), axis=1)
-                      for v, pieces in zip(values, units)]
+                      for v, pieces in zip(values, units, strict=True)]
         names = np.asarray(estimator.output_names(), dtype=object)
         rows = slice(None) if positions is None else positions
         return SequenceExplanation(

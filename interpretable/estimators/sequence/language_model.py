@@ -425,7 +425,7 @@ class LSTMLanguageModel(LanguageModelBase):
         return m.readout(out[:, -1]), state
 
     def _cat_states(self, states):
-        return tuple(torch.cat(parts, 1) for parts in zip(*states))
+        return tuple(torch.cat(parts, 1) for parts in zip(*states, strict=True))
 
     # ---------------------------------------------------------------- explanation
     def embed_symbols(self, x: torch.Tensor) -> torch.Tensor:

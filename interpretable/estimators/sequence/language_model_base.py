@@ -24,7 +24,6 @@ from ..core.base import TABULAR_CHECKS
 from .alphabet import UNKNOWN, next_symbol_windows
 from .base import SequenceEstimator
 
-
 _WORD = re.compile(r"\s*\S+|\s+")
 
 

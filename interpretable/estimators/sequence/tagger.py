@@ -283,8 +283,8 @@ class ISANSequenceTagger(ISANBase):
         """
         preds = []
         for groups in self._group_outputs(X):
-            p = np.stack([c[g.argmax(-1).numpy()] for c, g in zip(self.target_classes_, groups)],
-                         1)
+            p = np.stack([c[g.argmax(-1).numpy()]
+                          for c, g in zip(self.target_classes_, groups, strict=True)], 1)
             preds.append(p[:, 0] if p.shape[1] == 1 else p)
         return preds
 
@@ -321,7 +321,8 @@ class ISANSequenceTagger(ISANBase):
         if y is None:
             raise ValueError("y is required to score a tagger.")
         Y = check_sequence_targets(y, [len(s) for s in seqs])
-        hits = [np.all(p.reshape(len(t), -1) == t, axis=1) for p, t in zip(self.predict(seqs), Y)]
+        hits = [np.all(p.reshape(len(t), -1) == t, axis=1)
+                for p, t in zip(self.predict(seqs), Y, strict=True)]
         return float(np.concatenate(hits).mean())
 
     # ---------------------------------------------------------------- explanation

@@ -151,7 +151,7 @@ class AttentionClassifierBase(VocabularyClassifierBase):
         weights = [None] * len(inputs["lengths"])
         for rows, batch, out in self.forward_batches(inputs, ordered=True):
             for i, w, n in zip(rows.tolist(), out.attention.float().cpu().numpy(),
-                               batch["lengths"].tolist()):
+                               batch["lengths"].tolist(), strict=True):
                 weights[i] = w[:n]
         return weights
 

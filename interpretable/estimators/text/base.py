@@ -125,8 +125,8 @@ class TextClassifierBase(NeuralClassifier):
         if queries is not None:
             query_tokens, query_inputs = self._encoded(queries, "query", "query_lengths")
             inputs.update(query_inputs)
-        return EncodedInputs(inputs, units=tokens, queries=query_tokens,
-                             texts=texts if queries is None else list(zip(texts, queries)))
+            texts = list(zip(texts, queries, strict=True))
+        return EncodedInputs(inputs, units=tokens, queries=query_tokens, texts=texts)
 
     def _encoded(self, texts, ids_key: str, lengths_key: str) -> tuple[list, dict]:
         """Tokens of ``texts`` and their ids / lengths tensors. A blank text (allowed when

@@ -140,7 +140,7 @@ class TokenExplainer(Explainer):
         return TokenExplanation(
             units=encoded.units,
             values=[np.asarray(v[: len(u)], dtype=np.float64)
-                    for v, u in zip(fields["values"], encoded.units)],
+                    for v, u in zip(fields["values"], encoded.units, strict=True)],
             target=classes[np.asarray(fields["target"], dtype=np.int64)],
             prediction=classes[logits.argmax(1).numpy()],
             method=self.name, logit=_optional(fields, "logit"), bias=_optional(fields, "bias"),
@@ -240,7 +240,9 @@ def _baseline_ids(estimator, baseline: str) -> tuple[int, torch.Tensor]:
         kept, pad = [], PAD_TOKEN
     names = [pad] if baseline == "pad" else list(MASK_TOKENS)
     ids, _ = encoder.encode_tokens([names, kept])
-    found = [int(i) for i, name in zip(ids[0], names) if encoder.index_to_token_[i] == name]
+    # the rows are padded to the longer of names and kept: names' ids are the first len(names)
+    found = [int(i) for i, name in zip(ids[0][: len(names)], names, strict=True)
+             if encoder.index_to_token_[i] == name]
     if not found:
         wanted = (f"a padding token ({pad!r})" if baseline == "pad" else
                   f"a mask token ({' or '.join(MASK_TOKENS)})")
@@ -288,7 +290,7 @@ class _Network(torch.nn.Module):
         self.estimator, self.keys, self.view = estimator, keys, view
 
     def forward(self, embedded, *args):
-        return logits_of(self.estimator.forward_batch(dict(zip(self.keys, args)),
+        return logits_of(self.estimator.forward_batch(dict(zip(self.keys, args, strict=True)),
                                                       embedded=embedded, view=self.view))
 
 
@@ -352,7 +354,7 @@ class _Captum(TokenExplainer):
             embedding.register_forward_hook(lambda module, inputs, output: current["embedded"])
 
         def forward(embedded, *args):
-            inputs = dict(zip(keys, args))
+            inputs = dict(zip(keys, args, strict=True))
             current["embedded"] = embedded
             words = embedded if embedding is None else estimator.embed(inputs)
             return logits_of(estimator.forward_batch(inputs, embedded=words, view=self.view))
@@ -400,8 +402,8 @@ class _Captum(TokenExplainer):
         keys = list(batch)
 
         def forward(embedded, *args):
-            return logits_of(estimator.forward_batch(dict(zip(keys, args)), embedded=embedded,
-                                                     view=self.view))
+            return logits_of(estimator.forward_batch(dict(zip(keys, args, strict=True)),
+                                                     embedded=embedded, view=self.view))
 
         embedded = self.embedded(estimator, batch, embedding_offset)
         with torch.no_grad():
@@ -604,7 +606,7 @@ class DetachedGradient(TokenExplainer):
         keys = list(batch)
 
         def probabilities(embedded, *args):
-            inputs = dict(zip(keys, args))
+            inputs = dict(zip(keys, args, strict=True))
             with torch.no_grad():
                 attention = estimator.forward_batch(inputs, embedded=embedded).attention
             return torch.softmax(estimator.forward_batch(inputs, embedded=embedded,

@@ -263,7 +263,7 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
 
     @classmethod
     def from_pretrained(cls, name_or_path, *, classes=None, download: bool = False,
-                        **params) -> "BcosResNetClassifier":
+                        **params) -> BcosResNetClassifier:
         """Build a fitted classifier from a released B-cos v2 ResNet or a ``bcos`` checkpoint.
 
         ``predict`` gives ImageNet class names, ``explain`` exact contribution maps of the

@@ -282,7 +282,7 @@ class BcosSimpleViTClassifier(VisionTransformerClassifier):
 
     @classmethod
     def from_pretrained(cls, name_or_path, *, architecture=None, classes=None,
-                        download: bool = False, **params) -> "BcosSimpleViTClassifier":
+                        download: bool = False, **params) -> BcosSimpleViTClassifier:
         """Build a fitted classifier from a released ImageNet model or a ``.pth`` checkpoint.
 
         ``predict`` gives ImageNet class names, ``explain`` exact contribution maps of the

@@ -55,7 +55,8 @@ from .explainers import (
 )
 
 __all__ = ["FeatureMapGradCAM", "PixelGradient", "FeatureMapOcclusion", "FeatureMapLime",
-           "FeatureMapKernelShap", "FeatureMapIntegratedGradients", "FeatureMapInputXGradient", "PixelDeepLift"]
+           "FeatureMapKernelShap", "FeatureMapIntegratedGradients", "FeatureMapInputXGradient",
+           "PixelDeepLift"]
 
 
 def _check_layer(estimator, layer) -> None:

@@ -304,7 +304,7 @@ class ImageClassifier(VisionTransformerClassifier):
     # ------------------------------------------------------------------ from_pretrained
     @classmethod
     def from_pretrained(cls, model, *, architecture=None, architecture_options=None,
-                        classes=None, mean=None, std=None, **params) -> "ImageClassifier":
+                        classes=None, mean=None, std=None, **params) -> ImageClassifier:
         """Return a trained torchvision or timm classifier as a fitted estimator, as it is.
 
         No training: the network is the model's own, rebuilt from its recipe (the library,

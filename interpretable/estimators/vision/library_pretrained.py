@@ -16,7 +16,6 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from ...nn.tensors import listed_keys
 from ...nn.library_image import (
     build_model,
     check_options,
@@ -28,6 +27,7 @@ from ...nn.library_image import (
     split_architecture,
     state_shapes,
 )
+from ...nn.tensors import listed_keys
 from .pretrained import read_weights
 
 __all__: list[str] = []  # the checkpoint plumbing of ImageClassifier

@@ -1,7 +1,8 @@
 """B-cos v2 architectures and pretrained checkpoints for
 :class:`~interpretable.estimators.vision.bcos_simple_vit.BcosSimpleViTClassifier`: what
-``architecture`` and ``pretrained`` resolve to, starting a fit from a checkpoint (a new classifier, frozen layers),
-the fine-tuning learning-rate schedule, and the ImageNet classifier of ``from_pretrained``.
+``architecture`` and ``pretrained`` resolve to, starting a fit from a checkpoint (a new
+classifier, frozen layers), the fine-tuning learning-rate schedule, and the ImageNet classifier
+of ``from_pretrained``.
 
 Checkpoints are read by :func:`interpretable.nn.bcos.zoo.load_checkpoint` (no code runs, every
 key and shape is checked before memory is allocated, released files are hash-checked); those of

@@ -8,7 +8,7 @@ Every component is dynamic linear (see :mod:`interpretable.nn.bcos.layers`), so 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn

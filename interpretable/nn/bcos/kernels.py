@@ -35,7 +35,7 @@ import functools
 import threading
 import types
 import warnings
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from torch.nn import functional as F

@@ -21,7 +21,7 @@ import contextlib
 import contextvars
 import functools
 import math
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 from torch import nn

@@ -341,7 +341,7 @@ def contributions(model: BcosResNet, x: torch.Tensor,
         weights, *constant_weights = torch.autograd.grad(selected, (h, *constants),
                                                          allow_unused=True)
     constant = sum(((g * c).reshape(len(x), -1).sum(1) for g, c in
-                    zip(constant_weights, constants) if g is not None),
+                    zip(constant_weights, constants, strict=True) if g is not None),
                    torch.zeros(len(x), dtype=h.dtype, device=x.device))
     return ResNetContributions(maps=(weights * h).sum(1).detach(), weights=weights,
                                constants=constant.detach(), logits=logits.detach(),

@@ -76,6 +76,10 @@ class _Layers(NamedTuple):
         return BcosLayerNorm(dim, eps=1e-6 if self.bcosified else 1e-5, bias=self.bias)
 
 
+#: the default layers (v2: B = 2, bias-free); a NamedTuple, so one shared instance is safe
+_V2_LAYERS = _Layers()
+
+
 def _bcos_conv3x3(in_channels: int, out_channels: int, stride: int) -> BcosConv2d:
     """The v2 stem convolution: 3×3, padding 1, B = 2, no MaxOut, γ = 1, and the reference's
     1e-6 added to the squared patch norms."""
@@ -175,7 +179,7 @@ def sincos_positional_embedding(height: int, width: int, dim: int,
 def _stem_strides(in_channels: int, stem_channels: Sequence[int]) -> list[int]:
     """Stride of each stem convolution: 2 where it widens the channels, else 1."""
     channels = [in_channels, *stem_channels]
-    return [2 if c_out > c else 1 for c, c_out in zip(channels, channels[1:])]
+    return [2 if c_out > c else 1 for c, c_out in zip(channels, channels[1:], strict=False)]
 
 
 def token_stride(in_channels: int, patch_size: int, stem_channels: Sequence[int] = ()) -> int:
@@ -195,13 +199,13 @@ class PatchEmbedding(nn.Module):
     """
 
     def __init__(self, in_channels: int, dim: int, patch_size: int,
-                 stem_channels: Sequence[int] = (), layers: _Layers = _Layers()):
+                 stem_channels: Sequence[int] = (), layers: _Layers = _V2_LAYERS):
         super().__init__()
         self.patch_size = patch_size
         self.stride = token_stride(in_channels, patch_size, stem_channels)
         stem, c = OrderedDict(), in_channels
-        for i, (c_out, stride) in enumerate(zip(stem_channels,
-                                                _stem_strides(in_channels, stem_channels))):
+        strides = _stem_strides(in_channels, stem_channels)
+        for i, (c_out, stride) in enumerate(zip(stem_channels, strides, strict=True)):
             stem[str(3 * i)] = _bcos_conv3x3(c, c_out, stride)
             stem[str(3 * i + 1)] = BcosLayerNorm2d(c_out)
             c = c_out
@@ -209,10 +213,8 @@ class PatchEmbedding(nn.Module):
         self.linear = layers.linear(c * patch_size ** 2, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if len(self.conv_stem):
-            x = self.conv_stem(conv_layout(x))
-        else:  # under autocast: rearrange the patches in the product's dtype (half the bytes)
-            x = x.to(product_dtype(x))
+        # no stem: rearrange the patches in the product's dtype (under autocast: half the bytes)
+        x = self.conv_stem(conv_layout(x)) if len(self.conv_stem) else x.to(product_dtype(x))
         b, c, h, w = x.shape
         p = self.patch_size
         patches = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1)
@@ -224,7 +226,7 @@ class Attention(nn.Module):
     (scale head_dim^-½), B-cos output projection: (B, N, D) -> (B, N, D). Queries and keys are
     dynamic weights."""
 
-    def __init__(self, dim: int, heads: int, layers: _Layers = _Layers()):
+    def __init__(self, dim: int, heads: int, layers: _Layers = _V2_LAYERS):
         super().__init__()
         if dim % heads:
             raise ValueError(f"dim={dim} must be divisible by heads={heads}")
@@ -287,7 +289,7 @@ class FeedForward(nn.Module):
     """LayerNorm, then two B-cos linear layers, with a :class:`BcosGELU` between them when
     B-cosified (else none): (..., D) -> (..., D)."""
 
-    def __init__(self, dim: int, hidden_dim: int, layers: _Layers = _Layers()):
+    def __init__(self, dim: int, hidden_dim: int, layers: _Layers = _V2_LAYERS):
         super().__init__()
         net = OrderedDict(norm=layers.norm(dim), linear1=layers.linear(dim, hidden_dim))
         if layers.bcosified:
@@ -302,7 +304,7 @@ class FeedForward(nn.Module):
 class EncoderBlock(nn.Module):
     """x + Attention(x), then + FeedForward(.): (B, N, D) -> (B, N, D)."""
 
-    def __init__(self, dim: int, heads: int, mlp_dim: int, layers: _Layers = _Layers()):
+    def __init__(self, dim: int, heads: int, mlp_dim: int, layers: _Layers = _V2_LAYERS):
         super().__init__()
         self.attn = Attention(dim, heads, layers)
         self.ff = FeedForward(dim, mlp_dim, layers)
@@ -523,7 +525,7 @@ def contributions(model: BcosSimpleViT, x: torch.Tensor,
         weights, positional_weights, *constant_weights = torch.autograd.grad(
             selected, (x, positional, *constants), allow_unused=True)
     constant = sum((((g * c).reshape(len(x), -1).sum(1)) for g, c in
-                    zip(constant_weights, constants) if g is not None),
+                    zip(constant_weights, constants, strict=True) if g is not None),
                    torch.zeros(len(x), dtype=x.dtype, device=x.device))
     return Contributions(maps=(weights * x).sum(1).detach(), weights=weights,
                          positional=(positional_weights * positional).sum((1, 2)).detach(),

@@ -47,10 +47,12 @@ from transformers import BertConfig, BertForSequenceClassification, BertTokenize
 HERE = Path(__file__).resolve().parent
 FERRET = "ferret-xai==0.4.2"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-WORDS = """good great bad awful movie film plot actors story acting music scenes ending the a
-was is and but not very really quite boring fun funny dull brilliant terrible wonderful poor
-best worst loved hated liked enjoyed this that it we they too so just slow long short sad
-happy dark simple clever script director cast made with of in""".split()
+WORDS = ["good", "great", "bad", "awful", "movie", "film", "plot", "actors", "story", "acting",
+         "music", "scenes", "ending", "the", "a", "was", "is", "and", "but", "not", "very",
+         "really", "quite", "boring", "fun", "funny", "dull", "brilliant", "terrible", "wonderful",
+         "poor", "best", "worst", "loved", "hated", "liked", "enjoyed", "this", "that", "it", "we",
+         "they", "too", "so", "just", "slow", "long", "short", "sad", "happy", "dark", "simple",
+         "clever", "script", "director", "cast", "made", "with", "of", "in"]
 #: the texts: 1 to 12 words of the vocabulary (decode and re-tokenisation give them back)
 TEXTS = [
     "brilliant",
