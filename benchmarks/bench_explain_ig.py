@@ -13,7 +13,7 @@ every word piece, ``[CLS]`` and ``[SEP]`` kept), three ways:
   method="integrated_gradients", baseline="pad")``, its default batching;
 * ``captum_per_text``: Captum's ``LayerIntegratedGradients`` over the word-embedding layer,
   one text per call, as ferret and transformers-interpret call it;
-* ``captum_batched``: the same over batches of 32 texts (padded by the tokeniser) with the
+* ``captum_batched``: the same over batches of 32 texts (padded by the tokenizer) with the
   fastest ``internal_batch_size`` of a grid, chosen on the first 64 texts.
 
 Each runs in a fresh process (its peak resident memory is its own), one thread; records wall

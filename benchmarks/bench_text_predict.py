@@ -5,10 +5,10 @@ LogisticRegression on the same texts and reaches 10k texts/s; the recurrent mode
 (DiversityLSTMClassifier, SEATClassifier with the RNN encoder) predict >= 5k texts/s. The
 models predict the first ``--texts`` Rotten Tomatoes snippets after a brief fit on the others
 (1 epoch, embeddings learned from scratch, hidden size 64, default cells and explanation
-methods: speed does not depend on accuracy). Also times the word tokeniser against nltk's. One
+methods: speed does not depend on accuracy). Also times the word tokenizer against nltk's. One
 thread; the calls are interleaved over repeats so load from other processes hits them alike;
 medians of the process-CPU time (the ratios; wall-clock beside). The repeated predicts find
-the tokeniser's memo of word chunks warm; the first predict after fit, in fresh processes
+the tokenizer's memo of word chunks warm; the first predict after fit, in fresh processes
 (median of 3), finds only the training texts' chunks there. Writes
 ``benchmarks/results/bench_text_predict.json``; ``--profile`` also prints where each neural
 model's predict spends its time (cProfile).
@@ -64,7 +64,7 @@ def nltk_tokenize_many(texts):
 
 def first_predict_seconds(n_texts):
     """In this (fresh) process: fit EmbeddingBagClassifier and the anchor, then the CPU seconds
-    of each one's first predict of the test texts (the tokeniser's memo of word chunks then
+    of each one's first predict of the test texts (the tokenizer's memo of word chunks then
     holds only what fit saw: the cold case)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression

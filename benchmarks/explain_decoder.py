@@ -4,7 +4,7 @@
 [--epochs 2] [--out NAME]``
 
 Writes a small GPT-2 sequence classifier (2 layers, 128 hidden, 4 heads; the bundled MiniLM's
-WordPiece tokeniser) with ``transformers`` into ``--folder``, trains it on the reproductions'
+WordPiece tokenizer) with ``transformers`` into ``--folder``, trains it on the reproductions'
 Rotten Tomatoes training split (stratified 80/20, seed 0) with
 ``TransformersTextClassifier(checkpoint=folder).fit`` (the ``transformers`` module itself,
 pooled at the last real token as ``transformers`` does), then reports its test accuracy,
@@ -25,7 +25,7 @@ from ratios import RESULTS, finish_record, run_record
 
 
 def write_decoder(folder: Path) -> Path:
-    """A randomly initialised GPT-2 sequence classifier and its tokeniser in ``folder``."""
+    """A randomly initialised GPT-2 sequence classifier and its tokenizer in ``folder``."""
     import transformers
 
     from interpretable.datasets import load_minilm
@@ -58,7 +58,7 @@ def main(args):
                                      max_epochs=args.epochs, random_state=0, device="cpu")
     start = time.perf_counter()
     clf.fit(X_train, np.asarray(y_train).astype(str))
-    out.update({"model": "GPT-2, 2 layers, 128 hidden, 4 heads, MiniLM's WordPiece tokeniser",
+    out.update({"model": "GPT-2, 2 layers, 128 hidden, 4 heads, MiniLM's WordPiece tokenizer",
                 "n_train": len(X_train), "n_test": len(X_test), "epochs": args.epochs,
                 "train_seconds": time.perf_counter() - start, "pooling": clf.pooling_,
                 "padding_side": clf.padding_side_,

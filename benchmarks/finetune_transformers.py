@@ -7,7 +7,7 @@ Fine-tunes ``BertForSequenceClassification`` from the bundled all-MiniLM-L6-v2 o
 Rotten Tomatoes training split of the reproductions (stratified 80/20, seed 0; 10,246
 snippets) with the recipe of a ``transformers`` tutorial: one epoch, batch 32, AdamW at
 5e-5, 10 % linear warm-up then linear decay, at most 64 word pieces, and writes it with
-``save_pretrained`` (model and tokeniser, ``id2label`` = rotten / fresh). Nothing of this
+``save_pretrained`` (model and tokenizer, ``id2label`` = rotten / fresh). Nothing of this
 package is in the training loop: the folder stands for a checkpoint trained elsewhere, which
 ``benchmarks/explain_pretrained.py`` then explains, B-cosifies and compares.
 """

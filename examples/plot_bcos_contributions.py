@@ -31,7 +31,7 @@ print(f"test accuracy: {clf.score(X[test], y[test]):.3f}")
 # Exact contribution maps
 # -----------------------
 # ``plot()`` draws the input, the contributions to the explained logit (red raises it, blue
-# lowers it) and B-cos's colour view of ``W(x)``.
+# lowers it) and B-cos's color view of ``W(x)``.
 exp = clf.explain(X[test[:3]])
 print("completeness error per image:", np.array2string(exp.completeness_error, precision=2))
 exp.plot()

@@ -39,7 +39,7 @@ exp.plot()
 # By words
 # --------
 # ``level="word"`` sums the characters of each word (exact as well); the page shows, for the
-# chosen steps, the words read so far coloured by their contribution to that step's logit.
+# chosen steps, the words read so far colored by their contribution to that step's logit.
 words = lm.explain("the king is dead, long live the king", target="actual", level="word")
 words.to_html(steps=[3, 5, -1])
 

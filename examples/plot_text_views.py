@@ -2,7 +2,7 @@
 Text explanations: exact contributions, attention, and the corpus view
 ======================================================================
 
-Explanations of text classifiers show the original text with every token coloured: red raises
+Explanations of text classifiers show the original text with every token colored: red raises
 the logit of the row's target class, blue lowers it, white is 0. This example fits two small
 models on Rotten Tomatoes review snippets (seconds each on one CPU thread) and shows
 
@@ -43,7 +43,7 @@ print("completeness error:", exp.completeness_error.max())
 exp.to_frame()[["sample", "token", "target", "attribution", "prediction"]].head(8)
 
 # %%
-# The colour scale can also be per row (``scale="row"``) or fixed; another target class is
+# The color scale can also be per row (``scale="row"``) or fixed; another target class is
 # explained with ``target=``.
 bag.explain(reviews.iloc[shown[:2]], target="rotten")
 

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._optional import import_optional
 from .explanation import citing_samples
 from .files import replacing, reporting
-from .optional import import_optional
 from .streaming import explanations_to_frame
 
 __all__ = ["save_on_main_process", "explain_to_parquet"]
@@ -44,7 +44,7 @@ def save_on_main_process(estimator, path) -> bool:
     estimator : fitted estimator
         The estimator (its ``accelerator`` says which process is the main one).
     path : str or os.PathLike
-        The folder, as for :meth:`~interpretable.estimators.core.base.NeuralEstimator.save`.
+        The folder, as for :meth:`~interpretable.estimators.core.NeuralEstimator.save`.
 
     Returns
     -------

@@ -10,7 +10,7 @@ no ``MLFLOW_ALLOW_PICKLE_DESERIALIZATION``. ``pyfunc`` predictions take what the
 
 ``mlflow.sklearn.log_model`` works too, with skops (its default format) given the package's
 trusted types: ``mlflow.sklearn.log_model(clf, name="model",
-skops_trusted_types=interpretable.estimators.core.state.trusted_types())``; mlflow reads that list
+skops_trusted_types=interpretable.estimators.core.trusted_types())``; mlflow reads that list
 from the model's own files when loading, so it refuses to load it unless
 ``MLFLOW_ALLOW_PICKLE_DESERIALIZATION=true``.
 """
@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from . import __version__
-from .optional import import_optional
+from ._optional import import_optional
 
 __all__ = ["log_model", "save_model", "load_model"]
 
@@ -195,7 +195,7 @@ def load_model(model_uri: str, *, dst_path=None, device="auto"):
 
 
 def _estimator(path, device="auto"):
-    from .estimators.core.base import NeuralEstimator
+    from .estimators.core import NeuralEstimator
 
     return NeuralEstimator.load(path, device=device)
 

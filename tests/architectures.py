@@ -3,16 +3,16 @@ built offline for tests (as :mod:`families` builds the BERT lineage's).
 
 ``tiny_classifier(folder, architecture)`` writes what a fine-tuned checkpoint holds: a random
 ``...ForSequenceClassification`` (``config.json`` and ``model.safetensors``, saved by
-``transformers``) and its tokeniser, a ``tokenizers`` model trained here on
+``transformers``) and its tokenizer, a ``tokenizers`` model trained here on
 :data:`families.CORPUS` and saved as a ``PreTrainedTokenizerFast`` (``AutoTokenizer`` reads it
 back as it reads the real ones):
 
 ============  ====================================  ===============  =====================
-architecture  tokeniser                             framing, pads    model (pad id)
+architecture  tokenizer                             framing, pads    model (pad id)
 ============  ====================================  ===============  =====================
 gpt2          byte-level BPE                        none, right      decoder (eos)
 llama         SentencePiece BPE (Llama-2's          ``<s>`` before,  decoder (none: the
-              normaliser, no pre-tokeniser)         left             config names no pad)
+              normaliser, no pre-tokenizer)         left             config names no pad)
 qwen2         byte-level BPE                        none, left       decoder (eos)
 deberta-v2    SentencePiece Unigram (Metaspace)     [CLS] [SEP]      relative positions
 modernbert    byte-level BPE                        [CLS] [SEP]      rotary, local attention
@@ -44,7 +44,7 @@ _SIZES = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
 
 @functools.cache
 def _trained(kind: str, special: tuple) -> str:
-    """The ``tokenizers`` JSON of a tokeniser of ``kind`` (``"bytes"``: byte-level BPE,
+    """The ``tokenizers`` JSON of a tokenizer of ``kind`` (``"bytes"``: byte-level BPE,
     ``"spm-bpe"``: Llama-2's SentencePiece BPE, ``"unigram"``, ``"wordpiece"``) trained on
     :data:`CORPUS`, with the ``special`` tokens first."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
@@ -56,7 +56,7 @@ def _trained(kind: str, special: tuple) -> str:
         trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=list(special),
                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                       show_progress=False)
-    elif kind == "spm-bpe":  # merges learned within words, applied without pre-tokeniser
+    elif kind == "spm-bpe":  # merges learned within words, applied without pre-tokenizer
         tokenizer = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=True))
         tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="first")
         trainer = trainers.BpeTrainer(vocab_size=250, special_tokens=list(special),
@@ -82,7 +82,7 @@ def _trained(kind: str, special: tuple) -> str:
 
 
 def _fast(kind: str, special: tuple, prefix=(), suffix=(), padding_side="right", **tokens):
-    """A ``PreTrainedTokenizerFast`` of a trained tokeniser that frames a text as ``prefix
+    """A ``PreTrainedTokenizerFast`` of a trained tokenizer that frames a text as ``prefix
     pieces suffix``."""
     import transformers
     from tokenizers import Tokenizer, processors
@@ -98,7 +98,7 @@ def _fast(kind: str, special: tuple, prefix=(), suffix=(), padding_side="right",
 
 
 def tiny_tokenizer(architecture: str):
-    """The tiny tokeniser of ``architecture`` (one of :data:`ARCHITECTURES`)."""
+    """The tiny tokenizer of ``architecture`` (one of :data:`ARCHITECTURES`)."""
     bert = {"cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]",
             "unk_token": "[UNK]", "mask_token": "[MASK]"}
     if architecture in ("gpt2", "qwen2"):
@@ -160,7 +160,7 @@ def tiny_config(architecture: str, tokenizer):
 
 def tiny_classifier(folder, architecture: str, seed: int = 0, labels=("neg", "pos"),
                     head: bool = True, **fields) -> Path:
-    """Write a tiny random ``architecture`` sequence classifier and its tokeniser.
+    """Write a tiny random ``architecture`` sequence classifier and its tokenizer.
 
     Parameters
     ----------

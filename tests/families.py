@@ -2,11 +2,11 @@
 
 ``tiny_checkpoint(folder, family)`` writes what a downloaded checkpoint holds: a random model
 of the family (``config.json`` and ``model.safetensors``, saved by ``transformers``) and its
-tokeniser, trained here on :data:`CORPUS` and saved through the family's own tokeniser class
+tokenizer, trained here on :data:`CORPUS` and saved through the family's own tokenizer class
 (so ``AutoTokenizer`` reads it back as it reads the real checkpoint):
 
 ============  =================================  =================  =======================
-family        tokeniser                          start / end, pad   model
+family        tokenizer                          start / end, pad   model
 ============  =================================  =================  =======================
 bert          WordPiece, lower-cased             [CLS] [SEP], 0     hidden 16
 distilbert    (the same)                         [CLS] [SEP], 0     dim 16
@@ -15,10 +15,10 @@ roberta       byte-level BPE                     <s> </s>, 1        hidden 16
 xlm-roberta   SentencePiece Unigram (Metaspace)  <s> </s>, 1        hidden 16
 ============  =================================  =================  =======================
 
-Every model has 2 layers, 2 heads, intermediate size 32, ``vocab_size`` the tokeniser's size
+Every model has 2 layers, 2 heads, intermediate size 32, ``vocab_size`` the tokenizer's size
 and :data:`MAX_POSITIONS` usable positions (RoBERTa-style models number positions from
 ``pad_token_id + 1``, so their ``max_position_embeddings`` is ``MAX_POSITIONS + 2``, as 514
-is for 512 in the real ones). Tokenisers are trained once per process; models are seeded.
+is for 512 in the real ones). Tokenizers are trained once per process; models are seeded.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 
 FAMILIES = ("bert", "distilbert", "electra", "roberta", "xlm-roberta")
 MAX_POSITIONS = 64
-#: what the tiny tokenisers learn from: accents, punctuation, digits; no emoji (unknown to the
+#: what the tiny tokenizers learn from: accents, punctuation, digits; no emoji (unknown to the
 #: WordPiece and Unigram vocabularies, bytes to the byte-level BPE)
 CORPUS = [
     "A naïve, wonderfully-made film! Not bad at all.",
@@ -63,18 +63,18 @@ CORPUS = [
     "The ending makes no sense at all.",
     "Well-made, well-acted and well worth seeing.",
 ]
-#: the special tokens of each tokeniser model, in id order (``<mask>`` comes last in the
+#: the special tokens of each tokenizer model, in id order (``<mask>`` comes last in the
 #: RoBERTa-style vocabularies, as in the real ones)
 _SPECIAL = {"WordPiece": ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
             "BPE": ["<s>", "<pad>", "</s>", "<unk>"], "Unigram": ["<s>", "<pad>", "</s>", "<unk>"]}
-#: the ``tokenizers`` model of each family's tokeniser
+#: the ``tokenizers`` model of each family's tokenizer
 TOKENIZER_MODEL = {"bert": "WordPiece", "distilbert": "WordPiece", "electra": "WordPiece",
                    "roberta": "BPE", "xlm-roberta": "Unigram"}
 
 
 @functools.cache
 def _trained(model: str) -> str:
-    """The ``tokenizers`` JSON of a tokeniser of type ``model`` trained on :data:`CORPUS`."""
+    """The ``tokenizers`` JSON of a tokenizer of type ``model`` trained on :data:`CORPUS`."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
     special = _SPECIAL[model]
@@ -100,8 +100,8 @@ def _trained(model: str) -> str:
 
 
 def tiny_tokenizer(family: str):
-    """The tiny tokeniser of ``family`` (one of :data:`FAMILIES`), as the ``transformers``
-    tokeniser class of the family."""
+    """The tiny tokenizer of ``family`` (one of :data:`FAMILIES`), as the ``transformers``
+    tokenizer class of the family."""
     import transformers
 
     if family not in FAMILIES:
@@ -144,7 +144,7 @@ def tiny_config(family: str, tokenizer):
 
 
 def tiny_checkpoint(folder, family: str, seed: int = 0, labels=None) -> Path:
-    """Write a tiny random ``family`` model and its tokeniser into ``folder``.
+    """Write a tiny random ``family`` model and its tokenizer into ``folder``.
 
     Parameters
     ----------
@@ -161,7 +161,7 @@ def tiny_checkpoint(folder, family: str, seed: int = 0, labels=None) -> Path:
     Returns
     -------
     Path
-        ``folder``: ``config.json``, ``model.safetensors`` and the tokeniser's files, read by
+        ``folder``: ``config.json``, ``model.safetensors`` and the tokenizer's files, read by
         ``transformers.AutoModel`` / ``AutoTokenizer.from_pretrained(folder)``.
     """
     import torch

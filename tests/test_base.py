@@ -12,9 +12,9 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from interpretable import EmbeddingBagClassifier
-from interpretable.estimators.core.base import NeuralEstimator, TrainingDivergedError
+from interpretable._validation import check_images
+from interpretable.estimators.core._base import NeuralEstimator, TrainingDivergedError
 from interpretable.nn.tensors import resolve_device
-from interpretable.validation import check_images
 
 
 def _fit(data, **kw):
@@ -219,7 +219,7 @@ def test_explain_and_predict_check_fittedness_once_per_call(monkeypatch):
     import threading
 
     from interpretable import ISANSequenceTagger
-    from interpretable.estimators.core import inference
+    from interpretable.estimators.core import _inference as inference
 
     checks, check_is_fitted = [], inference.check_is_fitted
 

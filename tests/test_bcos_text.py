@@ -13,7 +13,7 @@ from sklearn.model_selection import GridSearchCV
 pytest.importorskip("transformers")
 
 from interpretable import BcosTextClassifier, BertTextClassifier
-from interpretable.estimators.core.nets import LearningRateSchedule
+from interpretable.estimators.core._nets import LearningRateSchedule
 
 TINY = {"vocab_size": 30522, "hidden_size": 16, "num_hidden_layers": 2,
         "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32,
@@ -98,7 +98,7 @@ def test_word_level_maps_to_the_original_text(fitted):
     np.testing.assert_allclose(words.bias[0], pieces.bias[0] + pieces.values[0][[0, -1]].sum(),
                                rtol=0, atol=1e-12)
     assert words.completeness_error[0] <= 1e-9
-    # piece spans are the tokeniser's: "##ly" is "ly" of "wonderfully", [CLS] is nowhere
+    # piece spans are the tokenizer's: "##ly" is "ly" of "wonderfully", [CLS] is nowhere
     spans = dict(zip(pieces.units[0], pieces.offsets[0].tolist(), strict=True))
     assert spans["[CLS]"] == [-1, -1] and TEXT[slice(*spans["##ly"])] == "ly"
     html = words.to_html()
@@ -245,7 +245,7 @@ def test_save_load_is_bit_identical_without_the_data_package(fitted, tmp_path, m
 
 
 def test_a_local_checkpoint_folder_is_converted(tmp_path):
-    """A BERT folder (config, weights, tokeniser): the B-cos model starts from its weights."""
+    """A BERT folder (config, weights, tokenizer): the B-cos model starts from its weights."""
     import transformers
 
     from interpretable.datasets import load_minilm
@@ -627,7 +627,7 @@ def test_a_fine_tuned_transformers_classifier_folder_teaches_by_its_label_names(
 
     from interpretable.datasets import load_minilm
     from interpretable.estimators.bert.checkpoint import ClassifierCheckpoint
-    from interpretable.estimators.core.teacher import teacher_probabilities
+    from interpretable.estimators.core._teacher import teacher_probabilities
 
     X, y = sentiment(n=48)
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(load_minilm()),

@@ -123,7 +123,7 @@ def test_explain_errors(bcos, vit, digits):
         bcos.explain(X[:2], target=[1, 2, 3])
 
 
-def test_rgb_images_and_colour_weights():
+def test_rgb_images_and_color_weights():
     rng = np.random.RandomState(0)
     X = rng.randint(0, 256, size=(40, 8, 8, 3)).astype(np.uint8)
     y = np.array(["cat", "dog"] * 20)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from interpretable import AttentionTextClassifier, SEATClassifier
-from interpretable.estimators.core import classifier
+from interpretable.estimators.core import _classifier as classifier
 from interpretable.nn import recurrent
 from interpretable.nn.char_lstm import CharLSTM
 from interpretable.nn.recurrent import RecurrentEncoder, autocast_fallbacks

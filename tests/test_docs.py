@@ -196,7 +196,7 @@ def assert_pages_list_the_methods(generated: Path) -> None:
     documents plot, to_html and to_frame."""
     from sklearn.base import BaseEstimator
 
-    from interpretable.estimators.core.base import NeuralEstimator
+    from interpretable.estimators.core._base import NeuralEstimator
     from interpretable.explanation import GlobalExplanation
     from interpretable.explanation._base import Explanation
 

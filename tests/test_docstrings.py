@@ -48,12 +48,12 @@ MODULES = (
     "interpretable.attribution.hooked",
     "interpretable.attribution.feature_maps",
     "interpretable.attribution.quantus_adapter",
-    "interpretable.estimators.core.encoded",
+    "interpretable.estimators.core._encoded",
     "interpretable.estimators.explainers",
     "interpretable.estimators.seat.variants",
     "interpretable.estimators.seat.baselines",
     "interpretable.estimators.seat.phases",
-    "interpretable.estimators.core.state",
+    "interpretable.estimators.core._state",
     "interpretable.reproduce",
     "interpretable.datasets",
     "interpretable.streaming",
@@ -92,7 +92,7 @@ REQUIRES = {
     "interpretable.text.pos": ("textblob_aptagger",),
     "interpretable.metrics.attention_analysis.pos_attention": ("textblob_aptagger",),
     "interpretable.tracking": ("mlflow",),
-    "interpretable.estimators.core.state.trusted_types": ("skops",),
+    "interpretable.estimators.core.trusted_types": ("skops",),
     "interpretable.scale": ("dask", "distributed"),
     "interpretable.estimators.vision.library_model": ("torchvision", "timm"),
 }
@@ -234,7 +234,7 @@ def test_examples_run(tmp_path, monkeypatch):
         optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
     failures, skipped, ran, left_out = [], 0, 0, []
     modules = package_modules()
-    assert "interpretable.estimators.core.base" in modules
+    assert "interpretable.estimators.core._base" in modules
     for name in modules:
         module = importlib.import_module(name)
         for test in finder.find(module, name):

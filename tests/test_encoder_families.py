@@ -291,7 +291,7 @@ def test_checkpoints_that_do_not_fit_are_refused_at_fit(checkpoints, tmp_path):
     small = shutil.copytree(checkpoints["bert"], tmp_path / "small")
     config = json.loads((small / "config.json").read_text())
     (small / "config.json").write_text(json.dumps({**config, "vocab_size": 10}))
-    with pytest.raises(ValueError, match="vocab_size=10 but the tokeniser"):
+    with pytest.raises(ValueError, match="vocab_size=10 but the tokenizer"):
         BcosTextClassifier(checkpoint=small, **FIT).fit(TEXTS, LABELS)
     with pytest.raises(ValueError, match="max_length=65 exceeds the model.s 64 positions"):
         BcosTextClassifier(checkpoint=checkpoints["roberta"], **{**FIT, "max_length": 65}) \
@@ -351,17 +351,17 @@ BAD_CHECKPOINTS = {  # how the copy of the tiny BERT differs -> what the refusal
         r"encoder.layer.2.output.dense.weight"),
     "non-finite": (dict(edit=_nan), r"model.safetensors has NaN or infinite values in: "
                                     r"encoder.layer.0.output.dense.weight"),
-    "no tokeniser": (dict(drop=("tokenizer.json", "tokenizer_config.json")),
-                     r"'.*no-tokeniser' has no tokeniser files: BertTokenizer reads "
+    "no tokenizer": (dict(drop=("tokenizer.json", "tokenizer_config.json")),
+                     r"'.*no-tokenizer' has no tokenizer files: BertTokenizer reads "
                      r"tokenizer.json or vocab.txt"),
 }
 
 
 @pytest.mark.parametrize("estimator", ["BcosTextClassifier", "BertTextClassifier"])
-def test_checkpoints_with_weights_or_tokenisers_missing_or_broken_are_refused_at_load(
+def test_checkpoints_with_weights_or_tokenizers_missing_or_broken_are_refused_at_load(
         estimator, checkpoints, tmp_path):
     """A missing or unexpected encoder tensor (transformers would start it at random), a NaN
-    in the weights (training would diverge) or a folder without tokeniser files (a vocabulary
+    in the weights (training would diverge) or a folder without tokenizer files (a vocabulary
     of the special tokens alone) is refused before training, naming the tensor or the files;
     a refit that is refused leaves the fitted model as it was."""
     import interpretable
@@ -397,9 +397,9 @@ def test_a_missing_pooler_or_task_head_starts_at_random_with_one_warning(checkpo
     with pytest.warns(UserWarning, match=r"no pooler or task head weights for "
                                          r"classifier.bias, classifier.weight: initialised"):
         load_sequence_classifier(checkpoints["bert"], tokenizer=False)
-    with pytest.raises(ValueError, match="no-tokeniser' has no tokeniser files"), \
+    with pytest.raises(ValueError, match="no-tokenizer' has no tokenizer files"), \
             pytest.warns(UserWarning, match="initialised at random"):
-        load_sequence_classifier(_edited_copy(checkpoints["bert"], tmp_path / "no-tokeniser",
+        load_sequence_classifier(_edited_copy(checkpoints["bert"], tmp_path / "no-tokenizer",
                                               drop=("tokenizer.json",)))
 
 

@@ -66,7 +66,7 @@ def _sequence(level="char", method="inherent"):
 
 
 def _cells(html):
-    """(text, background, colour) of every heat-map cell of a view."""
+    """(text, background, color) of every heat-map cell of a view."""
     return re.findall(r'style="background:(#\w+);color:(#\w+)"[^>]*>([^<]*)<', html)
 
 
@@ -179,7 +179,7 @@ def test_text_view_names_method_target_scale_probability_and_logit():
     assert "Red raises" in html
 
 
-def test_text_view_shows_the_original_text_escaped_with_token_colours():
+def test_text_view_shows_the_original_text_escaped_with_token_colors():
     cells = _cells(_tokens().to_html())
     # shared scale 2: 'A' = +1 -> half red, '<b>' = -2 -> full blue, 'NA' = 0 -> white
     assert cells[0][2] == "A" and cells[1] == (BLUE, "#ffffff", "&lt;b&gt;")
@@ -197,21 +197,21 @@ def test_text_view_scale_option(scale, legend):
         _tokens().to_html(scale=0)
 
 
-def test_every_cell_colour_keeps_text_readable():
-    def luminance(hex_colour):
-        c = np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]) / 255
+def test_every_cell_color_keeps_text_readable():
+    def luminance(hex_color):
+        c = np.array([int(hex_color[i:i + 2], 16) for i in (1, 3, 5)]) / 255
         c = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
         return c @ [0.2126, 0.7152, 0.0722]
 
     values = np.linspace(-1, 1, 41)
     for method in ("inherent", "attention"):
         exp = TokenExplanation([list("x" * 41)], [values], np.array([0]), np.array([0]), method)
-        for background, colour, _ in _cells(exp.to_html()):
-            lum = sorted([luminance(background), luminance(colour)])
-            assert (lum[1] + 0.05) / (lum[0] + 0.05) >= 4.5, (background, colour)
+        for background, color, _ in _cells(exp.to_html()):
+            lum = sorted([luminance(background), luminance(color)])
+            assert (lum[1] + 0.05) / (lum[0] + 0.05) >= 4.5, (background, color)
 
 
-def test_attention_is_flagged_class_independent_in_one_colour():
+def test_attention_is_flagged_class_independent_in_one_color():
     exp = dataclasses.replace(
         _tokens("attention", values=[np.array([0.25, 0.75]), np.array([0.5, 0.5])]),
         class_independent=True)
@@ -231,9 +231,9 @@ def test_pairs_show_the_query():
     assert exp.to_frame()["query"].tolist() == ["where ?", "where ?", "who", "who"]
 
 
-def test_text_plot_colours_the_words_and_returns_the_figure():
-    """plot() of a token explanation: a Figure (pyplot holds none) with each word on the colour
-    of its attribution, the same colours as the HTML view; the bar chart of the strongest."""
+def test_text_plot_colors_the_words_and_returns_the_figure():
+    """plot() of a token explanation: a Figure (pyplot holds none) with each word on the color
+    of its attribution, the same colors as the HTML view; the bar chart of the strongest."""
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
@@ -276,8 +276,8 @@ def test_every_explanation_plots_renders_and_exports(make):
 
 
 # ---------------------------------------------------------------------------- image view
-# overview: input, map, its parts from x and 1 − x, W(x) colour view and a colour bar per
-# sample; heads: per sample its input, the 2 component maps and a colour bar
+# overview: input, map, its parts from x and 1 − x, W(x) color view and a color bar per
+# sample; heads: per sample its input, the 2 component maps and a color bar
 @pytest.mark.parametrize("kind, n_axes", [("overview", 2 * 5 + 2), ("contributions", 2 + 2),
                                           ("weights", 2), ("heads", 2 * 4)])
 def test_image_plot_returns_a_figure_pyplot_does_not_hold(kind, n_axes):
@@ -285,7 +285,7 @@ def test_image_plot_returns_a_figure_pyplot_does_not_hold(kind, n_axes):
     from matplotlib.figure import Figure
 
     fig = _image().plot(kind)
-    assert isinstance(fig, Figure) and len(fig.axes) == n_axes  # colour bars are axes too
+    assert isinstance(fig, Figure) and len(fig.axes) == n_axes  # color bars are axes too
     assert plt.get_fignums() == []
 
 
@@ -302,7 +302,7 @@ def _texts(fig) -> str:
 
 
 def test_image_overview_splits_object_and_background_and_has_a_caption():
-    """The map's exact parts from x and from 1 − x sum to it; the colour view and the maps
+    """The map's exact parts from x and from 1 − x sum to it; the color view and the maps
     are explained by a caption; the maps share one symmetric scale per row."""
     exp = _image()
     x = np.zeros((2, 2, 3, 1))
@@ -316,7 +316,7 @@ def test_image_overview_splits_object_and_background_and_has_a_caption():
         assert (from_x[:, [0, 2]] == 0).all() and (from_inverse[:, 1] == 0).all()
         assert from_x[:, 1].sum() > 0  # the stroke's share, apart from the background's
     caption = _texts(fig)
-    assert "W(x) colour view: each pixel in the input colour" in caption
+    assert "W(x) color view: each pixel in the input color" in caption
     assert "'from x' is what its value contributes" in caption and "symmetric" in caption
     maps = [a.images[0] for a in fig.axes if a.get_title().startswith(("contrib", "from"))]
     assert len(maps) == 2 * 3
@@ -345,7 +345,7 @@ def test_image_positive_evidence_and_sample_selection():
 
 
 @pytest.mark.parametrize("channels", [1, 3])
-def test_weights_colour_view_for_grey_and_colour_inputs(channels):
+def test_weights_color_view_for_grey_and_color_inputs(channels):
     w = np.zeros((1, 2, 2 * channels))
     w[0, 0, :channels], w[0, 1, channels:] = 1.0, 1.0  # aligned with x, then with 1 - x
     rgba = weights_to_rgba(w, np.array([[1.0, 1.0]]))
@@ -358,7 +358,7 @@ def test_image_html_embeds_a_png_with_legend_and_table():
     html = _image()._repr_html_()
     png = base64.b64decode(re.search(r"base64,([^\"]+)", html).group(1))
     assert png.startswith(b"\x89PNG") and len(html) < 200_000 and "array(" not in html
-    assert 'class="ie-legend"' in html and "W(x) colour view" in html
+    assert 'class="ie-legend"' in html and "W(x) color view" in html
     assert "<td>3</td><td>3</td>" in html  # sample 0: target 3, prediction 3
 
 

@@ -155,7 +155,7 @@ def _config_reads(monkeypatch) -> Counter:
 
 def test_a_fit_resolves_the_checkpoint_and_reads_each_config_once(checkpoints, tmp_path,
                                                                    monkeypatch):
-    """The student's checkpoint (its config read for the encoder, the tokeniser and the
+    """The student's checkpoint (its config read for the encoder, the tokenizer and the
     classifier head alike) and a ``transformers`` teacher: one read of each config.json; the
     bundled MiniLM (``checkpoint=None``) is looked up once."""
     import interpretable.datasets

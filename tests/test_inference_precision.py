@@ -13,7 +13,7 @@ import torch
 from conformance.cases import _TINY_BERT
 
 from interpretable import BcosTextClassifier, BertTextClassifier, EmbeddingBagClassifier
-from interpretable.estimators.core import classifier
+from interpretable.estimators.core import _classifier as classifier
 from interpretable.params import InvalidParameterError
 
 

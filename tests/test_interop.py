@@ -13,12 +13,12 @@ from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import make_pipeline
 
 from interpretable import EmbeddingBagClassifier
+from interpretable._validation import check_documents, check_sequences, check_targets, check_texts
 from interpretable.explanation import read_frame, write_frame
 from interpretable.pipeline import make_explainable_pipeline
 from interpretable.streaming import explanations_to_frame
 from interpretable.text import TextEncoder
 from interpretable.text.perturbation import SynonymSubstitution
-from interpretable.validation import check_documents, check_sequences, check_targets, check_texts
 
 pl = pytest.importorskip("polars")
 pa = pytest.importorskip("pyarrow")

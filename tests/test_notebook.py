@@ -20,8 +20,8 @@ from interpretable import (
     BcosViTClassifier,
     EmbeddingBagClassifier,
     ISANSequenceTagger,
-    progress,
 )
+from interpretable import _progress as progress
 from interpretable.explanation import global_explanation
 from interpretable.streaming import explanations_to_frame
 
@@ -86,7 +86,7 @@ def test_views_leave_pyplot_alone():
 def test_the_epoch_table_is_logged_when_logging_takes_info(caplog, capsys):
     caplog.set_level(logging.INFO, logger="interpretable")
     _text_model(verbose=1)
-    table = [r for r in caplog.records if r.name == "interpretable.estimators.core.nets"]
+    table = [r for r in caplog.records if r.name == "interpretable.estimators.core._nets"]
     assert table and "train_loss" in table[0].getMessage()
     assert all(r.levelno == logging.INFO and "\x1b" not in r.getMessage() for r in table)
     assert capsys.readouterr().out == ""
@@ -212,6 +212,6 @@ def test_the_notebooks_guide_runs_as_written(tmp_path):
                           env={"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
                                "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "interpretable.estimators.core.nets:   epoch    train_loss" in done.stderr  # logged
+    assert "interpretable.estimators.core._nets:   epoch    train_loss" in done.stderr  # logged
     assert "train_loss" not in done.stdout and "superb" in done.stdout
     assert (tmp_path / "corpus.png").read_bytes().startswith(b"\x89PNG")

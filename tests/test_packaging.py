@@ -21,8 +21,8 @@ import tomllib
 
 from interpretable import __version__
 from interpretable.__main__ import main
+from interpretable._optional import EXTRAS
 from interpretable.datasets.packages import DATA_PACKAGES
-from interpretable.optional import EXTRAS
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))

@@ -9,8 +9,8 @@ import pytest
 from numpydoc.docscrape import ClassDoc
 
 import interpretable
-from interpretable.estimators.core.base import NeuralEstimator
-from interpretable.estimators.core.classifier import NeuralClassifier
+from interpretable.estimators.core._base import NeuralEstimator
+from interpretable.estimators.core._classifier import NeuralClassifier
 
 #: the parameters of the shared training block (:mod:`interpretable.estimators.core`)
 TRAINING_PARAMS = ("lr", "max_epochs", "batch_size", "optimizer", "weight_decay", "device",

@@ -18,7 +18,7 @@ from sklearn.model_selection import GridSearchCV
 
 from interpretable import BcosSimpleViTClassifier, BcosViTClassifier
 from interpretable.datasets.images import eval_crops, imagenet_class_names
-from interpretable.estimators.core.nets import LearningRateSchedule
+from interpretable.estimators.core._nets import LearningRateSchedule
 from interpretable.estimators.vision import base as vision_base
 from interpretable.nn.bcos.layers import encode_image
 from interpretable.nn.bcos.simple_vit import BcosSimpleViT
@@ -56,24 +56,24 @@ def _photos(n=4, seed=0):
 RGB, CMY = np.eye(3), 1 - np.eye(3)
 
 
-def _shapes(n, seed=0, colours=RGB, side=16):
-    """Squares on grey whose colour (one of ``colours``) is the class, RGB 32 × 32."""
+def _shapes(n, seed=0, colors=RGB, side=16):
+    """Squares on grey whose color (one of ``colors``) is the class, RGB 32 × 32."""
     rng = np.random.RandomState(seed)
-    y = rng.randint(len(colours), size=n)
+    y = rng.randint(len(colors), size=n)
     X = np.full((n, 32, 32, 3), 0.5, np.float32)
     for i, c in enumerate(y):
         top, left = rng.randint(0, 32 - side, size=2)
-        X[i, top:top + side, left:left + side] = colours[c]
+        X[i, top:top + side, left:left + side] = colors[c]
     return X, y
 
 
 @pytest.fixture(scope="module")
-def colour_checkpoint(tmp_path_factory):
+def color_checkpoint(tmp_path_factory):
     """A tiny v2 ViT trained on red / green / blue squares, saved in the bcos layout."""
     clf = BcosSimpleViTClassifier(**{**FIT, "image_size": None, "max_epochs": 4})
     clf.fit(*_shapes(240))
     assert clf.score(*_shapes(120, seed=1)) == 1.0
-    path = tmp_path_factory.mktemp("colours") / "rgb.pth"
+    path = tmp_path_factory.mktemp("colors") / "rgb.pth"
     torch.save(to_bcos_state_dict(clf.module_), path)
     return clf.module_, path
 
@@ -251,11 +251,11 @@ def test_one_estimator_per_network():
 
 
 # ---------------------------------------------------------------------------- fine-tuning
-def test_fine_tuning_learns_and_trains_only_what_finetune_says(colour_checkpoint):
+def test_fine_tuning_learns_and_trains_only_what_finetune_says(color_checkpoint):
     """From weights trained on red / green / blue squares to cyan / magenta / yellow ones."""
-    model, path = colour_checkpoint
-    X, y = _shapes(240, seed=2, colours=CMY, side=12)
-    X_test, y_test = _shapes(120, seed=3, colours=CMY, side=12)
+    model, path = color_checkpoint
+    X, y = _shapes(240, seed=2, colors=CMY, side=12)
+    X_test, y_test = _shapes(120, seed=3, colors=CMY, side=12)
     before = model.state_dict()
     trained = {"head": {"linear_head"}, 1: {"linear_head", "transformer.encoder_1"},
                "all": {"linear_head", "transformer.encoder_0", "transformer.encoder_1",
@@ -273,9 +273,9 @@ def test_fine_tuning_learns_and_trains_only_what_finetune_says(colour_checkpoint
     assert clf.classes_.tolist() == [0, 1, 2] and clf.module_.linear_head.linear.out_features == 3
 
 
-def test_the_new_classifier_starts_from_the_class_means_of_the_features(colour_checkpoint):
-    model, path = colour_checkpoint
-    X, y = _shapes(60, seed=2, colours=CMY, side=12)
+def test_the_new_classifier_starts_from_the_class_means_of_the_features(color_checkpoint):
+    model, path = color_checkpoint
+    X, y = _shapes(60, seed=2, colors=CMY, side=12)
     clf = BcosSimpleViTClassifier(pretrained=path, finetune="head",
                                   **{**FIT, "image_size": None})
     clf.set_params(lr=1e-12, warmup=0.0).fit(X, y)  # (almost) no step: the imprinted start

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from interpretable import EmbeddingBagClassifier
-from interpretable.estimators.core.model_folder import FORMAT_VERSION
+from interpretable.estimators.core._model_folder import FORMAT_VERSION
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="uses POSIX signals and rlimits")
 

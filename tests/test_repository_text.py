@@ -83,7 +83,7 @@ def test_the_documentation_describes_measurements_not_work_sessions():
     ("as in PR #7", ["PR #7"]),
     ("the initial 1/B scaling (see moboehle/B-cos issue #1)", []),
     ("https://github.com/pytorch/captum/issues/1175", []),
-    ("an issue with 3 causes; colour #000000, &#39;, the tissue 12", []),
+    ("an issue with 3 causes; color #000000, &#39;, the tissue 12", []),
 ])
 def test_the_issue_rule_matches_only_issue_references(line, expected):
     assert _issue_references(line) == expected

@@ -416,7 +416,7 @@ AUTHORS = dict(variant=AuthorsSEAT(k=3, lambda_topk=1000.0, lambda_stability=1.0
 
 def test_authors_objective_trains_the_whole_model(sentiment_data, vanilla, tmp_path,
                                                   monkeypatch):
-    from interpretable.estimators.core import training
+    from interpretable.estimators.core import _training as training
 
     groups = []
 

@@ -1,7 +1,7 @@
-"""WordPieceEncoder with the tokeniser of every BERT-lineage family (tiny ones, trained offline
-in ``families.py``): the ids are the ``transformers`` tokeniser's, the offsets point into the
-original text, words follow the pre-tokeniser, truncation, state and pickle round trips, and
-hostile states or unsupported tokenisers are refused with a ValueError."""
+"""WordPieceEncoder with the tokenizer of every BERT-lineage family (tiny ones, trained offline
+in ``families.py``): the ids are the ``transformers`` tokenizer's, the offsets point into the
+original text, words follow the pre-tokenizer, truncation, state and pickle round trips, and
+hostile states or unsupported tokenizers are refused with a ValueError."""
 import json
 import pickle
 import unicodedata
@@ -18,7 +18,7 @@ from interpretable.text import WordPieceEncoder, wordpiece  # noqa: E402
 TEXT = "Café  naïve, well-made film!! 😀 ok"
 TEXTS = [TEXT, "A lone \ud800 surrogate.", "  tab\tnewline\nand   repeated spaces  ",
          "Don't stop: it's 3.14 and 1,000!", "“Quoted” über façade…", "x", " "]
-#: the words of TEXT: BERT's pre-tokeniser splits off single punctuation characters, the
+#: the words of TEXT: BERT's pre-tokenizer splits off single punctuation characters, the
 #: byte-level one (GPT-2's pattern) punctuation runs, XLM-RoBERTa's splits at whitespace only
 WORDS = {"WordPiece": ["Café", "naïve", ",", "well", "-", "made", "film", "!", "!", "😀", "ok"],
          "BPE": ["Café", "naïve", ",", "well", "-", "made", "film", "!!", "😀", "ok"],
@@ -27,7 +27,7 @@ WORDS = {"WordPiece": ["Café", "naïve", ",", "well", "-", "made", "film", "!",
 
 @pytest.fixture(scope="module", params=FAMILIES)
 def family(request, tmp_path_factory):
-    """(family, checkpoint folder, its transformers tokeniser, the fitted encoder)."""
+    """(family, checkpoint folder, its transformers tokenizer, the fitted encoder)."""
     import transformers
 
     folder = tiny_checkpoint(tmp_path_factory.mktemp(request.param), request.param)
@@ -36,7 +36,7 @@ def family(request, tmp_path_factory):
 
 
 def safe(text):
-    """The text as the tokeniser reads it (a lone surrogate is U+FFFD)."""
+    """The text as the tokenizer reads it (a lone surrogate is U+FFFD)."""
     return wordpiece._SURROGATE.sub("\ufffd", text)
 
 
@@ -55,8 +55,8 @@ def test_fit_reads_the_start_end_and_pad_tokens_of_the_family(family):
     config = json.loads((folder / "config.json").read_text())
     assert len(encoder.index_to_token_) == config["vocab_size"] == len(tokenizer)
     assert encoder.index_to_token_ == tokenizer.convert_ids_to_tokens(range(len(tokenizer)))
-    # a BERT tokeniser is stored as before (vocabulary and settings), the others as the JSON
-    # of what tokenises (no post-processor, decoder, truncation or padding)
+    # a BERT tokenizer is stored as before (vocabulary and settings), the others as the JSON
+    # of what tokenizes (no post-processor, decoder, truncation or padding)
     state = encoder.get_state()
     if TOKENIZER_MODEL[name] == "WordPiece":
         assert sorted(state) == ["params", "settings", "vocabulary"]
@@ -66,7 +66,7 @@ def test_fit_reads_the_start_end_and_pad_tokens_of_the_family(family):
         assert all(state["tokenizer"][part] is None for part in wordpiece._UNUSED_PARTS)
 
 
-def test_ids_are_the_transformers_tokenisers(family):
+def test_ids_are_the_transformers_tokenizers(family):
     _, _, tokenizer, encoder = family
     for text in TEXTS:
         ids, lengths = encoder.encode_tokens([encoder.tokenize(text)])
@@ -78,7 +78,7 @@ def test_ids_are_the_transformers_tokenisers(family):
 
 # ---------------------------------------------------------------------------- alignment
 def bert_form(text):
-    """Lower-cased, accents stripped: the tiny WordPiece tokeniser's normalisation."""
+    """Lower-cased, accents stripped: the tiny WordPiece tokenizer's normalisation."""
     return "".join(c for c in unicodedata.normalize("NFD", text.lower())
                    if unicodedata.category(c) != "Mn")
 
@@ -119,7 +119,7 @@ def test_offsets_are_the_shown_characters_of_the_original_text(family):
                 assert shown == shown_text(name, tokenizer, pieces), (text, pieces)
 
 
-def test_words_follow_the_pre_tokeniser_and_space_markers_join_the_next_word(family):
+def test_words_follow_the_pre_tokenizer_and_space_markers_join_the_next_word(family):
     name, _, _, encoder = family
     aligned = encoder.align(TEXT)
     assert [TEXT[start:end] for start, end in aligned.spans] == WORDS[TOKENIZER_MODEL[name]]
@@ -202,7 +202,7 @@ def hostile_states(name, state):
     return broken + [
         ({**state, "tokenizer": "{}"}, "must be a dict with a 'model' dict"),
         ({**state, "tokenizer": {**spec, "model": {**model, "type": "WordLevel"}}},
-         r"unsupported tokeniser model type 'WordLevel'; supported: .*WordPiece"),
+         r"unsupported tokenizer model type 'WordLevel'; supported: .*WordPiece"),
         ({**state, "tokenizer": {**spec, "model": {**model, "vocab": "a b"}}},
          "vocabulary must be a list or dict"),
         ({**state, "tokenizer": {**spec, "added_tokens": 3}}, "added tokens must be a list"),
@@ -224,7 +224,7 @@ def test_hostile_states_are_refused(family, monkeypatch):
 
 
 # ---------------------------------------------------------------------------- refused at fit
-def test_a_tokeniser_without_tokenizers_backend_is_refused(tmp_path):
+def test_a_tokenizer_without_tokenizers_backend_is_refused(tmp_path):
     from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy
 
     vocab = tmp_path / "vocab.txt"
@@ -247,11 +247,11 @@ def test_an_unknown_model_type_is_refused(tmp_path):
     transformers.PreTrainedTokenizerFast(
         tokenizer_object=words, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
         unk_token="[UNK]").save_pretrained(tmp_path)
-    with pytest.raises(ValueError, match="unsupported tokeniser model type 'WordLevel'"):
+    with pytest.raises(ValueError, match="unsupported tokenizer model type 'WordLevel'"):
         WordPieceEncoder(checkpoint=tmp_path).fit()
 
 
-def test_a_tokeniser_is_framed_as_it_frames_texts(tmp_path):
+def test_a_tokenizer_is_framed_as_it_frames_texts(tmp_path):
     """GPT-2-like (byte-level BPE without a post-processor): the pieces alone, no start or end
     token the model never saw; more than 4 special tokens around a text are refused."""
     import transformers
@@ -277,7 +277,7 @@ def test_a_tokeniser_is_framed_as_it_frames_texts(tmp_path):
     encoder = WordPieceEncoder(checkpoint=tmp_path / "long")
     with pytest.raises(ValueError, match="between at most 4 special tokens"):
         encoder.fit()
-    assert not hasattr(encoder, "index_to_token_")  # nothing is held from a refused tokeniser
+    assert not hasattr(encoder, "index_to_token_")  # nothing is held from a refused tokenizer
 
 
 # ---------------------------------------------------------------------------- the builder

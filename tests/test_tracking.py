@@ -8,7 +8,7 @@ import pytest
 from conformance.cases import _sentiment
 
 from interpretable import EmbeddingBagClassifier, tracking
-from interpretable.estimators.core.state import trusted_types
+from interpretable.estimators.core._state import trusted_types
 
 mlflow = pytest.importorskip("mlflow")
 

@@ -213,7 +213,7 @@ def test_new_parameters_are_validated():
 
 def test_explain_progress_bar_only_on_a_terminal_and_only_during_explain(monkeypatch, capsys):
     """verbose explain shows a tqdm bar on a terminal (and nothing else is changed)."""
-    from interpretable import progress
+    from interpretable import _progress as progress
 
     X, y, _ = _sentiment()
     X_test = X[:6]

@@ -26,7 +26,7 @@ pytest.importorskip("transformers")
 TEXTS = ["A naïve, wonderfully-made film! Not bad at all.", "The ending makes no sense.",
          "Great actors cannot save a bad script.", "We laughed, we cried 😀",
          "Numbers like 1234 and 3.14 appear too, in a text long enough to be padded."]
-#: the padding of the batches ``transformers`` runs them on in the reference: the tokeniser's
+#: the padding of the batches ``transformers`` runs them on in the reference: the tokenizer's
 #: own, and for the rotary decoders both sides (GPT-2's absolute positions make its
 #: left-padded batches differ from its texts alone; XLNet reads the last position)
 SIDES = {"gpt2": ("right",), "llama": ("left", "right"), "qwen2": ("left", "right"),
@@ -119,8 +119,8 @@ def test_every_method_explains_it_and_integrated_gradients_complete(models, name
     assert not clf.module_.training
 
 
-def test_words_come_from_the_tokenisers_offsets(models):
-    """Byte-level BPE (GPT-2), SentencePiece BPE without a pre-tokeniser (Llama: whitespace
+def test_words_come_from_the_tokenizers_offsets(models):
+    """Byte-level BPE (GPT-2), SentencePiece BPE without a pre-tokenizer (Llama: whitespace
     makes the words), SentencePiece Unigram (DeBERTa) and WordPiece (ALBERT); the special
     tokens (Llama's ``<s>`` before, XLNet's ``<sep> <cls>`` after) belong to no word."""
     text = "A naïve, wonderfully-made film 😀"

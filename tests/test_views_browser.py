@@ -56,7 +56,7 @@ def _sequence():
 VIEWS = {
     "text": (_text, ["method inherent", "target per row", "rev_1", "A witty", "(p=0.80)"]),
     "attention": (lambda: _text("attention"), ["class-independent", "most weight"]),
-    "image": (_image, ["Pixel contributions", "W(x) colour view", "target_probability"]),
+    "image": (_image, ["Pixel contributions", "W(x) color view", "target_probability"]),
     "sequence": (_sequence, ["step 2 → ␣", "showing 8 of 8 steps"]),
     "corpus": (lambda: global_explanation([_text()] * 3), ["Corpus view", "witty"]),
 }
@@ -82,7 +82,7 @@ def _chromium(page, *args, tmp_path):
 
 
 class _Dom(HTMLParser):
-    """Text, legend bars and coloured cells of a dumped DOM."""
+    """Text, legend bars and colored cells of a dumped DOM."""
 
     def __init__(self):
         super().__init__()
@@ -103,7 +103,7 @@ class _Dom(HTMLParser):
 
 
 @pytest.mark.parametrize("name", VIEWS)
-def test_dom_has_legend_labels_and_colours(name, pages, tmp_path):
+def test_dom_has_legend_labels_and_colors(name, pages, tmp_path):
     dom = _Dom()
     dom.feed(_chromium(pages[name], "--dump-dom", tmp_path=tmp_path))
     text = " ".join(" ".join(dom.text).split())
@@ -123,7 +123,7 @@ def test_dom_has_legend_labels_and_colours(name, pages, tmp_path):
 
 
 @pytest.mark.parametrize("name", VIEWS)
-def test_screenshot_shows_the_view_colours(name, pages, tmp_path):
+def test_screenshot_shows_the_view_colors(name, pages, tmp_path):
     from PIL import Image
 
     png = tmp_path / f"{name}.png"

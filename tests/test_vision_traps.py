@@ -18,9 +18,9 @@ import pytest
 import torch
 
 from interpretable import BcosSimpleViTClassifier, BcosViTClassifier, ViTClassifier
+from interpretable._validation import refuse_single_image
 from interpretable.estimators.vision.base import resize_size
 from interpretable.nn.bcos.vit_conversion import IMAGENET_MEAN, IMAGENET_STD
-from interpretable.validation import refuse_single_image
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _real_vision import real_vision, torchvision_vit  # noqa: E402
@@ -95,8 +95,8 @@ def test_other_sizes_follow_the_weights_preset(pretrained):
 
 
 # ---------------------------------------------------------------------------- single images
-def _colour_estimators():
-    """Every image estimator fitted on 8 colour images of 16 px, as given and resized."""
+def _color_estimators():
+    """Every image estimator fitted on 8 color images of 16 px, as given and resized."""
     X, y = _images(8, 16, 16, 3), [0, 1] * 4
     tiny = dict(patch_size=8, embed_dim=8, depth=1, num_heads=2, max_epochs=1, random_state=0,
                 device="cpu")
@@ -117,8 +117,8 @@ def _colour_estimators():
 
 
 @pytest.fixture(scope="module")
-def colour_estimators():
-    return _colour_estimators()
+def color_estimators():
+    return _color_estimators()
 
 
 ONE_IMAGE = re.escape("is one (H, W, C) image, not a batch: pass X[None] (shape (1, ")
@@ -128,8 +128,8 @@ ONE_IMAGE = re.escape("is one (H, W, C) image, not a batch: pass X[None] (shape 
                                   "BcosSimpleViTClassifier", "ViTClassifier",
                                   "ViTClassifier(image_size=16)",
                                   "ViTClassifier.from_pretrained"])
-def test_one_image_is_refused_at_every_entry_point(colour_estimators, name):
-    clf = colour_estimators[name]
+def test_one_image_is_refused_at_every_entry_point(color_estimators, name):
+    clf = color_estimators[name]
     side = clf.image_shape_[0]
     image = _images(side, side, 3)
     label = clf.classes_[0]
@@ -147,14 +147,14 @@ def test_one_image_is_refused_at_every_entry_point(colour_estimators, name):
     assert clf.predict_proba(image[None]).shape == (1, len(clf.classes_)), name
 
 
-def test_a_refit_continuing_the_model_refuses_one_image(colour_estimators):
-    clf = colour_estimators["ViTClassifier"]
+def test_a_refit_continuing_the_model_refuses_one_image(color_estimators):
+    clf = color_estimators["ViTClassifier"]
     before = clf.predict_proba(_images(2, 16, 16, 3))
     with pytest.raises(ValueError, match=ONE_IMAGE):
         clf.set_params(warm_start=True).fit(_images(16, 16, 3), [0] * 8 + [1] * 8)
     clf.set_params(warm_start=False)
     np.testing.assert_array_equal(clf.predict_proba(_images(2, 16, 16, 3)), before)
-    resized = colour_estimators["ViTClassifier(image_size=16)"]
+    resized = color_estimators["ViTClassifier(image_size=16)"]
     with pytest.raises(ValueError, match=ONE_IMAGE):  # any size: refused before training
         ViTClassifier(patch_size=8, embed_dim=8, depth=1, num_heads=2, layout="timm",
                       image_size=16, max_epochs=1).fit(_images(20, 24, 3), [0, 1] * 10)
@@ -180,7 +180,7 @@ def test_a_batch_of_grey_images_is_still_a_batch():
 
 @pytest.mark.parametrize("shape, options, single", [
     ((32, 32, 3), dict(channels=3, image_shape=(32, 32)), True),
-    ((20, 24, 3), dict(channels=3, image_shape=(32, 32)), True),   # a colour model: not grey
+    ((20, 24, 3), dict(channels=3, image_shape=(32, 32)), True),   # a color model: not grey
     ((32, 32, 4), dict(channels=3, image_shape=(32, 32)), False),  # then: the channel count
     ((5, 32, 32), dict(channels=1, image_shape=(32, 32)), False),
     ((32, 32, 1), dict(channels=1, image_shape=(32, 32)), True),

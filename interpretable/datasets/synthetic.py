@@ -133,9 +133,9 @@ _SHAPES = ("square", "circle", "triangle", "cross")
 
 def make_colored_shapes(n_samples=500, size=32, n_shapes=2, n_colors=2, noise=0.05,
                         random_state=None):
-    """Generate RGB images of one coloured shape on a grey background.
+    """Generate RGB images of one colored shape on a grey background.
 
-    The class depends on both shape and colour: ``target = shape * n_colors + color``.
+    The class depends on both shape and color: ``target = shape * n_colors + color``.
 
     Parameters
     ----------
@@ -146,7 +146,7 @@ def make_colored_shapes(n_samples=500, size=32, n_shapes=2, n_colors=2, noise=0.
     n_shapes : int, default=2
         Shapes.
     n_colors : int, default=2
-        Colours.
+        Colors.
     noise : float, default=0.05
         Pixel noise.
     random_state : int, RandomState or None, default=None

@@ -2,7 +2,7 @@
 
 Every image is a random crop of one of scikit-learn's bundled sample photos
 (``sklearn.datasets.load_sample_images``: china.jpg, flower.jpg), resized to the image size,
-with one digit glyph alpha-blended onto it in a random colour that contrasts with the local
+with one digit glyph alpha-blended onto it in a random color that contrasts with the local
 background. Grids of such images (one class per cell) are the grid pointing game's setting
 without a black background, which would favour attributions taken against a black baseline
 (integrated gradients from black, Input×Gradient) by zeroing the background for free.
@@ -52,16 +52,16 @@ def _texture(rng: np.random.RandomState, size: int) -> np.ndarray:
     return texture[:, ::-1] if rng.rand() < 0.5 else texture
 
 
-def _blend(image: np.ndarray, colour, alpha: np.ndarray) -> np.ndarray:
-    """``colour`` over ``image`` (h, w, 3) with opacity ``alpha`` (h, w)."""
-    return image * (1 - alpha[..., None]) + np.asarray(colour, np.float32) * alpha[..., None]
+def _blend(image: np.ndarray, color, alpha: np.ndarray) -> np.ndarray:
+    """``color`` over ``image`` (h, w, 3) with opacity ``alpha`` (h, w)."""
+    return image * (1 - alpha[..., None]) + np.asarray(color, np.float32) * alpha[..., None]
 
 
 def make_textured_digits(n_samples: int = 500, size: int = 32, digit_size: int | None = None,
                          glyphs: tuple | None = None, random_state=None) -> Bunch:
     """Generate digits pasted at random positions onto natural-texture crops.
 
-    Each glyph is resized to ``digit_size`` and drawn in a random colour, dark on bright
+    Each glyph is resized to ``digit_size`` and drawn in a random color, dark on bright
     texture and bright on dark texture (each channel in [0.1, 0.35] or [0.65, 0.9]: never
     black), with an outline in the opposite shade.
 
@@ -122,8 +122,8 @@ def make_textured_digits(n_samples: int = 500, size: int = 32, digit_size: int |
         background = float(image[window].mean((0, 1)) @ LUMINANCE)
         hue = rng.uniform(size=3).astype(np.float32)
         dark = background > 0.5
-        colour = (0.1 if dark else 0.65) + 0.25 * hue
-        image[window] = _blend(_blend(image[window], 0.85 if dark else 0.15, outline), colour,
+        color = (0.1 if dark else 0.65) + 0.25 * hue
+        image[window] = _blend(_blend(image[window], 0.85 if dark else 0.15, outline), color,
                                alpha)
         data[i] = image
         masks[i][window] = alpha > 0.5

@@ -39,7 +39,7 @@ the sum, so the error stays meaningful for logits near 0 (float32 gives ~1e-7, f
 
 Views: ``to_html()`` (and ``_repr_html_`` in notebooks) and ``plot()`` (a matplotlib
 ``Figure`` without pyplot, with ``_repr_png_``: an image in Jupyter) for every container:
-texts, images, sequences and the corpus view. One colour scale everywhere: red raises the
+texts, images, sequences and the corpus view. One color scale everywhere: red raises the
 explained logit (or, with ``explain(contrast=...)``, the explained difference of logits), blue
 lowers it, white is 0; class-independent methods (attention) use one purple scale and are
 flagged.

@@ -1,5 +1,5 @@
 """The views of :class:`~interpretable.explanation.ImageExplanation`: matplotlib figures (the
-input, the contribution map, the colour view of the dynamic weights ``W(x)``, the maps of the
+input, the contribution map, the color view of the dynamic weights ``W(x)``, the maps of the
 model components) and the HTML view that embeds them."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._style import (
-    NAN_COLOUR,
+    NAN_COLOR,
     colormap,
     figure_png,
     legend,
@@ -25,16 +25,16 @@ PLOT_KINDS = ("overview", "contributions", "weights", "heads")
 
 
 def weights_to_rgba(weights: np.ndarray, contributions: np.ndarray, percentile: float = 99.9):
-    """Colour view of the dynamic weights ``W(x)`` of a ``[x, 1-x]`` encoded input (B-cos).
+    """Color view of the dynamic weights ``W(x)`` of a ``[x, 1-x]`` encoded input (B-cos).
 
-    A pixel's colour is ``|w_x| / (|w_x| + |w_{1-x}|)`` per channel: the input colour the
+    A pixel's color is ``|w_x| / (|w_x| + |w_{1-x}|)`` per channel: the input color the
     weights align with (a grey level for greyscale); its opacity follows the positive
     contribution.
 
     Parameters
     ----------
     weights : array-like of shape (H, W, 2C)
-        Channels ``[x_1..x_C, 1-x_1..1-x_C]`` (C = 3 for colour, 1 for greyscale).
+        Channels ``[x_1..x_C, 1-x_1..1-x_C]`` (C = 3 for color, 1 for greyscale).
     contributions : array-like of shape (H, W)
         The contribution map.
     percentile : float, default=99.9
@@ -48,7 +48,7 @@ def weights_to_rgba(weights: np.ndarray, contributions: np.ndarray, percentile: 
     Raises
     ------
     ValueError
-        If ``weights`` is not of a ``[x, 1-x]`` encoded greyscale or colour image.
+        If ``weights`` is not of a ``[x, 1-x]`` encoded greyscale or color image.
 
     Examples
     --------
@@ -60,7 +60,7 @@ def weights_to_rgba(weights: np.ndarray, contributions: np.ndarray, percentile: 
     """
     w = np.abs(np.asarray(weights, dtype=np.float64))
     if w.ndim != 3 or w.shape[-1] not in (2, 6):
-        raise ValueError("W(x) needs the [x, 1-x] encoding of a greyscale or colour image, "
+        raise ValueError("W(x) needs the [x, 1-x] encoding of a greyscale or color image, "
                          f"(H, W, 2) or (H, W, 6), got {w.shape}.")
     channels = w.shape[-1] // 2
     pos, neg = w[..., :channels], w[..., channels:]
@@ -73,7 +73,7 @@ def weights_to_rgba(weights: np.ndarray, contributions: np.ndarray, percentile: 
 
 
 def _limit(maps: np.ndarray, percentile: float) -> float:
-    """Colour range: the ``percentile`` of the finite ``|maps|`` (1 when it is 0)."""
+    """Color range: the ``percentile`` of the finite ``|maps|`` (1 when it is 0)."""
     finite = np.abs(maps[np.isfinite(maps)])
     return (float(np.percentile(finite, percentile)) if finite.size else 0.0) or 1.0
 
@@ -84,7 +84,7 @@ def _suptitle(fig, title: str, maps) -> None:
     fig.suptitle(f"{title}\n{caption}" if caption else title, fontsize=9)
 
 
-def _colour_bar(fig, image, ax, label: str = "") -> None:
+def _color_bar(fig, image, ax, label: str = "") -> None:
     bar = fig.colorbar(image, ax=ax, shrink=0.8)
     bar.ax.tick_params(labelsize=7)
     bar.set_label(label, fontsize=7)
@@ -105,7 +105,7 @@ def _samples(sample, n: int) -> list[int]:
 EXACT_METHODS = ("inherent",)
 APPROXIMATE_METHODS = ("integrated_gradients",)
 #: what a map holds, by its kind (see ``ImageViews._map_kind``): the caption's first
-#: sentence, a panel's title, the colour bar's label
+#: sentence, a panel's title, the color bar's label
 _MAPS = {
     "exact": ("contributions: each pixel's exact share of {what} (the map plus the bias sums "
               "to it)", "contributions to {target}", "contribution"),
@@ -120,12 +120,12 @@ _MAPS = {
 }
 #: the caption's sentences, per panel (``plot("overview")``)
 _CAPTIONS = {
-    "contributions": "{maps}; {colours}; one symmetric scale per row, clipped at the "
+    "contributions": "{maps}; {colors}; one symmetric scale per row, clipped at the "
                      "{percentile:g}th percentile of |value|.",
     "split": "B-cos reads a pixel as [x, 1 − x]: 'from x' is what its value contributes (the "
              "object's strokes), 'from 1 − x' what its inverse contributes (mostly the "
              "background); the two sum to the contribution map.",
-    "weights": "W(x) colour view: each pixel in the input colour that the dynamic weights "
+    "weights": "W(x) color view: each pixel in the input color that the dynamic weights "
                "align with (grey levels for greyscale inputs), opaque where it contributes "
                "positively, black where it does not.",
 }
@@ -149,8 +149,8 @@ class ImageViews:
         Parameters
         ----------
         kind : {"overview", "contributions", "weights", "heads"}, default="overview"
-            ``"overview"``: one row per sample: the input, the contribution map with a colour
-            bar, with ``split`` its two exact parts, and when ``W(x)`` is known its colour
+            ``"overview"``: one row per sample: the input, the contribution map with a color
+            bar, with ``split`` its two exact parts, and when ``W(x)`` is known its color
             view; ``"contributions"`` or ``"weights"``: a grid of one of them; ``"heads"``:
             per sample, the input and the component maps (``explain(by="head")``) on one
             scale.
@@ -191,7 +191,7 @@ class ImageViews:
         ...     bias=np.array([1.0, 0.5]))
         >>> figure = explanation.plot(kind="contributions", ncols=2)
         >>> figure.savefig("contributions.png")
-        >>> len(explanation.plot(sample=1).axes)  # the input, its map and the map's colour bar
+        >>> len(explanation.plot(sample=1).axes)  # the input, its map and the map's color bar
         3
         """
         from ._figure import ViewFigure
@@ -230,7 +230,7 @@ class ImageViews:
             for ax, panel in zip(row, panels, strict=True):
                 image = self._draw(ax, i, panel, percentile, lim, positive) or image
             if image is not None:
-                _colour_bar(fig, image, row, _MAPS[self._map_kind()][2]
+                _color_bar(fig, image, row, _MAPS[self._map_kind()][2]
                             + " (positive)" * positive)
             drawn += maps
         what = plot_text(self.explained(), limit=80)
@@ -240,7 +240,7 @@ class ImageViews:
         return fig
 
     def _caption(self, panels, what: str, percentile: float, positive: bool) -> str:
-        colours = ("purple: more weight (the same for every target)"
+        colors = ("purple: more weight (the same for every target)"
                    if self._single("class_independent")
                    else "red raises it, white is 0 (positive evidence only)" if positive
                    else "red raises it, blue lowers it, white is 0")
@@ -250,7 +250,7 @@ class ImageViews:
         error = "not measured here" if errors is None else \
             f"here at most {value_text(np.nanmax(np.abs(errors)))} (relative)"
         maps = _MAPS[self._map_kind()][0].format(what=what, error=error)
-        return " ".join(_CAPTIONS[k].format(maps=maps, colours=colours, percentile=percentile)
+        return " ".join(_CAPTIONS[k].format(maps=maps, colors=colors, percentile=percentile)
                         for k in keys)
 
     def _map_kind(self) -> str:
@@ -275,7 +275,7 @@ class ImageViews:
         return (w[..., :channels] * x).sum(-1), (w[..., channels:] * (1 - x)).sum(-1)
 
     def _draw(self, ax, i: int, panel: str, percentile: float, lim: float, positive: bool):
-        """One panel of sample ``i``; the colour-mapped image of a map panel (else None)."""
+        """One panel of sample ``i``; the color-mapped image of a map panel (else None)."""
         if panel == "input":
             image = self.images[i]
             ax.imshow(image[..., 0] if image.shape[-1] == 1 else image, cmap="gray",
@@ -289,7 +289,7 @@ class ImageViews:
             ax.set_xticks([])
             ax.set_yticks([])
             ax.imshow(weights_to_rgba(self.weights[i], self.values[i], percentile))
-            ax.set_title(f"W(x) colour view → {plot_text(self.target[i])}", fontsize=8)
+            ax.set_title(f"W(x) color view → {plot_text(self.target[i])}", fontsize=8)
             return None
         if panel == "contributions":
             values = self.values[i]
@@ -303,11 +303,11 @@ class ImageViews:
         return self._show_map(ax, values, lim, positive)
 
     def _show_map(self, ax, values: np.ndarray, lim: float, positive: bool = False):
-        """``values`` on the colour scale of the method, clipped at ``±lim`` (``positive``:
+        """``values`` on the color scale of the method, clipped at ``±lim`` (``positive``:
         at 0 and ``lim``, white to red)."""
         signed = not self._single("class_independent")
         low = -lim if signed and not positive else 0
-        cmap = colormap(signed, positive=positive).with_extremes(bad=NAN_COLOUR)
+        cmap = colormap(signed, positive=positive).with_extremes(bad=NAN_COLOR)
         return ax.imshow(np.clip(values, low, lim), vmin=low, vmax=lim, cmap=cmap)
 
     def _label(self, i: int, which: str) -> str:
@@ -341,7 +341,7 @@ class ImageViews:
             for ax, name, values in zip(axes[first:], names, maps, strict=True):
                 image = self._show_map(ax, values, lim, positive)
                 ax.set_title(f"{plot_text(name)}: {value_text(values.sum())}", fontsize=8)
-            _colour_bar(block, image, axes, "contribution")
+            _color_bar(block, image, axes, "contribution")
             block.suptitle(f"sample {plot_text(self.ids()[i])} · target "
                            f"{self._label(i, 'target')}: contributions to "
                            f"{plot_text(self.explained(i))} by component", fontsize=9)
@@ -353,7 +353,7 @@ class ImageViews:
     def to_html(self, *, max_samples: int = 8, standalone: bool = False) -> str:
         """Return the overview figure (see :meth:`plot`) as HTML, with a table of the samples.
 
-        The figure is an embedded PNG, with the method, the colour semantics and a table of
+        The figure is an embedded PNG, with the method, the color semantics and a table of
         targets, probabilities, logits and predictions.
 
         Parameters

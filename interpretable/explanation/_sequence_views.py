@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._style import (
-    NAN_COLOUR,
+    NAN_COLOR,
     colormap,
     finite_peak,
     fmt,
@@ -38,7 +38,7 @@ class SequenceViews:
                 standalone: bool = False) -> str:
         """Return an HTML view: one heat-map row per explained step.
 
-        Each row colours the units read so far by their contribution to the logit of that
+        Each row colors the units read so far by their contribution to the logit of that
         step's target (later units grey), so a short text reads as a step × step heat map.
 
         Parameters
@@ -47,7 +47,7 @@ class SequenceViews:
             The steps shown, in units of ``level`` (negative from the end); None: every step,
             or the last one when a sequence has more than ``max_steps``.
         scale : {"shared", "row"} or float, default="shared"
-            One colour scale for all rows, one per row, or a fixed number.
+            One color scale for all rows, one per row, or a fixed number.
         max_steps : int, default=40
             See ``steps``.
         standalone : bool, default=False
@@ -88,7 +88,7 @@ class SequenceViews:
 
     def _html_sample(self, i, picked, step, scales, signed) -> dict:
         """One sample of the view (``sequence.html``): a row per explained step, the units
-        read so far coloured and the later ones grey."""
+        read so far colored and the later ones grey."""
         units = [str(u).translate(_LINE_BREAKS) for u in self.units[i]]
         rows = [{"step": s, "target": visible(self.target[i][r]),
                  "prediction": visible(self.prediction[i][r]),
@@ -101,7 +101,7 @@ class SequenceViews:
     def plot(self, sample: int = 0, steps=None, *, max_labels: int = 80):
         """Draw the step × unit heat map of one sample as a matplotlib figure.
 
-        Row = explained step (its target symbol on the left), column = unit, colour =
+        Row = explained step (its target symbol on the left), column = unit, color =
         contribution (units not read yet are light grey, NaN contributions grey, ±∞ the ends
         of the scale). The figure is not registered with pyplot; in Jupyter it shows as an
         image, also in a fresh kernel.
@@ -153,7 +153,7 @@ class SequenceViews:
                           interpolation="nearest")
         nan = np.isnan(grid) & ~unread
         if nan.any():
-            ax.imshow(np.where(nan, 1.0, np.nan), cmap=ListedColormap([NAN_COLOUR]), vmin=0,
+            ax.imshow(np.where(nan, 1.0, np.nan), cmap=ListedColormap([NAN_COLOR]), vmin=0,
                       vmax=1, aspect="auto", interpolation="nearest")
         fig.colorbar(image, ax=ax, label="contribution to the target's logit")
         if labels:

@@ -1,13 +1,13 @@
-"""One colour scale for every view (HTML cells, legends and matplotlib maps).
+"""One color scale for every view (HTML cells, legends and matplotlib maps).
 
 Signed values (exact contributions, gradients): white at 0, red where the unit raises the
 explained logit, blue where it lowers it. Class-independent weights (attention): white to one
 purple. Cell text is black or white, whichever contrasts more with the cell (WCAG). Scales
-follow the finite values: ±∞ takes the colour of the end of the scale and NaN is hatched grey
+follow the finite values: ±∞ takes the color of the end of the scale and NaN is hatched grey
 (HTML) or grey (matplotlib), and legends say so when such values are shown.
 
 HTML views are jinja2 templates (``templates/``, autoescaped; :func:`render`) fed with what
-is computed here: colours, legends, table cells. Only the heat-map cell, one per token or unit,
+is computed here: colors, legends, table cells. Only the heat-map cell, one per token or unit,
 is formatted here (:func:`heat_cells`, escaped by markupsafe): the hot path, 9× faster than a
 template macro per cell.
 """
@@ -32,7 +32,7 @@ SEQUENTIAL = (84, 39, 143)  # class-independent weights
 WHITE = (255, 255, 255)
 _BREAKS = str.maketrans({"\n": "↵", "\t": "⇥", "\r": "␍"})  # shown in one-line labels
 _CONTROL = re.compile("[\x00-\x1f\x7f]")  # other characters that fonts cannot draw
-NAN_COLOUR = "#8c8c8c"      # NaN in matplotlib maps (units not read yet are #eeeeee)
+NAN_COLOR = "#8c8c8c"      # NaN in matplotlib maps (units not read yet are #eeeeee)
 
 def check_scale(scale) -> None:
     if isinstance(scale, str) and scale in ("row", "shared"):
@@ -49,7 +49,7 @@ def finite_peak(values) -> float:
 
 
 def row_scales(scale, rows: list) -> np.ndarray:
-    """The value that saturates the colour, per row of ``rows`` (arrays): ``"row"`` each row's
+    """The value that saturates the color, per row of ``rows`` (arrays): ``"row"`` each row's
     largest finite ``|value|``, ``"shared"`` the largest over all rows, or the fixed number
     ``scale``."""
     check_scale(scale)
@@ -85,13 +85,13 @@ def nonfinite_caption(values) -> str:
 
 
 def luminance(rgb) -> np.ndarray:
-    """WCAG relative luminance of sRGB colours ``(..., 3)`` (0-255 channels)."""
+    """WCAG relative luminance of sRGB colors ``(..., 3)`` (0-255 channels)."""
     c = np.asarray(rgb, dtype=np.float64) / 255
     c = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
     return c @ [0.2126, 0.7152, 0.0722]
 
 
-def hex_colour(rgb) -> str:
+def hex_color(rgb) -> str:
     return "#{:02x}{:02x}{:02x}".format(*rgb)
 
 
@@ -101,9 +101,9 @@ _CELL = '<span class="ie-tok" style="background:{};color:{}" data-value="{}" tit
 _NAN_CELL = '<span class="ie-tok ie-nan" data-value="{}" title="{}">{}</span>'
 
 
-def cell_colours(values, scale: float, signed: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The heat-map colours of ``values`` (n,): sRGB ``(n, 3)`` (0-255), white blended towards
-    the end colour by ``|value| / scale`` (±∞: the end colour; NaN: white), and whether white
+def cell_colors(values, scale: float, signed: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The heat-map colors of ``values`` (n,): sRGB ``(n, 3)`` (0-255), white blended towards
+    the end color by ``|value| / scale`` (±∞: the end color; NaN: white), and whether white
     text contrasts more with each than black (WCAG)."""
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -116,19 +116,19 @@ def cell_colours(values, scale: float, signed: bool) -> tuple[np.ndarray, np.nda
 
 
 def heat_cells(texts, values, scale: float, signed: bool, labels=None) -> list[Markup]:
-    """Heat-map ``<span>`` cells of ``texts`` coloured by ``values`` (colours computed for all
-    at once, :func:`cell_colours`; NaN: hatched grey) with black or white text, whichever
+    """Heat-map ``<span>`` cells of ``texts`` colored by ``values`` (colors computed for all
+    at once, :func:`cell_colors`; NaN: hatched grey) with black or white text, whichever
     contrasts more (WCAG); the value in ``data-value`` and ``title`` (``label: value``; the
     labels default to the texts). Texts are escaped."""
     values = np.asarray(values, dtype=np.float64).reshape(-1)
-    rgb, white = cell_colours(values, scale, signed)
+    rgb, white = cell_colors(values, scale, signed)
     labels = texts if labels is None else labels
     return [Markup(_NAN_CELL.format(f"{value:.6g}", escape(_text(f"{label}: {value_text(value)}")),
                                     escape(_text(text))) if np.isnan(value) else
-                   _CELL.format(hex_colour(colour), "#ffffff" if light else "#000000",
+                   _CELL.format(hex_color(color), "#ffffff" if light else "#000000",
                                 f"{value:.6g}", escape(_text(f"{label}: {value_text(value)}")),
                                 escape(_text(text))))
-            for text, value, colour, light, label
+            for text, value, color, light, label
             in zip(texts, values, rgb, white, labels, strict=True)]
 
 
@@ -148,7 +148,7 @@ def plot_text(value, limit: int = 40) -> str:
 
 
 def legend(scale: float | None, signed: bool, what: str, per: str = "row", values=()) -> dict:
-    """The colour bar of a view (``legend`` macro): its ends, gradient and value range, and
+    """The color bar of a view (``legend`` macro): its ends, gradient and value range, and
     whether NaN and ±∞ are among ``values`` (arrays). ``scale`` None: each ``per`` (row, map)
     has its own range."""
     hi = "+max" if scale is None else f"+{fmt(scale)}"
@@ -160,7 +160,7 @@ def legend(scale: float | None, signed: bool, what: str, per: str = "row", value
         stops = (WHITE, SEQUENTIAL)
         low, high = "0", f"{hi.lstrip('+')} weight"
     has_nan, has_inf = nonfinite(values)
-    return {"low": low, "high": high, "stops": ",".join(map(hex_colour, stops)),
+    return {"low": low, "high": high, "stops": ",".join(map(hex_color, stops)),
             "range_note": "" if scale is not None else f"· each {per} has its own range",
             "nan": has_nan, "inf": has_inf}
 

@@ -1,5 +1,5 @@
 """The matplotlib view of :class:`~interpretable.explanation.TokenExplanation`: each sample's
-words on the colour of their attribution (as the HTML view), or a bar chart of its strongest
+words on the color of their attribution (as the HTML view), or a bar chart of its strongest
 units."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ import warnings
 import numpy as np
 
 from ._style import (
-    NAN_COLOUR,
+    NAN_COLOR,
     NEGATIVE,
     POSITIVE,
     SEQUENTIAL,
-    cell_colours,
+    cell_colors,
     colormap,
     finite_peak,
     fmt,
-    hex_colour,
+    hex_color,
     nonfinite_caption,
     plot_text,
     row_scales,
@@ -50,9 +50,9 @@ class TextViews:
         """Draw the explanation as a matplotlib figure.
 
         ``"text"``: per sample a header (id, target, what is explained and its value,
-        prediction) and its units on the colour of their attribution, as :meth:`to_html`
+        prediction) and its units on the color of their attribution, as :meth:`to_html`
         draws them (red raises what is explained, blue lowers it, white is 0; one purple for
-        class-independent methods; NaN grey, ±∞ the end of the scale), with a colour bar.
+        class-independent methods; NaN grey, ±∞ the end of the scale), with a color bar.
         ``"bars"``: per sample the ``k`` units with the largest ``|attribution|``. The figure
         is not registered with pyplot; in Jupyter it shows as an image, also in a fresh
         kernel.
@@ -60,13 +60,13 @@ class TextViews:
         Parameters
         ----------
         kind : {"text", "bars"}, default="text"
-            The coloured text or the bar chart of the strongest units.
+            The colored text or the bar chart of the strongest units.
         sample : int, list of int or None, default=None
             The samples drawn (positions); None: all of them.
         k : int, default=10
             Units per sample in the bar chart.
         scale : {"shared", "row"} or float, default="shared"
-            The text's colour scale, as in :meth:`to_html`.
+            The text's color scale, as in :meth:`to_html`.
         ax : matplotlib.axes.Axes or None, default=None
             Draw one sample into this axes (``"bars"``; ``"text"`` lays the words out to its
             width) instead of a new figure.
@@ -131,9 +131,9 @@ class TextViews:
             order = np.argsort(-np.nan_to_num(np.abs(values), nan=-1.0), kind="stable")[:k][::-1]
             shown = values[order]
             lim = finite_peak(shown) or 1.0
-            colours = [NAN_COLOUR if np.isnan(v) else hex_colour(
+            colors = [NAN_COLOR if np.isnan(v) else hex_color(
                 SEQUENTIAL if not signed else POSITIVE if v > 0 else NEGATIVE) for v in shown]
-            ax.barh(range(len(order)), np.nan_to_num(np.clip(shown, -lim, lim)), color=colours)
+            ax.barh(range(len(order)), np.nan_to_num(np.clip(shown, -lim, lim)), color=colors)
             ax.set_yticks(range(len(order)), [
                 plot_text(self.units[i][j], limit=30) + ("" if np.isfinite(v) else
                                                          f" = {value_text(v)}")
@@ -174,7 +174,7 @@ class TextViews:
                 x += w + space
             y += 1.6 * _LINE
         if ax is None:
-            height = y + 0.9  # the colour bar and its label below
+            height = y + 0.9  # the color bar and its label below
             fig = ViewFigure(figsize=(width, height))
             ax = fig.add_axes((0.0, 0.9 / height, 1.0, 1 - 0.9 / height))
             bar = fig.add_axes((0.25, 0.45 / height, 0.5, 0.12 / height))
@@ -188,20 +188,20 @@ class TextViews:
             if value is None:
                 ax.text(x, y, text, fontsize=_FONT, va="top", weight="bold")
                 continue
-            (colour,), (white,) = cell_colours([value], scales[row], signed)
+            (color,), (white,) = cell_colors([value], scales[row], signed)
             ax.text(x + 0.03, y + 0.02, text, fontsize=_FONT, va="top",
                     color="white" if white and not np.isnan(value) else "black",
                     bbox=dict(boxstyle="square,pad=0.15", edgecolor="none",
-                              facecolor=NAN_COLOUR if np.isnan(value) else hex_colour(colour)))
+                              facecolor=NAN_COLOR if np.isnan(value) else hex_color(color)))
         if bar is not None:
             lim = float(scales.max()) if len(scales) else 1.0
             norm = Normalize(-lim if signed else 0.0, lim or 1.0)
-            colour_bar = fig.colorbar(ScalarMappable(norm, colormap(signed)), cax=bar,
+            color_bar = fig.colorbar(ScalarMappable(norm, colormap(signed)), cax=bar,
                                       orientation="horizontal")
-            colour_bar.ax.tick_params(labelsize=7)
+            color_bar.ax.tick_params(labelsize=7)
             what = plot_text(self.explained(), limit=80)
             note = nonfinite_caption(rows)
-            colour_bar.set_label(
+            color_bar.set_label(
                 f"{plot_text(self._single('method'))} attribution to {what}"
                 + (f" (each row its own range, ±{fmt(lim)} here)" if scale == "row" else "")
                 + (f" · {note}" if note else ""), fontsize=7)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from ..progress import interactive, progress_bar
+from .._progress import interactive, progress_bar
 from ._base import with_sample_ids
 
 __all__ = ["iter_explanations", "citing_samples"]
@@ -101,7 +101,7 @@ def iter_explanations(estimator, X, chunk_size: int = 1000, **explain_kwargs) ->
     Notes
     -----
     With the estimator's ``verbose`` > 0 on a terminal or in Jupyter, a progress bar counts
-    the explained samples (see :mod:`interpretable.progress`).
+    the explained samples (see :mod:`interpretable._progress`).
 
     Examples
     --------

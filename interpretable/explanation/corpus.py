@@ -9,13 +9,13 @@ import pandas as pd
 
 from ._frame import labels, texts
 from ._style import (
-    NAN_COLOUR,
+    NAN_COLOR,
     NEGATIVE,
     POSITIVE,
     SEQUENTIAL,
     figure_png,
     finite_peak,
-    hex_colour,
+    hex_color,
     plot_text,
     render,
     table_cells,
@@ -206,10 +206,10 @@ class GlobalExplanation:
             rows = top[top["target"] == target].sort_values("mean_attribution")
             values = rows["mean_attribution"].to_numpy(dtype=np.float64)
             lim = finite_peak(values) or 1.0
-            colours = [hex_colour(SEQUENTIAL if self.class_independent else
+            colors = [hex_color(SEQUENTIAL if self.class_independent else
                                   POSITIVE if v > 0 else NEGATIVE) if not np.isnan(v)
-                       else NAN_COLOUR for v in values]
-            ax.barh(range(len(rows)), np.nan_to_num(np.clip(values, -lim, lim)), color=colours)
+                       else NAN_COLOR for v in values]
+            ax.barh(range(len(rows)), np.nan_to_num(np.clip(values, -lim, lim)), color=colors)
             ax.set_yticks(range(len(rows)), [
                 plot_text(f"{t} (n={c})") + ("" if np.isfinite(v) else f" = {value_text(v)}")
                 for t, c, v in zip(rows["token"], rows["count"], values, strict=True)])
@@ -238,7 +238,7 @@ class GlobalExplanation:
         Returns
         -------
         str
-            The HTML, with the method and the colour semantics.
+            The HTML, with the method and the color semantics.
 
         Examples
         --------
@@ -259,7 +259,7 @@ class GlobalExplanation:
         top = self.top(k, min_count)
         return render("corpus.html", kind="corpus", method=self.method, standalone=standalone,
                       title=f"{self.method} corpus view", signed=not self.class_independent,
-                      key=[(hex_colour(c), meaning) for c, meaning in key],
+                      key=[(hex_color(c), meaning) for c, meaning in key],
                       note=self._nonfinite_note(top, min_count), n_samples=self.n_samples,
                       min_count=min_count, png=figure_png(self.plot(k, min_count)),
                       top=table_cells(top))

@@ -267,11 +267,11 @@ class TokenExplanation(TextViews, ClassifierExplanation):
         }, FRAME_COLUMNS)
 
     def to_html(self, scale="shared", *, standalone: bool = False) -> str:
-        """Heat map of each sample's text, with a colour bar, the method and the target.
+        """Heat map of each sample's text, with a color bar, the method and the target.
 
         Signed methods: red raises the logit of the row's target class, blue lowers it.
-        Class-independent methods (attention): one sequential colour, flagged. ``scale``:
-        ``"shared"`` (one colour scale for all rows), ``"row"`` (each row its own) or a
+        Class-independent methods (attention): one sequential color, flagged. ``scale``:
+        ``"shared"`` (one color scale for all rows), ``"row"`` (each row its own) or a
         number (fixed: values beyond it saturate). Rows show the original text when it is
         known (``inputs``), else the tokens; probability and logit when known; the query of
         pair inputs.
@@ -279,7 +279,7 @@ class TokenExplanation(TextViews, ClassifierExplanation):
         Parameters
         ----------
         scale : {"shared", "row"} or float, default="shared"
-            The colour scale: one for all rows, one per row, or fixed (values beyond it
+            The color scale: one for all rows, one per row, or fixed (values beyond it
             saturate).
         standalone : bool, default=False
             A full HTML page instead of a fragment.
@@ -317,7 +317,7 @@ class TokenExplanation(TextViews, ClassifierExplanation):
 
     def _html_row(self, i: int, scale: float, signed: bool, per_row: bool, probabilities,
                   texts) -> dict:
-        """One row of the view (``tokens.html``): meta data, the coloured text, top tokens."""
+        """One row of the view (``tokens.html``): meta data, the colored text, top tokens."""
         units, values = self.units[i], np.asarray(self.values[i], dtype=np.float64)
         query = None
         if self.queries is not None:
@@ -334,8 +334,8 @@ class TokenExplanation(TextViews, ClassifierExplanation):
             "pieces": pieces, "tail": tail, "top": _top_tokens(units, values, signed)}
 
     def _pieces(self, i: int, values, scale: float, signed: bool, texts) -> tuple[list, str]:
-        """``([(text before, coloured token cell), ...], text after)``: the original text with
-        its tokens coloured, or the tokens alone when the text is unknown or a token could not
+        """``([(text before, colored token cell), ...], text after)``: the original text with
+        its tokens colored, or the tokens alone when the text is unknown or a token could not
         be found in it."""
         units = self.units[i]
         spans = None if self.offsets is None else self.offsets[i]
@@ -395,7 +395,7 @@ contrast, class_independent, sample_ids, n_steps : as in TokenExplanation
 
     @property
     def offsets(self) -> list | None:
-        """The tokeniser's exact character spans (see :attr:`spans`)."""
+        """The tokenizer's exact character spans (see :attr:`spans`)."""
         return self.spans
 
     def to_frame(self, kind: str = "units") -> pd.DataFrame:
@@ -462,6 +462,6 @@ contrast, class_independent, sample_ids, n_steps : as in TokenExplanation
             return html
         names = ", ".join(str(self.ids()[i]) for i in cut[:10]) + (" …" if len(cut) > 10 else "")
         note = (f'<p class="ie-note">Truncated to the model\'s max_length: sample(s) {names}; '
-                "only the start of their text was seen (the rest is not coloured).</p>")
+                "only the start of their text was seen (the rest is not colored).</p>")
         at = html.find('<div class="ie-row"')
         return html[:at] + note + html[at:] if at >= 0 else html

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..validation import check_random_state_seed
+from .._validation import check_random_state_seed
 from .common import AnalysisResult
 from .divergences import total_variation
 

@@ -40,7 +40,7 @@ The differences, :data:`ERASER` first, :data:`FERRET` second:
   NaN in the same cases; the argument order can change the last bit).
 
 Outside these methods ferret also differs in how a unit is removed: it deletes token ids,
-decodes the rest with ``tokenizer.decode`` and re-tokenises the string, batching the perturbed texts
+decodes the rest with ``tokenizer.decode`` and re-tokenizes the string, batching the perturbed texts
 with padding, and computes the drops ``p(ŷ|x) − p(ŷ|x')`` in float32.
 """
 

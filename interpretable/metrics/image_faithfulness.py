@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
+from .._validation import check_images
 from ..explanation import ImageExplanation
-from ..validation import check_images
 from .common import AnalysisResult
 from .divergences import jensen_shannon_rows, total_variation
 from .faithfulness import ERASER_FRACTIONS, _check_fractions

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..validation import check_documents
+from .._validation import check_documents
 from .isan_context_analysis import (
     contribution_decay,
     parentheses_state_analysis,

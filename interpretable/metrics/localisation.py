@@ -15,7 +15,7 @@ import torch
 from sklearn.utils import Bunch
 from torch.nn import functional as F
 
-from ..validation import check_images, check_targets
+from .._validation import check_images, check_targets
 
 __all__ = ["confident_grids", "grid_pointing_game"]
 
@@ -183,7 +183,7 @@ def grid_pointing_game(clf, X, y, grid: int = 2, n_grids: int | None = 250,
     >>> import numpy as np
     >>> from interpretable import BcosViTClassifier
     >>> rng = np.random.default_rng(0)
-    >>> y = np.arange(60) % 6  # six colours
+    >>> y = np.arange(60) % 6  # six colors
     >>> X = rng.random((60, 8, 8, 3), dtype=np.float32) * 0.1
     >>> for c in range(6):
     ...     X[y == c, :, :, c % 3] += 0.9 if c < 3 else 0.4

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..validation import check_images, check_targets
+from .._validation import check_images, check_targets
 from .localisation import most_confident_correct
 
 __all__ = ["pixel_perturbation"]
@@ -63,7 +63,7 @@ def pixel_perturbation(clf, X, y, method: str | None = None, max_fraction: float
     >>> import numpy as np
     >>> from interpretable import BcosViTClassifier
     >>> rng = np.random.default_rng(0)
-    >>> y = np.arange(60) % 6  # six colours
+    >>> y = np.arange(60) % 6  # six colors
     >>> X = rng.random((60, 8, 8, 3), dtype=np.float32) * 0.1
     >>> for c in range(6):
     ...     X[y == c, :, :, c % 3] += 0.9 if c < 3 else 0.4

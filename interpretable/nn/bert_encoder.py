@@ -115,7 +115,7 @@ def load_sequence_classifier(path, *, config=None, tokenizer: bool = True,
     """The ``transformers`` sequence classifier in a local folder (any architecture that
     ``AutoModelForSequenceClassification`` knows without remote code), in eval mode, its
     weights checked (:func:`check_loaded`; ``trained_head``: a missing head weight raises
-    :class:`UntrainedHeadError` instead of a warning), and its tokeniser
+    :class:`UntrainedHeadError` instead of a warning), and its tokenizer
     (:func:`load_tokenizer`; ``tokenizer=False``: the model alone). ``config``: its config,
     already read (None: read here); ``config.json`` is read once either way. ``options``:
     further keywords of ``from_pretrained``, e.g. ``ignore_mismatched_sizes`` (without
@@ -132,11 +132,11 @@ def load_sequence_classifier(path, *, config=None, tokenizer: bool = True,
 
 
 def load_tokenizer(path, *, config=None):
-    """The ``transformers`` tokeniser in a local folder (never downloads); ``config``: the
+    """The ``transformers`` tokenizer in a local folder (never downloads); ``config``: the
     folder's ``transformers`` config, already read (None: ``AutoTokenizer`` reads it). A folder
     without its files is refused (ValueError naming the folder and the files expected), where
     ``AutoTokenizer`` would build one that knows its special tokens alone."""
-    with _reading(path, "tokeniser") as tf:
+    with _reading(path, "tokenizer") as tf:
         tokenizer = tf.AutoTokenizer.from_pretrained(str(path), config=config,
                                                      local_files_only=True)
     files = dict(type(tokenizer).vocab_files_names)
@@ -144,8 +144,8 @@ def load_tokenizer(path, *, config=None):
     if not (complete and (Path(path) / complete).is_file()) \
             and not all((Path(path) / name).is_file() for name in files.values()):
         expected = " or ".join(filter(None, [complete, " + ".join(files.values())]))
-        raise ValueError(f"{str(path)!r} has no tokeniser files: {type(tokenizer).__name__} "
-                         f"reads {expected}; save the tokeniser into the folder "
+        raise ValueError(f"{str(path)!r} has no tokenizer files: {type(tokenizer).__name__} "
+                         f"reads {expected}; save the tokenizer into the folder "
                          "(tokenizer.save_pretrained(folder)).")
     return tokenizer
 

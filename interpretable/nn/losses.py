@@ -2,7 +2,7 @@
 
 Criteria are called as ``criterion(module_output, y)``, or with per-sample loss inputs as
 keywords, e.g. ``criterion(module_output, y, sample_weight=w)`` with loss weights ``w (B,)`` (see
-``interpretable.estimators.core.nets.TrainingNet``): cross-entropy on the logits, its
+``interpretable.estimators.core._nets.TrainingNet``): cross-entropy on the logits, its
 distillation from a teacher's probabilities, the one-hot
 binary cross-entropy of B-cos networks, the conicity-regularised loss of the diversity LSTM and
 the per-position loss of the sequence models. :func:`prediction_divergence` compares predicted

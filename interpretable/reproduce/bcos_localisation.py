@@ -28,8 +28,8 @@ import time
 
 import numpy as np
 
+from .._progress import report
 from ..attribution.vision import METHODS
-from ..progress import report
 from .bcos_vit import LOGIT_BIAS, SIZE, ZOOM_OUT, split
 
 logger = logging.getLogger(__name__)

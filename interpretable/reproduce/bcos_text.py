@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..progress import report
+from .._progress import report
 
 logger = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
+from .._progress import report
 from ..attribution.vision import METHODS
 from ..datasets import load_mnist_5k
-from ..progress import report
 
 logger = logging.getLogger(__name__)
 

@@ -38,9 +38,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .._progress import report
 from ..attribution.vision import METHODS
 from ..estimators.vision import ViTClassifier
-from ..progress import report
 from .bcos_localisation import localisation_scores, setting_split
 from .bcos_vit import SIZE, ZOOM_OUT, _fit
 

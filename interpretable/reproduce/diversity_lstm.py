@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from ..progress import report
+from .._progress import report
 
 logger = logging.getLogger(__name__)
 

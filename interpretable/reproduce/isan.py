@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .._progress import report
 from ..datasets import load_shakespeare, make_parentheses
 from ..estimators.sequence.language_model import ISANLanguageModel, LSTMLanguageModel, split_words
 from ..estimators.sequence.tagger import ISANSequenceTagger
@@ -37,7 +38,6 @@ from ..metrics.isan_analysis import (
 )
 from ..nn.char_lstm import lstm_parameter_count
 from ..nn.isan import isan_parameter_count
-from ..progress import report
 from . import default_results_dir
 
 logger = logging.getLogger(__name__)

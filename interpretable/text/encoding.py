@@ -1,4 +1,4 @@
-"""Text encoding: nltk word tokenisation, a learned vocabulary and padded id matrices (the
+"""Text encoding: nltk word tokenization, a learned vocabulary and padded id matrices (the
 vocabulary's reserved ids and the methods that read a fitted one are in :mod:`.vocabulary`)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._validation import check_texts, warn_caller
 from ..params import Interval, validate_estimator_parameters
-from ..validation import check_texts, warn_caller
 from .output import TextOutputMixin
 from .tokenize import sentence_tokens, word_tokenize
 from .vocabulary import PAD, PAD_TOKEN, UNK, UNK_TOKEN, VocabularyMixin
@@ -35,7 +35,7 @@ def _text_tokens(text: str) -> list[str]:
 
 
 class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstimator):
-    """Tokenise texts (nltk's word tokeniser, no data files needed) and map tokens to integer ids.
+    """Tokenize texts (nltk's word tokenizer, no data files needed) and map tokens to integer ids.
 
     ``set_output`` is accepted (``Pipeline.set_output``), but the ids stay an int64 array
     whatever the container: their width changes with every call (see :mod:`.output`).
@@ -43,7 +43,7 @@ class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstima
     Parameters
     ----------
     lowercase : bool, default=True
-        Lower-case before tokenising.
+        Lower-case before tokenizing.
     min_freq : int, default=1
         Tokens seen fewer times in ``fit`` map to the unknown id.
     max_vocab : int or None, default=None
@@ -63,7 +63,7 @@ class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstima
 
     See Also
     --------
-    WordPieceEncoder : The word-piece tokeniser of the BERT-family models.
+    WordPieceEncoder : The word-piece tokenizer of the BERT-family models.
 
     Examples
     --------
@@ -149,7 +149,7 @@ class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstima
         empty = [i for i, tokens in enumerate(tokenized)
                  if not tokens and not (allow_blank and not texts[i].strip())]
         if empty:
-            raise ValueError(f"X[{empty[0]}] has no tokens after tokenisation: "
+            raise ValueError(f"X[{empty[0]}] has no tokens after tokenization: "
                              f"{texts[empty[0]]!r:.60}.")
         return tokenized
 
@@ -193,7 +193,7 @@ class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstima
         return self
 
     def encode_tokens(self, tokenized: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
-        """Map tokenised texts to padded ids and lengths.
+        """Map tokenized texts to padded ids and lengths.
 
         Parameters
         ----------
@@ -225,7 +225,7 @@ class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstima
         return ids, lengths
 
     def encode(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """Tokenise texts and map them to padded ids and lengths.
+        """Tokenize texts and map them to padded ids and lengths.
 
         Parameters
         ----------

@@ -8,8 +8,8 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ..optional import import_optional
-from ..validation import check_texts
+from .._optional import import_optional
+from .._validation import check_texts
 from .output import TextOutputMixin
 
 __all__ = ["SynonymSubstitution"]
@@ -23,7 +23,7 @@ class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
     words and have a usable neighbour in ``vectors``. A neighbour is the nearest word (cosine,
     gensim ``most_similar``) that is alphabetic, not a stop word and not the word itself. Only
     the replaced characters of the text change (the first letter's case is kept), so the rest
-    of the text tokenises exactly as before.
+    of the text tokenizes exactly as before.
 
     Parameters
     ----------
@@ -162,7 +162,7 @@ class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
         texts : list of str
             The perturbed texts.
         positions : list of ndarray
-            ``positions[i]``: the sorted indices of the replaced tokens in the word tokenisation
+            ``positions[i]``: the sorted indices of the replaced tokens in the word tokenization
             (nltk) of ``X[i]``.
 
         Examples

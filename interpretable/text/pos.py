@@ -14,8 +14,8 @@ import os
 import pickle
 from pathlib import Path
 
+from .._optional import import_optional
 from ..datasets.packages import package_file
-from ..optional import import_optional
 
 __all__ = ["pos_tag"]
 
@@ -103,7 +103,7 @@ def pos_tag(tokens, tagset: str = "universal") -> list[str]:
     ['DT', 'JJ', 'NN', '.']
     """
     if isinstance(tokens, str):
-        raise TypeError("pos_tag takes a list of tokens, not a str; split or tokenise it first.")
+        raise TypeError("pos_tag takes a list of tokens, not a str; split or tokenize it first.")
     tokens = list(tokens)
     if tagset not in ("universal", "ptb"):
         raise ValueError(f"tagset must be 'universal' or 'ptb', got {tagset!r}.")

@@ -1,4 +1,4 @@
-"""nltk's word tokeniser, several times faster and token for token the same.
+"""nltk's word tokenizer, several times faster and token for token the same.
 
 :func:`word_tokenize` returns exactly ``nltk.tokenize.NLTKWordTokenizer().tokenize(text)``: it
 applies nltk's substitution rules in nltk's order with nltk's regular-expression engines
@@ -10,12 +10,12 @@ applies nltk's substitution rules in nltk's order with nltk's regular-expression
   that these patterns do not need (each runs in time linear in the text);
 * collapses whitespace with ``str.split`` where that splits at the same characters, and tests
   ASCII text for contractions without a case-insensitive regular expression;
-* tokenises each whitespace-separated chunk of a sentence once per context and remembers it
+* tokenizes each whitespace-separated chunk of a sentence once per context and remembers it
   (:func:`word_tokenize`): every rule but those anchored at the start or the end of the text
   sees at most the one whitespace character on each side of a chunk, so a chunk with the same
   neighbouring characters always gives the same tokens. The sentence's tail (from its last
   chunk with a character other than closing quotes and brackets, the only ones nltk's
-  final-period rule reaches across) is tokenised whole, with the character before it.
+  final-period rule reaches across) is tokenized whole, with the character before it.
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 interface of :class:`~interpretable.text.TextEncoder`, plus the alignment of the pieces with the
 words and characters of the original text.
 
-The tokeniser is held as data, never as code: a BERT tokeniser (WordPiece with BERT's
-normaliser and pre-tokeniser) as its vocabulary and settings, any other (RoBERTa's and GPT-2's
+The tokenizer is held as data, never as code: a BERT tokenizer (WordPiece with BERT's
+normaliser and pre-tokenizer) as its vocabulary and settings, any other (RoBERTa's and GPT-2's
 byte-level BPE, XLM-RoBERTa's SentencePiece Unigram, Llama's SentencePiece BPE, other WordPiece
 pipelines) as the JSON of its ``tokenizers`` backend, checked before it is rebuilt. A text is
-framed as the tokeniser frames it: ``[CLS] pieces [SEP]`` (BERT), ``<s> pieces </s>``
+framed as the tokenizer frames it: ``[CLS] pieces [SEP]`` (BERT), ``<s> pieces </s>``
 (RoBERTa), ``<s> pieces`` (Llama) or the pieces alone (GPT-2, Qwen2)."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from .._validation import check_texts
 from ..params import Interval, validate_estimator_parameters
-from ..validation import check_texts
 
 __all__ = ["WordPieceEncoder"]
 
@@ -35,25 +35,25 @@ _MAX_FRAMING = 4
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: the special tokens every fitted encoder names, and their types: a text is ``prefix pieces
 #: suffix``; ``cls_token`` is the first token of the prefix and ``sep_token`` the last of the
-#: suffix (None: the tokeniser adds none there); ``unk_token`` is None for a byte-level BPE
+#: suffix (None: the tokenizer adds none there); ``unk_token`` is None for a byte-level BPE
 _SPECIAL_TOKENS = {"cls_token": (str, type(None)), "sep_token": (str, type(None)),
                    "pad_token": str, "unk_token": (str, type(None)), "prefix": list,
                    "suffix": list}
-#: the settings of a BERT tokeniser, stored with its vocabulary, and their types
+#: the settings of a BERT tokenizer, stored with its vocabulary, and their types
 _BERT_SETTINGS = {"lowercase": bool, "strip_accents": (bool, type(None)), "clean_text": bool,
                   "handle_chinese_chars": bool, "continuing_subword_prefix": str,
                   "max_input_chars_per_word": int, **_SPECIAL_TOKENS}
-#: the ``tokenizers`` models a tokeniser stored as JSON may use
+#: the ``tokenizers`` models a tokenizer stored as JSON may use
 _MODEL_TYPES = ("WordPiece", "BPE", "Unigram")
 #: at most this many vocabulary entries, BPE merges or added tokens (XLM-RoBERTa has 250 002)
 _MAX_ENTRIES = 1 << 20
 #: the parts of a ``tokenizers`` JSON the encoder does not use (it frames, cuts and pads texts
-#: itself): dropped, so the stored state holds only what tokenises
+#: itself): dropped, so the stored state holds only what tokenizes
 _UNUSED_PARTS = ("truncation", "padding", "post_processor", "decoder")
-_SUPPORTED = ("tokenisers with a `tokenizers` backend (a 'fast' tokeniser) whose model is one "
+_SUPPORTED = ("tokenizers with a `tokenizers` backend (a 'fast' tokenizer) whose model is one "
               f"of {list(_MODEL_TYPES)}, e.g. those of BERT, DistilBERT, ELECTRA, RoBERTa, "
               "XLM-RoBERTa, GPT-2, Llama and Qwen2")
-#: what ``fit`` encodes to read how the tokeniser frames a text (its special tokens before and
+#: what ``fit`` encodes to read how the tokenizer frames a text (its special tokens before and
 #: after the pieces)
 _PROBE = "Hello, World! A naïve test."
 
@@ -69,8 +69,8 @@ class WordPieces(NamedTuple):
         is only a space marker, byte-level BPE's ``Ġ`` or SentencePiece's ``▁``, covers no
         character: ``start == end``), -1 for the special tokens of the prefix and suffix;
     words : (T,) int64, the word of each piece (-1 for the special tokens): the words of the
-        pre-tokeniser (BERT's: whitespace-separated runs and single punctuation characters;
-        for a tokeniser that does not split a text into words, e.g. Llama's, its
+        pre-tokenizer (BERT's: whitespace-separated runs and single punctuation characters;
+        for a tokenizer that does not split a text into words, e.g. Llama's, its
         whitespace-separated runs), a piece that covers no character joining the next word;
     spans : (W, 2) int64, ``[start, end)`` characters of each (seen part of a) word;
     dropped : int, the pieces cut off by ``max_len`` (0: the whole text is seen).
@@ -83,8 +83,8 @@ class WordPieces(NamedTuple):
 
 
 def _bert_settings(spec: dict) -> dict | None:
-    """The normalisation settings of a BERT tokeniser's JSON (WordPiece with BERT's normaliser
-    and pre-tokeniser); None for any other tokeniser."""
+    """The normalisation settings of a BERT tokenizer's JSON (WordPiece with BERT's normaliser
+    and pre-tokenizer); None for any other tokenizer."""
     kinds = (spec["model"].get("type"), (spec.get("normalizer") or {}).get("type"),
              (spec.get("pre_tokenizer") or {}).get("type"))
     if kinds != ("WordPiece", "BertNormalizer", "BertPreTokenizer"):
@@ -98,15 +98,15 @@ def _bert_settings(spec: dict) -> dict | None:
 
 def _check_settings(settings, kinds: dict) -> None:
     if not isinstance(settings, dict) or settings.keys() != kinds.keys():
-        raise ValueError(f"the tokeniser settings must have the keys {sorted(kinds)}.")
+        raise ValueError(f"the tokenizer settings must have the keys {sorted(kinds)}.")
     for key, kind in kinds.items():
         if not isinstance(settings[key], kind) or (kind is int and isinstance(settings[key], bool)):
-            raise ValueError(f"tokeniser setting {key!r} has the wrong type: "
+            raise ValueError(f"tokenizer setting {key!r} has the wrong type: "
                              f"{settings[key]!r}.")
     prefix, suffix = settings["prefix"], settings["suffix"]
     if not all(isinstance(token, str) for token in prefix + suffix) \
             or max(len(prefix), len(suffix)) > _MAX_FRAMING:
-        raise ValueError(f"tokeniser settings 'prefix' and 'suffix' must be lists of at most "
+        raise ValueError(f"tokenizer settings 'prefix' and 'suffix' must be lists of at most "
                          f"{_MAX_FRAMING} str, got {prefix!r} and {suffix!r}.")
 
 
@@ -120,7 +120,7 @@ def _check_bert_state(vocabulary, settings) -> None:
 
 
 def _bert_backend(vocabulary: list, settings: dict):
-    """A ``tokenizers`` WordPiece tokeniser from a vocabulary and its settings (no files)."""
+    """A ``tokenizers`` WordPiece tokenizer from a vocabulary and its settings (no files)."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
     tokenizer = Tokenizer(models.WordPiece(
@@ -135,19 +135,19 @@ def _bert_backend(vocabulary: list, settings: dict):
 
 
 def _json_backend(spec, settings) -> tuple:
-    """A ``tokenizers`` tokeniser from its JSON, whose structure (model type, sizes) is checked
-    before it is built; returns the tokeniser and the JSON without its unused parts."""
+    """A ``tokenizers`` tokenizer from its JSON, whose structure (model type, sizes) is checked
+    before it is built; returns the tokenizer and the JSON without its unused parts."""
     _check_settings(settings, _SPECIAL_TOKENS)
     if not isinstance(spec, dict) or not isinstance(spec.get("model"), dict):
-        raise ValueError("the tokeniser JSON must be a dict with a 'model' dict.")
+        raise ValueError("the tokenizer JSON must be a dict with a 'model' dict.")
     model = spec["model"]
     if model.get("type") not in _MODEL_TYPES:
-        raise ValueError(f"unsupported tokeniser model type {model.get('type')!r}; supported: "
+        raise ValueError(f"unsupported tokenizer model type {model.get('type')!r}; supported: "
                          f"{_SUPPORTED}.")
     for name, entries in (("vocabulary", model.get("vocab")), ("merges", model.get("merges", [])),
                           ("added tokens", spec.get("added_tokens", []))):
         if not isinstance(entries, (list, dict)) or len(entries) > _MAX_ENTRIES:
-            raise ValueError(f"the tokeniser's {name} must be a list or dict of at most "
+            raise ValueError(f"the tokenizer's {name} must be a list or dict of at most "
                              f"{_MAX_ENTRIES} entries.")
     from tokenizers import Tokenizer
 
@@ -155,20 +155,20 @@ def _json_backend(spec, settings) -> tuple:
     try:
         return Tokenizer.from_str(json.dumps(spec)), spec
     except Exception as error:  # tokenizers reports a malformed JSON as a bare Exception
-        raise ValueError(f"the tokeniser JSON is malformed: {error}") from error
+        raise ValueError(f"the tokenizer JSON is malformed: {error}") from error
 
 
 def _vocabulary_of(backend) -> list:
-    """The tokens of a ``tokenizers`` tokeniser in id order; their ids must be 0, …, n - 1."""
+    """The tokens of a ``tokenizers`` tokenizer in id order; their ids must be 0, …, n - 1."""
     ids = backend.get_vocab(with_added_tokens=True)
     vocabulary = sorted(ids, key=ids.get)
     if [ids[token] for token in vocabulary] != list(range(len(vocabulary))):
-        raise ValueError("the tokeniser's ids are not 0, ..., n - 1 (one id per token).")
+        raise ValueError("the tokenizer's ids are not 0, ..., n - 1 (one id per token).")
     return vocabulary
 
 
 def _space_markers(spec: dict) -> str:
-    """The characters by which the pre-tokeniser or normaliser of a tokeniser JSON marks word
+    """The characters by which the pre-tokenizer or normaliser of a tokenizer JSON marks word
     starts (SentencePiece's ``▁``: Metaspace's replacement, or Llama's normaliser, which
     prepends it and replaces the spaces with it)."""
     markers, parts = "", [spec.get("pre_tokenizer"), spec.get("normalizer")]
@@ -188,7 +188,7 @@ def _space_markers(spec: dict) -> str:
 
 
 def _splits_words(backend) -> bool:
-    """Whether the pre-tokeniser of ``backend`` splits a text into words (Llama's tokeniser
+    """Whether the pre-tokenizer of ``backend`` splits a text into words (Llama's tokenizer
     has none: a whole text is one "word" to it)."""
     return len(set(backend.encode("a b", add_special_tokens=False).word_ids)) > 1
 
@@ -222,16 +222,16 @@ def _check_special_tokens(ids: dict, settings: dict) -> None:
     prefix, suffix = settings["prefix"], settings["suffix"]
     if (settings["cls_token"], settings["sep_token"]) != (prefix[0] if prefix else None,
                                                           suffix[-1] if suffix else None):
-        raise ValueError("tokeniser settings 'cls_token' and 'sep_token' must be the first "
+        raise ValueError("tokenizer settings 'cls_token' and 'sep_token' must be the first "
                          "token of 'prefix' and the last of 'suffix' (None where empty).")
 
 
 class WordPieceEncoder(BaseEstimator):
-    """The sub-word tokeniser of a ``transformers`` model: texts become ``start pieces end``.
+    """The sub-word tokenizer of a ``transformers`` model: texts become ``start pieces end``.
 
     BERT, DistilBERT and ELECTRA split words into WordPiece pieces between ``[CLS]`` and
     ``[SEP]``; RoBERTa into byte-level BPE pieces and XLM-RoBERTa into SentencePiece (Unigram)
-    pieces, both between ``<s>`` and ``</s>``; decoder models frame them as their tokeniser
+    pieces, both between ``<s>`` and ``</s>``; decoder models frame them as their tokenizer
     does (GPT-2 and Qwen2 add nothing, Llama a ``<s>`` before them).
 
     Parameters
@@ -241,8 +241,8 @@ class WordPieceEncoder(BaseEstimator):
         BERT lineage's limit; at most 8192); longer texts are truncated (their first pieces are
         kept).
     checkpoint : str, path or None, default=None
-        Local folder of a ``transformers`` model whose tokeniser to use (never downloads);
-        None: the bundled MiniLM. Read by ``fit`` only: the fitted encoder holds the tokeniser
+        Local folder of a ``transformers`` model whose tokenizer to use (never downloads);
+        None: the bundled MiniLM. Read by ``fit`` only: the fitted encoder holds the tokenizer
         as data (saved with a model, so a saved model needs neither the folder nor the data
         package).
 
@@ -253,19 +253,19 @@ class WordPieceEncoder(BaseEstimator):
     settings_ : dict
         The special tokens: ``prefix`` and ``suffix``, the lists of those before and after a
         text's pieces, ``cls_token`` starts a text and ``sep_token`` ends it (None where the
-        tokeniser adds none), ``pad_token`` pads it, ``unk_token`` stands for unknown
-        characters (None for a byte-level BPE); for a BERT tokeniser, also its normalisation.
+        tokenizer adds none), ``pad_token`` pads it, ``unk_token`` stands for unknown
+        characters (None for a byte-level BPE); for a BERT tokenizer, also its normalisation.
     pad_token_id_ : int
         The id of the padding token (0 for BERT, 1 for RoBERTa).
 
     See Also
     --------
-    TextEncoder : The word tokeniser of the other text models.
+    TextEncoder : The word tokenizer of the other text models.
 
     Examples
     --------
     >>> from interpretable.text import WordPieceEncoder
-    >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+    >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokenizer
     >>> encoder.tokenize("Unbelievably good!")
     ['[CLS]', 'un', '##bel', '##ie', '##va', '##bly', 'good', '[SEP]']
     """
@@ -279,7 +279,7 @@ class WordPieceEncoder(BaseEstimator):
         self.checkpoint = checkpoint
 
     def fit(self, X=None, y=None):
-        """Read the tokeniser of ``checkpoint`` (nothing is learned from ``X``).
+        """Read the tokenizer of ``checkpoint`` (nothing is learned from ``X``).
 
         Parameters
         ----------
@@ -296,15 +296,15 @@ class WordPieceEncoder(BaseEstimator):
         Raises
         ------
         ValueError
-            If the folder has no tokeniser files (the message names the files expected), or
-            the tokeniser cannot be held as data (no ``tokenizers`` backend, another model
+            If the folder has no tokenizer files (the message names the files expected), or
+            the tokenizer cannot be held as data (no ``tokenizers`` backend, another model
             than WordPiece, BPE or Unigram, no padding token) or does not frame a text's
             pieces with special tokens before and after them.
 
         Examples
         --------
         >>> from interpretable.text import WordPieceEncoder
-        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokenizer
         >>> len(encoder.index_to_token_)
         30522
         """
@@ -322,15 +322,15 @@ class WordPieceEncoder(BaseEstimator):
     @classmethod
     def from_tokenizer(cls, tokenizer, *, max_len=None, checkpoint=None,
                        pad_token=None) -> WordPieceEncoder:
-        """Return the encoder that ``fit`` makes, from a ``transformers`` tokeniser already read.
+        """Return the encoder that ``fit`` makes, from a ``transformers`` tokenizer already read.
 
-        For a caller that read the tokeniser's folder already (its config too, so that it is
+        For a caller that read the tokenizer's folder already (its config too, so that it is
         not read again).
 
         Parameters
         ----------
-        tokenizer : transformers tokeniser
-            A fast tokeniser (one with a ``tokenizers`` backend), e.g. from
+        tokenizer : transformers tokenizer
+            A fast tokenizer (one with a ``tokenizers`` backend), e.g. from
             ``AutoTokenizer.from_pretrained(folder)``.
         max_len : int or None, default=None
             As the parameter.
@@ -338,7 +338,7 @@ class WordPieceEncoder(BaseEstimator):
             Recorded as the parameter: the folder it was read from (None: the bundled MiniLM).
         pad_token : str or None, default=None
             The token that pads a text (e.g. the one the model's config names, for a
-            tokeniser that has none, as GPT-2's); None: the tokeniser's.
+            tokenizer that has none, as GPT-2's); None: the tokenizer's.
 
         Returns
         -------
@@ -366,23 +366,23 @@ class WordPieceEncoder(BaseEstimator):
     def _hold(self, tokenizer, pad_token=None) -> WordPieceEncoder:
         """Read how ``tokenizer`` frames a text (its special tokens before and after the
         pieces) and hold it as data (its vocabulary and settings, or its ``tokenizers``
-        JSON); ``pad_token``: the padding token, when not the tokeniser's."""
+        JSON); ``pad_token``: the padding token, when not the tokenizer's."""
         folder = tokenizer.name_or_path
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if backend is None:
-            raise ValueError(f"the tokeniser of {folder!r} ({type(tokenizer).__name__}) has no "
+            raise ValueError(f"the tokenizer of {folder!r} ({type(tokenizer).__name__}) has no "
                              f"`tokenizers` backend; supported: {_SUPPORTED}.")
         framed = tokenizer(_PROBE)["input_ids"]
         pieces = tokenizer(_PROBE, add_special_tokens=False)["input_ids"]
         framing = _framing(framed, pieces)
         if framing is None or max(map(len, framing)) > _MAX_FRAMING:
-            raise ValueError(f"the tokeniser of {folder!r} does not encode a text as its "
+            raise ValueError(f"the tokenizer of {folder!r} does not encode a text as its "
                              f"pieces between at most {_MAX_FRAMING} special tokens before and "
                              f"after them; supported: {_SUPPORTED}.")
         prefix, suffix = ([backend.id_to_token(i) for i in part] for part in framing)
         pad_token = tokenizer.pad_token if pad_token is None else pad_token
         if pad_token is None:
-            raise ValueError(f"the tokeniser of {folder!r} has no padding token: name the one "
+            raise ValueError(f"the tokenizer of {folder!r} has no padding token: name the one "
                              "to pad with (pad_token=...).")
         spec = json.loads(backend.to_str())
         settings = {"cls_token": prefix[0] if prefix else None,
@@ -397,7 +397,7 @@ class WordPieceEncoder(BaseEstimator):
 
     def _set(self, settings: dict, vocabulary: list | None = None,
              tokenizer_json: dict | None = None) -> None:
-        """Check and hold a tokeniser: a BERT one from its ``vocabulary`` and ``settings``, any
+        """Check and hold a tokenizer: a BERT one from its ``vocabulary`` and ``settings``, any
         other from its ``tokenizers`` JSON (which holds the vocabulary) and special tokens."""
         if tokenizer_json is None:
             _check_bert_state(vocabulary, settings)
@@ -410,7 +410,7 @@ class WordPieceEncoder(BaseEstimator):
         framing = len(settings["prefix"]) + len(settings["suffix"])
         if self._limit <= framing:
             raise ValueError(f"max_len={self._limit} leaves no room for a piece between the "
-                             f"tokeniser's {framing} special tokens.")
+                             f"tokenizer's {framing} special tokens.")
         self.index_to_token_, self.settings_ = vocabulary, settings
         self.pad_token_id_ = ids[settings["pad_token"]]
         self._tokenizer_json, self._tokenizer, self._ids = tokenizer_json, backend, ids
@@ -447,7 +447,7 @@ class WordPieceEncoder(BaseEstimator):
         Examples
         --------
         >>> from interpretable.text import WordPieceEncoder
-        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokenizer
         >>> pieces = encoder.align("Unbelievably good!")
         >>> pieces.words.tolist(), pieces.dropped
         ([-1, 0, 0, 0, 0, 0, 1, -1], 1)
@@ -468,7 +468,7 @@ class WordPieceEncoder(BaseEstimator):
         if not shown.any():
             shown[:] = True
         at = np.flatnonzero(shown)
-        if self._whitespace_words:  # the tokeniser does not split words: whitespace does
+        if self._whitespace_words:  # the tokenizer does not split words: whitespace does
             runs = [match.start() for match in re.finditer(r"\S+", text)]
             word_ids = np.searchsorted(runs, offsets[:, 0], side="right") - 1
         else:
@@ -511,7 +511,7 @@ class WordPieceEncoder(BaseEstimator):
         Examples
         --------
         >>> from interpretable.text import WordPieceEncoder
-        >>> encoder = WordPieceEncoder(max_len=4).fit()  # the bundled MiniLM's tokeniser
+        >>> encoder = WordPieceEncoder(max_len=4).fit()  # the bundled MiniLM's tokenizer
         >>> encoder.encode_texts(["good", "a good film"])
         (array([[ 101, 2204,  102,    0],
                [ 101, 1037, 2204,  102]]), array([3, 4]), array([0, 1]))
@@ -545,7 +545,7 @@ class WordPieceEncoder(BaseEstimator):
         Examples
         --------
         >>> from interpretable.text import WordPieceEncoder
-        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokenizer
         >>> encoder.tokenize("A good film")
         ['[CLS]', 'a', 'good', 'film', '[SEP]']
         """
@@ -569,7 +569,7 @@ class WordPieceEncoder(BaseEstimator):
         Examples
         --------
         >>> from interpretable.text import WordPieceEncoder
-        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokenizer
         >>> encoder.tokenize_many(["Good film", " "], allow_blank=True)
         [['[CLS]', 'good', 'film', '[SEP]'], []]
         """
@@ -594,7 +594,7 @@ class WordPieceEncoder(BaseEstimator):
         Examples
         --------
         >>> from interpretable.text import WordPieceEncoder
-        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokenizer
         >>> encoder.encode_tokens([["[CLS]", "good", "[SEP]"]])
         (array([[ 101, 2204,  102]]), array([3]))
         """
@@ -611,14 +611,14 @@ class WordPieceEncoder(BaseEstimator):
         Returns
         -------
         dict
-            ``params``, ``settings`` and the tokeniser: ``vocabulary`` (a BERT tokeniser) or
+            ``params``, ``settings`` and the tokenizer: ``vocabulary`` (a BERT tokenizer) or
             ``tokenizer`` (any other, the JSON of its ``tokenizers`` backend);
             :meth:`from_state` rebuilds the encoder.
 
         Examples
         --------
         >>> from interpretable.text import WordPieceEncoder
-        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokenizer
         >>> sorted(encoder.get_state())
         ['params', 'settings', 'vocabulary']
         """
@@ -648,14 +648,14 @@ class WordPieceEncoder(BaseEstimator):
         Raises
         ------
         ValueError
-            If the settings or the tokeniser are malformed or missing (wrong keys or types, a
+            If the settings or the tokenizer are malformed or missing (wrong keys or types, a
             model other than WordPiece, BPE or Unigram, special tokens outside the vocabulary,
             too large).
 
         Examples
         --------
         >>> from interpretable.text import WordPieceEncoder
-        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokeniser
+        >>> encoder = WordPieceEncoder(max_len=8).fit()  # the bundled MiniLM's tokenizer
         >>> WordPieceEncoder.from_state(encoder.get_state()).tokenize("good")
         ['[CLS]', 'good', '[SEP]']
         """
@@ -665,7 +665,7 @@ class WordPieceEncoder(BaseEstimator):
         elif "vocabulary" in state:
             encoder._set(state.get("settings"), vocabulary=state["vocabulary"])
         else:
-            raise ValueError("the state of a WordPieceEncoder must hold its tokeniser "
+            raise ValueError("the state of a WordPieceEncoder must hold its tokenizer "
                              "('tokenizer' or 'vocabulary').")
         return encoder
 

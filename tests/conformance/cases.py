@@ -175,7 +175,7 @@ def _image_classifier():
         lr=1e-2, max_epochs=2, batch_size=32, random_state=0)
 
 
-#: a randomly initialised two-layer BERT with the bundled MiniLM tokeniser
+#: a randomly initialised two-layer BERT with the bundled MiniLM tokenizer
 _TINY_BERT = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 2,
               "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 32,
               "type_vocab_size": 2, "layer_norm_eps": 1e-12, "hidden_dropout_prob": 0.1,

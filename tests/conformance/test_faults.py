@@ -5,7 +5,7 @@ import pytest
 import torch
 from sklearn.base import clone
 
-from interpretable.estimators.core.base import TrainingDivergedError, TrainingNet
+from interpretable.estimators.core._base import TrainingDivergedError, TrainingNet
 
 from .cases import CASES
 

@@ -17,8 +17,9 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from interpretable import AttentionTextClassifier, EmbeddingBagClassifier
-from interpretable.estimators.core import model_folder, persistence
-from interpretable.estimators.core.base import NeuralEstimator
+from interpretable.estimators.core import _model_folder as model_folder
+from interpretable.estimators.core import _persistence as persistence
+from interpretable.estimators.core._base import NeuralEstimator
 
 from .cases import _sentiment
 

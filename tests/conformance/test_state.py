@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from interpretable.estimators.core.state import estimator_state, set_estimator_state, trusted_types
+from interpretable.estimators.core._state import estimator_state, set_estimator_state, trusted_types
 
 from .test_contracts import _explain_arrays
 

@@ -3,8 +3,8 @@ BERT-lineage encoders (:mod:`.estimators`) and any sequence classifier as it is
 (:mod:`.transformers_model`).
 
 :class:`PieceClassifierBase` reads the ``checkpoint`` once per fit (``_read_checkpoint``), holds
-its tokeniser as a :class:`~interpretable.text.WordPieceEncoder` (word pieces aligned with the
-words and characters of the text, framed by the tokeniser's own special tokens), trains with
+its tokenizer as a :class:`~interpretable.text.WordPieceEncoder` (word pieces aligned with the
+words and characters of the text, framed by the tokenizer's own special tokens), trains with
 BERT's schedule (AdamW, linear warm-up, linear decay to 0) and runs the module with its
 attention for the attention methods. :func:`matched_head` decides how a checkpoint's
 classification head meets the labels of a fit.
@@ -19,9 +19,9 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
+from ..._validation import check_targets, warn_caller
 from ...params import Interval
-from ...validation import check_targets, warn_caller
-from ..core.base import EncodedInputs
+from ..core._base import EncodedInputs
 from ..text.base import TextClassifierBase, trim_collate
 from .explainers import POST_HOC
 
@@ -77,7 +77,7 @@ def reorder_outputs(layer: torch.nn.Linear, order) -> None:
 
 class PieceClassifierBase(TextClassifierBase):
     """What the classifiers of word pieces over a ``transformers`` checkpoint share (not an
-    estimator by itself): the ``checkpoint`` read once per fit, its tokeniser, BERT's
+    estimator by itself): the ``checkpoint`` read once per fit, its tokenizer, BERT's
     schedule, the fitted ``config_`` and the forward pass with attention.
 
     Subclasses implement ``_read_checkpoint()`` (an object with ``folder``, ``config``,
@@ -159,7 +159,7 @@ class PieceClassifierBase(TextClassifierBase):
 
     # ------------------------------------------------------------------ fit
     def _fit(self, X, y, sample_weight=None):
-        """Read the checkpoint once (its config, network and tokeniser; kept with
+        """Read the checkpoint once (its config, network and tokenizer; kept with
         ``warm_start``) and fine-tune."""
         seed = self._start_fit()
         texts, _ = self._split_inputs(X, fitting=not self._continues())
@@ -178,7 +178,7 @@ class PieceClassifierBase(TextClassifierBase):
                       iterator_valid__collate_fn=trim_collate, **self._net_options())
 
     def _read_checkpoint(self):
-        """The ``checkpoint`` parameter, read (its config; its tokeniser and weights are read
+        """The ``checkpoint`` parameter, read (its config; its tokenizer and weights are read
         later, once)."""
         raise NotImplementedError
 
@@ -191,7 +191,7 @@ class PieceClassifierBase(TextClassifierBase):
         raise NotImplementedError
 
     def _check_vocabulary(self) -> None:
-        """Check that the tokeniser fits the network of ``config_`` (ValueError)."""
+        """Check that the tokenizer fits the network of ``config_`` (ValueError)."""
         raise NotImplementedError
 
     def _loss_inputs(self, texts) -> dict:
@@ -201,7 +201,7 @@ class PieceClassifierBase(TextClassifierBase):
 
     def _callbacks(self) -> list:
         """BERT's learning-rate schedule: linear warm-up, then linear decay to 0."""
-        from ..core.nets import LearningRateSchedule  # skorch: imported at the first fit
+        from ..core._nets import LearningRateSchedule  # skorch: imported at the first fit
 
         return [("lr_schedule", LearningRateSchedule(self.warmup, decay="linear"))]
 

@@ -1,10 +1,10 @@
 """The B-cos text classifier's own training callback: the annealing of the B-cos exponent
 (:class:`AnnealExponent`). Its learning-rate schedule and divergence guard are every
-estimator's (:mod:`interpretable.estimators.core.nets`).
+estimator's (:mod:`interpretable.estimators.core._nets`).
 """
 from __future__ import annotations
 
-from ..core.nets import TrainingStepCallback
+from ..core._nets import TrainingStepCallback
 
 __all__: list[str] = []  # the training callback of BcosTextClassifier(b_anneal=...)
 

@@ -3,20 +3,20 @@
 :func:`resolve_model_folder` finds the folder a checkpoint names: a local ``transformers``
 folder, or a Hugging Face Hub id through ``huggingface_hub``'s cache, as ``transformers``
 does (downloaded when online, read from the cache offline or with ``HF_HUB_OFFLINE=1``; only
-configs, tokeniser files and weights are fetched, never code).
+configs, tokenizer files and weights are fetched, never code).
 
 :func:`read_checkpoint` turns the estimators' ``checkpoint`` parameter (None: the bundled
 MiniLM; a folder or Hub id of BERT, RoBERTa / XLM-RoBERTa, DistilBERT or ELECTRA;
 a config dict: a random encoder) into an :class:`EncoderCheckpoint`: the config fields the
 fitted model keeps (:func:`encoder_config`, validated by
-:func:`~interpretable.nn.encoder_families.encoder_options`) and the folder of its tokeniser
+:func:`~interpretable.nn.encoder_families.encoder_options`) and the folder of its tokenizer
 and weights (:func:`read_any_checkpoint`: of any model ``transformers`` loads as a sequence
 classifier, its config fields those of
 :func:`~interpretable.nn.generic_classifier.structure_config`); the estimators read its
-tokeniser with that config (:meth:`EncoderCheckpoint.load_tokenizer`) and check it against the
+tokenizer with that config (:meth:`EncoderCheckpoint.load_tokenizer`) and check it against the
 config before the weights are read (:meth:`EncoderCheckpoint.load_encoder`), once, into the
 network they build: a fit resolves the checkpoint and reads its ``config.json`` once. A Hub
-snapshot without weights or tokeniser files (an interrupted download) is refused naming the
+snapshot without weights or tokenizer files (an interrupted download) is refused naming the
 id.
 
 :class:`ClassifierCheckpoint` is the other kind of folder the B-cos model reads: a fine-tuned
@@ -40,7 +40,7 @@ from ...nn.generic_classifier import structure_config
 __all__: list[str] = []  # the checkpoint reading of the BERT-family estimators
 
 #: the files a checkpoint folder is made of, as fetched from the Hub (weights, config,
-#: tokeniser); code files (``*.py``) are never fetched
+#: tokenizer); code files (``*.py``) are never fetched
 _HUB_FILES = ("config.json", "*.safetensors", "*.safetensors.index.json", "tokenizer.json",
               "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
               "vocab.txt", "vocab.json", "merges.txt", "*.model")
@@ -50,7 +50,7 @@ _HUB_TORCH_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json",
                       "pytorch_model-*.bin")
 #: what a complete snapshot holds beside config.json: (what, file name patterns)
 _SNAPSHOT_PARTS = (("weights", ("*.safetensors", "pytorch_model*.bin")),
-                   ("tokeniser files", ("tokenizer.json", "tokenizer_config.json", "vocab.*",
+                   ("tokenizer files", ("tokenizer.json", "tokenizer_config.json", "vocab.*",
                                         "*.model", "merges.txt")))
 #: config fields of a sequence classifier's head (beside its encoder's)
 _HEAD_FIELDS = ("classifier_dropout", "seq_classif_dropout")
@@ -60,8 +60,8 @@ class EncoderCheckpoint(NamedTuple):
     """A ``checkpoint`` as read by :func:`read_checkpoint`.
 
     config: the encoder config fields a fitted model keeps (``config_``);
-    folder: the local folder of the encoder and its tokeniser (None: a random encoder with
-    the bundled tokeniser);
+    folder: the local folder of the encoder and its tokenizer (None: a random encoder with
+    the bundled tokenizer);
     source_config: the ``transformers`` config read from ``folder`` (None for a dict).
     """
     config: dict
@@ -92,7 +92,7 @@ class EncoderCheckpoint(NamedTuple):
                                                             ignore_mismatched_sizes=True)
 
     def load_tokenizer(self):
-        """The ``transformers`` tokeniser in ``folder``, read with ``source_config`` (not read
+        """The ``transformers`` tokenizer in ``folder``, read with ``source_config`` (not read
         again); the bundled MiniLM's for a random encoder."""
         from ...nn.bert_encoder import load_tokenizer
 
@@ -150,7 +150,7 @@ def _looks_like_hub_id(name: str) -> bool:
 def resolve_model_folder(checkpoint, *, what: str = "checkpoint") -> Path:
     """The local folder of a ``transformers`` model: ``checkpoint`` itself when it is a
     folder, else the Hub id's snapshot in ``huggingface_hub``'s cache (downloaded when
-    online and allowed). Never runs code: only configs, tokeniser files and weights are
+    online and allowed). Never runs code: only configs, tokenizer files and weights are
     fetched.
 
     Raises ValueError naming ``checkpoint``, the cache folder and what to do when neither
@@ -284,8 +284,8 @@ class ClassifierCheckpoint:
 
     Its labels (``id2label`` of its config) must name the student's classes, compared as
     strings (``"pos"``, or ``"1"`` for the class 1): a checkpoint whose labels are
-    ``LABEL_0``, ``LABEL_1``... is refused rather than guessed. Texts are tokenised by its
-    own tokeniser, cut at its own maximum length, ``batch_size`` at a time on ``device``.
+    ``LABEL_0``, ``LABEL_1``... is refused rather than guessed. Texts are tokenized by its
+    own tokenizer, cut at its own maximum length, ``batch_size`` at a time on ``device``.
     ``config``: its config, already read (:func:`read_classifier_config`; None: read here).
     Never downloads; a file's code is never run.
     """

@@ -9,9 +9,9 @@ whose word-piece contributions are exact, and the conventional one it is compare
 * :class:`BertTextClassifier` fine-tunes the same encoder conventionally (pooling + linear
   layer, same schedule); attention, rollout and the gradient methods explain it post hoc.
 
-Both tokenise with :class:`~interpretable.text.WordPieceEncoder` (offsets back to the
+Both tokenize with :class:`~interpretable.text.WordPieceEncoder` (offsets back to the
 original text) and train with BERT's schedule: AdamW, linear warm-up, linear decay to 0
-(:class:`~interpretable.estimators.core.nets.LearningRateSchedule`), as
+(:class:`~interpretable.estimators.core._nets.LearningRateSchedule`), as
 :class:`~interpretable.TransformersTextClassifier` does (what they share is :mod:`.base`).
 The fitted state holds the BERT config (:mod:`.checkpoint`) and the vocabulary, the weights
 file the whole encoder: a saved model loads without the data package or the checkpoint
@@ -33,8 +33,8 @@ from ...nn.losses import DistillationLoss
 from ...nn.sequence_classifier import PretrainedSequenceClassifier
 from ...params import HasMethods, Interval, StrOptions
 from ...text import WordPieceEncoder
-from ..core.teacher import TEACHER_PROBABILITIES, teacher_probabilities
-from ..core.training import fit_transactionally
+from ..core._teacher import TEACHER_PROBABILITIES, teacher_probabilities
+from ..core._training import fit_transactionally
 from .base import PieceClassifierBase, matched_head, named_outputs, reorder_outputs
 from .checkpoint import (
     ClassifierCheckpoint,
@@ -93,20 +93,20 @@ class BaseEncoderClassifier(PieceClassifierBase):
                                             None, len(self.classes_), **self._module_options())
 
     def _check_vocabulary(self) -> None:
-        """The tokeniser fits the encoder: its ids index the embedding table, its padding is
+        """The tokenizer fits the encoder: its ids index the embedding table, its padding is
         the table's, it frames a text with a start and an end token and ``max_length`` fits
         the positions."""
         pieces, options = len(self.text_encoder_.index_to_token_), encoder_options(self.config_)
         if pieces > options["vocab_size"]:
             raise ValueError(f"the encoder config has vocab_size={options['vocab_size']} but "
-                             f"the tokeniser {pieces} word pieces.")
+                             f"the tokenizer {pieces} word pieces.")
         pad = self.text_encoder_.pad_token_id_
         if pad != options["pad_token_id"]:
-            raise ValueError(f"the tokeniser pads with id {pad}, the encoder config with "
+            raise ValueError(f"the tokenizer pads with id {pad}, the encoder config with "
                              f"pad_token_id={options['pad_token_id']}.")
         settings = self.text_encoder_.settings_
         if (len(settings["prefix"]), len(settings["suffix"])) != (1, 1):
-            raise ValueError("the tokeniser of a BERT-lineage encoder must frame a text as a "
+            raise ValueError("the tokenizer of a BERT-lineage encoder must frame a text as a "
                              "start token, its pieces and an end token ([CLS] ... [SEP]), not "
                              f"{settings['prefix']} ... {settings['suffix']}.")
         positions = usable_positions(self.config_)
@@ -120,7 +120,7 @@ class BaseEncoderClassifier(PieceClassifierBase):
 
     def _adopt_config(self, checkpoint: EncoderCheckpoint) -> None:
         """Set the fitted state of the read ``checkpoint`` (its weights are read later) that
-        does not depend on training: ``config_``, the tokeniser ``text_encoder_`` (checked
+        does not depend on training: ``config_``, the tokenizer ``text_encoder_`` (checked
         against the config), ``embed_dim_``."""
         self.pair_input_ = False
         self.config_ = self._structure_config(
@@ -158,12 +158,12 @@ class BertTextClassifier(BaseEncoderClassifier):
     checkpoint : None, str, path or dict, default=None
         None: the bundled all-MiniLM-L6-v2 (``bert`` extra, offline). A local folder of an
         encoder of the BERT lineage (``transformers`` layout: ``config.json``, weights and a
-        fast tokeniser; never downloads): BERT, RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT
+        fast tokenizer; never downloads): BERT, RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT
         or ELECTRA, base models or fine-tunes with a task head (the head is not used); other
         model types are refused at fit with the list
         (:class:`~interpretable.TransformersTextClassifier` fine-tunes them as they are). A
         dict: the fields of an encoder config (``model_type`` as above, default BERT),
-        randomly initialised, with the bundled tokeniser (``vocab_size`` must be its 30,522):
+        randomly initialised, with the bundled tokenizer (``vocab_size`` must be its 30,522):
         tests, training from scratch.
     pooling : {"mean", "cls"}, default="mean"
         The sequence vector: the mean of the real tokens' final states (how
@@ -198,7 +198,7 @@ class BertTextClassifier(BaseEncoderClassifier):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
@@ -246,7 +246,7 @@ class BertTextClassifier(BaseEncoderClassifier):
     classes_ : ndarray of shape (n_classes,)
         The class labels.
     text_encoder_ : WordPieceEncoder
-        The checkpoint's tokeniser (:class:`~interpretable.text.WordPieceEncoder`).
+        The checkpoint's tokenizer (:class:`~interpretable.text.WordPieceEncoder`).
     module_ : torch.nn.Module
         The fitted network.
     history_ : list of dict
@@ -516,7 +516,7 @@ class BcosTextClassifier(BaseEncoderClassifier):
         RoBERTa, XLM-RoBERTa, CamemBERT, DistilBERT or ELECTRA, converted as above
         (RoBERTa's positions after the pad id, DistilBERT without token types, ELECTRA's
         embedding projection a bias-free linear map). A dict: the fields of an encoder config
-        (``model_type``, default BERT), randomly initialised, with the bundled tokeniser.
+        (``model_type``, default BERT), randomly initialised, with the bundled tokenizer.
     pooling : {"mean", "cls"}, default="mean"
         The sequence vector: the mean of the real tokens' final states or the ``[CLS]``
         state.
@@ -551,7 +551,7 @@ class BcosTextClassifier(BaseEncoderClassifier):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
@@ -599,7 +599,7 @@ class BcosTextClassifier(BaseEncoderClassifier):
     classes_ : ndarray of shape (n_classes,)
         The class labels.
     text_encoder_ : WordPieceEncoder
-        The checkpoint's tokeniser.
+        The checkpoint's tokenizer.
     module_ : BcosBertClassifier
         The fitted network (:class:`~interpretable.nn.bcos.bert.BcosBertClassifier`).
     history_ : list of dict

@@ -49,7 +49,7 @@ whitespace-separated runs and single punctuation characters; unknown words are o
 ``[UNK]`` piece; the saliency ``"gradient"`` takes their norm) and moves ``[CLS]`` and
 ``[SEP]`` into ``bias`` (exact methods, integrated gradients and Kernel SHAP) or leaves them
 out (attention, gradient, input × gradient, occlusion, LIME). At both levels ``offsets`` /
-``to_frame()``'s ``char_start`` and ``char_end`` are the tokeniser's exact character spans
+``to_frame()``'s ``char_start`` and ``char_end`` are the tokenizer's exact character spans
 (``-1`` / <NA> for ``[CLS]`` and ``[SEP]``). A text longer than the model's ``max_length`` is
 explained as the model saw it: ``truncated`` counts the pieces cut off, and ``to_html()``
 flags it.
@@ -64,8 +64,8 @@ import torch
 
 from ...explanation import WordPieceExplanation  # defined here before: pickles name this path
 from ...nn.losses import explained_logits
-from ..core.attributions import explained_classes
-from ..core.explainer import Attributions, Explainer
+from ..core._attributions import explained_classes
+from ..core._explainer import Attributions, Explainer
 from ..text.explainers import (
     Gradient,
     GradientShap,

@@ -8,11 +8,11 @@ predictions are the model's own, pooling included (the first token, the mean, or
 decoder's last token that is not padding). The gradient methods attribute at its input
 embeddings (what ``inputs_embeds`` takes), the perturbation methods replace its tokens'
 embeddings, attention and rollout read the attention probabilities it returns at the
-position(s) its head reads, and every method works per word through the tokeniser's
+position(s) its head reads, and every method works per word through the tokenizer's
 offsets.
 
 The fitted state holds the ``transformers`` config (its structure, not its labels) and the
-tokeniser as data; a saved model is rebuilt with
+tokenizer as data; a saved model is rebuilt with
 ``AutoModelForSequenceClassification.from_config`` from them and its safetensors weights: no
 code is read from a file.
 """
@@ -24,12 +24,12 @@ from numbers import Integral
 
 import torch
 
+from ..._validation import warn_caller
 from ...nn.bert_encoder import UntrainedHeadError
 from ...nn.generic_classifier import GenericSequenceClassifier, calibrate, structure_config
 from ...params import Interval
 from ...text import WordPieceEncoder
-from ...validation import warn_caller
-from ..core.training import fit_transactionally
+from ..core._training import fit_transactionally
 from .base import PieceClassifierBase, matched_head, named_outputs, reorder_outputs
 from .checkpoint import (
     EncoderCheckpoint,
@@ -46,7 +46,7 @@ _PROBES = ("Hello, World! A naïve test, long enough to be padded.", "A test.")
 #: the config fields that bound a model's positions, in the order they are looked up
 _POSITION_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length",
                     "max_seq_len")
-#: the longest texts ``max_length`` allows (the tokeniser's limit)
+#: the longest texts ``max_length`` allows (the tokenizer's limit)
 _MAX_LENGTH = 8192
 
 
@@ -65,7 +65,7 @@ class TransformersTextClassifier(PieceClassifierBase):
     The network is the ``...ForSequenceClassification`` module ``transformers`` loads from
     the ``checkpoint`` (GPT-2, Llama, Qwen2, DeBERTa-v2, ModernBERT, ALBERT, BERT, ...: any
     architecture ``AutoModelForSequenceClassification`` knows, never code from the Hub), in
-    eval mode, on the word pieces its own tokeniser makes. Its predictions are the model's
+    eval mode, on the word pieces its own tokenizer makes. Its predictions are the model's
     own, pooling included (a decoder pools its last token that is not padding);
     :meth:`from_pretrained` explains a fine-tuned one as it is, ``fit`` fine-tunes one (a
     base model gets a new classification head). The gradient methods attribute at its input
@@ -82,7 +82,7 @@ class TransformersTextClassifier(PieceClassifierBase):
         ``id2label`` names) or of a base model (the head is new); None: the bundled
         all-MiniLM-L6-v2 (``bert`` extra, offline).
     max_length : int in [3, 8192], default=64
-        Word pieces per text, the tokeniser's special tokens included. Longer texts keep their
+        Word pieces per text, the tokenizer's special tokens included. Longer texts keep their
         first pieces: fit, predict and explain warn, and explanations record the pieces cut
         off (``truncated``).
     warmup : float in [0, 1), default=0.1
@@ -111,7 +111,7 @@ class TransformersTextClassifier(PieceClassifierBase):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
@@ -159,7 +159,7 @@ class TransformersTextClassifier(PieceClassifierBase):
     classes_ : ndarray of shape (n_classes,)
         The class labels.
     text_encoder_ : WordPieceEncoder
-        The checkpoint's tokeniser (:class:`~interpretable.text.WordPieceEncoder`), framing a
+        The checkpoint's tokenizer (:class:`~interpretable.text.WordPieceEncoder`), framing a
         text as it does.
     module_ : GenericSequenceClassifier
         The fitted network: the ``transformers`` module, as
@@ -271,7 +271,7 @@ class TransformersTextClassifier(PieceClassifierBase):
             The class of each output, in the checkpoint's order; None: its ``id2label``
             names (generic ``LABEL_0``-style names are kept, with a warning).
         max_length : int or None, default=None
-            Word pieces per text; None: as many as the model's positions and its tokeniser
+            Word pieces per text; None: as many as the model's positions and its tokenizer
             allow (at most 8192), so long texts are cut where ``transformers`` cuts them.
         device : "auto", "cpu", "cuda", "cuda:N" or torch.device, default="auto"
             Where the network runs.
@@ -354,8 +354,8 @@ class TransformersTextClassifier(PieceClassifierBase):
 
     def _adopt(self, checkpoint: EncoderCheckpoint, tokenizer) -> None:
         """Set the fitted state of the read ``checkpoint`` that does not depend on training
-        (its weights are read later): the tokeniser ``text_encoder_``, ``config_`` (with the
-        padding token: for a checkpoint whose config names none, the tokeniser's, else its
+        (its weights are read later): the tokenizer ``text_encoder_``, ``config_`` (with the
+        padding token: for a checkpoint whose config names none, the tokenizer's, else its
         end-of-text token, with a warning) and ``embed_dim_``, checked together."""
         source = checkpoint.source_config
         self.pair_input_ = False
@@ -364,7 +364,7 @@ class TransformersTextClassifier(PieceClassifierBase):
             token = tokenizer.pad_token or tokenizer.eos_token
             if token is None:
                 raise ValueError(f"{checkpoint.folder} names no padding token (pad_token_id in "
-                                 "config.json) and its tokeniser has neither a padding nor an "
+                                 "config.json) and its tokenizer has neither a padding nor an "
                                  "end-of-text token to pad with.")
             pad = tokenizer.convert_tokens_to_ids(token)
             warn_caller(f"the config of {checkpoint.folder} names no pad_token_id, without "
@@ -430,7 +430,7 @@ class TransformersTextClassifier(PieceClassifierBase):
         return structure_config(config)
 
     def _check_vocabulary(self) -> None:
-        """The tokeniser fits the network of ``config_`` (built on the meta device: no
+        """The tokenizer fits the network of ``config_`` (built on the meta device: no
         memory): its ids index the input embeddings, its padding is the config's and
         ``max_length`` fits the positions; sets ``embed_dim_``."""
         with torch.device("meta"):
@@ -439,9 +439,9 @@ class TransformersTextClassifier(PieceClassifierBase):
         pieces = len(self.text_encoder_.index_to_token_)
         if pieces > table.num_embeddings:
             raise ValueError(f"the model embeds {table.num_embeddings} token ids but the "
-                             f"tokeniser has {pieces}.")
+                             f"tokenizer has {pieces}.")
         if self.text_encoder_.pad_token_id_ != self.config_.get("pad_token_id"):
-            raise ValueError(f"the tokeniser pads with id {self.text_encoder_.pad_token_id_}, "
+            raise ValueError(f"the tokenizer pads with id {self.text_encoder_.pad_token_id_}, "
                              f"the config with pad_token_id={self.config_.get('pad_token_id')}.")
         positions = _positions(network.model.config)
         if positions is not None and self.max_length > positions:

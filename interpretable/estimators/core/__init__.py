@@ -1,5 +1,15 @@
-"""What every estimator shares: the scikit-learn surface (:mod:`.base`, :mod:`.classifier`),
-the one batching loop and ``explain`` (:mod:`.inference`), the fit transaction and the skorch
-side (:mod:`.training`, :mod:`.nets`), persistence (:mod:`.persistence`, :mod:`.model_folder`,
-:mod:`.state`), and the explanation methods' contract and loop (:mod:`.explainer`,
-:mod:`.explain_loop`, :mod:`.attributions`)."""
+"""What every estimator shares, for those who write estimators of their own: the
+scikit-learn surface (:class:`NeuralEstimator`, :class:`NeuralClassifier`), the one batching
+loop and ``explain`` (:class:`BatchedInference`), encoded inputs (:class:`EncodedInputs`),
+training failures (:class:`TrainingDivergedError`) and persistence (:func:`save_estimator`,
+:func:`load_estimator`, :func:`trusted_types`). The modules behind them are private: the fit
+transaction and the skorch side, the saved-model folder, the explanation methods' contract and
+loop (public through :mod:`interpretable.estimators.explainers`)."""
+from ._base import EncodedInputs, NeuralEstimator, TrainingDivergedError
+from ._classifier import NeuralClassifier
+from ._inference import BatchedInference
+from ._persistence import load_estimator, save_estimator
+from ._state import trusted_types
+
+__all__ = ["BatchedInference", "EncodedInputs", "NeuralClassifier", "NeuralEstimator",
+           "TrainingDivergedError", "load_estimator", "save_estimator", "trusted_types"]

@@ -26,7 +26,7 @@ CONTRIBUTING.md)::
 import sys
 
 from ..bert import explainers as bert
-from ..core.explainer import (
+from ..core._explainer import (
                               Attributions,
                               Explainer,
                               describe_explainers,

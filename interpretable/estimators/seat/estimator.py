@@ -18,6 +18,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from ..._validation import check_targets
 from ...nn.attention import AttentionTextModule
 from ...nn.bert_encoder import BertEncoder
 from ...nn.losses import OutputCrossEntropy, prediction_divergence
@@ -25,7 +26,6 @@ from ...nn.recurrent import RECURRENT_KINDS
 from ...nn.seat import top_k_overlap
 from ...params import HasMethods, StrOptions
 from ...text import WordPieceEncoder
-from ...validation import check_targets
 from ..text.attention import AttentionClassifierBase, AttentionTextClassifier
 from ..text.base import trim_collate
 from ..text.explainers import VanillaAttention
@@ -66,7 +66,7 @@ class SEATClassifier(AttentionTextClassifier):
     encoder : {"rnn", "lstm", "bilstm", "orthogonal", "minilm"} or nn.Module, default="lstm"
         ``"minilm"``: the bundled MiniLM-L6 (``bert`` extra, word-piece tokens, fine-tuned;
         ``embeddings`` must be None); a :class:`~interpretable.nn.bert_encoder.BertEncoder`
-        instance (e.g. randomly initialised) works the same way with the MiniLM tokeniser.
+        instance (e.g. randomly initialised) works the same way with the MiniLM tokenizer.
     embeddings : "glove-50", gensim KeyedVectors or None, default=None
         Initial word vectors of the vanilla model (None: learned with ``embed_dim``).
     embed_dim : int, default=50
@@ -80,7 +80,7 @@ class SEATClassifier(AttentionTextClassifier):
     dropout : float in [0, 1), default=0.0
         Dropout on encoder input and context vector.
     text_encoder : TextEncoder, WordPieceEncoder or None, default=None
-        Tokenisation and vocabulary (None: ``TextEncoder()``, or with a BERT encoder
+        Tokenization and vocabulary (None: ``TextEncoder()``, or with a BERT encoder
         :class:`~interpretable.text.WordPieceEncoder`).
     class_weight : None, "balanced" or dict {label: weight}, default=None
         Weights of the classes in the training loss (multiplied with ``sample_weight``);
@@ -105,7 +105,7 @@ class SEATClassifier(AttentionTextClassifier):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
@@ -305,7 +305,7 @@ class SEATClassifier(AttentionTextClassifier):
         if isinstance(spec, BertEncoder):
             if spec.vocab_size != len(self.text_encoder_.index_to_token_):
                 raise ValueError(f"the BERT encoder has {spec.vocab_size} word pieces but the "
-                                 f"tokeniser {len(self.text_encoder_.index_to_token_)}.")
+                                 f"tokenizer {len(self.text_encoder_.index_to_token_)}.")
             embeddings, spec.word_embeddings = spec.word_embeddings, None  # moves into the module
         module = AttentionTextModule(
             vocab_size=len(self.text_encoder_.index_to_token_), num_classes=len(self.classes_),

@@ -40,7 +40,7 @@ class TrainingPhase:
     y : torch.Tensor
         The targets.
     options : dict, default={}
-        The phase's keywords of :func:`~interpretable.estimators.core.nets.train_module` (``lr``,
+        The phase's keywords of :func:`~interpretable.estimators.core._nets.train_module` (``lr``,
         ``max_epochs``, ``callbacks``, ``validation``, net keywords).
     finish : callable, default=identity
         Turns the trained module into the fitted one.

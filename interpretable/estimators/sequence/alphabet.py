@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ...nn.losses import IGNORE_INDEX
 from ...nn.tensors import pad_sequences
-from ..core.encoded import EncodedInputs
+from ..core._encoded import EncodedInputs
 
 UNKNOWN = "<unk>"
 

@@ -28,7 +28,7 @@ from skorch.callbacks import GradientNormClipping
 from ...nn.isan import ISAN
 from ...nn.losses import SequenceLoss
 from ...params import Interval, StrOptions
-from ..core.base import EncodedInputs, NeuralEstimator
+from ..core._base import EncodedInputs, NeuralEstimator
 from .alphabet import SymbolAlphabet
 from .explainers import ISANContributions
 from .isan_maps import ISANMaps
@@ -75,7 +75,7 @@ class SequenceEstimator(SymbolAlphabet, NeuralEstimator):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains

@@ -18,7 +18,7 @@ import torch
 from ...attribution.text import attribute_tokens
 from ...explanation import SequenceExplanation
 from ...nn.tensors import pad_sequences
-from ..core.explainer import Attributions, Explainer
+from ..core._explainer import Attributions, Explainer
 
 __all__ = ["StepExplainer", "ISANContributions", "StepInputXGradient", "StepIntegratedGradients",
            "StepGradient"]

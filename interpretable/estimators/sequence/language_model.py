@@ -21,10 +21,10 @@ from numbers import Integral
 import numpy as np
 import torch
 
+from ..._validation import check_documents
 from ...nn.char_lstm import CharLSTM
 from ...nn.tensors import pad_sequences
 from ...params import Interval
-from ...validation import check_documents
 from .base import DTYPES, ISANBase
 from .explainers import StepGradient, StepInputXGradient, StepIntegratedGradients
 from .language_model_base import LanguageModelBase, split_words
@@ -76,7 +76,7 @@ class ISANLanguageModel(ISANBase, LanguageModelBase):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
@@ -317,7 +317,7 @@ class LSTMLanguageModel(LanguageModelBase):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains

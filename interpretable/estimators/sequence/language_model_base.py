@@ -17,10 +17,10 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from ..._validation import check_documents, check_random_state_seed
 from ...nn.losses import IGNORE_INDEX
 from ...params import Interval
-from ...validation import check_documents, check_random_state_seed
-from ..core.base import TABULAR_CHECKS
+from ..core._base import TABULAR_CHECKS
 from .alphabet import UNKNOWN, next_symbol_windows
 from .base import SequenceEstimator
 

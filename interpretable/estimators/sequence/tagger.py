@@ -15,11 +15,11 @@ from numbers import Integral
 import numpy as np
 import torch
 
+from ..._validation import check_sequence_targets, check_sequences
 from ...nn.losses import IGNORE_INDEX
 from ...nn.tensors import pad_sequences
 from ...params import StrOptions
-from ...validation import check_sequence_targets, check_sequences
-from ..core.base import TABULAR_CHECKS
+from ..core._base import TABULAR_CHECKS
 from .base import ISANBase
 
 __all__ = ["ISANSequenceTagger"]
@@ -73,7 +73,7 @@ class ISANSequenceTagger(ISANBase):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains

@@ -41,7 +41,7 @@ class AttentionClassifierBase(VocabularyClassifierBase):
     Common parameters: ``embeddings``, ``embed_dim``, ``hidden_size``, ``attention_size``,
     ``freeze_embeddings``, ``dropout``, ``text_encoder`` (see
     :class:`AttentionTextClassifier`) and those of
-    :class:`~interpretable.estimators.core.base.NeuralEstimator`.
+    :class:`~interpretable.estimators.core.NeuralEstimator`.
     """
 
     #: the explanation methods it offers, its default first
@@ -211,7 +211,7 @@ class AttentionTextClassifier(AttentionClassifierBase):
     dropout : float in [0, 1), default=0.0
         Dropout on encoder input and context vector.
     text_encoder : TextEncoder or None, default=None
-        Tokenisation and vocabulary (cloned and fitted; None: ``TextEncoder()``).
+        Tokenization and vocabulary (cloned and fitted; None: ``TextEncoder()``).
     class_weight : None, "balanced" or dict {label: weight}, default=None
         Weights of the classes in the training loss (multiplied with ``sample_weight``);
         ``"balanced"``: ``n_samples / (n_classes * count(label))`` as in scikit-learn.
@@ -235,7 +235,7 @@ class AttentionTextClassifier(AttentionClassifierBase):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains

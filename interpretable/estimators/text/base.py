@@ -10,11 +10,11 @@ import numpy as np
 import torch
 from sklearn.base import clone
 
+from ..._validation import check_targets, check_text_inputs
 from ...nn.losses import OutputCrossEntropy
 from ...params import HasMethods, Interval, StrOptions
-from ...validation import check_targets, check_text_inputs
-from ..core.base import TABULAR_CHECKS, EncodedInputs
-from ..core.classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
+from ..core._base import TABULAR_CHECKS, EncodedInputs
+from ..core._classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
 from .explainers import (
     Gradient,
     GradientShap,
@@ -31,7 +31,7 @@ __all__ = ["TextClassifierBase", "VocabularyClassifierBase"]
 
 
 def _text_encoders() -> dict:
-    """The text encoder classes a saved model may name (the text package and its tokeniser
+    """The text encoder classes a saved model may name (the text package and its tokenizer
     are imported when first used, not with the estimators)."""
     from ...text import TextEncoder, WordPieceEncoder
 

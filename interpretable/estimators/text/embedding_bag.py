@@ -25,7 +25,7 @@ class EmbeddingBagClassifier(VocabularyClassifierBase):
     freeze_embeddings : bool, default=False
         Keep the initial word vectors fixed during training.
     text_encoder : TextEncoder or None, default=None
-        Tokenisation and vocabulary (cloned and fitted in ``fit``; None: ``TextEncoder()``).
+        Tokenization and vocabulary (cloned and fitted in ``fit``; None: ``TextEncoder()``).
         Grid-searchable as ``text_encoder__min_freq`` etc.
     class_weight : None, "balanced" or dict {label: weight}, default=None
         Weights of the classes in the training loss (multiplied with ``sample_weight``);
@@ -50,7 +50,7 @@ class EmbeddingBagClassifier(VocabularyClassifierBase):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
@@ -98,7 +98,7 @@ class EmbeddingBagClassifier(VocabularyClassifierBase):
     classes_ : ndarray of shape (n_classes,)
         The class labels.
     text_encoder_ : TextEncoder
-        The fitted tokeniser and vocabulary.
+        The fitted tokenizer and vocabulary.
     module_ : MeanEmbeddingClassifier
         The fitted network.
     history_ : list of dict

@@ -34,8 +34,8 @@
 ``baseline`` (integrated gradients, GradientSHAP, DeepLIFT and the perturbation methods) is
 the reference the tokens move to: ``"zeros"`` (default) the all-zero embedding, ``"pad"`` the
 padding token's embedding and ``"mask"`` the mask token's (``[MASK]`` / ``<mask>``; a
-ValueError where the tokeniser has none) at every real position, the start and end tokens of
-a word-piece tokeniser (``[CLS]`` / ``[SEP]``, ``<s>`` / ``</s>``) kept as they are.
+ValueError where the tokenizer has none) at every real position, the start and end tokens of
+a word-piece tokenizer (``[CLS]`` / ``[SEP]``, ``<s>`` / ``</s>``) kept as they are.
 Integrated gradients (also at a layer: there the logit with the layer's output at its
 baseline value), Kernel SHAP, GradientSHAP (the mean over its baselines) and DeepLIFT report
 the logit and, as ``bias``, the logit at the baseline: ``completeness_error`` measures how far
@@ -65,8 +65,8 @@ from ...explanation import TokenExplanation
 from ...nn.losses import explained_logits, logits_of
 from ...text import WordPieceEncoder
 from ...text.encoding import PAD_TOKEN
-from ..core.attributions import explained_classes
-from ..core.explainer import Attributions, Explainer
+from ..core._attributions import explained_classes
+from ..core._explainer import Attributions, Explainer
 
 __all__ = ["TokenExplainer", "MeanEmbeddingContributions", "Attention", "VanillaAttention",
            "Gradient", "IntegratedGradients", "InputXGradient", "Occlusion", "Lime", "KernelShap",
@@ -75,7 +75,7 @@ __all__ = ["TokenExplainer", "MeanEmbeddingContributions", "Attention", "Vanilla
 
 #: the token baselines of integrated gradients and the perturbation methods
 BASELINES = ("zeros", "pad", "mask")
-#: the mask tokens of the BERT lineage's tokenisers (BERT, DistilBERT, ELECTRA; RoBERTa,
+#: the mask tokens of the BERT lineage's tokenizers (BERT, DistilBERT, ELECTRA; RoBERTa,
 #: XLM-RoBERTa, CamemBERT)
 MASK_TOKENS = ("[MASK]", "<mask>")
 
@@ -230,7 +230,7 @@ class Attention(TokenExplainer):
 
 def _baseline_ids(estimator, baseline: str) -> tuple[int, torch.Tensor]:
     """The token id the "pad" / "mask" baseline puts at every real position, and the ids it
-    keeps (the special tokens a word-piece tokeniser puts before and after a text)."""
+    keeps (the special tokens a word-piece tokenizer puts before and after a text)."""
     encoder = estimator.text_encoder_
     if isinstance(encoder, WordPieceEncoder):
         settings = encoder.settings_
@@ -247,7 +247,7 @@ def _baseline_ids(estimator, baseline: str) -> tuple[int, torch.Tensor]:
         wanted = (f"a padding token ({pad!r})" if baseline == "pad" else
                   f"a mask token ({' or '.join(MASK_TOKENS)})")
         other = "'mask' or 'zeros'" if baseline == "pad" else "'pad' or 'zeros'"
-        raise ValueError(f"baseline={baseline!r} needs {wanted}; the tokeniser of "
+        raise ValueError(f"baseline={baseline!r} needs {wanted}; the tokenizer of "
                          f"{type(estimator).__name__} has none: use baseline={other}.")
     return found[0], torch.as_tensor(ids[1][: len(kept)])
 

@@ -7,7 +7,7 @@ differently sized arrays, PIL images, file paths) as RGB: an image of ``s × s``
 is, any other through the ImageNet evaluation transform (shorter side resized to
 ``round(s * 8 / 7)``, centre crop ``s × s``; :func:`~interpretable.datasets.images.eval_crops`),
 and records each crop's box in its source image. One image without its batch axis is refused
-(:func:`~interpretable.validation.refuse_single_image`).
+(:func:`~interpretable._validation.refuse_single_image`).
 """
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..._validation import check_batch_size, check_images, check_targets, refuse_single_image
 from ...datasets.images import eval_crops
 from ...nn.bcos.layers import explanation_mode
 from ...nn.losses import logits_of
 from ...nn.tensors import make_generator
 from ...params import Interval, StrOptions
-from ...validation import check_batch_size, check_images, check_targets, refuse_single_image
-from ..core.base import TABULAR_CHECKS, EncodedInputs
-from ..core.classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
+from ..core._base import TABULAR_CHECKS, EncodedInputs
+from ..core._classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
 from .augmentation import ZoomOutBatches
 from .explainers import (
     FinalAttention,
@@ -59,7 +59,7 @@ def resize_size(crop_size: int) -> int:
 
 @dataclass(frozen=True)
 class EncodedImages(EncodedInputs):
-    """A :class:`~interpretable.estimators.core.base.EncodedInputs` of images with their crop boxes.
+    """A :class:`~interpretable.estimators.core.EncodedInputs` of images with their crop boxes.
 
     Parameters
     ----------
@@ -214,7 +214,7 @@ class VisionTransformerClassifier(NeuralClassifier):
         steps, then ×0.1 after ``lr_decay_at`` of the epochs (as in the paper)."""
         if self.lr_decay_at is None and not warmup:
             return []
-        from ..core.nets import LearningRateSchedule  # skorch: imported at the first fit
+        from ..core._nets import LearningRateSchedule  # skorch: imported at the first fit
 
         return [("lr_schedule", LearningRateSchedule(warmup, decay="step",
                                                      decay_at=self.lr_decay_at))]

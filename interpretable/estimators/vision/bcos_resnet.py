@@ -15,7 +15,7 @@ from torch import nn
 from ...nn.bcos.layers import encode_image
 from ...nn.losses import OneHotBCE
 from ...params import Interval, StrOptions
-from ..core.training import fit_transactionally
+from ..core._training import fit_transactionally
 from .base import VisionTransformerClassifier
 from .bcos_simple_vit import AUTO_WARMUP, HEAD_LR_SCALE
 from .distillation import TEACHER_CONSTRAINTS, TeacherMixin
@@ -125,7 +125,7 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains

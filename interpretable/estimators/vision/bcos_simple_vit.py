@@ -21,7 +21,7 @@ from ...nn.bcos.layers import encode_image
 from ...nn.bcos.simple_vit import BcosSimpleViT
 from ...nn.losses import OneHotBCE
 from ...params import Interval, StrOptions
-from ..core.training import fit_transactionally
+from ..core._training import fit_transactionally
 from .base import VisionTransformerClassifier
 from .explainers import BcosContributions
 from .pretrained import (
@@ -137,7 +137,7 @@ class BcosSimpleViTClassifier(VisionTransformerClassifier):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains

@@ -26,7 +26,7 @@ class BcosViTClassifier(SizedVisionTransformerClassifier):
     """B-cos Vision Transformer classifier, holistically explainable (exact contribution maps).
 
     The holistically explainable ViT of Böhle, Fritz & Schiele, trained from scratch: a CNN
-    tokeniser of B-cos convolutions, B-cos attention with a learned per-head prior and B-cos
+    tokenizer of B-cos convolutions, B-cos attention with a learned per-head prior and B-cos
     MLPs with MaxOut. Every component is dynamic linear, so each logit is exactly
     ``W(x)·x + bias``. The B-cos v2 ViTs of the ``bcos`` package (with their ImageNet weights)
     and B-cosified torchvision / timm ViTs are :class:`BcosSimpleViTClassifier`.
@@ -44,7 +44,7 @@ class BcosViTClassifier(SizedVisionTransformerClassifier):
     mlp_ratio : float, default=2.0
         MLP hidden size as a multiple of ``embed_dim``.
     stem_channels : tuple of int, default=(32,)
-        Channels of the 3×3 B-cos convolutions of the CNN tokeniser before the patch
+        Channels of the 3×3 B-cos convolutions of the CNN tokenizer before the patch
         layer.
     attention_prior : {"multiplicative", "additive", "none"}, default="multiplicative"
         Learned per-layer, per-head prior ``B``: ``SM(R)·SM(B)``, ``SM(R+B)`` or
@@ -117,7 +117,7 @@ class BcosViTClassifier(SizedVisionTransformerClassifier):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains

@@ -2,7 +2,7 @@
 ``teacher``, ``teacher_weight`` and ``teacher_temperature`` parameters of
 :class:`~interpretable.BcosTextClassifier` (a fitted classifier whose probabilities of the
 training images the student learns to match beside the labels, Hinton et al. 2015; see
-:mod:`interpretable.estimators.core.teacher`)."""
+:mod:`interpretable.estimators.core._teacher`)."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,7 @@ from numbers import Real
 
 from ...nn.losses import DistillationLoss
 from ...params import HasMethods, Interval
-from ..core.teacher import TEACHER_PROBABILITIES, teacher_probabilities
+from ..core._teacher import TEACHER_PROBABILITIES, teacher_probabilities
 
 __all__: list[str] = []  # a building block of the vision estimators
 

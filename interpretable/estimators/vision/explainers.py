@@ -42,7 +42,7 @@ from ...attribution.vision import attribute, gaussian_blur, inherent, inherent_t
 from ...explanation import ImageExplanation
 from ...nn.bcos.simple_vit import BcosSimpleViT, contributions
 from ...nn.losses import explained_logits
-from ..core.explainer import Attributions, Explainer
+from ..core._explainer import Attributions, Explainer
 
 __all__ = ["ImageExplainer", "BcosContributions", "Rollout", "FinalAttention",
            "GradSAM", "GradCAM", "PixelInputXGradient", "PixelIntegratedGradients",

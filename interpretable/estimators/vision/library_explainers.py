@@ -43,7 +43,7 @@ from ...attribution.feature_maps import (
 )
 from ...attribution.hooked import deeplift_refusal
 from ...nn.library_image import LibraryImageModel, channels_last
-from ..core.explainer import Attributions
+from ..core._explainer import Attributions
 from .explainers import (
     ImageExplainer,
     PixelInputXGradient,

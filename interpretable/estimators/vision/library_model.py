@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..._validation import check_images, refuse_single_image
 from ...datasets.images import eval_crops
 from ...nn.library_image import (
     LibraryImageModel,
@@ -36,8 +37,7 @@ from ...nn.library_image import (
 )
 from ...nn.losses import OutputCrossEntropy
 from ...params import Interval
-from ...validation import check_images, refuse_single_image
-from ..core.training import fit_transactionally
+from ..core._training import fit_transactionally
 from .base import VisionTransformerClassifier, resize_size
 from .explainers import PixelGradientShap, PixelSmoothGrad
 from .library_explainers import (
@@ -159,7 +159,7 @@ class ImageClassifier(VisionTransformerClassifier):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains

@@ -12,7 +12,7 @@ import torch
 
 from ...nn.bcos.resnet import LAYERS, contributions, spread_to_pixels
 from ...nn.losses import explained_logits
-from ..core.explainer import Attributions
+from ..core._explainer import Attributions
 from .explainers import ImageExplainer
 
 __all__ = ["BcosResNetContributions"]

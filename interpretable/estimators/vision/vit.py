@@ -19,8 +19,8 @@ from ...nn.library_vit import LAYOUTS, ConventionalViT
 from ...nn.losses import OutputCrossEntropy
 from ...nn.stem_vit import ViT
 from ...params import Interval, StrOptions
-from ..core.model_folder import FORMAT_VERSION
-from ..core.persistence import restore_estimator
+from ..core._model_folder import FORMAT_VERSION
+from ..core._persistence import restore_estimator
 from .base import SizedVisionTransformerClassifier
 from .pretrained import head_order, read_weights
 
@@ -47,7 +47,7 @@ class ViTClassifier(SizedVisionTransformerClassifier):
     mlp_ratio : float, default=2.0
         MLP hidden size as a multiple of ``embed_dim``.
     stem_channels : tuple of int or None, default=None
-        Channels of the 3×3 convolutions of the CNN tokeniser before the patch layer (None:
+        Channels of the 3×3 convolutions of the CNN tokenizer before the patch layer (None:
         the layout's, ``(32,)`` for ``"stem"`` and ``()`` for the others).
     dropout : float in [0, 1), default=0.0
         Dropout in the blocks.
@@ -91,7 +91,7 @@ class ViTClassifier(SizedVisionTransformerClassifier):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None, default=None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains

@@ -1,5 +1,5 @@
 """The holistically explainable B-cos Vision Transformer (Böhle, Fritz & Schiele): a B-cos CNN
-tokeniser, B-cos attention with a learned prior, B-cos MLPs with MaxOut and a B-cos classifier.
+tokenizer, B-cos attention with a learned prior, B-cos MLPs with MaxOut and a B-cos classifier.
 
 Every component is dynamic linear (see :mod:`interpretable.nn.bcos.layers`), so inside
 :func:`~interpretable.nn.bcos.layers.explanation_mode` one backward pass gives ``W(x)`` and
@@ -30,7 +30,7 @@ ATTENTION_PRIORS = ("multiplicative", "additive", "none")
 
 
 class BcosStem(nn.Module):
-    """B-cos CNN tokeniser: 3×3 B-cos convolutions (the first with stride ``stride``), then a
+    """B-cos CNN tokenizer: 3×3 B-cos convolutions (the first with stride ``stride``), then a
     B-cos convolution with kernel = stride = patch_size / stride.
     (B, C, H, W) -> tokens (B, N, D), N = (H/p)(W/p)."""
 

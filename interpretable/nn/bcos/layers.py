@@ -431,8 +431,8 @@ def conv_layout(x: torch.Tensor) -> torch.Tensor:
 def encode_image(x: torch.Tensor) -> torch.Tensor:
     """``[x, 1 - x]`` channel encoding: (B, C, H, W) in [0, 1] -> (B, 2C, H, W).
 
-    The colour of each pixel is then fixed by the angle of its encoding vector, which makes
-    ``W(x)`` visualisable in colour.
+    The color of each pixel is then fixed by the angle of its encoding vector, which makes
+    ``W(x)`` visualisable in color.
     """
     return torch.cat([x, 1.0 - x], dim=1)
 

@@ -1,5 +1,5 @@
 """The B-cos v2 vision transformers of Böhle et al. (``B-cos/B-cos-v2``, PyPI ``bcos``): the
-``simple_vit`` (patch-16 linear tokeniser) and ``vitc`` (B-cos convolution stem, patch 1)
+``simple_vit`` (patch-16 linear tokenizer) and ``vitc`` (B-cos convolution stem, patch 1)
 families, built from the project's B-cos layers.
 
 A different design from :mod:`interpretable.nn.bcos.holistic_vit`: a fixed 2-D sin-cos positional

@@ -53,7 +53,7 @@ WORDS = ["good", "great", "bad", "awful", "movie", "film", "plot", "actors", "st
          "poor", "best", "worst", "loved", "hated", "liked", "enjoyed", "this", "that", "it", "we",
          "they", "too", "so", "just", "slow", "long", "short", "sad", "happy", "dark", "simple",
          "clever", "script", "director", "cast", "made", "with", "of", "in"]
-#: the texts: 1 to 12 words of the vocabulary (decode and re-tokenisation give them back)
+#: the texts: 1 to 12 words of the vocabulary (decode and re-tokenization give them back)
 TEXTS = [
     "brilliant",
     "bad movie",

@@ -14,11 +14,11 @@ import torch
 from sklearn.base import ClassifierMixin
 from sklearn.utils.class_weight import compute_class_weight
 
+from ..._validation import warn_caller
 from ...nn.losses import logits_of
 from ...params import StrOptions, validate_parameters
-from ...validation import warn_caller
-from .base import NeuralEstimator
-from .training import checked_autocast
+from ._base import NeuralEstimator
+from ._training import checked_autocast
 
 __all__ = ["NeuralClassifier"]
 
@@ -66,7 +66,7 @@ def native_bf16(device) -> bool:
 
     Examples
     --------
-    >>> from interpretable.estimators.core.classifier import native_bf16
+    >>> from interpretable.estimators.core._classifier import native_bf16
     >>> native_bf16("meta")
     False
     """
@@ -123,7 +123,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
@@ -180,7 +180,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
 
     See Also
     --------
-    interpretable.estimators.core.base.NeuralEstimator : The base of every estimator.
+    interpretable.estimators.core.NeuralEstimator : The base of every estimator.
 
     Examples
     --------

@@ -34,7 +34,7 @@ class ExplainLoop:
     Examples
     --------
     >>> from interpretable.estimators.explainers import Explainer
-    >>> from interpretable.estimators.core.explain_loop import ExplainLoop
+    >>> from interpretable.estimators.core._explain_loop import ExplainLoop
     >>> issubclass(Explainer, ExplainLoop)
     True
     """
@@ -100,7 +100,7 @@ class ExplainLoop:
 
         Encode, resolve the targets (and a ``contrast`` option into per-sample weights over the
         classes,
-        :meth:`~interpretable.estimators.core.classifier.NeuralClassifier.contrast_weights`), run
+        :meth:`~interpretable.estimators.core.NeuralClassifier.contrast_weights`), run
         :meth:`attribute` over the estimator's batches (in its inference order),
         :meth:`assemble`. Accepts the per-sample options too (``embedding_offset (n, T, E)``
         for the text methods that declare it).

@@ -33,9 +33,9 @@ from sklearn.base import BaseEstimator
 
 from ...nn.tensors import resolve_device
 from ...params import parameter_names, validate_parameters
-from .model_folder import FORMAT_VERSION
-from .persistence import from_jsonable, restore_estimator, to_jsonable
-from .training import is_fitted_attribute
+from ._model_folder import FORMAT_VERSION
+from ._persistence import from_jsonable, restore_estimator, to_jsonable
+from ._training import is_fitted_attribute
 
 __all__ = ["trusted_types"]
 
@@ -101,7 +101,7 @@ def estimator_state(estimator) -> dict:
     >>> X = ["good movie", "great film", "bad movie", "awful film"]
     >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
     >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
-    >>> from interpretable.estimators.core.state import estimator_state
+    >>> from interpretable.estimators.core._state import estimator_state
     >>> sorted(estimator_state(clf))
     ['attributes', 'estimator', 'fitted', 'fitted_params', 'interpretable_state', 'params',
      'weights']
@@ -154,7 +154,7 @@ def set_estimator_state(estimator, state) -> None:
     >>> X = ["good movie", "great film", "bad movie", "awful film"]
     >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
     >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
-    >>> from interpretable.estimators.core.state import estimator_state, set_estimator_state
+    >>> from interpretable.estimators.core._state import estimator_state, set_estimator_state
     >>> copy = EmbeddingBagClassifier.__new__(EmbeddingBagClassifier)
     >>> set_estimator_state(copy, estimator_state(clf))
     >>> copy.predict(["good film"]).tolist() == clf.predict(["good film"]).tolist()
@@ -250,7 +250,7 @@ def trusted_types() -> list[str]:
     >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
     >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
     >>> import skops.io
-    >>> from interpretable.estimators.core.state import trusted_types
+    >>> from interpretable.estimators.core._state import trusted_types
     >>> skops.io.dump(clf, "model.skops")
     >>> skops.io.load("model.skops", trusted=trusted_types()).classes_
     array(['neg', 'pos'], dtype='<U3')

@@ -4,7 +4,7 @@ and ``explain``, dispatched to the explainer registry, :mod:`.explainer`) is the
 :class:`~.inference.BatchedInference` that :class:`NeuralEstimator` inherits.
 
 A concrete estimator subclasses :class:`NeuralEstimator` (or
-:class:`~interpretable.estimators.core.classifier.NeuralClassifier`), declares its parameters once
+:class:`~interpretable.estimators.core.NeuralClassifier`), declares its parameters once
 in its own ``__init__`` and in ``_parameter_constraints``, and implements
 
 * ``_fit(X, y, sample_weight)``: set the fitted attributes and train with :meth:`_fit_net`;
@@ -27,15 +27,15 @@ from pathlib import Path
 import torch
 from sklearn.base import BaseEstimator
 
+from ..._progress import report
+from ..._validation import check_random_state_seed
 from ...nn.tensors import resolve_device
 from ...params import validate_estimator_parameters
-from ...progress import report
-from ...validation import check_random_state_seed
-from .encoded import EncodedInputs
-from .inference import BatchedInference
-from .persistence import load_estimator, save_estimator
-from .state import EstimatorState
-from .training import (
+from ._encoded import EncodedInputs
+from ._inference import BatchedInference
+from ._persistence import load_estimator, save_estimator
+from ._state import EstimatorState
+from ._training import (
     TRAINING_CONSTRAINTS,
     TrainingDivergedError,
     check_sample_weight,
@@ -53,7 +53,7 @@ __all__ = ["EncodedInputs", "NeuralEstimator", "TrainingDivergedError"]
 
 def __getattr__(name):
     if name == "TrainingNet":
-        return import_module(".nets", __package__).TrainingNet
+        return import_module("._nets", __package__).TrainingNet
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -106,7 +106,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         When > 0, report skorch's epoch table (logged at INFO by ``interpretable`` loggers when
         logging takes it, else printed: plain text unless standard output is a terminal) and,
         on a terminal or in Jupyter, draw progress bars over the batches of each epoch and of
-        ``explain`` (see :mod:`interpretable.progress`).
+        ``explain`` (see :mod:`interpretable._progress`).
     callbacks : list or None
         The skorch callbacks (``EarlyStopping``, ``LRScheduler``, ``Checkpoint``, ``ProgressBar``,
         your own) or ``(name, callback)`` pairs, added to every training phase. Each fit trains
@@ -141,7 +141,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
 
     See Also
     --------
-    interpretable.estimators.core.classifier.NeuralClassifier : The classifiers' base class.
+    interpretable.estimators.core.NeuralClassifier : The classifiers' base class.
 
     Examples
     --------
@@ -149,7 +149,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
     >>> X = ["good movie", "great film", "bad movie", "awful film"]
     >>> y = ["pos", "pos", "neg", "neg"]
     >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
-    >>> from interpretable.estimators.core.base import NeuralEstimator
+    >>> from interpretable.estimators.core._base import NeuralEstimator
     >>> isinstance(clf, NeuralEstimator)
     True
     """
@@ -297,7 +297,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
 
     def _log(self, message: str) -> None:
         """Report ``message`` (a training phase's name) when ``verbose``, on the main process
-        (see :func:`interpretable.progress.report`)."""
+        (see :func:`interpretable._progress.report`)."""
         if self.verbose and (self.accelerator is None or self.accelerator.is_main_process):
             report(logger, f"{type(self).__name__}: {message}")
 
@@ -321,7 +321,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         ``max_epochs``, ``lr``, ``sample_weight``, ``validation``, net keywords) and set
         ``module_`` (in eval mode) and ``history_`` (appended to the previous fit's with
         ``warm_start``). Returns the skorch net (not stored)."""
-        from .nets import train_module
+        from ._nets import train_module
         net = train_module(self, module_factory, criterion, X, y, seed=seed, **phase)
         accelerator = self.accelerator
         module = net.module_ if accelerator is None else accelerator.unwrap_model(net.module_)

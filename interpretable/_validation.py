@@ -140,7 +140,7 @@ def refuse_single_image(X, *, channels: int | None = None, image_shape=None,
     A 2-d array is one image. A 3-d array ``(a, b, c)`` is ``a`` grey images of ``b x c``
     pixels or one ``(H, W, C)`` image, never guessed silently: it is one image for an
     estimator that resizes images of any size (``image_shape="any"``) when ``c <= 4`` (grey
-    images that narrow are passed as ``(n, H, W, 1)``); for a colour model (``channels > 1``,
+    images that narrow are passed as ``(n, H, W, 1)``); for a color model (``channels > 1``,
     which takes no grey images) when ``c == channels``; for a grey model when ``c == 1`` and
     ``(a, b)``, not ``(b, c)``, is its ``image_shape``. Before a first fit on images as given
     (``channels`` None) it is a batch of grey images.
@@ -165,7 +165,7 @@ def refuse_single_image(X, *, channels: int | None = None, image_shape=None,
     Examples
     --------
     >>> import numpy as np
-    >>> from interpretable.validation import refuse_single_image
+    >>> from interpretable._validation import refuse_single_image
     >>> refuse_single_image(np.zeros((5, 32, 32)), channels=1, image_shape=(32, 32))  # 5 grey
     >>> refuse_single_image(np.zeros((32, 32, 3)), channels=3, image_shape=(32, 32))
     Traceback (most recent call last):
@@ -437,7 +437,7 @@ def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
     Examples
     --------
     >>> import warnings
-    >>> from interpretable.validation import warn_caller
+    >>> from interpretable._validation import warn_caller
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     warn_caller("texts were truncated")

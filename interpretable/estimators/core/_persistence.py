@@ -32,7 +32,7 @@ from ...params import (
     validate_estimator_parameters,
     validate_parameters,
 )
-from .model_folder import (
+from ._model_folder import (
     CONFIG_FILE,
     FORMAT_VERSION,
     check_schema,

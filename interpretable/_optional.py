@@ -22,7 +22,7 @@ def import_optional(name: str, purpose: str = "", extra: str | None = None):
         The module, e.g. ``"transformers"`` or ``"dask.bag"``; its top-level package must be
         one of :data:`EXTRAS` (unless ``extra`` is given).
     purpose : str, default=""
-        What needs it (e.g. ``"the MiniLM tokeniser"``), for the message.
+        What needs it (e.g. ``"the MiniLM tokenizer"``), for the message.
     extra : str or None, default=None
         The extra to name when it is not the module's own in :data:`EXTRAS` (e.g.
         ``"text-data"`` for the pyarrow that :func:`~interpretable.datasets.load_glove` reads
@@ -42,7 +42,7 @@ def import_optional(name: str, purpose: str = "", extra: str | None = None):
 
     Examples
     --------
-    >>> from interpretable.optional import EXTRAS, import_optional
+    >>> from interpretable._optional import EXTRAS, import_optional
     >>> EXTRAS["transformers"]  # what installs it: pip install "interpretable-models[bert]"
     'bert'
     """

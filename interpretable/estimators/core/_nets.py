@@ -21,10 +21,10 @@ from skorch.dataset import ValidSplit, unpack_data
 from skorch.hf import AccelerateMixin
 from skorch.utils import noop
 
+from ..._progress import interactive, progress_bar, report
 from ...nn.losses import logits_of
 from ...nn.tensors import make_generator
-from ...progress import interactive, progress_bar, report
-from .training import (
+from ._training import (
     OPTIMIZERS,
     PRECISIONS,
     SAMPLE_WEIGHT,
@@ -128,7 +128,7 @@ class LearningRateSchedule(TrainingStepCallback):
 
     Examples
     --------
-    >>> from interpretable.estimators.core.nets import LearningRateSchedule
+    >>> from interpretable.estimators.core._nets import LearningRateSchedule
     >>> schedule = LearningRateSchedule(warmup=0.25, decay="linear")
     >>> schedule.total_ = 8
     >>> [round(schedule.factor(step), 3) for step in range(8)]
@@ -187,7 +187,7 @@ class ValidAccuracy(Callback):
 
 class BatchProgressBar(ProgressBar):
     """skorch's bar over the batches of each epoch, drawn by
-    :func:`~interpretable.progress.progress_bar` (tqdm's widget in Jupyter, its text bar on a
+    :func:`~interpretable._progress.progress_bar` (tqdm's widget in Jupyter, its text bar on a
     terminal)."""
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):

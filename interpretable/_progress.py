@@ -1,7 +1,7 @@
 """How long operations report on themselves: log messages and progress bars.
 
 The package reports through :mod:`logging`, each module under its own logger
-(``interpretable.estimators.core.nets`` for the epoch table, ``interpretable.reproduce.seat`` for
+(``interpretable.estimators.core._nets`` for the epoch table, ``interpretable.reproduce.seat`` for
 a reproduction's progress, ...), and adds no handler, not even a ``NullHandler``: whether a
 handler is configured decides where a message goes. What ``verbose`` asks for is shown
 without any set-up, as scikit-learn users expect:
@@ -10,7 +10,7 @@ without any set-up, as scikit-learn users expect:
   progress lines of the reproductions) go to the logging handlers when logging is configured
   to take them (a handler on the logger's way and INFO enabled, e.g.
   ``logging.basicConfig(level=logging.INFO)``), else they are printed to standard output (in
-  colour only on a terminal), as skorch prints them;
+  color only on a terminal), as skorch prints them;
 * progress bars (tqdm: a widget in Jupyter, text on a terminal) over the batches of every
   epoch of ``fit`` and of ``explain``, and over the samples of chunked exports, are drawn on
   standard error when it is a terminal or in a Jupyter kernel (never into log files or
@@ -52,7 +52,7 @@ def report(logger: logging.Logger, message: str) -> None:
     logger : logging.Logger
         The logger of the reporting module.
     message : str
-        One line or several, possibly with ANSI colour codes (skorch's epoch table).
+        One line or several, possibly with ANSI color codes (skorch's epoch table).
 
     See Also
     --------
@@ -61,13 +61,13 @@ def report(logger: logging.Logger, message: str) -> None:
     Notes
     -----
     The message is logged at INFO by ``logger`` when logging takes it (INFO enabled and a
-    handler on the logger's way), else printed to standard output; colour codes are kept
+    handler on the logger's way), else printed to standard output; color codes are kept
     only when printing to a terminal.
 
     Examples
     --------
     >>> import logging
-    >>> from interpretable.progress import report
+    >>> from interpretable._progress import report
     >>> report(logging.getLogger("interpretable.example"), "phase 1/2")
     phase 1/2
     """
@@ -94,7 +94,7 @@ def interactive() -> bool:
 
     Examples
     --------
-    >>> from interpretable.progress import interactive
+    >>> from interpretable._progress import interactive
     >>> interactive()  # under the test runner: neither
     False
     """
@@ -124,7 +124,7 @@ def progress_bar(iterable=None, **options):
 
     Examples
     --------
-    >>> from interpretable.progress import progress_bar
+    >>> from interpretable._progress import progress_bar
     >>> sum(progress_bar(range(3), desc="counting", disable=True))
     3
     """

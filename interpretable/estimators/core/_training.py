@@ -7,7 +7,7 @@ callbacks, :func:`~.nets.train_module`) lives in :mod:`.nets`, imported at the f
 
 An estimator says *what* to train (a module factory, a criterion, tensors and per-phase
 overrides) through :meth:`NeuralEstimator._fit_net
-<interpretable.estimators.core.base.NeuralEstimator._fit_net>`; :func:`~.nets.train_module` builds
+<interpretable.estimators.core.NeuralEstimator._fit_net>`; :func:`~.nets.train_module` builds
 the net from the estimator's training parameters and trains it:
 
 * :class:`TrainingNet` — skorch's ``NeuralNet`` whose criterion sees the module's full output
@@ -29,9 +29,9 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
+from ..._validation import warn_caller
 from ...nn.recurrent import autocast_fallbacks
 from ...params import HasMethods, Interval, StrOptions
-from ...validation import warn_caller
 
 __all__ = ["TrainingDivergedError"]
 

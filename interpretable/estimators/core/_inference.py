@@ -19,10 +19,10 @@ from collections.abc import Iterator, Mapping
 import torch
 from sklearn.utils.validation import check_is_fitted
 
+from ..._progress import SHOW_PROGRESS, interactive, progress_bar
+from ..._validation import check_batch_size
 from ...params import validate_parameters
-from ...progress import SHOW_PROGRESS, interactive, progress_bar
-from ...validation import check_batch_size
-from .explainer import explainers_for, get_explainer
+from ._explainer import explainers_for, get_explainer
 
 __all__ = ["BatchedInference"]
 
@@ -80,7 +80,7 @@ class BatchedInference:
     Examples
     --------
     >>> from interpretable import EmbeddingBagClassifier
-    >>> from interpretable.estimators.core.inference import BatchedInference
+    >>> from interpretable.estimators.core._inference import BatchedInference
     >>> issubclass(EmbeddingBagClassifier, BatchedInference)
     True
     """
