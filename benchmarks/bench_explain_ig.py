@@ -60,14 +60,16 @@ def run_package(args, texts):
     return seconds, np.abs(np.asarray(explanation.completeness_error, dtype=np.float64))
 
 
-def _captum(args):
+def captum_explainer(checkpoint, n_steps: int = 50):
+    """Captum's ``LayerIntegratedGradients`` over the word embeddings of the classifier in
+    ``checkpoint``: ``explain(texts, internal_batch_size) -> (token attributions, |delta|)``,
+    ``n_steps`` Gauss-Legendre steps from ``[PAD]`` at every piece (specials kept)."""
     import transformers
     from captum.attr import LayerIntegratedGradients
 
     model = transformers.AutoModelForSequenceClassification.from_pretrained(
-        args.checkpoint, local_files_only=True).eval()
-    tokenizer = transformers.AutoTokenizer.from_pretrained(args.checkpoint,
-                                                           local_files_only=True)
+        checkpoint, local_files_only=True).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
 
     def forward(ids, mask):
         return model(input_ids=ids, attention_mask=mask).logits
@@ -83,7 +85,7 @@ def _captum(args):
         lig = LayerIntegratedGradients(forward, model.get_input_embeddings())
         attributions, delta = lig.attribute(
             ids, baselines=reference, target=predicted, additional_forward_args=(mask,),
-            n_steps=args.n_steps, internal_batch_size=internal_batch_size,
+            n_steps=n_steps, internal_batch_size=internal_batch_size,
             return_convergence_delta=True)
         return attributions.sum(-1), delta.abs()
 
@@ -91,13 +93,13 @@ def _captum(args):
 
 
 def run_captum_per_text(args, texts):
-    explain = _captum(args)
+    explain = captum_explainer(args.checkpoint, args.n_steps)
     errors, seconds = _timed(lambda: [explain([text], None)[1] for text in texts])
     return seconds, torch.cat(errors).numpy()
 
 
 def run_captum_batched(args, texts):
-    explain = _captum(args)
+    explain = captum_explainer(args.checkpoint, args.n_steps)
     choice = {}
     for internal in INTERNAL_BATCH_GRID:  # the fastest internal batch on the first 64 texts
         choice[internal] = _timed(lambda internal=internal: [

@@ -232,27 +232,14 @@ def perturbation_rows(kind: str, data, n: int, rounds: int, record: dict) -> lis
     return rows
 
 
-def integrated_gradient_rows(data: Text, n: int, record: dict) -> list:
-    from captum.attr import LayerIntegratedGradients
+def integrated_gradient_rows(data: Text, checkpoint, n: int, record: dict) -> list:
+    from bench_explain_ig import captum_explainer
 
     texts = data.texts[:n]
-    tokenizer = data.tokenizer
-
-    def forward(ids, mask):
-        return data.model(input_ids=ids, attention_mask=mask).logits
+    explain = captum_explainer(checkpoint, n_steps=50)
 
     def captum(batch_texts, internal):
-        batch = tokenizer(batch_texts, padding=True, truncation=True, max_length=64,
-                          return_tensors="pt")
-        ids, mask = batch["input_ids"], batch["attention_mask"]
-        special = (ids == tokenizer.cls_token_id) | (ids == tokenizer.sep_token_id) | (mask == 0)
-        reference = torch.where(special, ids, torch.full_like(ids, tokenizer.pad_token_id))
-        with torch.no_grad():
-            predicted = forward(ids, mask).argmax(-1)
-        _, delta = LayerIntegratedGradients(forward, data.words).attribute(
-            ids, baselines=reference, target=predicted, additional_forward_args=(mask,),
-            n_steps=50, internal_batch_size=internal, return_convergence_delta=True)
-        return delta.abs().double().numpy()
+        return explain(batch_texts, internal)[1].double().numpy()
 
     def clock(function):
         start = time.process_time()
@@ -311,7 +298,7 @@ def main(args):
     if not args.skip_text:
         text = Text(args.checkpoint, max(args.texts, args.ig_texts))
         rows += perturbation_rows("text", text, args.texts, args.rounds, record)
-        rows += integrated_gradient_rows(text, args.ig_texts, record)
+        rows += integrated_gradient_rows(text, args.checkpoint, args.ig_texts, record)
     if args.images:
         rows += perturbation_rows("image", Images(args.images), args.images, args.rounds,
                                   record)
