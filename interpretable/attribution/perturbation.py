@@ -111,12 +111,24 @@ def _ablation(method: str, n_features: int) -> bool:
     return method == "occlusion" or (method == "kernel_shap" and n_features == 1)
 
 
-def _target_logits(forward, inputs, baseline, features, coalitions, owners, target, args,
-                   rows_per_pass: int, lengths) -> torch.Tensor:
+def _lime_weights(x: torch.Tensor, perturbed: torch.Tensor, compared: torch.Tensor
+                  ) -> torch.Tensor:
+    """captum's LIME weights ``exp(-d² / 2 w²)`` of rows ``(R, ...)``, ``d`` the cosine
+    distance between a sample's flattened input ``x`` and its perturbed copy over the
+    ``compared`` elements, computed in float32 as captum does; ``(R,)``."""
+    x, perturbed = (x.float() * compared).flatten(1), (perturbed.float() * compared).flatten(1)
+    cosine = torch.nn.functional.cosine_similarity(x, perturbed, dim=1)
+    return torch.exp(-((1 - cosine) ** 2) / (2 * KERNEL_WIDTH ** 2))
+
+
+def _evaluate(forward, inputs, baseline, features, coalitions, owners, target, args,
+              rows_per_pass: int, lengths, compared) -> tuple:
     """The target logit ``(R,)`` of every coalition row ``coalitions (R, F_max)`` of the
-    samples ``owners (R,)``, at most ``rows_per_pass`` perturbed inputs per forward pass; with
-    ``lengths`` each pass holds rows of one length, cut to it."""
+    samples ``owners (R,)``, at most ``rows_per_pass`` perturbed inputs per forward pass (with
+    ``lengths`` each pass holds rows of one length, cut to it); with ``compared`` (LIME) also
+    their weights ``(R,)``, from the same perturbed inputs, else None."""
     out = torch.empty(len(owners), dtype=torch.float64, device=owners.device)
+    weights = None if compared is None else torch.empty(len(owners), device=owners.device)
     if lengths is None:
         passes = torch.arange(len(owners), device=owners.device).split(rows_per_pass)
     else:  # rows of one length per pass: no padding is computed
@@ -129,6 +141,8 @@ def _target_logits(forward, inputs, baseline, features, coalitions, owners, targ
         keep = coalitions[chosen].gather(1, index.clamp(min=0).flatten(1)).view_as(index) \
             | (index < 0)
         perturbed = torch.where(keep, inputs[rows], baseline[rows])
+        if weights is not None:
+            weights[chosen] = _lime_weights(inputs[rows], perturbed, compared[rows])
         extra = [a[rows] for a in args]
         if lengths is not None:
             cut = int(lengths[rows].max())
@@ -137,19 +151,7 @@ def _target_logits(forward, inputs, baseline, features, coalitions, owners, targ
                      for a in extra]
         logits = forward(perturbed, *extra)
         out[chosen] = logits.double().gather(1, target[rows][:, None])[:, 0]
-    return out
-
-
-def _lime_weights(inputs, baseline, features, coalitions, owners, compared) -> torch.Tensor:
-    """captum's LIME weights ``exp(-d² / 2 w²)``, ``d`` the cosine distance between a
-    sample's flattened input and its perturbed copy (over the ``compared`` elements),
-    computed in float32 as captum does; ``(R,)``."""
-    index = features[owners]
-    keep = coalitions.gather(1, index.clamp(min=0).flatten(1)).view_as(index) | (index < 0)
-    x = inputs[owners].float() * compared[owners]
-    perturbed = torch.where(keep, inputs[owners], baseline[owners]).float() * compared[owners]
-    cosine = torch.nn.functional.cosine_similarity(x.flatten(1), perturbed.flatten(1), dim=1)
-    return torch.exp(-((1 - cosine) ** 2) / (2 * KERNEL_WIDTH ** 2))
+    return out, weights
 
 
 def _surrogate(method: str, coalitions: torch.Tensor, logits: torch.Tensor,
@@ -265,15 +267,17 @@ def perturbation_attributions(method: str, forward: Callable[..., torch.Tensor],
         owners.extend([i] * len(unique))
     owners = torch.tensor(owners, dtype=torch.long, device=inputs.device)
     coalitions = torch.cat(distinct).to(inputs.device)
+    if method == "lime":
+        compared = torch.ones_like(inputs[:1], dtype=torch.bool).expand_as(inputs) \
+            if compared is None else compared.to(inputs.device).expand_as(inputs)
+    else:
+        compared = None
     with torch.no_grad():
-        logits = _target_logits(forward, inputs, baseline, features, coalitions, owners,
-                                target, tuple(additional_forward_args), rows_per_pass,
-                                None if lengths is None else lengths.to(inputs.device)).cpu()
-        if method == "lime":
-            compared = torch.ones_like(inputs[:1], dtype=torch.bool).expand_as(inputs) \
-                if compared is None else compared.to(inputs.device).expand_as(inputs)
-            weights = _lime_weights(inputs, baseline, features, coalitions, owners,
-                                    compared).cpu()
+        logits, weights = _evaluate(
+            forward, inputs, baseline, features, coalitions, owners, target,
+            tuple(additional_forward_args), rows_per_pass,
+            None if lengths is None else lengths.to(inputs.device), compared)
+    logits, weights = logits.cpu(), None if weights is None else weights.cpu()
     for i, entry in enumerate(drawn):
         if entry is None:
             continue
