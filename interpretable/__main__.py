@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, reproduce
+from interpretable import __version__, reproduce
 
 
 def write_views(out: Path) -> list[Path]:
@@ -23,13 +23,13 @@ def write_views(out: Path) -> list[Path]:
     import numpy as np
     import pandas as pd
 
-    from .datasets import load_mnist_5k, load_rotten_tomatoes, load_shakespeare
-    from .estimators.sequence.language_model import ISANLanguageModel
-    from .estimators.text.diversity_lstm import DiversityLSTMClassifier
-    from .estimators.text.embedding_bag import EmbeddingBagClassifier
-    from .estimators.vision import BcosViTClassifier
-    from .explanation import global_explanation
-    from .pipeline import make_explainable_pipeline
+    from interpretable.datasets import load_mnist_5k, load_rotten_tomatoes, load_shakespeare
+    from interpretable.estimators.sequence.language_model import ISANLanguageModel
+    from interpretable.estimators.text.diversity_lstm import DiversityLSTMClassifier
+    from interpretable.estimators.text.embedding_bag import EmbeddingBagClassifier
+    from interpretable.estimators.vision import BcosViTClassifier
+    from interpretable.explanation import global_explanation
+    from interpretable.pipeline import make_explainable_pipeline
 
     out.mkdir(parents=True, exist_ok=True)
     rt = load_rotten_tomatoes()
@@ -87,7 +87,7 @@ def _demo(args, modules: dict) -> int:
 
 
 def _data(args) -> int:
-    from .datasets.packages import data_status, install_command
+    from interpretable.datasets.packages import data_status, install_command
 
     if args.action == "status":
         status = data_status()

@@ -9,8 +9,8 @@ import numpy as np
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import as_column
-from .explanation import with_sample_ids
+from interpretable._validation import as_column
+from interpretable.explanation import with_sample_ids
 
 __all__ = ["ExplainablePipeline", "make_explainable_pipeline"]
 

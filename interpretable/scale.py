@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._optional import import_optional
-from .explanation import citing_samples
-from .files import replacing, reporting
-from .streaming import explanations_to_frame
+from interpretable._optional import import_optional
+from interpretable.explanation import citing_samples
+from interpretable.files import replacing, reporting
+from interpretable.streaming import explanations_to_frame
 
 __all__ = ["save_on_main_process", "explain_to_parquet"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .explanation import iter_explanations, table_writer
+from interpretable.explanation import iter_explanations, table_writer
 
 __all__ = ["explanations_to_frame"]
 

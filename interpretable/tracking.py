@@ -20,8 +20,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from . import __version__
-from ._optional import import_optional
+from interpretable import __version__
+from interpretable._optional import import_optional
 
 __all__ = ["log_model", "save_model", "load_model"]
 
@@ -195,7 +195,7 @@ def load_model(model_uri: str, *, dst_path=None, device="auto"):
 
 
 def _estimator(path, device="auto"):
-    from .estimators.core import NeuralEstimator
+    from interpretable.estimators.core import NeuralEstimator
 
     return NeuralEstimator.load(path, device=device)
 

@@ -2,6 +2,6 @@
 contributions (:func:`head_contributions`), and the per-method functions behind the
 explainers (:mod:`interpretable.attribution.vision`, :mod:`interpretable.attribution.text`,
 the Quantus adapter :mod:`interpretable.attribution.quantus_adapter`)."""
-from .heads import HeadContributions, head_contributions
+from interpretable.attribution.heads import HeadContributions, head_contributions
 
 __all__ = ["HeadContributions", "head_contributions"]

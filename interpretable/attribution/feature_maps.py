@@ -27,11 +27,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..nn.library_image import as_channels_first, map_layout
-from ..nn.losses import logits_of
-from .hooked import deeplift_copy, deeplift_refusal, own_hooks_copy
-from .text import _layer_swapped_logit
-from .vision import image_targets
+from interpretable.attribution.hooked import deeplift_copy, deeplift_refusal, own_hooks_copy
+from interpretable.attribution.text import _layer_swapped_logit
+from interpretable.attribution.vision import image_targets
+from interpretable.nn.library_image import as_channels_first, map_layout
+from interpretable.nn.losses import logits_of
 
 __all__ = ["layer_attribution", "layer_gradcam", "pixel_deeplift", "pixel_gradient",
            "spread_cells"]

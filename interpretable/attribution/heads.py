@@ -12,7 +12,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ..nn.heads import check_mha, mha_heads
+from interpretable.nn.heads import check_mha, mha_heads
 
 __all__ = ["HeadContributions", "head_contributions"]
 

@@ -39,7 +39,7 @@ from numbers import Integral
 import numpy as np
 import torch
 
-from .noise import seeded_generator
+from interpretable.attribution.noise import seeded_generator
 
 __all__ = ["METHODS", "draw_coalitions", "perturbation_attributions"]
 

@@ -66,10 +66,10 @@ from typing import NamedTuple
 
 import torch
 
-from .hooked import deeplift_refusal
-from .noise import NT_TYPES, draw, gradient_shap, noise_tunnel
-from .perturbation import METHODS as PERTURBATION_METHODS
-from .perturbation import perturbation_attributions
+from interpretable.attribution.hooked import deeplift_refusal
+from interpretable.attribution.noise import NT_TYPES, draw, gradient_shap, noise_tunnel
+from interpretable.attribution.perturbation import METHODS as PERTURBATION_METHODS
+from interpretable.attribution.perturbation import perturbation_attributions
 
 __all__ = ["TokenAttributions", "attribute_tokens"]
 

@@ -54,8 +54,8 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from ..nn.bcos.layers import explanation_mode
-from ..nn.losses import explained_logits
+from interpretable.nn.bcos.layers import explanation_mode
+from interpretable.nn.losses import explained_logits
 
 __all__ = ["attribute", "gradcam", "inherent", "inherent_terms", "patch_features"]
 
@@ -375,7 +375,7 @@ def _noisy(model, x: torch.Tensor, target: torch.Tensor, method: str, baseline, 
     """SmoothGrad and GradientSHAP maps (B, H, W) (:mod:`interpretable.attribution.noise`)."""
     from captum.attr import Saliency
 
-    from .noise import NT_TYPES, draw, gradient_shap, noise_tunnel
+    from interpretable.attribution.noise import NT_TYPES, draw, gradient_shap, noise_tunnel
 
     _count("nt_samples", nt_samples)
     _count("n_samples", n_samples)
@@ -518,7 +518,7 @@ def attribute(model, x: torch.Tensor, target, method: str = "inherent", *, n_ste
                     x, sliding_window_shapes=(x.shape[1], window, window),
                     strides=(x.shape[1], stride, stride), baselines=baseline, target=target)
             return attr.mean(1)  # the same on every channel: the window spans them all
-        from .perturbation import perturbation_attributions
+        from interpretable.attribution.perturbation import perturbation_attributions
 
         if method != "occlusion":
             _count("n_samples", n_samples)

@@ -1,6 +1,6 @@
 """Offline datasets and synthetic generators (never downloads)."""
 
-from .images import (
+from interpretable.datasets.images import (
     eval_crops,
     eval_transform,
     imagenet_class_names,
@@ -8,7 +8,7 @@ from .images import (
     read_image,
     read_images,
 )
-from .loaders import (
+from interpretable.datasets.loaders import (
     load_digits_images,
     load_glove,
     load_minilm,
@@ -18,15 +18,15 @@ from .loaders import (
     load_trec,
     shakespeare_plays,
 )
-from .packages import MissingDataError
-from .synthetic import (
+from interpretable.datasets.packages import MissingDataError
+from interpretable.datasets.synthetic import (
     make_babi_task1,
     make_colored_shapes,
     make_image_grid,
     make_parentheses,
     make_planted_evidence_texts,
 )
-from .textures import make_textured_digit_grids, make_textured_digits
+from interpretable.datasets.textures import make_textured_digit_grids, make_textured_digits
 
 __all__ = [
     "MissingDataError",

@@ -14,8 +14,8 @@ import torch
 from PIL import Image
 from torch.nn import functional as F
 
-from .._validation import check_images
-from ..files import open_regular
+from interpretable._validation import check_images
+from interpretable.files import open_regular
 
 __all__ = ["CropBox", "eval_crops", "eval_transform", "imagenet_class_names", "load_image_folder",
            "read_image", "read_images"]

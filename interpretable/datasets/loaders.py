@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import Bunch
 
-from .._optional import import_optional
-from .packages import package_file
+from interpretable._optional import import_optional
+from interpretable.datasets.packages import package_file
 
 __all__ = [
     "load_rotten_tomatoes",

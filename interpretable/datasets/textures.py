@@ -16,8 +16,8 @@ import torch
 from sklearn.utils import Bunch, check_random_state
 from torch.nn import functional as F
 
-from .images import resize_shorter_side
-from .synthetic import make_image_grid
+from interpretable.datasets.images import resize_shorter_side
+from interpretable.datasets.synthetic import make_image_grid
 
 __all__ = ["make_textured_digit_grids", "make_textured_digits"]
 

@@ -51,8 +51,8 @@ one entry per sample (the table's columns keep each row's), the float fields a m
 (``both[both.method == "gradient"]``).
 """
 
-from ._base import concat_explanations, with_sample_ids
-from ._frame import (
+from interpretable.explanation._base import concat_explanations, with_sample_ids
+from interpretable.explanation._frame import (
     FRAME_COLUMNS,
     FRAME_DTYPES,
     LABEL_COLUMNS,
@@ -61,11 +61,11 @@ from ._frame import (
     table_writer,
     write_frame,
 )
-from .chunked import citing_samples, iter_explanations
-from .corpus import GlobalExplanation, global_explanation
-from .image import ImageExplanation, weights_to_rgba
-from .sequence import SequenceExplanation
-from .text import TokenExplanation, WordPieceExplanation, token_offsets
+from interpretable.explanation.chunked import citing_samples, iter_explanations
+from interpretable.explanation.corpus import GlobalExplanation, global_explanation
+from interpretable.explanation.image import ImageExplanation, weights_to_rgba
+from interpretable.explanation.sequence import SequenceExplanation
+from interpretable.explanation.text import TokenExplanation, WordPieceExplanation, token_offsets
 
 __all__ = [
     "FRAME_COLUMNS",

@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from ._frame import labels, texts
+from interpretable.explanation._frame import labels, texts
 
 
 def relative_error(total, logit, magnitude):

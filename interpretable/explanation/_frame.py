@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._optional import import_optional
-from ..files import replacing
+from interpretable._optional import import_optional
+from interpretable.files import replacing
 
 #: Every column an explanation table can have, in table order (a table has those that apply).
 FRAME_COLUMNS = [

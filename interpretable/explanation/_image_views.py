@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._style import (
+from interpretable.explanation._style import (
     NAN_COLOR,
     colormap,
     figure_png,
@@ -194,7 +194,7 @@ class ImageViews:
         >>> len(explanation.plot(sample=1).axes)  # the input, its map and the map's color bar
         3
         """
-        from ._figure import ViewFigure
+        from interpretable.explanation._figure import ViewFigure
 
         if kind not in PLOT_KINDS:
             raise ValueError(f"kind must be one of {list(PLOT_KINDS)}, got {kind!r}.")

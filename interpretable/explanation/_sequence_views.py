@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._style import (
+from interpretable.explanation._style import (
     NAN_COLOR,
     colormap,
     finite_peak,
@@ -133,7 +133,7 @@ class SequenceViews:
         """
         from matplotlib.colors import ListedColormap
 
-        from ._figure import ViewFigure
+        from interpretable.explanation._figure import ViewFigure
 
         rows, step = self._select(sample, steps)
         units = self.units[sample]

@@ -24,7 +24,7 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from ._frame import exportable
+from interpretable.explanation._frame import exportable
 
 POSITIVE = (178, 24, 43)    # raises the explained logit
 NEGATIVE = (33, 102, 172)   # lowers it

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from ._style import (
+from interpretable.explanation._style import (
     NAN_COLOR,
     NEGATIVE,
     POSITIVE,
@@ -94,7 +94,7 @@ class TextViews:
         >>> len(explanation.plot("bars").axes)
         2
         """
-        from ._image_views import _samples
+        from interpretable.explanation._image_views import _samples
 
         if kind not in PLOT_KINDS:
             raise ValueError(f"kind must be one of {list(PLOT_KINDS)}, got {kind!r}.")
@@ -115,7 +115,7 @@ class TextViews:
                 f"{self.explained(i)}{value} · predicted {self.prediction[i]}")
 
     def _plot_bars(self, chosen: list, k: int, ax):
-        from ._figure import ViewFigure
+        from interpretable.explanation._figure import ViewFigure
 
         if ax is None:
             rows = [min(k, len(self.units[i])) for i in chosen]
@@ -153,7 +153,7 @@ class TextViews:
         from matplotlib.cm import ScalarMappable
         from matplotlib.colors import Normalize
 
-        from ._figure import ViewFigure
+        from interpretable.explanation._figure import ViewFigure
 
         rows = [np.asarray(self.values[i], dtype=np.float64) for i in chosen]
         scales = row_scales(scale, rows)

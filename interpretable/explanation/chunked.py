@@ -6,8 +6,8 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from .._progress import interactive, progress_bar
-from ._base import with_sample_ids
+from interpretable._progress import interactive, progress_bar
+from interpretable.explanation._base import with_sample_ids
 
 __all__ = ["iter_explanations", "citing_samples"]
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._frame import labels, texts
-from ._style import (
+from interpretable.explanation._frame import labels, texts
+from interpretable.explanation._style import (
     NAN_COLOR,
     NEGATIVE,
     POSITIVE,
@@ -21,8 +21,8 @@ from ._style import (
     table_cells,
     value_text,
 )
-from .chunked import iter_explanations
-from .text import TokenExplanation
+from interpretable.explanation.chunked import iter_explanations
+from interpretable.explanation.text import TokenExplanation
 
 TABLE_COLUMNS = ["target", "token", "count", "mean_attribution", "mean_abs_attribution"]
 
@@ -191,7 +191,7 @@ class GlobalExplanation:
         >>> len(corpus.plot(min_count=1).axes)
         2
         """
-        from ._figure import ViewFigure
+        from interpretable.explanation._figure import ViewFigure
 
         top = self.top(k, min_count)
         targets = sorted(top["target"].unique())

@@ -8,9 +8,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ._base import ClassifierExplanation, check_kind
-from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels, texts
-from ._image_views import ImageViews, weights_to_rgba
+from interpretable.explanation._base import ClassifierExplanation, check_kind
+from interpretable.explanation._frame import (
+    FRAME_COLUMNS,
+    SAMPLE_COLUMNS,
+    build_frame,
+    labels,
+    texts,
+)
+from interpretable.explanation._image_views import ImageViews, weights_to_rgba
 
 __all__ = ["ImageExplanation", "weights_to_rgba"]
 

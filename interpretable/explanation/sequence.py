@@ -9,9 +9,15 @@ from numbers import Integral
 import numpy as np
 import pandas as pd
 
-from ._base import Explanation, check_kind, relative_error
-from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels, texts
-from ._sequence_views import SequenceViews
+from interpretable.explanation._base import Explanation, check_kind, relative_error
+from interpretable.explanation._frame import (
+    FRAME_COLUMNS,
+    SAMPLE_COLUMNS,
+    build_frame,
+    labels,
+    texts,
+)
+from interpretable.explanation._sequence_views import SequenceViews
 
 __all__ = ["SequenceExplanation"]
 

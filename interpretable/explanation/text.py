@@ -8,10 +8,24 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._base import ClassifierExplanation, check_kind
-from ._frame import FRAME_COLUMNS, SAMPLE_COLUMNS, build_frame, labels, texts
-from ._style import fmt, heat_cells, legend, render, row_scales, target_names, value_text
-from ._text_views import TextViews
+from interpretable.explanation._base import ClassifierExplanation, check_kind
+from interpretable.explanation._frame import (
+    FRAME_COLUMNS,
+    SAMPLE_COLUMNS,
+    build_frame,
+    labels,
+    texts,
+)
+from interpretable.explanation._style import (
+    fmt,
+    heat_cells,
+    legend,
+    render,
+    row_scales,
+    target_names,
+    value_text,
+)
+from interpretable.explanation._text_views import TextViews
 
 # Treebank tokens that stand for other characters of the text: `` and '' for a double quote
 _QUOTES = {"``": ("``", '"', "''"), "''": ("''", '"')}

@@ -18,7 +18,7 @@ public methods (``predict_proba``, ``explain``), so they apply to any estimator 
   :func:`input_bias_analysis`, :func:`offsets_vs_bigram`, :func:`parentheses_state_analysis`,
   :func:`readout_bias_vs_unigram`, :func:`word_context_effects`.
 """
-from .attention_analysis import (
+from interpretable.metrics.attention_analysis import (
     attribution_agreement,
     conicity,
     decision_flip_fraction,
@@ -26,10 +26,15 @@ from .attention_analysis import (
     permutation_tvd,
     pos_attention,
 )
-from .conventions import Convention, get_convention
-from .faithfulness import comprehensiveness, sensitivity, sufficiency, top_k_overlap
-from .image_faithfulness import image_stability, pixel_flipping
-from .isan_analysis import (
+from interpretable.metrics.conventions import Convention, get_convention
+from interpretable.metrics.faithfulness import (
+    comprehensiveness,
+    sensitivity,
+    sufficiency,
+    top_k_overlap,
+)
+from interpretable.metrics.image_faithfulness import image_stability, pixel_flipping
+from interpretable.metrics.isan_analysis import (
     bias_similarity,
     contribution_decay,
     input_bias_analysis,
@@ -38,13 +43,17 @@ from .isan_analysis import (
     readout_bias_vs_unigram,
     word_context_effects,
 )
-from .localisation import grid_pointing_game
-from .perturbation import pixel_perturbation
-from .plausibility import plausibility
-from .ranking import plot_ranking, rank_methods, verdict
-from .report import ExplanationReport, evaluate_explanations, loo_kendall_tau
-from .scorers import make_explanation_scorer, make_plausibility_scorer, make_stability_scorer
-from .stability import embedding_stability, seed_stability, word_stability
+from interpretable.metrics.localisation import grid_pointing_game
+from interpretable.metrics.perturbation import pixel_perturbation
+from interpretable.metrics.plausibility import plausibility
+from interpretable.metrics.ranking import plot_ranking, rank_methods, verdict
+from interpretable.metrics.report import ExplanationReport, evaluate_explanations, loo_kendall_tau
+from interpretable.metrics.scorers import (
+    make_explanation_scorer,
+    make_plausibility_scorer,
+    make_stability_scorer,
+)
+from interpretable.metrics.stability import embedding_stability, seed_stability, word_stability
 
 __all__ = [
     "Convention", "ExplanationReport", "attribution_agreement", "bias_similarity",

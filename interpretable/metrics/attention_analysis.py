@@ -21,11 +21,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..nn.attention import check_conicity_kind
-from ..nn.attention import conicity as _conicity_torch  # the metric below shares its name
-from .attention_interventions import decision_flip_fraction, permutation_tvd
-from .common import AnalysisResult
-from .divergences import jensen_shannon_rows
+from interpretable.metrics.attention_interventions import decision_flip_fraction, permutation_tvd
+from interpretable.metrics.common import AnalysisResult
+from interpretable.metrics.divergences import jensen_shannon_rows
+from interpretable.nn.attention import check_conicity_kind
+from interpretable.nn.attention import (
+    conicity as _conicity_torch,  # the metric below shares its name
+)
 
 __all__ = ["AnalysisResult", "conicity", "hidden_state_conicity", "decision_flip_fraction",
            "permutation_tvd", "attribution_agreement", "pos_attention"]
@@ -237,7 +239,7 @@ def pos_attention(estimator, X) -> AnalysisResult:
     >>> pos_attention(clf, X).summary["by_tag"].columns.tolist()
     ['tag', 'attention_share', 'token_share']
     """
-    from ..text import pos_tag
+    from interpretable.text import pos_tag
 
     explanation = estimator.explain(X, method="attention")
     tokens = explanation.units

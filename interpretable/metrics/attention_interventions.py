@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .._validation import check_random_state_seed
-from .common import AnalysisResult
-from .divergences import total_variation
+from interpretable._validation import check_random_state_seed
+from interpretable.metrics.common import AnalysisResult
+from interpretable.metrics.divergences import total_variation
 
 __all__ = ["decision_flip_fraction", "permutation_tvd"]
 

@@ -11,9 +11,9 @@ import pandas as pd
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-from ..estimators.explainers import get_explainer
-from ..explanation import TokenExplanation
-from ..nn.losses import logits_of
+from interpretable.estimators.explainers import get_explainer
+from interpretable.explanation import TokenExplanation
+from interpretable.nn.losses import logits_of
 
 __all__ = ["AnalysisResult", "check_text_model"]
 

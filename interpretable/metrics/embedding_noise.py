@@ -8,9 +8,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..nn.attacks import embedding_attack, embedding_pgd
-from ..nn.losses import logits_of
-from ..nn.tensors import make_generator
+from interpretable.nn.attacks import embedding_attack, embedding_pgd
+from interpretable.nn.losses import logits_of
+from interpretable.nn.tensors import make_generator
 
 #: the kinds of :func:`embedding_offsets`
 EMBEDDING_NOISE = ("random", "adversarial", "pgd")

@@ -20,8 +20,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..text import PAD
-from .common import predict_probabilities
+from interpretable.metrics.common import predict_probabilities
+from interpretable.text import PAD
 
 LEVELS = ("piece", "word")
 

@@ -19,11 +19,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..explanation import TokenExplanation
-from ..nn.attacks import embedding_attack
-from ..nn.losses import logits_of
-from ..nn.seat import top_k_overlap as _top_k_overlap_torch
-from .common import (
+from interpretable.explanation import TokenExplanation
+from interpretable.metrics.common import (
     AnalysisResult,
     check_text_model,
     explain_or_take,
@@ -31,8 +28,11 @@ from .common import (
     model_view,
     predict_probabilities,
 )
-from .conventions import ERASER
-from .erasure import erase, text_units, unit_scores
+from interpretable.metrics.conventions import ERASER
+from interpretable.metrics.erasure import erase, text_units, unit_scores
+from interpretable.nn.attacks import embedding_attack
+from interpretable.nn.losses import logits_of
+from interpretable.nn.seat import top_k_overlap as _top_k_overlap_torch
 
 __all__ = ["comprehensiveness", "sufficiency", "sensitivity", "top_k_overlap"]
 

@@ -27,12 +27,12 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
-from .._validation import check_images
-from ..explanation import ImageExplanation
-from .common import AnalysisResult
-from .divergences import jensen_shannon_rows, total_variation
-from .faithfulness import ERASER_FRACTIONS, _check_fractions
-from .stability import _result, explanation_distributions
+from interpretable._validation import check_images
+from interpretable.explanation import ImageExplanation
+from interpretable.metrics.common import AnalysisResult
+from interpretable.metrics.divergences import jensen_shannon_rows, total_variation
+from interpretable.metrics.faithfulness import ERASER_FRACTIONS, _check_fractions
+from interpretable.metrics.stability import _result, explanation_distributions
 
 __all__ = ["pixel_flipping", "image_stability"]
 

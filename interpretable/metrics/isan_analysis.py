@@ -22,13 +22,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._validation import check_documents
-from .isan_context_analysis import (
+from interpretable._validation import check_documents
+from interpretable.metrics.isan_context_analysis import (
     contribution_decay,
     parentheses_state_analysis,
     word_context_effects,
 )
-from .isan_parameters import check_isan, isan_parameters
+from interpretable.metrics.isan_parameters import check_isan, isan_parameters
 
 __all__ = [
     "input_bias_analysis",

@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .._validation import check_documents, check_sequence_targets
-from ..estimators.sequence.language_model import split_words
-from ..estimators.sequence.tagger import ISANSequenceTagger
-from ..nn.tensors import pad_sequences
-from .isan_parameters import check_isan, isan_parameters
+from interpretable._validation import check_documents, check_sequence_targets
+from interpretable.estimators.sequence.language_model import split_words
+from interpretable.estimators.sequence.tagger import ISANSequenceTagger
+from interpretable.metrics.isan_parameters import check_isan, isan_parameters
+from interpretable.nn.tensors import pad_sequences
 
 __all__ = ["contribution_decay", "parentheses_state_analysis", "word_context_effects"]
 

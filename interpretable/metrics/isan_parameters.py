@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from sklearn.utils.validation import check_is_fitted
 
-from ..estimators.sequence.language_model import ISANLanguageModel
-from ..estimators.sequence.tagger import ISANSequenceTagger
+from interpretable.estimators.sequence.language_model import ISANLanguageModel
+from interpretable.estimators.sequence.tagger import ISANSequenceTagger
 
 
 def check_isan(model, *classes):

@@ -15,7 +15,7 @@ import torch
 from sklearn.utils import Bunch
 from torch.nn import functional as F
 
-from .._validation import check_images, check_targets
+from interpretable._validation import check_images, check_targets
 
 __all__ = ["confident_grids", "grid_pointing_game"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_images, check_targets
-from .localisation import most_confident_correct
+from interpretable._validation import check_images, check_targets
+from interpretable.metrics.localisation import most_confident_correct
 
 __all__ = ["pixel_perturbation"]
 

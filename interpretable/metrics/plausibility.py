@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import average_precision_score
 
-from ..explanation import ImageExplanation, TokenExplanation
-from .common import AnalysisResult
+from interpretable.explanation import ImageExplanation, TokenExplanation
+from interpretable.metrics.common import AnalysisResult
 
 __all__ = ["plausibility"]
 

@@ -24,17 +24,22 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
-from ..estimators.explainers import get_explainer
-from .common import TEXT_MODEL_INTERFACE, AnalysisResult, check_text_model, explain_or_take
-from .conventions import ERASER, get_convention
-from .divergences import jensen_shannon_rows
-from .embedding_noise import embedding_offsets
-from .erasure import TextUnits, check_level, erase, text_units, unit_scores
-from .faithfulness import _check_fractions
-from .image_faithfulness import image_stability, pixel_flipping
-from .plausibility import PLAUSIBILITY_METRICS
-from .ranking import plot_ranking, rank_methods, verdict
-from .stability import explanation_distributions
+from interpretable.estimators.explainers import get_explainer
+from interpretable.metrics.common import (
+    TEXT_MODEL_INTERFACE,
+    AnalysisResult,
+    check_text_model,
+    explain_or_take,
+)
+from interpretable.metrics.conventions import ERASER, get_convention
+from interpretable.metrics.divergences import jensen_shannon_rows
+from interpretable.metrics.embedding_noise import embedding_offsets
+from interpretable.metrics.erasure import TextUnits, check_level, erase, text_units, unit_scores
+from interpretable.metrics.faithfulness import _check_fractions
+from interpretable.metrics.image_faithfulness import image_stability, pixel_flipping
+from interpretable.metrics.plausibility import PLAUSIBILITY_METRICS
+from interpretable.metrics.ranking import plot_ranking, rank_methods, verdict
+from interpretable.metrics.stability import explanation_distributions
 
 __all__ = ["ExplanationReport", "evaluate_explanations", "loo_kendall_tau"]
 

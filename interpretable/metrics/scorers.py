@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .faithfulness import comprehensiveness, sensitivity, sufficiency
-from .plausibility import PLAUSIBILITY_METRICS, plausibility
-from .report import loo_kendall_tau
-from .stability import embedding_stability, word_stability
+from interpretable.metrics.faithfulness import comprehensiveness, sensitivity, sufficiency
+from interpretable.metrics.plausibility import PLAUSIBILITY_METRICS, plausibility
+from interpretable.metrics.report import loo_kendall_tau
+from interpretable.metrics.stability import embedding_stability, word_stability
 
 __all__ = ["make_explanation_scorer", "make_plausibility_scorer", "make_stability_scorer"]
 

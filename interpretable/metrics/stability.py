@@ -19,17 +19,17 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from ..estimators.explainers import get_explainer
-from ..nn.attacks import check_clamp
-from .common import (
+from interpretable.estimators.explainers import get_explainer
+from interpretable.metrics.common import (
     AnalysisResult,
     check_text_model,
     explanation_matrix,
     model_view,
     predict_probabilities,
 )
-from .divergences import jensen_shannon_rows, total_variation
-from .embedding_noise import EMBEDDING_NOISE, embedding_offsets
+from interpretable.metrics.divergences import jensen_shannon_rows, total_variation
+from interpretable.metrics.embedding_noise import EMBEDDING_NOISE, embedding_offsets
+from interpretable.nn.attacks import check_clamp
 
 __all__ = ["embedding_stability", "word_stability", "seed_stability"]
 

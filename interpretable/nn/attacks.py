@@ -17,7 +17,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from .losses import prediction_divergence
+from interpretable.nn.losses import prediction_divergence
 
 #: the norms of the balls perturbations are projected onto
 NORMS = ("l2", "linf")

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from .recurrent import RECURRENT_KINDS, RecurrentEncoder
+from interpretable.nn.recurrent import RECURRENT_KINDS, RecurrentEncoder
 
 #: conicity forms: mean ``|cos|`` (the Diversity LSTM authors' code) or mean signed ``cos``
 CONICITY_KINDS = ("absolute", "signed")

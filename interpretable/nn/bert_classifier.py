@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .bert_encoder import BertEncoder
+from interpretable.nn.bert_encoder import BertEncoder
 
 
 class BertClassifier(nn.Module):

@@ -23,8 +23,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .encoder_families import FAMILIES, encoder_family, encoder_options
-from .tensors import check_finite, listed_keys
+from interpretable.nn.encoder_families import FAMILIES, encoder_family, encoder_options
+from interpretable.nn.tensors import check_finite, listed_keys
 
 #: the weights files ``transformers`` reads from a folder, in its order of preference
 WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .recurrent import recurrent_forward
+from interpretable.nn.recurrent import recurrent_forward
 
 
 def lstm_parameter_count(

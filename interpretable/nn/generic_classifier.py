@@ -27,8 +27,8 @@ import warnings
 import torch
 from torch import nn
 
-from .bert_encoder import load_sequence_classifier, quiet_loading
-from .sequence_classifier import check_single_label
+from interpretable.nn.bert_encoder import load_sequence_classifier, quiet_loading
+from interpretable.nn.sequence_classifier import check_single_label
 
 #: the embeddings that replace an input embedding layer's output in the current call:
 #: ``[layer, token ids, embeddings, used]``, set by the calling thread only

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .affine import AffineScan, ISANDecomposition, ReversePass
+from interpretable.nn.affine import AffineScan, ISANDecomposition, ReversePass
 
 
 def isan_parameter_count(n_symbols: int, hidden_size: int, n_outputs: int | None = None) -> int:

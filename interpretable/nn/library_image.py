@@ -24,7 +24,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from .losses import logits_of
+from interpretable.nn.losses import logits_of
 
 __all__ = ["LibraryImageModel", "find_feature_map", "map_layout"]
 

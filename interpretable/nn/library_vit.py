@@ -26,8 +26,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .heads import mha_forward
-from .tensors import in_parameter_precision
+from interpretable.nn.heads import mha_forward
+from interpretable.nn.tensors import in_parameter_precision
 
 __all__ = ["ConventionalViT"]
 

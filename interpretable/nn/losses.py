@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .attention import AttentionOutput, conicity
+from interpretable.nn.attention import AttentionOutput, conicity
 
 __all__ = ["logits_of"]
 

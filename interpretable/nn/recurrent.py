@@ -25,7 +25,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .tensors import autocast_dtype
+from interpretable.nn.tensors import autocast_dtype
 
 __all__ = ["OrthogonalLSTM", "orthogonal_lstm"]
 

@@ -25,9 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attacks import embedding_pgd, pgd_attention
-from .attention import AttentionTextModule, lengths_to_mask
-from .losses import prediction_divergence, reduce_loss, weighted_mean
+from interpretable.nn.attacks import embedding_pgd, pgd_attention
+from interpretable.nn.attention import AttentionTextModule, lengths_to_mask
+from interpretable.nn.losses import prediction_divergence, reduce_loss, weighted_mean
 
 
 def _check_pair(w: torch.Tensor, w_tilde: torch.Tensor, mask: torch.Tensor | None):

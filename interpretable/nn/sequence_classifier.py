@@ -14,8 +14,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .bert_encoder import attention_probabilities, load_sequence_classifier, quiet_loading
-from .encoder_families import encoder_family
+from interpretable.nn.bert_encoder import (
+    attention_probabilities,
+    load_sequence_classifier,
+    quiet_loading,
+)
+from interpretable.nn.encoder_families import encoder_family
 
 
 def check_single_label(config) -> None:

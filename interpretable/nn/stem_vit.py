@@ -10,9 +10,9 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from .bcos.layers import conv_layout
-from .heads import mha_forward
-from .tensors import in_parameter_precision
+from interpretable.nn.bcos.layers import conv_layout
+from interpretable.nn.heads import mha_forward
+from interpretable.nn.tensors import in_parameter_precision
 
 __all__ = ["ViT"]
 

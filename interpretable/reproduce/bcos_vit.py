@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
-from .._progress import report
-from ..attribution.vision import METHODS
-from ..datasets import load_mnist_5k
+from interpretable._progress import report
+from interpretable.attribution.vision import METHODS
+from interpretable.datasets import load_mnist_5k
 
 logger = logging.getLogger(__name__)
 
@@ -142,9 +142,9 @@ def run(quick: bool = False, epochs=None, n_train=None, priors=None, n_grids=Non
         threads=1, vit: bool = True, metrics: bool = True) -> dict:
     import torch
 
-    from ..estimators.vision import BcosViTClassifier, ViTClassifier
-    from ..metrics import grid_pointing_game, pixel_perturbation
-    from ..metrics.localisation import confident_grids, smoothing_kernel
+    from interpretable.estimators.vision import BcosViTClassifier, ViTClassifier
+    from interpretable.metrics import grid_pointing_game, pixel_perturbation
+    from interpretable.metrics.localisation import confident_grids, smoothing_kernel
 
     if threads:
         torch.set_num_threads(threads)
@@ -282,8 +282,8 @@ def demo() -> None:
     """A small B-cos ViT on 8×8 digits: exact contribution maps and the per-head split."""
     import torch
 
-    from ..datasets import load_digits_images
-    from ..estimators.vision import BcosViTClassifier
+    from interpretable.datasets import load_digits_images
+    from interpretable.estimators.vision import BcosViTClassifier
 
     torch.set_num_threads(1)
     X, y = load_digits_images(return_X_y=True)

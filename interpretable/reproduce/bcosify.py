@@ -38,11 +38,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .._progress import report
-from ..attribution.vision import METHODS
-from ..estimators.vision import ViTClassifier
-from .bcos_localisation import localisation_scores, setting_split
-from .bcos_vit import SIZE, ZOOM_OUT, _fit
+from interpretable._progress import report
+from interpretable.attribution.vision import METHODS
+from interpretable.estimators.vision import ViTClassifier
+from interpretable.reproduce.bcos_localisation import localisation_scores, setting_split
+from interpretable.reproduce.bcos_vit import SIZE, ZOOM_OUT, _fit
 
 logger = logging.getLogger(__name__)
 
@@ -122,9 +122,9 @@ def vision(cfg: dict, seed: int, n_test=None) -> dict:
     """The vision comparison: ``{"conversion_max_logit_error", "models": {name: row}}``."""
     import torch
 
-    from ..estimators.vision import BcosSimpleViTClassifier
-    from ..nn.bcos.layers import encode_image
-    from ..nn.bcos.vit_conversion import bcosify_vit
+    from interpretable.estimators.vision import BcosSimpleViTClassifier
+    from interpretable.nn.bcos.layers import encode_image
+    from interpretable.nn.bcos.vit_conversion import bcosify_vit
 
     black = setting_split("mnist_black", cfg["n_train"], seed)
     X_train, X_test, y_train, y_test = setting_split("textured", cfg["n_train"], seed)
@@ -180,15 +180,15 @@ def vision(cfg: dict, seed: int, n_test=None) -> dict:
 
 def minilm_config() -> dict:
     """The bundled MiniLM's encoder configuration (the B-cos MiniLM from scratch)."""
-    from ..datasets import load_minilm
+    from interpretable.datasets import load_minilm
 
     return json.loads((load_minilm() / "config.json").read_text())
 
 
 def text(cfg: dict, seed: int) -> dict:
     """The text comparison: ``{"models": {name: {accuracy, train_seconds}}}``."""
-    from ..estimators.bert.estimators import BcosTextClassifier, BertTextClassifier
-    from .bcos_text import BERT, split
+    from interpretable.estimators.bert.estimators import BcosTextClassifier, BertTextClassifier
+    from interpretable.reproduce.bcos_text import BERT, split
 
     X_train, X_test, y_train, y_test = split("rotten-tomatoes", cfg["text_train"],
                                              cfg["text_test"], seed)

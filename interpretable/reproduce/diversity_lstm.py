@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from .._progress import report
+from interpretable._progress import report
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def add_arguments(parser):
 def _rotten_tomatoes_split(n_train, n_test, seed):
     from sklearn.model_selection import train_test_split
 
-    from ..datasets import load_rotten_tomatoes
+    from interpretable.datasets import load_rotten_tomatoes
 
     rt = load_rotten_tomatoes()
     labels = rt.target_names[rt.target]
@@ -62,7 +62,7 @@ def _rotten_tomatoes_split(n_train, n_test, seed):
 
 
 def _babi_split(n_samples, seed):
-    from ..datasets import make_babi_task1
+    from interpretable.datasets import make_babi_task1
 
     data = make_babi_task1(n_samples, random_state=seed)
     cut = int(0.8 * n_samples)
@@ -71,7 +71,7 @@ def _babi_split(n_samples, seed):
 
 def evaluate(clf, X_test, y_test, n_analysis, n_permutations, ig_steps, seed=0) -> dict:
     """The paper's measurements for one fitted attention model (floats only)."""
-    from ..metrics import attention_analysis as aa
+    from interpretable.metrics import attention_analysis as aa
 
     X_a = X_test[:n_analysis]
     start = time.perf_counter()
@@ -138,7 +138,7 @@ def run(quick: bool = False, epochs=None, analysis_samples=None, hidden_size=128
     import torch
     from skorch.callbacks import EarlyStopping
 
-    from ..estimators.text.diversity_lstm import DiversityLSTMClassifier
+    from interpretable.estimators.text.diversity_lstm import DiversityLSTMClassifier
 
     torch.set_num_threads(1)
     cfg = dict(SETTINGS["quick" if quick else "full"])
@@ -194,7 +194,7 @@ def demo():
     """Train a small Diversity LSTM on Rotten Tomatoes and show its attention explanation."""
     import torch
 
-    from ..estimators.text.diversity_lstm import DiversityLSTMClassifier
+    from interpretable.estimators.text.diversity_lstm import DiversityLSTMClassifier
 
     torch.set_num_threads(1)
     X_train, X_test, y_train, y_test = _rotten_tomatoes_split(3000, 300, 0)

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from ..datasets import (
+from interpretable.datasets import (
     load_digits_images,
     load_mnist_5k,
     load_rotten_tomatoes,
@@ -39,7 +39,7 @@ def _datasets_table():
 
 
 def demo():
-    from ..estimators.text.embedding_bag import EmbeddingBagClassifier
+    from interpretable.estimators.text.embedding_bag import EmbeddingBagClassifier
 
     print(_datasets_table().to_string(index=False))
     make_parentheses(100, 100, random_state=0), make_babi_task1(10, random_state=0)

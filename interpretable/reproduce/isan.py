@@ -24,11 +24,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .._progress import report
-from ..datasets import load_shakespeare, make_parentheses
-from ..estimators.sequence.language_model import ISANLanguageModel, LSTMLanguageModel, split_words
-from ..estimators.sequence.tagger import ISANSequenceTagger
-from ..metrics.isan_analysis import (
+from interpretable._progress import report
+from interpretable.datasets import load_shakespeare, make_parentheses
+from interpretable.estimators.sequence.language_model import (
+    ISANLanguageModel,
+    LSTMLanguageModel,
+    split_words,
+)
+from interpretable.estimators.sequence.tagger import ISANSequenceTagger
+from interpretable.metrics.isan_analysis import (
     contribution_decay,
     input_bias_analysis,
     offsets_vs_bigram,
@@ -36,9 +40,9 @@ from ..metrics.isan_analysis import (
     readout_bias_vs_unigram,
     word_context_effects,
 )
-from ..nn.char_lstm import lstm_parameter_count
-from ..nn.isan import isan_parameter_count
-from . import default_results_dir
+from interpretable.nn.char_lstm import lstm_parameter_count
+from interpretable.nn.isan import isan_parameter_count
+from interpretable.reproduce import default_results_dir
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from .._progress import report
+from interpretable._progress import report
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def results_suffix(options) -> str:
 def _split(n_train, n_test, seed):
     from sklearn.model_selection import train_test_split
 
-    from ..datasets import load_rotten_tomatoes
+    from interpretable.datasets import load_rotten_tomatoes
 
     rt = load_rotten_tomatoes()
     X_train, X_test, y_train, y_test = train_test_split(
@@ -117,7 +117,7 @@ def _split(n_train, n_test, seed):
 def make_variant(method, encoder, settings):
     """The SEAT variant of ``method`` in :data:`METHODS` with this run's settings
     (``"seat-authors"``: the authors' objective)."""
-    from ..estimators.seat.variants import SEAT, VARIANTS, AuthorsSEAT, WordAT
+    from interpretable.estimators.seat.variants import SEAT, VARIANTS, AuthorsSEAT, WordAT
 
     if method == "seat-authors":
         return AuthorsSEAT(**{**AUTHORS_PARAMS, "epochs": settings["authors_epochs"][encoder],
@@ -134,7 +134,7 @@ def make_estimator(method, encoder, settings, seed, base=None):
     """A SEATClassifier of ``method`` in :data:`METHODS` (see :func:`make_variant`)."""
     from sklearn.frozen import FrozenEstimator
 
-    from ..estimators.seat.estimator import SEATClassifier
+    from interpretable.estimators.seat.estimator import SEATClassifier
 
     return SEATClassifier(
         variant=make_variant(method, encoder, settings),
@@ -149,7 +149,7 @@ def evaluate(clf, vanilla, X_test, y_test, settings, perturbers, seed=0) -> dict
     """The paper's measurements for one fitted model (floats only)."""
     from sklearn.metrics import f1_score
 
-    from ..metrics import (
+    from interpretable.metrics import (
         comprehensiveness,
         embedding_stability,
         sensitivity,
@@ -186,7 +186,7 @@ def evaluate(clf, vanilla, X_test, y_test, settings, perturbers, seed=0) -> dict
 
 
 def _seed_stability(encoder, settings, X_train, y_train, X_test):
-    from ..metrics import seed_stability
+    from interpretable.metrics import seed_stability
 
     X_e = X_test[: settings["eval"]]
     out = {}
@@ -260,7 +260,7 @@ def run(quick: bool = False, encoder=DEFAULT_ENCODERS, methods=METHODS, epochs=N
         threads=1) -> dict:
     import torch
 
-    from ..text import SynonymSubstitution
+    from interpretable.text import SynonymSubstitution
 
     torch.set_num_threads(threads)
     settings = dict(SETTINGS["quick" if quick else "full"],

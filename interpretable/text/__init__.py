@@ -5,8 +5,8 @@
 
 from importlib import import_module
 
-from .encoding import PAD, UNK, TextEncoder
-from .wordpiece import WordPieceEncoder
+from interpretable.text.encoding import PAD, UNK, TextEncoder
+from interpretable.text.wordpiece import WordPieceEncoder
 
 __all__ = ["PAD", "UNK", "TextEncoder", "WordPieceEncoder", "pos_tag", "SynonymSubstitution"]
 

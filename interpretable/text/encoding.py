@@ -12,11 +12,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_texts, warn_caller
-from ..params import Interval, validate_estimator_parameters
-from .output import TextOutputMixin
-from .tokenize import sentence_tokens, word_tokenize
-from .vocabulary import PAD, PAD_TOKEN, UNK, UNK_TOKEN, VocabularyMixin
+from interpretable._validation import check_texts, warn_caller
+from interpretable.params import Interval, validate_estimator_parameters
+from interpretable.text.output import TextOutputMixin
+from interpretable.text.tokenize import sentence_tokens, word_tokenize
+from interpretable.text.vocabulary import PAD, PAD_TOKEN, UNK, UNK_TOKEN, VocabularyMixin
 
 __all__ = ["TextEncoder", "PAD", "UNK"]
 

@@ -8,9 +8,9 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._optional import import_optional
-from .._validation import check_texts
-from .output import TextOutputMixin
+from interpretable._optional import import_optional
+from interpretable._validation import check_texts
+from interpretable.text.output import TextOutputMixin
 
 __all__ = ["SynonymSubstitution"]
 
@@ -105,7 +105,7 @@ class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(
                     f"vectors must be 'glove-50' or a gensim KeyedVectors, got {self.vectors!r}."
                 )
-            from ..datasets import load_glove
+            from interpretable.datasets import load_glove
 
             self.vectors_ = load_glove(50)
         elif hasattr(self.vectors, "most_similar") and hasattr(self.vectors, "key_to_index"):

@@ -14,8 +14,8 @@ import os
 import pickle
 from pathlib import Path
 
-from .._optional import import_optional
-from ..datasets.packages import package_file
+from interpretable._optional import import_optional
+from interpretable.datasets.packages import package_file
 
 __all__ = ["pos_tag"]
 

@@ -20,8 +20,8 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validation import check_texts
-from ..params import Interval, validate_estimator_parameters
+from interpretable._validation import check_texts
+from interpretable.params import Interval, validate_estimator_parameters
 
 __all__ = ["WordPieceEncoder"]
 
@@ -309,10 +309,10 @@ class WordPieceEncoder(BaseEstimator):
         30522
         """
         validate_estimator_parameters(self)
-        from ..nn.bert_encoder import load_tokenizer
+        from interpretable.nn.bert_encoder import load_tokenizer
 
         if self.checkpoint is None:
-            from ..datasets import load_minilm
+            from interpretable.datasets import load_minilm
 
             folder = load_minilm()
         else:

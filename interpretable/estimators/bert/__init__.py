@@ -3,7 +3,7 @@
 classifier run as it is (:mod:`.transformers_model`); what they share (:mod:`.base`), their
 checkpoint reading (:mod:`.checkpoint`), training callbacks (:mod:`.callbacks`) and
 explanation methods (:mod:`.explainers`)."""
-from .estimators import BcosTextClassifier, BertTextClassifier
-from .transformers_model import TransformersTextClassifier
+from interpretable.estimators.bert.estimators import BcosTextClassifier, BertTextClassifier
+from interpretable.estimators.bert.transformers_model import TransformersTextClassifier
 
 __all__ = ["BcosTextClassifier", "BertTextClassifier", "TransformersTextClassifier"]

@@ -19,11 +19,11 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-from ..._validation import check_targets, warn_caller
-from ...params import Interval
-from ..core._base import EncodedInputs
-from ..text.base import TextClassifierBase, trim_collate
-from .explainers import POST_HOC
+from interpretable._validation import check_targets, warn_caller
+from interpretable.estimators.bert.explainers import POST_HOC
+from interpretable.estimators.core._base import EncodedInputs
+from interpretable.estimators.text.base import TextClassifierBase, trim_collate
+from interpretable.params import Interval
 
 __all__: list[str] = []  # the shared machinery of the estimators of this folder
 
@@ -201,7 +201,9 @@ class PieceClassifierBase(TextClassifierBase):
 
     def _callbacks(self) -> list:
         """BERT's learning-rate schedule: linear warm-up, then linear decay to 0."""
-        from ..core._nets import LearningRateSchedule  # skorch: imported at the first fit
+        from interpretable.estimators.core._nets import (
+            LearningRateSchedule,  # skorch: imported at the first fit
+        )
 
         return [("lr_schedule", LearningRateSchedule(self.warmup, decay="linear"))]
 

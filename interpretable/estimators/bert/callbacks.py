@@ -4,7 +4,7 @@ estimator's (:mod:`interpretable.estimators.core._nets`).
 """
 from __future__ import annotations
 
-from ..core._nets import TrainingStepCallback
+from interpretable.estimators.core._nets import TrainingStepCallback
 
 __all__: list[str] = []  # the training callback of BcosTextClassifier(b_anneal=...)
 

@@ -34,8 +34,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from ...nn.encoder_families import FAMILIES, encoder_family, encoder_options
-from ...nn.generic_classifier import structure_config
+from interpretable.nn.encoder_families import FAMILIES, encoder_family, encoder_options
+from interpretable.nn.generic_classifier import structure_config
 
 __all__: list[str] = []  # the checkpoint reading of the BERT-family estimators
 
@@ -71,7 +71,7 @@ class EncoderCheckpoint(NamedTuple):
     def load_encoder(self, *, pooler: bool = False):
         """The ``transformers`` base model in ``folder``: its weights, read now (``pooler``:
         with the pretrained pooler)."""
-        from ...nn.bert_encoder import load_encoder
+        from interpretable.nn.bert_encoder import load_encoder
 
         return load_encoder(self.folder, pooler=pooler, config=self.source_config)
 
@@ -81,7 +81,7 @@ class EncoderCheckpoint(NamedTuple):
         with ``source_config``: its weights, read now. ``n_outputs``: a new output layer of
         that size (None: the checkpoint's head; ``trained_head``: refused when it has none,
         :class:`~interpretable.nn.bert_encoder.UntrainedHeadError`)."""
-        from ...nn.sequence_classifier import PretrainedSequenceClassifier
+        from interpretable.nn.sequence_classifier import PretrainedSequenceClassifier
 
         if n_outputs is None:
             return PretrainedSequenceClassifier.from_pretrained(
@@ -94,10 +94,10 @@ class EncoderCheckpoint(NamedTuple):
     def load_tokenizer(self):
         """The ``transformers`` tokenizer in ``folder``, read with ``source_config`` (not read
         again); the bundled MiniLM's for a random encoder."""
-        from ...nn.bert_encoder import load_tokenizer
+        from interpretable.nn.bert_encoder import load_tokenizer
 
         if self.folder is None:
-            from ...datasets import load_minilm
+            from interpretable.datasets import load_minilm
 
             return load_tokenizer(load_minilm())
         return load_tokenizer(self.folder, config=self.source_config)
@@ -213,12 +213,12 @@ def read_any_checkpoint(checkpoint, *, sequence_classifier: bool = True) -> Enco
     builds, else a ValueError naming it); ``config``: its
     :func:`~interpretable.nn.generic_classifier.structure_config`."""
     if checkpoint is None:
-        from ...datasets import load_minilm
+        from interpretable.datasets import load_minilm
 
         folder = load_minilm()
     else:
         folder = resolve_model_folder(checkpoint)
-    from ...nn.bert_encoder import read_config
+    from interpretable.nn.bert_encoder import read_config
 
     source = read_config(folder)
     if sequence_classifier:
@@ -273,7 +273,7 @@ def read_classifier_config(folder):
         return None
     if not names_sequence_classifier(fields):
         return None
-    from ...nn.bert_encoder import config_from_fields
+    from interpretable.nn.bert_encoder import config_from_fields
 
     return config_from_fields(fields, folder)
 
@@ -291,7 +291,7 @@ class ClassifierCheckpoint:
     """
 
     def __init__(self, folder, classes, *, config=None, batch_size: int = 32, device="cpu"):
-        from ...nn.bert_encoder import load_sequence_classifier
+        from interpretable.nn.bert_encoder import load_sequence_classifier
 
         self.folder = Path(os.fspath(folder))
         self.model, self.tokenizer = load_sequence_classifier(self.folder, config=config)

@@ -25,18 +25,13 @@ from numbers import Real
 
 import torch
 
-from ...nn.bcos.bert import BcosBertClassifier
-from ...nn.bert_classifier import BertClassifier
-from ...nn.bert_encoder import UntrainedHeadError
-from ...nn.encoder_families import encoder_options, usable_positions
-from ...nn.losses import DistillationLoss
-from ...nn.sequence_classifier import PretrainedSequenceClassifier
-from ...params import HasMethods, Interval, StrOptions
-from ...text import WordPieceEncoder
-from ..core._teacher import TEACHER_PROBABILITIES, teacher_probabilities
-from ..core._training import fit_transactionally
-from .base import PieceClassifierBase, matched_head, named_outputs, reorder_outputs
-from .checkpoint import (
+from interpretable.estimators.bert.base import (
+    PieceClassifierBase,
+    matched_head,
+    named_outputs,
+    reorder_outputs,
+)
+from interpretable.estimators.bert.checkpoint import (
     ClassifierCheckpoint,
     EncoderCheckpoint,
     as_encoder,
@@ -50,7 +45,17 @@ from .checkpoint import (
     read_classifier_config,
     resolve_model_folder,
 )
-from .explainers import BcosTextContributions
+from interpretable.estimators.bert.explainers import BcosTextContributions
+from interpretable.estimators.core._teacher import TEACHER_PROBABILITIES, teacher_probabilities
+from interpretable.estimators.core._training import fit_transactionally
+from interpretable.nn.bcos.bert import BcosBertClassifier
+from interpretable.nn.bert_classifier import BertClassifier
+from interpretable.nn.bert_encoder import UntrainedHeadError
+from interpretable.nn.encoder_families import encoder_options, usable_positions
+from interpretable.nn.losses import DistillationLoss
+from interpretable.nn.sequence_classifier import PretrainedSequenceClassifier
+from interpretable.params import HasMethods, Interval, StrOptions
+from interpretable.text import WordPieceEncoder
 
 __all__ = ["BcosTextClassifier", "BertTextClassifier"]
 
@@ -352,7 +357,7 @@ class BertTextClassifier(BaseEncoderClassifier):
         """
         checkpoint = read_any_checkpoint(name_or_folder)  # a Hub id is resolved here, once
         if not converts(checkpoint):  # another architecture: run as it is
-            from .transformers_model import TransformersTextClassifier
+            from interpretable.estimators.bert.transformers_model import TransformersTextClassifier
 
             return TransformersTextClassifier._from_checkpoint(
                 name_or_folder, checkpoint, classes=classes, max_length=max_length,
@@ -695,7 +700,9 @@ class BcosTextClassifier(BaseEncoderClassifier):
 
     def _callbacks(self) -> list:
         """BERT's learning-rate schedule and the annealing of the exponent."""
-        from .callbacks import AnnealExponent  # skorch: imported at the first fit
+        from interpretable.estimators.bert.callbacks import (
+            AnnealExponent,  # skorch: imported at the first fit
+        )
 
         callbacks = super()._callbacks()
         if self.b_anneal and not self._continues():

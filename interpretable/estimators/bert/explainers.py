@@ -62,11 +62,9 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from ...explanation import WordPieceExplanation  # defined here before: pickles name this path
-from ...nn.losses import explained_logits
-from ..core._attributions import explained_classes
-from ..core._explainer import Attributions, Explainer
-from ..text.explainers import (
+from interpretable.estimators.core._attributions import explained_classes
+from interpretable.estimators.core._explainer import Attributions, Explainer
+from interpretable.estimators.text.explainers import (
     Gradient,
     GradientShap,
     InputXGradient,
@@ -77,6 +75,10 @@ from ..text.explainers import (
     SmoothGrad,
     SmoothGradIntegratedGradients,
 )
+from interpretable.explanation import (
+    WordPieceExplanation,  # defined here before: pickles name this path
+)
+from interpretable.nn.losses import explained_logits
 
 __all__ = [
     "BcosTextContributions",

@@ -24,19 +24,28 @@ from numbers import Integral
 
 import torch
 
-from ..._validation import warn_caller
-from ...nn.bert_encoder import UntrainedHeadError
-from ...nn.generic_classifier import GenericSequenceClassifier, calibrate, structure_config
-from ...params import Interval
-from ...text import WordPieceEncoder
-from ..core._training import fit_transactionally
-from .base import PieceClassifierBase, matched_head, named_outputs, reorder_outputs
-from .checkpoint import (
+from interpretable._validation import warn_caller
+from interpretable.estimators.bert.base import (
+    PieceClassifierBase,
+    matched_head,
+    named_outputs,
+    reorder_outputs,
+)
+from interpretable.estimators.bert.checkpoint import (
     EncoderCheckpoint,
     checkpoint_labels,
     names_sequence_classifier,
     read_any_checkpoint,
 )
+from interpretable.estimators.core._training import fit_transactionally
+from interpretable.nn.bert_encoder import UntrainedHeadError
+from interpretable.nn.generic_classifier import (
+    GenericSequenceClassifier,
+    calibrate,
+    structure_config,
+)
+from interpretable.params import Interval
+from interpretable.text import WordPieceEncoder
 
 __all__ = ["TransformersTextClassifier"]
 

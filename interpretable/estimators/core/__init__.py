@@ -5,11 +5,15 @@ training failures (:class:`TrainingDivergedError`) and persistence (:func:`save_
 :func:`load_estimator`, :func:`trusted_types`). The modules behind them are private: the fit
 transaction and the skorch side, the saved-model folder, the explanation methods' contract and
 loop (public through :mod:`interpretable.estimators.explainers`)."""
-from ._base import EncodedInputs, NeuralEstimator, TrainingDivergedError
-from ._classifier import NeuralClassifier
-from ._inference import BatchedInference
-from ._persistence import load_estimator, save_estimator
-from ._state import trusted_types
+from interpretable.estimators.core._base import (
+           EncodedInputs,
+           NeuralEstimator,
+           TrainingDivergedError,
+)
+from interpretable.estimators.core._classifier import NeuralClassifier
+from interpretable.estimators.core._inference import BatchedInference
+from interpretable.estimators.core._persistence import load_estimator, save_estimator
+from interpretable.estimators.core._state import trusted_types
 
 __all__ = ["BatchedInference", "EncodedInputs", "NeuralClassifier", "NeuralEstimator",
            "TrainingDivergedError", "load_estimator", "save_estimator", "trusted_types"]

@@ -27,21 +27,21 @@ from pathlib import Path
 import torch
 from sklearn.base import BaseEstimator
 
-from ..._progress import report
-from ..._validation import check_random_state_seed
-from ...nn.tensors import resolve_device
-from ...params import validate_estimator_parameters
-from ._encoded import EncodedInputs
-from ._inference import BatchedInference
-from ._persistence import load_estimator, save_estimator
-from ._state import EstimatorState
-from ._training import (
+from interpretable._progress import report
+from interpretable._validation import check_random_state_seed
+from interpretable.estimators.core._encoded import EncodedInputs
+from interpretable.estimators.core._inference import BatchedInference
+from interpretable.estimators.core._persistence import load_estimator, save_estimator
+from interpretable.estimators.core._state import EstimatorState
+from interpretable.estimators.core._training import (
     TRAINING_CONSTRAINTS,
     TrainingDivergedError,
     check_sample_weight,
     fit_transactionally,
     warm_started,
 )
+from interpretable.nn.tensors import resolve_device
+from interpretable.params import validate_estimator_parameters
 
 # TrainingDivergedError (public) and TrainingNet (importable, an implementation detail) are
 # importable from here, beside the estimators that raise and use them. The skorch side (.nets:
@@ -53,7 +53,7 @@ __all__ = ["EncodedInputs", "NeuralEstimator", "TrainingDivergedError"]
 
 def __getattr__(name):
     if name == "TrainingNet":
-        return import_module("._nets", __package__).TrainingNet
+        return import_module("interpretable.estimators.core._nets").TrainingNet
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -321,7 +321,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         ``max_epochs``, ``lr``, ``sample_weight``, ``validation``, net keywords) and set
         ``module_`` (in eval mode) and ``history_`` (appended to the previous fit's with
         ``warm_start``). Returns the skorch net (not stored)."""
-        from ._nets import train_module
+        from interpretable.estimators.core._nets import train_module
         net = train_module(self, module_factory, criterion, X, y, seed=seed, **phase)
         accelerator = self.accelerator
         module = net.module_ if accelerator is None else accelerator.unwrap_model(net.module_)

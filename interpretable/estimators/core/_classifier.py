@@ -14,11 +14,11 @@ import torch
 from sklearn.base import ClassifierMixin
 from sklearn.utils.class_weight import compute_class_weight
 
-from ..._validation import warn_caller
-from ...nn.losses import logits_of
-from ...params import StrOptions, validate_parameters
-from ._base import NeuralEstimator
-from ._training import checked_autocast
+from interpretable._validation import warn_caller
+from interpretable.estimators.core._base import NeuralEstimator
+from interpretable.estimators.core._training import checked_autocast
+from interpretable.nn.losses import logits_of
+from interpretable.params import StrOptions, validate_parameters
 
 __all__ = ["NeuralClassifier"]
 

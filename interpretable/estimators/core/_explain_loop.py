@@ -16,7 +16,7 @@ import inspect
 import numpy as np
 import torch
 
-from ...explanation import with_sample_ids
+from interpretable.explanation import with_sample_ids
 
 
 def _rows(value) -> list:

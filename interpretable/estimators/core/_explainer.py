@@ -9,8 +9,8 @@ from __future__ import annotations
 import inspect
 from typing import ClassVar
 
-from ._attributions import Attributions
-from ._explain_loop import ExplainLoop
+from interpretable.estimators.core._attributions import Attributions
+from interpretable.estimators.core._explain_loop import ExplainLoop
 
 __all__ = ["Attributions", "Explainer", "explainers_for", "get_explainer", "describe_explainers"]
 

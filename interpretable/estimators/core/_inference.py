@@ -19,10 +19,10 @@ from collections.abc import Iterator, Mapping
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-from ..._progress import SHOW_PROGRESS, interactive, progress_bar
-from ..._validation import check_batch_size
-from ...params import validate_parameters
-from ._explainer import explainers_for, get_explainer
+from interpretable._progress import SHOW_PROGRESS, interactive, progress_bar
+from interpretable._validation import check_batch_size
+from interpretable.estimators.core._explainer import explainers_for, get_explainer
+from interpretable.params import validate_parameters
 
 __all__ = ["BatchedInference"]
 

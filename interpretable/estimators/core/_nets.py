@@ -21,16 +21,16 @@ from skorch.dataset import ValidSplit, unpack_data
 from skorch.hf import AccelerateMixin
 from skorch.utils import noop
 
-from ..._progress import interactive, progress_bar, report
-from ...nn.losses import logits_of
-from ...nn.tensors import make_generator
-from ._training import (
+from interpretable._progress import interactive, progress_bar, report
+from interpretable.estimators.core._training import (
     OPTIMIZERS,
     PRECISIONS,
     SAMPLE_WEIGHT,
     TrainingDivergedError,
     checked_autocast,
 )
+from interpretable.nn.losses import logits_of
+from interpretable.nn.tensors import make_generator
 
 logger = logging.getLogger(__name__)
 

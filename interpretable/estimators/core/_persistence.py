@@ -24,15 +24,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from sklearn.base import BaseEstimator
 
-from ...files import check_regular
-from ...nn.tensors import resolve_device
-from ...params import (
-    InvalidParameterError,
-    parameter_names,
-    validate_estimator_parameters,
-    validate_parameters,
-)
-from ._model_folder import (
+from interpretable.estimators.core._model_folder import (
     CONFIG_FILE,
     FORMAT_VERSION,
     check_schema,
@@ -40,6 +32,14 @@ from ._model_folder import (
     new_weights_name,
     publish,
     read_snapshot,
+)
+from interpretable.files import check_regular
+from interpretable.nn.tensors import resolve_device
+from interpretable.params import (
+    InvalidParameterError,
+    parameter_names,
+    validate_estimator_parameters,
+    validate_parameters,
 )
 
 __all__ = ["save_estimator", "load_estimator"]

@@ -31,11 +31,11 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 
-from ...nn.tensors import resolve_device
-from ...params import parameter_names, validate_parameters
-from ._model_folder import FORMAT_VERSION
-from ._persistence import from_jsonable, restore_estimator, to_jsonable
-from ._training import is_fitted_attribute
+from interpretable.estimators.core._model_folder import FORMAT_VERSION
+from interpretable.estimators.core._persistence import from_jsonable, restore_estimator, to_jsonable
+from interpretable.estimators.core._training import is_fitted_attribute
+from interpretable.nn.tensors import resolve_device
+from interpretable.params import parameter_names, validate_parameters
 
 __all__ = ["trusted_types"]
 

@@ -17,7 +17,7 @@ import torch
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import NeuralEstimator
+from interpretable.estimators.core._base import NeuralEstimator
 
 #: key of the teacher's probabilities in a training batch (an input of the loss only)
 TEACHER_PROBABILITIES = "teacher_probabilities"

@@ -29,9 +29,9 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-from ..._validation import warn_caller
-from ...nn.recurrent import autocast_fallbacks
-from ...params import HasMethods, Interval, StrOptions
+from interpretable._validation import warn_caller
+from interpretable.nn.recurrent import autocast_fallbacks
+from interpretable.params import HasMethods, Interval, StrOptions
 
 __all__ = ["TrainingDivergedError"]
 

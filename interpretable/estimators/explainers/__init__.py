@@ -25,20 +25,20 @@ CONTRIBUTING.md)::
 
 import sys
 
-from ..bert import explainers as bert
-from ..core._explainer import (
-                              Attributions,
-                              Explainer,
-                              describe_explainers,
-                              explainers_for,
-                              get_explainer,
+from interpretable.estimators.bert import explainers as bert
+from interpretable.estimators.core._explainer import (
+           Attributions,
+           Explainer,
+           describe_explainers,
+           explainers_for,
+           get_explainer,
 )
-from ..sequence import explainers as sequence
-from ..sequence.explainers import StepExplainer
-from ..text import explainers as text
-from ..text.explainers import TokenExplainer
-from ..vision import explainers as image
-from ..vision.explainers import ImageExplainer
+from interpretable.estimators.sequence import explainers as sequence
+from interpretable.estimators.sequence.explainers import StepExplainer
+from interpretable.estimators.text import explainers as text
+from interpretable.estimators.text.explainers import TokenExplainer
+from interpretable.estimators.vision import explainers as image
+from interpretable.estimators.vision.explainers import ImageExplainer
 
 __all__ = ["Attributions", "Explainer", "ImageExplainer", "StepExplainer", "TokenExplainer",
            "bert", "describe_explainers", "explainers_for", "get_explainer", "image",

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from numbers import Real
 
-from ...nn.seat import RobustCriterion, RobustTrainer
-from ...params import Interval
-from .phases import SEATVariant, TrainingPhase
+from interpretable.estimators.seat.phases import SEATVariant, TrainingPhase
+from interpretable.nn.seat import RobustCriterion, RobustTrainer
+from interpretable.params import Interval
 
 __all__ = ["Vanilla", "AttentionRP", "AttentionAT", "WordAT"]
 

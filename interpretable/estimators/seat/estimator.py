@@ -18,18 +18,18 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from ..._validation import check_targets
-from ...nn.attention import AttentionTextModule
-from ...nn.bert_encoder import BertEncoder
-from ...nn.losses import OutputCrossEntropy, prediction_divergence
-from ...nn.recurrent import RECURRENT_KINDS
-from ...nn.seat import top_k_overlap
-from ...params import HasMethods, StrOptions
-from ...text import WordPieceEncoder
-from ..text.attention import AttentionClassifierBase, AttentionTextClassifier
-from ..text.base import trim_collate
-from ..text.explainers import VanillaAttention
-from .variants import VARIANTS, SEATVariant, TrainingPhase
+from interpretable._validation import check_targets
+from interpretable.estimators.seat.variants import VARIANTS, SEATVariant, TrainingPhase
+from interpretable.estimators.text.attention import AttentionClassifierBase, AttentionTextClassifier
+from interpretable.estimators.text.base import trim_collate
+from interpretable.estimators.text.explainers import VanillaAttention
+from interpretable.nn.attention import AttentionTextModule
+from interpretable.nn.bert_encoder import BertEncoder
+from interpretable.nn.losses import OutputCrossEntropy, prediction_divergence
+from interpretable.nn.recurrent import RECURRENT_KINDS
+from interpretable.nn.seat import top_k_overlap
+from interpretable.params import HasMethods, StrOptions
+from interpretable.text import WordPieceEncoder
 
 __all__ = ["SEATClassifier"]
 
@@ -285,7 +285,7 @@ class SEATClassifier(AttentionTextClassifier):
         afterwards)."""
         spec = self.architecture()["encoder"]
         if isinstance(spec, str) and spec == "minilm":
-            from ...datasets import load_minilm
+            from interpretable.datasets import load_minilm
 
             path = load_minilm()
             if pretrained:

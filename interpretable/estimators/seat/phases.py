@@ -20,7 +20,7 @@ import torch
 from sklearn.base import BaseEstimator
 from skorch.callbacks import Callback
 
-from ...params import validate_estimator_parameters
+from interpretable.params import validate_estimator_parameters
 
 __all__ = ["TrainingPhase", "SEATVariant"]
 

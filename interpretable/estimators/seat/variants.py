@@ -23,17 +23,17 @@ from __future__ import annotations
 import copy
 from numbers import Integral, Real
 
-from ...nn.attacks import NORMS, check_clamp
-from ...nn.seat import (
+from interpretable.estimators.seat.baselines import AttentionAT, AttentionRP, Vanilla, WordAT
+from interpretable.estimators.seat.phases import RecordTerms, SEATVariant, TrainingPhase
+from interpretable.nn.attacks import NORMS, check_clamp
+from interpretable.nn.seat import (
     AUTHORS_PARAM_GROUPS,
     AuthorsSEATCriterion,
     AuthorsSEATTrainer,
     SEATCriterion,
     SEATTrainer,
 )
-from ...params import Interval, StrOptions
-from .baselines import AttentionAT, AttentionRP, Vanilla, WordAT
-from .phases import RecordTerms, SEATVariant, TrainingPhase
+from interpretable.params import Interval, StrOptions
 
 __all__ = ["SEAT", "AuthorsSEAT"]
 

@@ -14,9 +14,9 @@ from collections import Counter
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ...nn.losses import IGNORE_INDEX
-from ...nn.tensors import pad_sequences
-from ..core._encoded import EncodedInputs
+from interpretable.estimators.core._encoded import EncodedInputs
+from interpretable.nn.losses import IGNORE_INDEX
+from interpretable.nn.tensors import pad_sequences
 
 UNKNOWN = "<unk>"
 

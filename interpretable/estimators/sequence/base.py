@@ -25,13 +25,13 @@ import numpy as np
 import torch
 from skorch.callbacks import GradientNormClipping
 
-from ...nn.isan import ISAN
-from ...nn.losses import SequenceLoss
-from ...params import Interval, StrOptions
-from ..core._base import EncodedInputs, NeuralEstimator
-from .alphabet import SymbolAlphabet
-from .explainers import ISANContributions
-from .isan_maps import ISANMaps
+from interpretable.estimators.core._base import EncodedInputs, NeuralEstimator
+from interpretable.estimators.sequence.alphabet import SymbolAlphabet
+from interpretable.estimators.sequence.explainers import ISANContributions
+from interpretable.estimators.sequence.isan_maps import ISANMaps
+from interpretable.nn.isan import ISAN
+from interpretable.nn.losses import SequenceLoss
+from interpretable.params import Interval, StrOptions
 
 __all__ = ["SequenceEstimator", "ISANBase"]
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...attribution.text import attribute_tokens
-from ...explanation import SequenceExplanation
-from ...nn.tensors import pad_sequences
-from ..core._explainer import Attributions, Explainer
+from interpretable.attribution.text import attribute_tokens
+from interpretable.estimators.core._explainer import Attributions, Explainer
+from interpretable.explanation import SequenceExplanation
+from interpretable.nn.tensors import pad_sequences
 
 __all__ = ["StepExplainer", "ISANContributions", "StepInputXGradient", "StepIntegratedGradients",
            "StepGradient"]

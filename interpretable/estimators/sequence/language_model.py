@@ -21,13 +21,17 @@ from numbers import Integral
 import numpy as np
 import torch
 
-from ..._validation import check_documents
-from ...nn.char_lstm import CharLSTM
-from ...nn.tensors import pad_sequences
-from ...params import Interval
-from .base import DTYPES, ISANBase
-from .explainers import StepGradient, StepInputXGradient, StepIntegratedGradients
-from .language_model_base import LanguageModelBase, split_words
+from interpretable._validation import check_documents
+from interpretable.estimators.sequence.base import DTYPES, ISANBase
+from interpretable.estimators.sequence.explainers import (
+    StepGradient,
+    StepInputXGradient,
+    StepIntegratedGradients,
+)
+from interpretable.estimators.sequence.language_model_base import LanguageModelBase, split_words
+from interpretable.nn.char_lstm import CharLSTM
+from interpretable.nn.tensors import pad_sequences
+from interpretable.params import Interval
 
 __all__ = ["ISANLanguageModel", "LSTMLanguageModel"]
 

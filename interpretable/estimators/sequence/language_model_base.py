@@ -17,12 +17,12 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from ..._validation import check_documents, check_random_state_seed
-from ...nn.losses import IGNORE_INDEX
-from ...params import Interval
-from ..core._base import TABULAR_CHECKS
-from .alphabet import UNKNOWN, next_symbol_windows
-from .base import SequenceEstimator
+from interpretable._validation import check_documents, check_random_state_seed
+from interpretable.estimators.core._base import TABULAR_CHECKS
+from interpretable.estimators.sequence.alphabet import UNKNOWN, next_symbol_windows
+from interpretable.estimators.sequence.base import SequenceEstimator
+from interpretable.nn.losses import IGNORE_INDEX
+from interpretable.params import Interval
 
 _WORD = re.compile(r"\s*\S+|\s+")
 

@@ -15,12 +15,12 @@ from numbers import Integral
 import numpy as np
 import torch
 
-from ..._validation import check_sequence_targets, check_sequences
-from ...nn.losses import IGNORE_INDEX
-from ...nn.tensors import pad_sequences
-from ...params import StrOptions
-from ..core._base import TABULAR_CHECKS
-from .base import ISANBase
+from interpretable._validation import check_sequence_targets, check_sequences
+from interpretable.estimators.core._base import TABULAR_CHECKS
+from interpretable.estimators.sequence.base import ISANBase
+from interpretable.nn.losses import IGNORE_INDEX
+from interpretable.nn.tensors import pad_sequences
+from interpretable.params import StrOptions
 
 __all__ = ["ISANSequenceTagger"]
 

@@ -20,11 +20,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...nn.attention import AttentionTextModule, check_conicity_kind, conicity
-from ...nn.recurrent import RECURRENT_KINDS
-from ...params import Interval, StrOptions
-from .base import TextClassifierBase, VocabularyClassifierBase
-from .explainers import Attention
+from interpretable.estimators.text.base import TextClassifierBase, VocabularyClassifierBase
+from interpretable.estimators.text.explainers import Attention
+from interpretable.nn.attention import AttentionTextModule, check_conicity_kind, conicity
+from interpretable.nn.recurrent import RECURRENT_KINDS
+from interpretable.params import Interval, StrOptions
 
 __all__ = ["AttentionClassifierBase", "AttentionTextClassifier"]
 

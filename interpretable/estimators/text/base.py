@@ -10,12 +10,10 @@ import numpy as np
 import torch
 from sklearn.base import clone
 
-from ..._validation import check_targets, check_text_inputs
-from ...nn.losses import OutputCrossEntropy
-from ...params import HasMethods, Interval, StrOptions
-from ..core._base import TABULAR_CHECKS, EncodedInputs
-from ..core._classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
-from .explainers import (
+from interpretable._validation import check_targets, check_text_inputs
+from interpretable.estimators.core._base import TABULAR_CHECKS, EncodedInputs
+from interpretable.estimators.core._classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
+from interpretable.estimators.text.explainers import (
     Gradient,
     GradientShap,
     InputXGradient,
@@ -26,6 +24,8 @@ from .explainers import (
     SmoothGrad,
     SmoothGradIntegratedGradients,
 )
+from interpretable.nn.losses import OutputCrossEntropy
+from interpretable.params import HasMethods, Interval, StrOptions
 
 __all__ = ["TextClassifierBase", "VocabularyClassifierBase"]
 
@@ -33,7 +33,7 @@ __all__ = ["TextClassifierBase", "VocabularyClassifierBase"]
 def _text_encoders() -> dict:
     """The text encoder classes a saved model may name (the text package and its tokenizer
     are imported when first used, not with the estimators)."""
-    from ...text import TextEncoder, WordPieceEncoder
+    from interpretable.text import TextEncoder, WordPieceEncoder
 
     return {cls.__name__: cls for cls in (TextEncoder, WordPieceEncoder)}
 
@@ -42,7 +42,7 @@ def resolve_embeddings(embeddings):
     """``"glove-50"`` → the offline GloVe ``KeyedVectors``; a ``KeyedVectors`` is returned as is;
     ``None`` means learned from scratch."""
     if isinstance(embeddings, str):
-        from ...datasets import load_glove
+        from interpretable.datasets import load_glove
 
         return load_glove(50)
     return embeddings

@@ -22,11 +22,11 @@ from numbers import Real
 
 from torch import nn
 
-from ...nn.attention import CONICITY_KINDS
-from ...nn.losses import DiversityLoss
-from ...params import Interval, StrOptions
-from .attention import AttentionClassifierBase
-from .explainers import DetachedGradient
+from interpretable.estimators.text.attention import AttentionClassifierBase
+from interpretable.estimators.text.explainers import DetachedGradient
+from interpretable.nn.attention import CONICITY_KINDS
+from interpretable.nn.losses import DiversityLoss
+from interpretable.params import Interval, StrOptions
 
 __all__ = ["DiversityLSTMClassifier"]
 

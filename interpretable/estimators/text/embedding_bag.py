@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ...nn.embedding_bag import MeanEmbeddingClassifier
-from .base import TextClassifierBase, VocabularyClassifierBase
-from .explainers import DeepLift, MeanEmbeddingContributions
+from interpretable.estimators.text.base import TextClassifierBase, VocabularyClassifierBase
+from interpretable.estimators.text.explainers import DeepLift, MeanEmbeddingContributions
+from interpretable.nn.embedding_bag import MeanEmbeddingClassifier
 
 __all__ = ["EmbeddingBagClassifier"]
 

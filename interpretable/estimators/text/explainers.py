@@ -59,14 +59,14 @@ import copy
 import numpy as np
 import torch
 
-from ...attribution.hooked import deeplift_refusal, find_layer, own_hooks_copy
-from ...attribution.text import PERTURBATION_METHODS, attribute_tokens
-from ...explanation import TokenExplanation
-from ...nn.losses import explained_logits, logits_of
-from ...text import WordPieceEncoder
-from ...text.encoding import PAD_TOKEN
-from ..core._attributions import explained_classes
-from ..core._explainer import Attributions, Explainer
+from interpretable.attribution.hooked import deeplift_refusal, find_layer, own_hooks_copy
+from interpretable.attribution.text import PERTURBATION_METHODS, attribute_tokens
+from interpretable.estimators.core._attributions import explained_classes
+from interpretable.estimators.core._explainer import Attributions, Explainer
+from interpretable.explanation import TokenExplanation
+from interpretable.nn.losses import explained_logits, logits_of
+from interpretable.text import WordPieceEncoder
+from interpretable.text.encoding import PAD_TOKEN
 
 __all__ = ["TokenExplainer", "MeanEmbeddingContributions", "Attention", "VanillaAttention",
            "Gradient", "IntegratedGradients", "InputXGradient", "Occlusion", "Lime", "KernelShap",

@@ -6,12 +6,15 @@ the B-cos v2 ViT, pretrained or B-cosified (:mod:`.bcos_simple_vit`, its checkpo
 (:mod:`.library_model`, its weights in :mod:`.library_pretrained`, its own methods in
 :mod:`.library_explainers`); the image-batch base they share (:mod:`.base`), augmentation and
 the pixel-level explanation methods (:mod:`.explainers`)."""
-from .base import SizedVisionTransformerClassifier, VisionTransformerClassifier
-from .bcos_resnet import BcosResNetClassifier
-from .bcos_simple_vit import BcosSimpleViTClassifier
-from .bcos_vit import BcosViTClassifier
-from .library_model import ImageClassifier
-from .vit import ViTClassifier
+from interpretable.estimators.vision.base import (
+           SizedVisionTransformerClassifier,
+           VisionTransformerClassifier,
+)
+from interpretable.estimators.vision.bcos_resnet import BcosResNetClassifier
+from interpretable.estimators.vision.bcos_simple_vit import BcosSimpleViTClassifier
+from interpretable.estimators.vision.bcos_vit import BcosViTClassifier
+from interpretable.estimators.vision.library_model import ImageClassifier
+from interpretable.estimators.vision.vit import ViTClassifier
 
 __all__ = ["BcosViTClassifier", "BcosSimpleViTClassifier", "BcosResNetClassifier",
            "ImageClassifier", "ViTClassifier", "VisionTransformerClassifier",

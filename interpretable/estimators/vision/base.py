@@ -18,16 +18,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..._validation import check_batch_size, check_images, check_targets, refuse_single_image
-from ...datasets.images import eval_crops
-from ...nn.bcos.layers import explanation_mode
-from ...nn.losses import logits_of
-from ...nn.tensors import make_generator
-from ...params import Interval, StrOptions
-from ..core._base import TABULAR_CHECKS, EncodedInputs
-from ..core._classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
-from .augmentation import ZoomOutBatches
-from .explainers import (
+from interpretable._validation import (
+    check_batch_size,
+    check_images,
+    check_targets,
+    refuse_single_image,
+)
+from interpretable.datasets.images import eval_crops
+from interpretable.estimators.core._base import TABULAR_CHECKS, EncodedInputs
+from interpretable.estimators.core._classifier import TABULAR_CLASSIFIER_CHECKS, NeuralClassifier
+from interpretable.estimators.vision.augmentation import ZoomOutBatches
+from interpretable.estimators.vision.explainers import (
     FinalAttention,
     GradCAM,
     GradSAM,
@@ -40,6 +41,10 @@ from .explainers import (
     PixelSmoothGrad,
     Rollout,
 )
+from interpretable.nn.bcos.layers import explanation_mode
+from interpretable.nn.losses import logits_of
+from interpretable.nn.tensors import make_generator
+from interpretable.params import Interval, StrOptions
 
 __all__ = ["EncodedImages", "VisionTransformerClassifier", "SizedVisionTransformerClassifier",
            "INFERENCE_MEMORY"]
@@ -214,7 +219,9 @@ class VisionTransformerClassifier(NeuralClassifier):
         steps, then ×0.1 after ``lr_decay_at`` of the epochs (as in the paper)."""
         if self.lr_decay_at is None and not warmup:
             return []
-        from ..core._nets import LearningRateSchedule  # skorch: imported at the first fit
+        from interpretable.estimators.core._nets import (
+            LearningRateSchedule,  # skorch: imported at the first fit
+        )
 
         return [("lr_schedule", LearningRateSchedule(warmup, decay="step",
                                                      decay_at=self.lr_decay_at))]

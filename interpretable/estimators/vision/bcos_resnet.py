@@ -12,16 +12,13 @@ from numbers import Real
 import torch
 from torch import nn
 
-from ...nn.bcos.layers import encode_image
-from ...nn.losses import OneHotBCE
-from ...params import Interval, StrOptions
-from ..core._training import fit_transactionally
-from .base import VisionTransformerClassifier
-from .bcos_simple_vit import AUTO_WARMUP, HEAD_LR_SCALE
-from .distillation import TEACHER_CONSTRAINTS, TeacherMixin
-from .pretrained import RELEASED_CROP
-from .resnet_explainers import BcosResNetContributions
-from .resnet_pretrained import (
+from interpretable.estimators.core._training import fit_transactionally
+from interpretable.estimators.vision.base import VisionTransformerClassifier
+from interpretable.estimators.vision.bcos_simple_vit import AUTO_WARMUP, HEAD_LR_SCALE
+from interpretable.estimators.vision.distillation import TEACHER_CONSTRAINTS, TeacherMixin
+from interpretable.estimators.vision.pretrained import RELEASED_CROP
+from interpretable.estimators.vision.resnet_explainers import BcosResNetContributions
+from interpretable.estimators.vision.resnet_pretrained import (
     build_network,
     check_fitted_architecture,
     head_name,
@@ -35,6 +32,9 @@ from .resnet_pretrained import (
     set_trainable,
     start_from,
 )
+from interpretable.nn.bcos.layers import encode_image
+from interpretable.nn.losses import OneHotBCE
+from interpretable.params import Interval, StrOptions
 
 __all__ = ["BcosResNetClassifier"]
 

@@ -17,14 +17,10 @@ from numbers import Integral, Real
 import torch
 from torch import nn
 
-from ...nn.bcos.layers import encode_image
-from ...nn.bcos.simple_vit import BcosSimpleViT
-from ...nn.losses import OneHotBCE
-from ...params import Interval, StrOptions
-from ..core._training import fit_transactionally
-from .base import VisionTransformerClassifier
-from .explainers import BcosContributions
-from .pretrained import (
+from interpretable.estimators.core._training import fit_transactionally
+from interpretable.estimators.vision.base import VisionTransformerClassifier
+from interpretable.estimators.vision.explainers import BcosContributions
+from interpretable.estimators.vision.pretrained import (
     RELEASED_CROP,
     check_backbone,
     conventional_backbone,
@@ -37,6 +33,10 @@ from .pretrained import (
     start_from,
     v2_token_stride,
 )
+from interpretable.nn.bcos.layers import encode_image
+from interpretable.nn.bcos.simple_vit import BcosSimpleViT
+from interpretable.nn.losses import OneHotBCE
+from interpretable.params import Interval, StrOptions
 
 __all__ = ["BcosSimpleViTClassifier"]
 

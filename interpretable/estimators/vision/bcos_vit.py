@@ -12,12 +12,12 @@ from numbers import Integral, Real
 
 import torch
 
-from ...nn.bcos.holistic_vit import ATTENTION_PRIORS, BcosViT
-from ...nn.bcos.layers import encode_image
-from ...nn.losses import OneHotBCE
-from ...params import Interval, StrOptions
-from .base import SizedVisionTransformerClassifier
-from .explainers import BcosContributions
+from interpretable.estimators.vision.base import SizedVisionTransformerClassifier
+from interpretable.estimators.vision.explainers import BcosContributions
+from interpretable.nn.bcos.holistic_vit import ATTENTION_PRIORS, BcosViT
+from interpretable.nn.bcos.layers import encode_image
+from interpretable.nn.losses import OneHotBCE
+from interpretable.params import Interval, StrOptions
 
 __all__ = ["BcosViTClassifier"]
 

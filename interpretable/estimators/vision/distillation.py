@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 from numbers import Real
 
-from ...nn.losses import DistillationLoss
-from ...params import HasMethods, Interval
-from ..core._teacher import TEACHER_PROBABILITIES, teacher_probabilities
+from interpretable.estimators.core._teacher import TEACHER_PROBABILITIES, teacher_probabilities
+from interpretable.nn.losses import DistillationLoss
+from interpretable.params import HasMethods, Interval
 
 __all__: list[str] = []  # a building block of the vision estimators
 

@@ -37,12 +37,12 @@ from numbers import Real
 import numpy as np
 import torch
 
-from ...attribution.perturbation import METHODS as PERTURBATION_METHODS
-from ...attribution.vision import attribute, gaussian_blur, inherent, inherent_terms
-from ...explanation import ImageExplanation
-from ...nn.bcos.simple_vit import BcosSimpleViT, contributions
-from ...nn.losses import explained_logits
-from ..core._explainer import Attributions, Explainer
+from interpretable.attribution.perturbation import METHODS as PERTURBATION_METHODS
+from interpretable.attribution.vision import attribute, gaussian_blur, inherent, inherent_terms
+from interpretable.estimators.core._explainer import Attributions, Explainer
+from interpretable.explanation import ImageExplanation
+from interpretable.nn.bcos.simple_vit import BcosSimpleViT, contributions
+from interpretable.nn.losses import explained_logits
 
 __all__ = ["ImageExplainer", "BcosContributions", "Rollout", "FinalAttention",
            "GradSAM", "GradCAM", "PixelInputXGradient", "PixelIntegratedGradients",

@@ -34,17 +34,16 @@ from __future__ import annotations
 
 import torch
 
-from ...attribution.feature_maps import (
+from interpretable.attribution.feature_maps import (
     layer_attribution,
     layer_gradcam,
     named_layer,
     pixel_deeplift,
     pixel_gradient,
 )
-from ...attribution.hooked import deeplift_refusal
-from ...nn.library_image import LibraryImageModel, channels_last
-from ..core._explainer import Attributions
-from .explainers import (
+from interpretable.attribution.hooked import deeplift_refusal
+from interpretable.estimators.core._explainer import Attributions
+from interpretable.estimators.vision.explainers import (
     ImageExplainer,
     PixelInputXGradient,
     PixelIntegratedGradients,
@@ -53,6 +52,7 @@ from .explainers import (
     PixelOcclusion,
     _baseline_image,
 )
+from interpretable.nn.library_image import LibraryImageModel, channels_last
 
 __all__ = ["FeatureMapGradCAM", "PixelGradient", "FeatureMapOcclusion", "FeatureMapLime",
            "FeatureMapKernelShap", "FeatureMapIntegratedGradients", "FeatureMapInputXGradient",

@@ -23,24 +23,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..._validation import check_images, refuse_single_image
-from ...datasets.images import eval_crops
-from ...nn.library_image import (
-    LibraryImageModel,
-    build_model,
-    check_options,
-    find_feature_map,
-    fixed_input_size,
-    head_keys,
-    split_architecture,
-    token_grid,
-)
-from ...nn.losses import OutputCrossEntropy
-from ...params import Interval
-from ..core._training import fit_transactionally
-from .base import VisionTransformerClassifier, resize_size
-from .explainers import PixelGradientShap, PixelSmoothGrad
-from .library_explainers import (
+from interpretable._validation import check_images, refuse_single_image
+from interpretable.datasets.images import eval_crops
+from interpretable.estimators.core._training import fit_transactionally
+from interpretable.estimators.vision.base import VisionTransformerClassifier, resize_size
+from interpretable.estimators.vision.explainers import PixelGradientShap, PixelSmoothGrad
+from interpretable.estimators.vision.library_explainers import (
     FeatureMapGradCAM,
     FeatureMapInputXGradient,
     FeatureMapIntegratedGradients,
@@ -50,7 +38,7 @@ from .library_explainers import (
     PixelDeepLift,
     PixelGradient,
 )
-from .library_pretrained import (
+from interpretable.estimators.vision.library_pretrained import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     check_rebuilt,
@@ -61,7 +49,19 @@ from .library_pretrained import (
     source_state,
     start_weights,
 )
-from .pretrained import head_order, read_weights
+from interpretable.estimators.vision.pretrained import head_order, read_weights
+from interpretable.nn.library_image import (
+    LibraryImageModel,
+    build_model,
+    check_options,
+    find_feature_map,
+    fixed_input_size,
+    head_keys,
+    split_architecture,
+    token_grid,
+)
+from interpretable.nn.losses import OutputCrossEntropy
+from interpretable.params import Interval
 
 __all__ = ["ImageClassifier"]
 

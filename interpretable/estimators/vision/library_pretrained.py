@@ -16,7 +16,8 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from ...nn.library_image import (
+from interpretable.estimators.vision.pretrained import read_weights
+from interpretable.nn.library_image import (
     build_model,
     check_options,
     fixed_input_size,
@@ -27,8 +28,7 @@ from ...nn.library_image import (
     split_architecture,
     state_shapes,
 )
-from ...nn.tensors import listed_keys
-from .pretrained import read_weights
+from interpretable.nn.tensors import listed_keys
 
 __all__: list[str] = []  # the checkpoint plumbing of ImageClassifier
 

@@ -20,16 +20,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...datasets.images import imagenet_class_names
-from ...nn.bcos.simple_vit import BcosSimpleViT, token_stride
-from ...nn.bcos.vit_conversion import (
+from interpretable.datasets.images import imagenet_class_names
+from interpretable.nn.bcos.simple_vit import BcosSimpleViT, token_stride
+from interpretable.nn.bcos.vit_conversion import (
     bcosify_vit,
     checkpoint_format,
     conventional_key_map,
     finetuning_start,
     read_conventional,
 )
-from ...nn.bcos.zoo import PRETRAINED, load_checkpoint, read_state_dict
+from interpretable.nn.bcos.zoo import PRETRAINED, load_checkpoint, read_state_dict
 
 __all__: list[str] = []  # the checkpoint plumbing of BcosSimpleViTClassifier
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...nn.bcos.resnet import LAYERS, contributions, spread_to_pixels
-from ...nn.losses import explained_logits
-from ..core._explainer import Attributions
-from .explainers import ImageExplainer
+from interpretable.estimators.core._explainer import Attributions
+from interpretable.estimators.vision.explainers import ImageExplainer
+from interpretable.nn.bcos.resnet import LAYERS, contributions, spread_to_pixels
+from interpretable.nn.losses import explained_logits
 
 __all__ = ["BcosResNetContributions"]
 

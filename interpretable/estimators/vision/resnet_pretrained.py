@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...nn.bcos.cnn_conversion import (
+from interpretable.estimators.vision.pretrained import head_order, read_weights
+from interpretable.nn.bcos.cnn_conversion import (
     RESNET_KEY,
     bcosify_densenet,
     bcosify_resnet,
@@ -33,10 +34,13 @@ from ...nn.bcos.cnn_conversion import (
     is_densenet_state,
     resnet_architecture,
 )
-from ...nn.bcos.densenet import BcosDenseNet
-from ...nn.bcos.resnet import BLOCKS, BcosResNet
-from ...nn.bcos.resnet_zoo import PRETRAINED_RESNETS, load_resnet_checkpoint, released_resnet
-from .pretrained import head_order, read_weights
+from interpretable.nn.bcos.densenet import BcosDenseNet
+from interpretable.nn.bcos.resnet import BLOCKS, BcosResNet
+from interpretable.nn.bcos.resnet_zoo import (
+    PRETRAINED_RESNETS,
+    load_resnet_checkpoint,
+    released_resnet,
+)
 
 __all__: list[str] = []  # the checkpoint plumbing of BcosResNetClassifier
 

@@ -14,15 +14,15 @@ from numbers import Real
 import torch
 from torch import nn
 
-from ...nn.bcos.vit_conversion import IMAGENET_MEAN, IMAGENET_STD, read_conventional
-from ...nn.library_vit import LAYOUTS, ConventionalViT
-from ...nn.losses import OutputCrossEntropy
-from ...nn.stem_vit import ViT
-from ...params import Interval, StrOptions
-from ..core._model_folder import FORMAT_VERSION
-from ..core._persistence import restore_estimator
-from .base import SizedVisionTransformerClassifier
-from .pretrained import head_order, read_weights
+from interpretable.estimators.core._model_folder import FORMAT_VERSION
+from interpretable.estimators.core._persistence import restore_estimator
+from interpretable.estimators.vision.base import SizedVisionTransformerClassifier
+from interpretable.estimators.vision.pretrained import head_order, read_weights
+from interpretable.nn.bcos.vit_conversion import IMAGENET_MEAN, IMAGENET_STD, read_conventional
+from interpretable.nn.library_vit import LAYOUTS, ConventionalViT
+from interpretable.nn.losses import OutputCrossEntropy
+from interpretable.nn.stem_vit import ViT
+from interpretable.params import Interval, StrOptions
 
 __all__ = ["ViTClassifier"]
 
@@ -272,7 +272,9 @@ class ViTClassifier(SizedVisionTransformerClassifier):
         """
         if isinstance(model, nn.Module) and type(model).__name__ != "VisionTransformer" \
                 and type(model).__module__.partition(".")[0] in ("torchvision", "timm"):
-            from .library_model import ImageClassifier  # any other architecture, as it is
+            from interpretable.estimators.vision.library_model import (
+                ImageClassifier,  # any other architecture, as it is
+            )
 
             return ImageClassifier.from_pretrained(
                 model, classes=classes, mean=None if mean is IMAGENET_MEAN else mean,

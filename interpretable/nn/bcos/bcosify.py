@@ -87,7 +87,7 @@ def bcosify(model, n_classes: int | None = None, *, config=None, **options) -> n
     if _is_text_encoder(model, config):
         if n_classes is None:
             raise TypeError("a text encoder needs n_classes, the size of its new classifier")
-        from .bert import BcosBertClassifier
+        from interpretable.nn.bcos.bert import BcosBertClassifier
 
         return BcosBertClassifier.from_bert(model, config, n_classes,
                                             **{"b": 1.0, "row_gains": True, **options})
@@ -95,13 +95,13 @@ def bcosify(model, n_classes: int | None = None, *, config=None, **options) -> n
         if n_classes is not None or config is not None:
             raise TypeError("a ViT, ResNet or DenseNet keeps its own head: pass neither "
                             "n_classes nor config")
-        from .cnn_conversion import (
+        from interpretable.nn.bcos.cnn_conversion import (
             bcosify_densenet,
             bcosify_resnet,
             is_densenet_state,
             is_resnet_state,
         )
-        from .vit_conversion import bcosify_vit
+        from interpretable.nn.bcos.vit_conversion import bcosify_vit
 
         state = model if isinstance(model, Mapping) else model.state_dict()
         convert = bcosify_resnet if is_resnet_state(state) else \

@@ -37,11 +37,16 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..encoder_families import checkpoint_key, encoder_family, encoder_options
-from ..losses import explained_logits
-from ..tensors import in_parameter_precision
-from .bert_layers import BcosBertLayer, BertBcosLayerNorm, BertBcosLinear, unscaled_bcos_linear
-from .layers import explanation_mode, parameter
+from interpretable.nn.bcos.bert_layers import (
+    BcosBertLayer,
+    BertBcosLayerNorm,
+    BertBcosLinear,
+    unscaled_bcos_linear,
+)
+from interpretable.nn.bcos.layers import explanation_mode, parameter
+from interpretable.nn.encoder_families import checkpoint_key, encoder_family, encoder_options
+from interpretable.nn.losses import explained_logits
+from interpretable.nn.tensors import in_parameter_precision
 
 __all__ = ["BcosBertClassifier", "PieceContributions"]
 
@@ -245,7 +250,7 @@ class BcosBertClassifier(nn.Module):
     @classmethod
     def from_pretrained(cls, path, n_classes: int, **options) -> BcosBertClassifier:
         """Convert the encoder in a local ``transformers`` folder (never downloads)."""
-        from ..bert_encoder import load_encoder
+        from interpretable.nn.bert_encoder import load_encoder
 
         return cls.from_bert(load_encoder(path, pooler=True), None, n_classes, **options)
 

@@ -15,7 +15,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
-from .layers import (
+from interpretable.nn.bcos.layers import (
     BcosLinear,
     bcos_epilogue,
     constant_attention,

@@ -42,9 +42,9 @@ from typing import TypeVar
 import torch
 from torch import nn
 
-from .densenet import BcosDenseNet, stem_pooling
-from .resnet import BcosBatchNorm2d, BcosifiedConv2d, BcosResNet
-from .zoo import check_state
+from interpretable.nn.bcos.densenet import BcosDenseNet, stem_pooling
+from interpretable.nn.bcos.resnet import BcosBatchNorm2d, BcosifiedConv2d, BcosResNet
+from interpretable.nn.bcos.zoo import check_state
 
 __all__ = ["bcosify_densenet", "bcosify_resnet", "densenet_architecture", "finetuning_start",
            "resnet_architecture"]

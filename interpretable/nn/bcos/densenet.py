@@ -34,8 +34,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from .layers import add_constant, conv_layout
-from .resnet import STEM_POOLS, _halved, _Parts, contributions
+from interpretable.nn.bcos.layers import add_constant, conv_layout
+from interpretable.nn.bcos.resnet import STEM_POOLS, _halved, _Parts, contributions
 
 __all__ = ["BcosDenseNet", "contributions"]
 

@@ -13,9 +13,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from ..tensors import in_parameter_precision
-from .kernels import linear, resolve_implementation
-from .layers import (
+from interpretable.nn.bcos.kernels import linear, resolve_implementation
+from interpretable.nn.bcos.layers import (
     BcosConv2d,
     BcosLinear,
     constant_attention,
@@ -23,6 +22,7 @@ from .layers import (
     dynamic_weight,
     explaining,
 )
+from interpretable.nn.tensors import in_parameter_precision
 
 __all__ = ["BcosViT"]
 

@@ -28,14 +28,14 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
-from ..tensors import product_dtype
-from .kernels import (
+from interpretable.nn.bcos.kernels import (
     bcos_implementation,
     check_implementation,
     compiled,
     linear,
     resolve_implementation,
 )
+from interpretable.nn.tensors import product_dtype
 
 __all__ = ["BcosLinear", "BcosConv2d", "bcos_implementation", "explanation_mode", "explaining",
            "dynamic_weight", "parameter", "encode_image"]

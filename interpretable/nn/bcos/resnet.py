@@ -29,8 +29,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..losses import explained_logits
-from .layers import (
+from interpretable.nn.bcos.layers import (
     BcosConv2d,
     add_constant,
     conv_layout,
@@ -39,6 +38,7 @@ from .layers import (
     parameter,
     recording_constants,
 )
+from interpretable.nn.losses import explained_logits
 
 __all__ = ["BcosResNet", "BcosBatchNorm2d", "ResNetContributions", "contributions",
            "spread_to_pixels", "LAYERS"]

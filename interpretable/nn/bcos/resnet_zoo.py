@@ -19,10 +19,10 @@ from pathlib import Path
 
 import torch
 
-from .cnn_conversion import resnet_architecture
-from .layers import BcosConv2d
-from .resnet import BcosResNet
-from .zoo import RELEASE_URL, check_state, read_state_dict, sha256_of
+from interpretable.nn.bcos.cnn_conversion import resnet_architecture
+from interpretable.nn.bcos.layers import BcosConv2d
+from interpretable.nn.bcos.resnet import BcosResNet
+from interpretable.nn.bcos.zoo import RELEASE_URL, check_state, read_state_dict, sha256_of
 
 __all__ = ["PRETRAINED_RESNETS", "PretrainedResNet", "load_resnet_checkpoint",
            "to_bcos_resnet_state_dict"]

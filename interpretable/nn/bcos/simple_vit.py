@@ -37,9 +37,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..losses import explained_logits
-from ..tensors import in_parameter_precision, product_dtype
-from .layers import (
+from interpretable.nn.bcos.layers import (
     BcosConv2d,
     BcosLinear,
     add_constant,
@@ -53,6 +51,8 @@ from .layers import (
     parameter,
     recording_constants,
 )
+from interpretable.nn.losses import explained_logits
+from interpretable.nn.tensors import in_parameter_precision, product_dtype
 
 __all__ = ["BcosSimpleViT", "Contributions", "contributions"]
 

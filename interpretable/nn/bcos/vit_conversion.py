@@ -32,9 +32,9 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import nn
 
-from .layers import BcosLinear
-from .simple_vit import BcosLayerNorm, BcosSimpleViT
-from .zoo import HEAD_KEY, check_state
+from interpretable.nn.bcos.layers import BcosLinear
+from interpretable.nn.bcos.simple_vit import BcosLayerNorm, BcosSimpleViT
+from interpretable.nn.bcos.zoo import HEAD_KEY, check_state
 
 __all__ = ["bcosify_vit", "finetuning_start"]
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import torch
 
-from ..tensors import check_finite, listed_keys
-from .layers import BcosConv2d, BcosLinear
-from .simple_vit import BcosSimpleViT
+from interpretable.nn.bcos.layers import BcosConv2d, BcosLinear
+from interpretable.nn.bcos.simple_vit import BcosSimpleViT
+from interpretable.nn.tensors import check_finite, listed_keys
 
 __all__ = ["PRETRAINED", "PretrainedViT", "download_checkpoint", "load_checkpoint",
            "to_bcos_state_dict"]
