@@ -2,7 +2,7 @@
 
 import pytest
 
-from .cases import CASES
+from conformance.cases import CASES
 
 
 @pytest.fixture(scope="module", params=CASES, ids=str)

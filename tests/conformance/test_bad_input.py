@@ -10,7 +10,7 @@ import pytest
 import torch
 from sklearn.base import clone
 
-from .cases import CASES
+from conformance.cases import CASES
 
 LONG_TEXT = " ".join(["word"] * 10_000)
 

@@ -8,7 +8,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import estimator_checks as ec
 
-from .cases import CASES
+from conformance.cases import CASES
 
 # sklearn checks that need no data: they apply to every estimator.
 DATA_FREE_CHECKS = [

@@ -3,10 +3,9 @@
 import numpy as np
 from sklearn.model_selection import GridSearchCV
 
+from conformance.cases import _sentiment
 from interpretable import DiversityLSTMClassifier
 from interpretable.metrics import make_explanation_scorer, make_stability_scorer
-
-from .cases import _sentiment
 
 
 def test_grid_search_n_jobs_2_with_explanation_scorers():

@@ -5,9 +5,8 @@ import pytest
 import torch
 from sklearn.base import clone
 
+from conformance.cases import CASES
 from interpretable.estimators.core._base import TrainingDivergedError, TrainingNet
-
-from .cases import CASES
 
 
 def _interrupt_in_epoch(n: int, monkeypatch) -> list:

@@ -9,7 +9,7 @@ from sklearn.calibration import CalibratedClassifierCV
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import cross_val_score
 
-from .cases import CASES
+from conformance.cases import CASES
 
 TEXT = [c for c in CASES if c.kind == "text"]
 IMAGE = [c for c in CASES if c.kind == "image"]

@@ -16,10 +16,9 @@ from sklearn.base import clone
 from sklearn.utils import estimator_checks as ec
 
 import interpretable
+from conformance.cases import CASES
 from interpretable.estimators.explainers import get_explainer
 from interpretable.params import Interval, InvalidParameterError, StrOptions
-
-from .cases import CASES
 
 #: cheap options of the slower explanation methods (the methods are checked, not their
 #: defaults' cost)

@@ -16,12 +16,11 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from conformance.cases import _sentiment
 from interpretable import AttentionTextClassifier, EmbeddingBagClassifier
 from interpretable.estimators.core import _model_folder as model_folder
 from interpretable.estimators.core import _persistence as persistence
 from interpretable.estimators.core._base import NeuralEstimator
-
-from .cases import _sentiment
 
 CONFIG = "config.json"
 WEIGHTS = re.compile(r"weights-[0-9a-f]{16}\.safetensors")

@@ -27,7 +27,7 @@ from sklearn.model_selection import KFold, cross_val_score
 from sklearn.utils import get_tags
 from sklearn.utils.estimator_checks import estimator_checks_generator
 
-from .cases import _TINY_BERT, CASES, Case, _sentiment
+from conformance.cases import _TINY_BERT, CASES, Case, _sentiment
 
 
 def _bert_text():

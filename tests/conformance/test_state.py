@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from conformance.test_contracts import _explain_arrays
 from interpretable.estimators.core._state import estimator_state, set_estimator_state, trusted_types
-
-from .test_contracts import _explain_arrays
 
 sio = pytest.importorskip("skops.io")
 
@@ -61,9 +60,8 @@ def test_pickle_holds_no_torch_object_and_round_trips(fitted_case):
 
 
 def test_skops_refuses_a_file_with_other_types(tmp_path):
+    from conformance.cases import _sentiment
     from interpretable import EmbeddingBagClassifier
-
-    from .cases import _sentiment
 
     X, y, _ = _sentiment(n=16)
     clf = EmbeddingBagClassifier(embed_dim=4, max_epochs=1, random_state=0).fit(X, y)
@@ -77,9 +75,8 @@ def test_skops_refuses_a_file_with_other_types(tmp_path):
 
 @pytest.fixture(scope="module")
 def fitted():
+    from conformance.cases import _sentiment
     from interpretable import EmbeddingBagClassifier
-
-    from .cases import _sentiment
 
     X, y, X_test = _sentiment(n=16)
     return EmbeddingBagClassifier(embed_dim=4, max_epochs=1, random_state=0).fit(X, y), X_test

@@ -19,7 +19,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
-from .conftest import examples, fixed_seed
+from fuzz.conftest import examples, fixed_seed
 
 #: cheap options of the slower explanation methods (the methods are checked, not their
 #: defaults' cost)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .conftest import examples, fixed_seed
-from .test_entry_points import DOCUMENTED, TEXTS
+from fuzz.conftest import examples, fixed_seed
+from fuzz.test_entry_points import DOCUMENTED, TEXTS
 
 
 @pytest.fixture(scope="module")

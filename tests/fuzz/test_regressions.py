@@ -12,7 +12,7 @@ import pytest
 import torch
 from conformance.cases import CASES
 
-from .conftest import examples, fixed_seed  # noqa: F401  (the profile is loaded)
+from fuzz.conftest import examples, fixed_seed  # noqa: F401  (the profile is loaded)
 
 CASE = {case.name: case for case in CASES}
 
