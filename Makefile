@@ -20,7 +20,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Re-installs only when the package metadata or the data list changes.
-$(STAMP): $(BIN)/python pyproject.toml interpretable/datasets/packages.py
+$(STAMP): $(BIN)/python pyproject.toml interpretable/datasets/_packages.py
 	@echo ">> installing $(TORCH) (CPU build pinned first: a bare 'torch' pulls a multi-GB CUDA build)"
 	$(BIN)/pip install --quiet "$(TORCH)"
 	@echo ">> installing interpretable with the bert, test and docs extras"

@@ -3,7 +3,7 @@
 Default: CPU times on one thread for ``--texts`` (64) texts × 64 word pieces, in interleaved
 rounds of one run (medians): the original ``transformers`` ``BertModel`` forward (its default
 SDPA attention and the eager one) against the converted
-:class:`~interpretable.nn.bcos.bert.BcosBertClassifier` forward; its exact explanation
+:class:`~interpretable.nn.bcos.BcosBertClassifier` forward; its exact explanation
 (``contributions``: one forward and one backward pass in explanation mode) against its forward,
 a pair of its own. Writes ``benchmarks/results/bcos_bert_speed.json``.
 
@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ratios import RESULTS, finish_record, run_record, timed  # noqa: E402
 
 from interpretable.datasets import load_minilm, load_rotten_tomatoes  # noqa: E402
-from interpretable.nn.bcos.bert import BcosBertClassifier  # noqa: E402
-from interpretable.text.wordpiece import WordPieceEncoder  # noqa: E402
+from interpretable.nn.bcos import BcosBertClassifier
+from interpretable.preprocessing import WordPieceEncoder
 
 
 def inference(fn):

@@ -7,7 +7,7 @@ B-cos layers, b = 2, MaxOut 2, one 3×3 stem convolution of 32 channels) in thre
 SimpleViT of the same dims with their stride-2 stem; and our v2 ViT-C Ti with the weights of
 their ``vitc_ti_patch1_14`` (``bench_bcos_package.py``'s pairs). Ours also with the reference
 B-cos implementation (``"auto"`` compiles MaxOut and the B-cos scale on CUDA, see
-:mod:`interpretable.nn.bcos.kernels`). Per model:
+:mod:`interpretable.nn.bcos._kernels`). Per model:
 
 * ``forward``: logits of a batch without autograd (float32);
 * ``explain``: W(x) of the predicted logits of the batch in one backward pass (float32);
@@ -32,9 +32,7 @@ import torch
 from bench_bcos_package import forward, ours_explain, their_vit, theirs_batched, v2_pair
 from torch import nn
 
-from interpretable.nn.bcos.holistic_vit import BcosViT
-from interpretable.nn.bcos.layers import bcos_implementation, encode_image
-from interpretable.nn.bcos.zoo import PRETRAINED
+from interpretable.nn.bcos import PRETRAINED, BcosViT, bcos_implementation, encode_image
 
 RESULTS = Path(__file__).parent / "results"
 N_CLASSES, MAX_OUT, IMAGE = 1000, 2, 224

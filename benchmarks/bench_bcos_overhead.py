@@ -2,14 +2,14 @@
 training, measured side by side in one run.
 
 * (a) forward, float32, inference mode: the B-cos v2 ``simple_vit_ti_patch16_224``
-  (:class:`~interpretable.nn.bcos.simple_vit.BcosSimpleViT`) against the conventional ViT of the
-  same sizes in timm's layout (:class:`~interpretable.nn.library_vit.ConventionalViT`: the same
+  (:class:`~interpretable.nn.bcos.BcosSimpleViT`) against the conventional ViT of the
+  same sizes in timm's layout (:class:`~interpretable.nn.ConventionalViT`: the same
   matrix products without B-cos), batches of 8 images of 224 px;
 * (b) the exact explanation of (a)'s B-cos ViT (``contributions``: one forward and one backward
   pass in explanation mode) against its forward, interleaved with it (a pair of its own);
-* (c) forward of the holistic B-cos ViT (:class:`~interpretable.nn.bcos.holistic_vit.BcosViT`,
+* (c) forward of the holistic B-cos ViT (:class:`~interpretable.nn.bcos.BcosViT`,
   the default size of ``python -m interpretable reproduce bcos-vit``, MaxOut 2) against the
-  conventional ViT with the same stem and sizes (:class:`~interpretable.nn.stem_vit.ViT`),
+  conventional ViT with the same stem and sizes (:class:`~interpretable.nn.ViT`),
   batches of 64 images of 28 px; and the same B-cos ViT with ``max_out=1`` (MaxOut doubles
   every B-cos layer's matrix product, so (c) measures the design, (c') the B-cos overhead);
 * (d) training: one epoch of ``BcosTextClassifier`` (B-cos MiniLM) against one of
@@ -43,7 +43,7 @@ from ratios import RESULTS, finish_record, run_record, target, timed  # noqa: E4
 def estimator_inputs(arrays: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Images (n, H, W, C) in [0, 1] -> (the B-cos estimators' encoded batch (n, 2C, H, W),
     channels-last; the conventional estimators' batch (n, C, H, W), contiguous)."""
-    from interpretable.nn.bcos.layers import encode_image
+    from interpretable.nn.bcos import encode_image
 
     images = arrays.permute(0, 3, 1, 2)
     return encode_image(images), images.contiguous()
@@ -51,9 +51,8 @@ def estimator_inputs(arrays: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def vit_models():
     """(a)-(b): the B-cos v2 ViT-Ti, its plain twin and their inputs (8, 3, 224, 224)."""
-    from interpretable.nn.bcos.simple_vit import BcosSimpleViT
-    from interpretable.nn.bcos.zoo import PRETRAINED
-    from interpretable.nn.library_vit import ConventionalViT
+    from interpretable.nn import ConventionalViT
+    from interpretable.nn.bcos import PRETRAINED, BcosSimpleViT
 
     arch = PRETRAINED["simple_vit_ti_patch16_224"].architecture
     bcos = BcosSimpleViT(**arch, num_classes=1000, in_channels=6, image_size=(224, 224)).eval()
@@ -65,8 +64,8 @@ def vit_models():
 
 def holistic_models():
     """(c): the holistic B-cos ViT (MaxOut 2 and 1), the stem ViT of its sizes, inputs."""
-    from interpretable.nn.bcos.holistic_vit import BcosViT
-    from interpretable.nn.stem_vit import ViT
+    from interpretable.nn import ViT
+    from interpretable.nn.bcos import BcosViT
     from interpretable.reproduce.bcos_vit import SIZE
 
     sizes = (SIZE["patch_size"], SIZE["embed_dim"], SIZE["depth"], SIZE["num_heads"],
@@ -112,7 +111,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    from interpretable.nn.bcos.simple_vit import contributions
+    from interpretable.nn.bcos import vit_contributions
 
     record = run_record()
     seconds, cpu_seconds, targets = {}, {}, []
@@ -132,7 +131,7 @@ def main():
                         "bcos_v2_vit_ti_forward_contiguous_input":
                             lambda: forward(bcos, contiguous),
                         "plain_vit_ti_forward": lambda: forward(plain, images)}, args.rounds)
-        beside = measure({"bcos_v2_vit_ti_explanation": lambda: contributions(bcos, encoded),
+        beside = measure({"bcos_v2_vit_ti_explanation": lambda: vit_contributions(bcos, encoded),
                           "bcos_v2_vit_ti_forward_beside_explanation":
                               lambda: forward(bcos, encoded)}, args.rounds)
         record["bcos_v2_vit_ti_forward_contiguous_input_over_plain"] = round(

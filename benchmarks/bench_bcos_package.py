@@ -5,24 +5,24 @@ Rows, each on random RGB images encoded ``[r, g, b, 1-r, 1-g, 1-b]``, models in 
 
 * **v2, same weights**: ``bcos``'s B-cos v2 ViT (their ``SimpleViT`` as their ``vit_final``
   configs build it: B = 2, no MaxOut, bias-free detachable LayerNorms, sin-cos positional
-  embedding, ``LogitLayer``) and ours (:class:`~interpretable.nn.bcos.simple_vit.BcosSimpleViT`)
-  holding the same weights (:func:`~interpretable.nn.bcos.zoo.bcos_key_map`), 1000 classes. At
+  embedding, ``LogitLayer``) and ours (:class:`~interpretable.nn.bcos.BcosSimpleViT`)
+  holding the same weights (:func:`~interpretable.nn.bcos._zoo.bcos_key_map`), 1000 classes. At
   224×224 the released ViT-C Ti (``vitc_ti_patch1_14``: 4 stride-2 stem convolutions, 14×14
   tokens) and simple ViT Ti (``simple_vit_ti_patch16_224``), batch 8; at 28×28 (batch 64) and
   64×64 (batch 32), whose side is no multiple of the released token stride 16, the ViT-C Ti
   dims (192, 11 blocks, 3 heads, MLP 768) with the stem cut to (24,) + patch 2 (7×7 tokens)
   and to (24, 48, 96) + patch 1 (8×8 tokens).
 * **holistic, beside** (not the same computation): our holistic B-cos ViT
-  (:class:`~interpretable.nn.bcos.holistic_vit.BcosViT`: full-resolution stem, multiplicative
+  (:class:`~interpretable.nn.bcos.BcosViT`: full-resolution stem, multiplicative
   attention prior, MaxOut 2) against their ``SimpleViT`` of the same dims with MaxOut 2 and a
   stride-2 stem, 10 classes: 28×28 the ``reproduce bcos-vit`` size (patch 4, dim 64, depth 4),
   64×64 the same with patch 8 and dim 192, 224×224 the Ti dims with patch 16 and stem (32,).
 
 Timed callables: the forward pass without autograd (ours with the default implementation,
-``"auto"`` = fused on CPU, and with ``"reference"``, see :mod:`interpretable.nn.bcos.kernels`);
+``"auto"`` = fused on CPU, and with ``"reference"``, see :mod:`interpretable.nn.bcos._kernels`);
 our batched explanation, one forward and one backward pass in explanation mode for the whole
-batch (v2: :func:`~interpretable.nn.bcos.simple_vit.contributions`, holistic:
-:func:`~interpretable.attribution.vision.inherent`); theirs batched the same way (one backward
+batch (v2: :func:`~interpretable.nn.bcos.vit_contributions`, holistic:
+:func:`~interpretable.attribution.inherent`); theirs batched the same way (one backward
 inside ``model.explanation_mode()``) and through ``model.explain``, the only explanation entry
 point of their package, which explains one image per call. Times are process-CPU medians over
 interleaved rounds (wall-clock medians beside them); ratios are theirs / ours (> 1: ours is
@@ -48,11 +48,17 @@ import torch
 from ratios import RESULTS, finish_record, run_record, target, timed
 from torch import nn
 
-from interpretable.attribution.vision import inherent
-from interpretable.nn.bcos.holistic_vit import BcosViT
-from interpretable.nn.bcos.layers import bcos_implementation, encode_image
-from interpretable.nn.bcos.simple_vit import BcosSimpleViT, contributions
-from interpretable.nn.bcos.zoo import PRETRAINED, bcos_key_map, build_model
+from interpretable.attribution import inherent
+from interpretable.nn.bcos import (
+    PRETRAINED,
+    BcosSimpleViT,
+    BcosViT,
+    bcos_implementation,
+    bcos_key_map,
+    build_model,
+    encode_image,
+    vit_contributions,
+)
 from interpretable.reproduce.bcos_vit import SIZE
 
 ROUNDS = 7
@@ -132,7 +138,7 @@ def ours_explain(model, x, implementation=None):
     logits minus the logit bias (B,), what the maps and the positional term must sum to)."""
     with bcos_implementation(implementation or "auto"):
         if isinstance(model, BcosSimpleViT):
-            result = contributions(model, x)
+            result = vit_contributions(model, x)
             explained = result.logits.gather(1, result.target[:, None])[:, 0]
             return result.maps, explained - model.logit_bias, result.positional
         maps, _, logits = inherent(model, x)

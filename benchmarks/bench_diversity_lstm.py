@@ -2,7 +2,7 @@
 
 The orthogonal cell needs a Python-level recurrence (each h_t depends on the sum of the
 previous h); it runs as one autograd Function over packed sequences with a hand-written backward
-pass (``interpretable.nn.recurrent.orthogonal_lstm``). Target: an orthogonal epoch
+pass (``interpretable.nn.orthogonal_lstm``). Target: an orthogonal epoch
 takes <= 1.3x a ``"vanilla"`` (torch.nn.LSTM, fused) epoch.
 
 Each epoch is timed in wall-clock seconds (skorch's ``dur``) and in CPU seconds of this process
@@ -90,7 +90,7 @@ def encoder_step_times(batch=64, length=30, embed=50, hidden=128, n=20):
     sys.path.insert(0, str(TESTS))
     from orthogonal_lstm_reference import orthogonal_lstm_reference
 
-    from interpretable.nn.recurrent import OrthogonalLSTM
+    from interpretable.nn import OrthogonalLSTM
 
     torch.manual_seed(0)
     x = torch.randn(batch, length, embed)

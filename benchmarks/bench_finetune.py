@@ -34,10 +34,9 @@ import numpy as np
 import torch
 
 from interpretable import BcosSimpleViTClassifier
-from interpretable.datasets import load_mnist_5k
-from interpretable.datasets.textures import make_textured_digits
-from interpretable.nn.bcos.zoo import PRETRAINED, checkpoint_path, to_bcos_state_dict
-from interpretable.nn.losses import OneHotBCE
+from interpretable.datasets import load_mnist_5k, make_textured_digits
+from interpretable.nn import OneHotBCE
+from interpretable.nn.bcos import PRETRAINED, checkpoint_path, to_bcos_state_dict
 
 RESULTS = Path(__file__).parent / "results"
 STAND_IN = dict(dim=64, depth=4, heads=4, mlp_dim=128, patch_size=4, stem_channels=(16,))
@@ -53,7 +52,7 @@ class OneHotLoss(BcosSimpleViTClassifier):
 
 def _no_imprinting():
     """Ablation: the new classifier keeps its random initialisation."""
-    return mock.patch("interpretable.estimators.vision.bcos_simple_vit.imprint_classifier",
+    return mock.patch("interpretable.estimators.vision._bcos_simple_vit.imprint_classifier",
                       lambda module, features, y: module)
 
 

@@ -138,7 +138,7 @@ def main():
     agreement_texts = 64 if args.tiny and args.agreement_texts is None else args.agreement_texts
 
     from interpretable import BcosTextClassifier
-    from interpretable.estimators.core._classifier import native_bf16
+    from interpretable.estimators.core import native_bf16
     from interpretable.reproduce.bcos_text import split
 
     record = run_record()

@@ -33,8 +33,8 @@ from ratios import finish_record, run_record, timed
 
 from interpretable import ISANLanguageModel, LSTMLanguageModel
 from interpretable.datasets import load_shakespeare
-from interpretable.estimators.sequence.language_model import split_words
-from interpretable.nn.isan import ISAN
+from interpretable.estimators.sequence import split_words
+from interpretable.nn import ISAN
 from interpretable.reproduce.isan import equal_budget_lstm_hidden
 
 

@@ -165,7 +165,7 @@ class Images:
                     x, sliding_window_shapes=(3, self.WINDOW, self.WINDOW),
                     strides=(3, self.WINDOW, self.WINDOW), baselines=baseline,
                     target=int(self.target[i]), perturbations_per_eval=per_eval).mean(1)[0]
-            from interpretable.attribution.vision import patch_features
+            from interpretable.attribution import patch_features
 
             features = patch_features(x, self.WINDOW).expand_as(x)
             if coalitions is not None:
@@ -184,7 +184,7 @@ class Images:
 def _perturbation_entry(kind: str, data, method: str, n: int, rounds: int) -> tuple:
     """Time and check one of occlusion, LIME and Kernel SHAP of ``data`` (Text or Images):
     the record entry, the CPU seconds of each callable and the bf16 rank correlations."""
-    from interpretable.attribution.perturbation import draw_coalitions
+    from interpretable.attribution import draw_coalitions
 
     def captum_all(per_eval, count=n):
         return [data.captum(method, data.texts[i] if kind == "text" else i, per_eval)

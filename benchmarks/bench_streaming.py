@@ -17,7 +17,7 @@ import resource, sys, tempfile, time, torch
 torch.set_num_threads(1)
 import numpy as np
 from interpretable import {estimator}
-from interpretable.streaming import explanations_to_frame
+from interpretable.integrations import explanations_to_frame
 from interpretable.datasets import load_rotten_tomatoes
 X, y = load_rotten_tomatoes(return_X_y=True)
 clf = {estimator}(max_epochs=1, random_state=0{extra}).fit(X[:2000], y[:2000])

@@ -121,7 +121,7 @@ def main():
         return
 
     from interpretable.datasets import load_rotten_tomatoes
-    from interpretable.text import TextEncoder
+    from interpretable.preprocessing import TextEncoder
 
     record = run_record()
     X, y = load_rotten_tomatoes(return_X_y=True)

@@ -1,20 +1,20 @@
 """Our B-cos v2 ViTs against the ``bcos`` package (0.1.3) for the 8 released architectures.
 
-For each name of :data:`interpretable.nn.bcos.zoo.PRETRAINED`: build ``bcos``'s model with its
+For each name of :data:`interpretable.nn.bcos.PRETRAINED`: build ``bcos``'s model with its
 own entry point (``bcos.models.pretrained.<name>(pretrained=False)``, random weights; the LayerNorm
 weights, ones at initialisation, are redrawn from U(0.5, 1.5) so their mapping is tested too),
-load its state dict into ours through :func:`~interpretable.nn.bcos.zoo.bcos_key_map` and
+load its state dict into ours through :func:`~interpretable.nn.bcos._zoo.bcos_key_map` and
 compare in float64 on 2 random encoded 224×224 images:
 
 * parameter and state-dict key counts;
 * logits (target: max |difference| <= 1e-10);
 * ``W(x)`` of the predicted class: their gradient inside ``model.explanation_mode()`` against
-  :func:`~interpretable.nn.bcos.simple_vit.contributions`;
+  :func:`~interpretable.nn.bcos.vit_contributions`;
 * completeness: their ``Σ W(x) ⊙ x`` misses the positional term, ours adds it back;
 * the loader: their float32 state dict saved with ``torch.save`` and read back by
-  :func:`~interpretable.nn.bcos.zoo.load_checkpoint` gives their float32 logits.
+  :func:`~interpretable.nn.bcos.load_checkpoint` gives their float32 logits.
 
-Also compares :func:`interpretable.datasets.images.eval_transform` with their evaluation
+Also compares :func:`interpretable.datasets.eval_transform` with their evaluation
 transform (``ImageNetClassificationPresetEval(crop_size=224, is_bcos=True)``: torchvision
 ``Resize(256)`` and ``CenterCrop(224)`` on PIL images) and with torchvision's resize of float
 tensors, on scikit-learn's two sample photos and random uint8 images of several sizes.
@@ -33,11 +33,15 @@ from pathlib import Path
 
 import torch
 
-from interpretable.datasets.images import eval_transform
-from interpretable.datasets.textures import sample_photos
-from interpretable.nn.bcos.layers import encode_image
-from interpretable.nn.bcos.simple_vit import contributions
-from interpretable.nn.bcos.zoo import PRETRAINED, bcos_key_map, build_model, load_checkpoint
+from interpretable.datasets import eval_transform, sample_photos
+from interpretable.nn.bcos import (
+    PRETRAINED,
+    bcos_key_map,
+    build_model,
+    encode_image,
+    load_checkpoint,
+    vit_contributions,
+)
 
 RESULTS = Path(__file__).parent / "results"
 TOLERANCE = 1e-10
@@ -88,7 +92,7 @@ def compare(name: str, seed: int, workdir: Path) -> dict:
     start = time.perf_counter()
     with torch.no_grad():
         their_logits = theirs(x)
-    ours_result = contributions(ours, x)
+    ours_result = vit_contributions(ours, x)
     their_weights = _their_explanation(theirs, x, ours_result.target)
     seconds = time.perf_counter() - start
     explained = ours_result.logits.gather(1, ours_result.target[:, None])[:, 0] - ours.logit_bias
@@ -168,7 +172,7 @@ def main() -> None:
                  and r["state_dict_keys"]["bcos"] == r["state_dict_keys"]["ours"]
                  and r["logits_max_abs_diff_float64"] <= TOLERANCE for r in results.values())
     report = {
-        "description": "interpretable.nn.bcos.simple_vit vs bcos 0.1.3, random weights, float64, "
+        "description": "interpretable.nn.bcos._simple_vit vs bcos 0.1.3, random weights, float64, "
                        "2 random encoded 224x224 images per model",
         "tolerance": TOLERANCE,
         "passed": passed,

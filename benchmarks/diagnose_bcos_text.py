@@ -108,9 +108,9 @@ def main(n_train=2000, n_test=500, seed=0, variants=None, out="bcos_text_diagnos
     import transformers
 
     from interpretable.datasets import load_minilm
-    from interpretable.nn.bcos.bert import BcosBertClassifier
+    from interpretable.nn.bcos import BcosBertClassifier
+    from interpretable.preprocessing import WordPieceEncoder
     from interpretable.reproduce.bcos_text import split
-    from interpretable.text import WordPieceEncoder
 
     torch.set_num_threads(1)
     torch.manual_seed(seed)

@@ -7,7 +7,7 @@ conventional MiniLM, on fitted models saved by :mod:`benchmarks.parity_bcos_text
 Loads ``DIR/minilm_seed<seed>`` and ``DIR/<bcos>_seed<seed>`` and, on the first ``--eval``
 texts of the reproduction's Rotten Tomatoes test split (``--dataset trec``: of TREC's),
 scores with ERASER comprehensiveness (↑) and sufficiency (↓) (AOPC over
-:data:`~interpretable.metrics.faithfulness.ERASER_FRACTIONS`, the curve per fraction kept):
+:data:`~interpretable.metrics._faithfulness.ERASER_FRACTIONS`, the curve per fraction kept):
 
 * the B-cos model's exact explanation (``"inherent"``) and, on the conventional model,
   integrated gradients (32 steps), input × gradient, attention and rollout; each method that
@@ -74,7 +74,7 @@ def scores(clf, X, explanation):
 
 def main(args):
     from interpretable import BcosTextClassifier, BertTextClassifier
-    from interpretable.estimators.explainers import get_explainer
+    from interpretable.estimators.methods import get_explainer
     from interpretable.reproduce.bcos_text import split
 
     torch.set_num_threads(args.threads)

@@ -25,7 +25,7 @@ from accelerate import Accelerator
 
 from interpretable import BcosViTClassifier, DiversityLSTMClassifier
 from interpretable.datasets import load_digits_images, load_rotten_tomatoes
-from interpretable.scale import save_on_main_process
+from interpretable.integrations import save_on_main_process
 
 
 def load_data(model: str, n: int):

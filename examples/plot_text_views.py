@@ -24,7 +24,7 @@ import pandas as pd
 
 from interpretable import DiversityLSTMClassifier, EmbeddingBagClassifier
 from interpretable.datasets import load_rotten_tomatoes
-from interpretable.pipeline import make_explainable_pipeline
+from interpretable.integrations import make_explainable_pipeline
 
 rt = load_rotten_tomatoes()
 reviews = pd.Series(rt.data, index=[f"rt_{i}" for i in range(len(rt.data))])

@@ -30,7 +30,7 @@ from interpretable.metrics import (
     top_k_overlap,
     word_stability,
 )
-from interpretable.text import SynonymSubstitution
+from interpretable.preprocessing import SynonymSubstitution
 
 torch.set_num_threads(1)
 rt = load_rotten_tomatoes()

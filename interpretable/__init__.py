@@ -8,28 +8,28 @@ from importlib import import_module
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
+# public name -> the package that exports it
 _LAZY = {
-    "EmbeddingBagClassifier": "interpretable.estimators.text.embedding_bag",
-    "BcosViTClassifier": "interpretable.estimators.vision.bcos_vit",
-    "BcosSimpleViTClassifier": "interpretable.estimators.vision.bcos_simple_vit",
-    "BcosResNetClassifier": "interpretable.estimators.vision.bcos_resnet",
-    "ViTClassifier": "interpretable.estimators.vision.vit",
-    "ImageClassifier": "interpretable.estimators.vision.library_model",
-    "AttentionTextClassifier": "interpretable.estimators.text.attention",
-    "DiversityLSTMClassifier": "interpretable.estimators.text.diversity_lstm",
-    "SEATClassifier": "interpretable.estimators.seat.estimator",
-    "BcosTextClassifier": "interpretable.estimators.bert.estimators",
-    "BertTextClassifier": "interpretable.estimators.bert.estimators",
-    "TransformersTextClassifier": "interpretable.estimators.bert.transformers_model",
-    "ISANLanguageModel": "interpretable.estimators.sequence.language_model",
-    "LSTMLanguageModel": "interpretable.estimators.sequence.language_model",
-    "ISANSequenceTagger": "interpretable.estimators.sequence.tagger",
+    "EmbeddingBagClassifier": "interpretable.estimators.text",
+    "BcosViTClassifier": "interpretable.estimators.vision",
+    "BcosSimpleViTClassifier": "interpretable.estimators.vision",
+    "BcosResNetClassifier": "interpretable.estimators.vision",
+    "ViTClassifier": "interpretable.estimators.vision",
+    "ImageClassifier": "interpretable.estimators.vision",
+    "AttentionTextClassifier": "interpretable.estimators.text",
+    "DiversityLSTMClassifier": "interpretable.estimators.text",
+    "SEATClassifier": "interpretable.estimators.seat",
+    "BcosTextClassifier": "interpretable.estimators.transformer",
+    "BertTextClassifier": "interpretable.estimators.transformer",
+    "TransformersTextClassifier": "interpretable.estimators.transformer",
+    "ISANLanguageModel": "interpretable.estimators.sequence",
+    "LSTMLanguageModel": "interpretable.estimators.sequence",
+    "ISANSequenceTagger": "interpretable.estimators.sequence",
     "TokenExplanation": "interpretable.explanation",
     "ImageExplanation": "interpretable.explanation",
     "SequenceExplanation": "interpretable.explanation",
     "concat_explanations": "interpretable.explanation",
-    "bcosify": "interpretable.nn.bcos.bcosify",
+    "bcosify": "interpretable.nn.bcos",
 }
 
 __all__ = sorted(_LAZY)

@@ -24,12 +24,11 @@ def write_views(out: Path) -> list[Path]:
     import pandas as pd
 
     from interpretable.datasets import load_mnist_5k, load_rotten_tomatoes, load_shakespeare
-    from interpretable.estimators.sequence.language_model import ISANLanguageModel
-    from interpretable.estimators.text.diversity_lstm import DiversityLSTMClassifier
-    from interpretable.estimators.text.embedding_bag import EmbeddingBagClassifier
+    from interpretable.estimators.sequence import ISANLanguageModel
+    from interpretable.estimators.text import DiversityLSTMClassifier, EmbeddingBagClassifier
     from interpretable.estimators.vision import BcosViTClassifier
     from interpretable.explanation import global_explanation
-    from interpretable.pipeline import make_explainable_pipeline
+    from interpretable.integrations import make_explainable_pipeline
 
     out.mkdir(parents=True, exist_ok=True)
     rt = load_rotten_tomatoes()
@@ -87,7 +86,7 @@ def _demo(args, modules: dict) -> int:
 
 
 def _data(args) -> int:
-    from interpretable.datasets.packages import data_status, install_command
+    from interpretable.datasets import data_status, install_command
 
     if args.action == "status":
         status = data_status()

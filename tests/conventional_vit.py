@@ -1,10 +1,10 @@
 """Tiny conventional Vision Transformers for the B-cosification tests: the sizes of
 :data:`TINY` (``torchvision.models.VisionTransformer``'s and
-:class:`interpretable.nn.library_vit.ConventionalViT`'s arguments) and :func:`randomise`,
+:class:`interpretable.nn._library_vit.ConventionalViT`'s arguments) and :func:`randomise`,
 which draws every parameter (biases and LayerNorm affines too) at random, so a conversion that
 drops one is caught.
 
->>> from interpretable.nn.library_vit import ConventionalViT
+>>> from interpretable.nn._library_vit import ConventionalViT
 >>> model = randomise(ConventionalViT("timm", **TINY)).eval()
 >>> model(torch.zeros(2, 3, 16, 16)).shape
 torch.Size([2, 5])

@@ -94,7 +94,7 @@ def _preload() -> None:
     torch.set_num_threads(1)
     import interpretable
     import interpretable.estimators.core._nets  # noqa: F401 -- skorch, imported at the first fit
-    import interpretable.estimators.explainers  # noqa: F401
+    import interpretable.estimators.methods  # noqa: F401
     import interpretable.metrics  # noqa: F401
 
     for name in interpretable.__all__:

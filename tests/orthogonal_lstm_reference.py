@@ -1,4 +1,4 @@
-"""The orthogonal LSTM of :mod:`interpretable.nn.recurrent` as a plain autograd loop: the
+"""The orthogonal LSTM of :mod:`interpretable.nn._recurrent` as a plain autograd loop: the
 reference its fused scan (exact forward, hand-written backward) is tested against and the
 baseline ``benchmarks/bench_diversity_lstm.py`` times it against.
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from interpretable.nn.recurrent import _EPS
+from interpretable.nn._recurrent import _EPS
 
 __all__ = ["orthogonal_lstm_reference"]
 
@@ -20,7 +20,7 @@ __all__ = ["orthogonal_lstm_reference"]
 def orthogonal_lstm_reference(x, mask, weight_ih, weight_hh, bias) -> torch.Tensor:
     """Plain autograd recurrence over the padded batch, masking every step.
 
-    Same contract as :func:`interpretable.nn.recurrent.orthogonal_lstm`: ``x (B, T, E)``,
+    Same contract as :func:`interpretable.nn._recurrent.orthogonal_lstm`: ``x (B, T, E)``,
     ``mask (B, T)`` (True on real tokens), ``weight_ih (4H, E)``, ``weight_hh (4H, H)``,
     ``bias (4H,)``; returns ``(B, T, H)``, zero on padding.
     """

@@ -1,10 +1,10 @@
-"""Attention analyses of interpretable.metrics.attention_analysis on tiny models."""
+"""Attention analyses of interpretable.metrics._attention_analysis on tiny models."""
 import numpy as np
 import pytest
 import torch
 
 from interpretable import DiversityLSTMClassifier
-from interpretable.metrics.attention_analysis import (
+from interpretable.metrics._attention_analysis import (
     attribution_agreement,
     conicity,
     decision_flip_fraction,
@@ -12,7 +12,7 @@ from interpretable.metrics.attention_analysis import (
     permutation_tvd,
     pos_attention,
 )
-from interpretable.metrics.divergences import jensen_shannon
+from interpretable.metrics._divergences import jensen_shannon
 
 SMALL = dict(embed_dim=12, hidden_size=12, batch_size=16, lr=1e-2, device="cpu", max_epochs=6)
 
@@ -137,7 +137,7 @@ def test_pos_attention(model):
 def test_jensen_shannon_rows_equal_the_definition_over_the_masked_entries():
     """scipy's distance squared equals ½KL(P‖M) + ½KL(Q‖M) over the real entries (padding
     ignored, zeros allowed)."""
-    from interpretable.metrics.divergences import jensen_shannon_rows
+    from interpretable.metrics._divergences import jensen_shannon_rows
 
     rng = np.random.default_rng(0)
     P, Q = rng.dirichlet(np.ones(6), 20), rng.dirichlet(np.ones(6), 20)

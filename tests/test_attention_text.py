@@ -1,4 +1,4 @@
-"""Attention text backbone (interpretable.nn.attention) and AttentionTextClassifier contracts."""
+"""Attention text backbone (interpretable.nn._attention) and AttentionTextClassifier contracts."""
 import pickle
 
 import numpy as np
@@ -12,7 +12,7 @@ from sklearn.preprocessing import FunctionTransformer
 
 from interpretable import AttentionTextClassifier
 from interpretable.explanation import TokenExplanation
-from interpretable.nn.attention import AttentionOutput, AttentionTextModule, conicity
+from interpretable.nn._attention import AttentionOutput, AttentionTextModule, conicity
 
 ENCODERS = ["rnn", "lstm", "bilstm", "orthogonal"]
 SMALL = dict(embed_dim=12, hidden_size=12, max_epochs=6, batch_size=16, lr=1e-2, device="cpu")

@@ -14,7 +14,7 @@ from sklearn.preprocessing import FunctionTransformer
 from interpretable import EmbeddingBagClassifier
 from interpretable._validation import check_images
 from interpretable.estimators.core._base import NeuralEstimator, TrainingDivergedError
-from interpretable.nn.tensors import resolve_device
+from interpretable.nn._tensors import resolve_device
 
 
 def _fit(data, **kw):

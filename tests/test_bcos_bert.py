@@ -7,10 +7,10 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from interpretable.nn.bcos.bert import POOLINGS, BcosBertClassifier
-from interpretable.nn.bcos.bert_layers import unscaled_bcos_linear
-from interpretable.nn.bcos.layers import explanation_mode
-from interpretable.nn.encoder_families import checkpoint_key
+from interpretable.nn._encoder_families import checkpoint_key
+from interpretable.nn.bcos._bert import POOLINGS, BcosBertClassifier
+from interpretable.nn.bcos._bert_layers import unscaled_bcos_linear
+from interpretable.nn.bcos._layers import explanation_mode
 
 TINY_BERT = {"vocab_size": 60, "hidden_size": 16, "num_hidden_layers": 2,
              "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 24,
@@ -240,7 +240,7 @@ def test_concurrent_explanations_equal_sequential_ones_and_leave_the_model_uncha
 def test_converted_minilm_contributions_are_complete():
     pytest.importorskip("transformers")
     from interpretable.datasets import load_minilm
-    from interpretable.text.wordpiece import WordPieceEncoder
+    from interpretable.preprocessing._wordpiece import WordPieceEncoder
 
     model = BcosBertClassifier.from_pretrained(load_minilm(), 2, b=1.5).eval()
     encoder = WordPieceEncoder(max_len=16).fit()

@@ -1,5 +1,5 @@
-"""B-cos DenseNets (interpretable.nn.bcos.densenet): B-cosified torchvision DenseNets
-(interpretable.nn.bcos.cnn_conversion) computing the original's logits, exact explanations of
+"""B-cos DenseNets (interpretable.nn.bcos._densenet): B-cosified torchvision DenseNets
+(interpretable.nn.bcos._cnn_conversion) computing the original's logits, exact explanations of
 the image and of every dense block's input, the recipe's fine-tuning start, the layouts of
 DenseNet-121 / 161 / 169 / 201; then BcosResNetClassifier from a torchvision DenseNet's state
 dict: fine-tuning, distillation, persistence. The torchvision models are the real package's
@@ -16,13 +16,13 @@ import torch
 from torch import nn
 
 from interpretable import BcosResNetClassifier, bcosify
-from interpretable.nn.bcos.cnn_conversion import (
+from interpretable.nn.bcos import BcosDenseNet, resnet_contributions
+from interpretable.nn.bcos._cnn_conversion import (
     bcosify_densenet,
+    cnn_finetuning_start,
     densenet_architecture,
-    finetuning_start,
 )
-from interpretable.nn.bcos.densenet import BcosDenseNet, contributions
-from interpretable.nn.bcos.layers import encode_image
+from interpretable.nn.bcos._layers import encode_image
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _real_vision import real_vision  # noqa: E402
@@ -88,7 +88,7 @@ def test_explanations_are_exact_at_every_block_at_the_start_and_after_the_recipe
         converted):
     original, model = converted
     x = encode_image(_images(size=(33, 27)))
-    start = finetuning_start(model)
+    start = cnn_finetuning_start(model)
     assert start.layers == ("denseblock1", "denseblock2", "denseblock3", "classifier")
     assert start.features.conv0.b == 2.0 and start.stem_pool == "avg"
     assert isinstance(start.features.pool0, nn.AvgPool2d) and start.input_offset is None
@@ -100,7 +100,7 @@ def test_explanations_are_exact_at_every_block_at_the_start_and_after_the_recipe
     for network in (model, start):
         for layer in (None, *network.layers):
             assert _incomplete(network, x, layer) < 1e-12
-    c = contributions(model, x, target=[0, 1])
+    c = resnet_contributions(model, x, target=[0, 1])
     assert c.constants.abs().min() > 0  # the biases' share is reported, not lost
     with pytest.raises(ValueError, match="one of .'denseblock1'"):
         model.run(x, stop="layer3")
@@ -175,7 +175,7 @@ def test_fine_tuning_a_torchvision_densenet_explains_exactly(checkpoint, tmp_pat
 def test_the_head_alone_and_distillation_from_a_densenet(checkpoint):
     X, y = _digits()
     clf = BcosResNetClassifier(pretrained=checkpoint, finetune="head", **FIT).fit(X, y)
-    start = finetuning_start(bcosify_densenet(torch.load(checkpoint, weights_only=True),
+    start = cnn_finetuning_start(bcosify_densenet(torch.load(checkpoint, weights_only=True),
                                               image_size=32))
     fitted = clf.module_.state_dict()
     for key, value in start.state_dict().items():

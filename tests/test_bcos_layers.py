@@ -8,11 +8,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from interpretable.attribution.heads import head_contributions
-from interpretable.attribution.vision import gradcam, inherent, inherent_terms
-from interpretable.nn.bcos import layers as bcos_layers
-from interpretable.nn.bcos.holistic_vit import BcosAttention, BcosViT
-from interpretable.nn.bcos.layers import (
+from interpretable.attribution._heads import head_contributions
+from interpretable.attribution._images import gradcam, inherent, inherent_terms
+from interpretable.nn._heads import mha_forward
+from interpretable.nn._stem_vit import ViT
+from interpretable.nn.bcos import _layers as bcos_layers
+from interpretable.nn.bcos._holistic_vit import BcosAttention, BcosViT
+from interpretable.nn.bcos._layers import (
     BcosConv2d,
     BcosLinear,
     bcos_epilogue,
@@ -21,8 +23,6 @@ from interpretable.nn.bcos.layers import (
     explanation_mode,
     scaled_unit_rows,
 )
-from interpretable.nn.heads import mha_forward
-from interpretable.nn.stem_vit import ViT
 
 
 @pytest.fixture(autouse=True)
@@ -357,7 +357,7 @@ def test_vit_shapes_and_mha_forward_matches_module():
 
 
 def test_normal_cdf_is_the_standard_normal_cdf_with_and_without_gradients():
-    from interpretable.nn.bcos.layers import normal_cdf
+    from interpretable.nn.bcos._layers import normal_cdf
 
     x = torch.linspace(-8, 8, 1001, dtype=torch.float64)
     torch.testing.assert_close(normal_cdf(x), torch.special.ndtr(x), rtol=0, atol=1e-15)
@@ -409,7 +409,7 @@ def test_training_gradients_are_autograds_through_the_formula(kind, b, clamped):
 
 
 def test_gelu_gate_is_fused_outside_explanation_mode_only():
-    from interpretable.nn.bcos.bert_layers import gated_gelu
+    from interpretable.nn.bcos._bert_layers import gated_gelu
 
     x = torch.randn(4, 7, dtype=torch.float64, requires_grad=True)
     fused_grad, = torch.autograd.grad(gated_gelu(x).sum(), x)
@@ -424,7 +424,7 @@ def test_biased_gelu_gate_gradients_are_autograds(shape):
     """With a gate bias, training runs ``x · Φ(x + bias)`` with written-out gradients: equal
     to autograd through ``torch.special.ndtr`` (one vector: nothing summed for the bias);
     explanation mode keeps the gate constant."""
-    from interpretable.nn.bcos.bert_layers import gated_gelu
+    from interpretable.nn.bcos._bert_layers import gated_gelu
 
     x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
     bias = torch.randn(6, dtype=torch.float64, requires_grad=True)
@@ -443,7 +443,7 @@ def test_biased_gelu_gate_gradients_are_autograds(shape):
 def test_layer_norm_scale_is_a_constant_in_explanation_mode_only():
     """``constant_scale_layer_norm``: the fused forward; in explanation mode the gradients of
     ``(x - mean) / σ ⊙ w`` with σ detached (input and weight), outside it ``F.layer_norm``'s."""
-    from interpretable.nn.bcos.layers import constant_scale_layer_norm
+    from interpretable.nn.bcos._layers import constant_scale_layer_norm
 
     x = torch.randn(3, 5, 8, dtype=torch.float64, requires_grad=True)
     weight = torch.rand(8, dtype=torch.float64, requires_grad=True)

@@ -1,7 +1,7 @@
-"""B-cos ResNets (interpretable.nn.bcos.resnet): B-cosified torchvision ResNets
-(interpretable.nn.bcos.cnn_conversion) computing the original's logits, exact explanations of
+"""B-cos ResNets (interpretable.nn.bcos._resnet): B-cosified torchvision ResNets
+(interpretable.nn.bcos._cnn_conversion) computing the original's logits, exact explanations of
 the image and of every layer's input, the recipe's fine-tuning start, the released B-cos v2
-ResNets' loader (interpretable.nn.bcos.resnet_zoo) and, where the ``bcos`` package is
+ResNets' loader (interpretable.nn.bcos._resnet_zoo) and, where the ``bcos`` package is
 installed, equality with its ResNets; then BcosResNetClassifier: fine-tuning a torchvision state
 dict, distillation from a teacher, from_pretrained, persistence. The torchvision models are the
 real package's (tests/_real_vision.py), every BatchNorm statistic random, in float64."""
@@ -18,16 +18,21 @@ from sklearn.base import clone
 from torch import nn
 
 from interpretable import BcosResNetClassifier, bcosify
-from interpretable.nn.bcos.cnn_conversion import (
+from interpretable.nn.bcos._cnn_conversion import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     bcosify_resnet,
-    finetuning_start,
+    cnn_finetuning_start,
     resnet_architecture,
 )
-from interpretable.nn.bcos.layers import encode_image
-from interpretable.nn.bcos.resnet import LAYERS, BcosResNet, contributions, spread_to_pixels
-from interpretable.nn.bcos.resnet_zoo import (
+from interpretable.nn.bcos._layers import encode_image
+from interpretable.nn.bcos._resnet import (
+    RESNET_LAYERS,
+    BcosResNet,
+    resnet_contributions,
+    spread_to_pixels,
+)
+from interpretable.nn.bcos._resnet_zoo import (
     PRETRAINED_RESNETS,
     load_resnet_checkpoint,
     to_bcos_resnet_state_dict,
@@ -78,7 +83,7 @@ def _normalised(x):
 
 def _incomplete(model, x, layer=None):
     """The largest |explained logit - (maps + constants + logit bias)| of x's explanation."""
-    c = contributions(model, x, layer=layer)
+    c = resnet_contributions(model, x, layer=layer)
     explained = c.logits.gather(1, c.target[:, None])[:, 0]
     return float((c.maps.sum((1, 2)) + c.constants + model.logit_bias - explained).abs().max())
 
@@ -118,15 +123,15 @@ def test_explanations_are_exact_at_every_layer_at_the_start_and_after_the_recipe
         converted):
     original, model = converted
     x = encode_image(_images(size=(33, 27)))
-    start = finetuning_start(model)
+    start = cnn_finetuning_start(model)
     assert start.conv1.b == 2.0 and start.stem_pool == "avg" and start.input_offset is None
     assert all(getattr(m, "bias", None) is None for m in start.modules()
                if not isinstance(m, (nn.AvgPool2d, nn.Sequential)))
     assert model.conv1.b == 1.0 and model.fc.bias is not None  # the original is unchanged
     for network in (model, start):
-        for layer in (None, *LAYERS):
+        for layer in (None, *RESNET_LAYERS):
             assert _incomplete(network, x, layer) < 1e-12
-    c = contributions(model, x, target=[0, 1])
+    c = resnet_contributions(model, x, target=[0, 1])
     assert c.constants.abs().min() > 0  # the biases' share is reported, not lost
     assert torch.equal(c.target, torch.tensor([0, 1]))
 
@@ -217,7 +222,7 @@ def test_logits_and_explanations_equal_the_bcos_package_s(tmp_path):
     with theirs.explanation_mode():
         logits = theirs(x)
         weights, = torch.autograd.grad(logits[:, 0].sum(), x)
-    c = contributions(ours, x.detach(), target=0)
+    c = resnet_contributions(ours, x.detach(), target=0)
     assert (logits - theirs.logit_layer.logit_bias).abs().max() > 1
     assert float((c.logits - logits.detach()).abs().max()) < 1e-10
     assert float((c.weights - weights).abs().max()) < 1e-10
@@ -261,7 +266,7 @@ def test_fine_tuning_a_torchvision_resnet_explains_exactly(checkpoint, tmp_path)
 def test_the_head_alone_keeps_the_backbone_and_its_statistics(checkpoint):
     X, y = _digits()
     clf = BcosResNetClassifier(pretrained=checkpoint, finetune="head", **FIT).fit(X, y)
-    start = finetuning_start(bcosify_resnet(torch.load(checkpoint, weights_only=True),
+    start = cnn_finetuning_start(bcosify_resnet(torch.load(checkpoint, weights_only=True),
                                             image_size=32))
     fitted = clf.module_.state_dict()
     for key, value in start.state_dict().items():

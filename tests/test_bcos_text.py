@@ -121,7 +121,7 @@ def test_truncation_warnings_point_at_the_callers_line(fitted):
     """fit, predict and explain warn at the user's call (this file), not at the package's
     source line; so does the TextEncoder of the other text models."""
     from interpretable import EmbeddingBagClassifier
-    from interpretable.text import TextEncoder
+    from interpretable.preprocessing import TextEncoder
 
     clf, X, y = fitted
     long = " ".join(["great"] * 40)
@@ -147,7 +147,7 @@ def test_missing_transformers_names_the_extra(monkeypatch):
     X, y = sentiment(n=8)
     with pytest.raises(ImportError, match=r'pip install "interpretable-models\[bert\]"'):
         tiny(max_epochs=1).fit(X, y)
-    from interpretable.nn.bert_encoder import BertEncoder
+    from interpretable.nn._bert_encoder import BertEncoder
 
     with pytest.raises(ImportError, match=r"interpretable-models\[bert\]"):
         BertEncoder.from_config(TINY)
@@ -308,8 +308,8 @@ def test_attention_and_rollout_are_distributions_over_the_tokens(cls):
 
 
 def test_b_annealed_from_one_ends_at_b():
-    from interpretable.estimators.bert.callbacks import AnnealExponent
-    from interpretable.nn.bcos.bert_layers import BertBcosLinear, alignment_gain
+    from interpretable.estimators.transformer._callbacks import AnnealExponent
+    from interpretable.nn.bcos._bert_layers import BertBcosLinear, alignment_gain
 
     X, y = sentiment(n=32)
     clf = tiny(b=[1.25, 2.0], b_anneal=1.0, max_epochs=2).fit(X, y)
@@ -487,7 +487,7 @@ def test_the_demo_text_model_is_trained_enough_to_be_right():
 
 # ---------------------------------------------------------------------------- distillation
 def test_distillation_loss_is_cross_entropy_plus_the_scaled_kl_to_the_softened_teacher():
-    from interpretable.nn.losses import DistillationLoss
+    from interpretable.nn._losses import DistillationLoss
 
     torch.manual_seed(0)
     logits, y = torch.randn(6, 3, dtype=torch.float64), torch.tensor([0, 1, 2, 0, 1, 2])
@@ -626,8 +626,8 @@ def test_a_fine_tuned_transformers_classifier_folder_teaches_by_its_label_names(
     import transformers
 
     from interpretable.datasets import load_minilm
-    from interpretable.estimators.bert.checkpoint import ClassifierCheckpoint
     from interpretable.estimators.core._teacher import teacher_probabilities
+    from interpretable.estimators.transformer._checkpoint import ClassifierCheckpoint
 
     X, y = sentiment(n=48)
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(load_minilm()),
@@ -660,7 +660,7 @@ def test_inherent_explanations_of_perturbed_embeddings_are_exact(fitted):
     """``embedding_offset`` (the stability metrics' perturbation) reaches the inherent
     explanation: zero offset changes nothing, a real one gives the exact explanation of the
     perturbed input (it sums to that input's logit), and the report's stability metric runs."""
-    from interpretable.estimators.explainers import get_explainer
+    from interpretable.estimators.methods import get_explainer
     from interpretable.metrics import embedding_stability
 
     clf, X, _ = fitted

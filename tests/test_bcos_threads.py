@@ -7,10 +7,10 @@ from functools import partial
 import pytest
 import torch
 
-from interpretable.attribution.vision import attribute, inherent_terms
-from interpretable.nn.bcos.holistic_vit import BcosViT
-from interpretable.nn.bcos.layers import encode_image
-from interpretable.nn.stem_vit import ViT
+from interpretable.attribution import attribute_pixels, inherent_terms
+from interpretable.nn._stem_vit import ViT
+from interpretable.nn.bcos._holistic_vit import BcosViT
+from interpretable.nn.bcos._layers import encode_image
 
 METHODS = ("inherent", "rollout", "gradsam", "gradcam", "input_x_gradient",
            "integrated_gradients")
@@ -30,7 +30,7 @@ def _one_intra_op_thread():
 def _calls(model, x, target):
     """(name, zero-argument call returning a tensor) for every method that fits the model."""
     bcos = isinstance(model, BcosViT)
-    calls = [(method, partial(attribute, model, x, target, method, n_steps=4))
+    calls = [(method, partial(attribute_pixels, model, x, target, method, n_steps=4))
              for method in METHODS if bcos or method != "inherent"]
     if bcos:
         calls.append(("inherent_terms", lambda: inherent_terms(model, x, target)[0]))

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from interpretable.attribution.vision import attribute
-from interpretable.nn.bcos.layers import BcosConv2d, encode_image, explanation_mode
-from interpretable.nn.bcos.simple_vit import (
+from interpretable.attribution import attribute_pixels
+from interpretable.nn.bcos._layers import BcosConv2d, encode_image, explanation_mode
+from interpretable.nn.bcos._simple_vit import (
     BcosSimpleViT,
-    contributions,
     sincos_positional_embedding,
+    vit_contributions,
 )
-from interpretable.nn.bcos.zoo import (
+from interpretable.nn.bcos._zoo import (
     PRETRAINED,
     bcos_key_map,
     build_model,
@@ -100,7 +100,7 @@ def test_stem_strides_follow_the_reference_rule():
 def test_contributions_are_complete(family, dtype, tolerance):
     model = _tiny(family, dtype)
     x = _images(dtype=dtype)
-    result = contributions(model, x)
+    result = vit_contributions(model, x)
     explained = result.logits.gather(1, result.target[:, None])[:, 0]
     total = result.maps.sum((1, 2)) + result.positional + model.logit_bias
     scale = (explained - model.logit_bias).abs()
@@ -115,14 +115,14 @@ def test_contributions_of_given_targets_and_other_sizes():
     model = _tiny("vitc")
     x = _images(2, 48, 32)
     for target in (3, [1, 4], torch.tensor([0, 2])):
-        result = contributions(model, x, target)
+        result = vit_contributions(model, x, target)
         expected = torch.as_tensor(target).expand(2)
         assert torch.equal(result.target, expected)
         explained = result.logits[torch.arange(2), expected]
         total = result.maps.sum((1, 2)) + result.positional + model.logit_bias
         torch.testing.assert_close(total, explained, rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="target has 3 entries for 2 images"):
-        contributions(model, x, [0, 1, 2])
+        vit_contributions(model, x, [0, 1, 2])
     with pytest.raises(ValueError, match="multiples of 8"):
         model(_images(1, 36, 32))
 
@@ -196,7 +196,7 @@ def test_threads_explaining_and_predicting_share_one_model():
         x = inputs[i]
         with torch.no_grad():  # the fused inference path
             logits = model(x)
-        return logits, contributions(model, x)
+        return logits, vit_contributions(model, x)
 
     sequential = [work(i) for i in range(len(inputs))]
 
@@ -213,7 +213,7 @@ def test_threads_explaining_and_predicting_share_one_model():
 def test_post_hoc_attributions_accept_v2_models(method):
     model = _tiny("simple_vit")
     x = _images(2)
-    maps = attribute(model, x, [0, 1], method, n_steps=4)
+    maps = attribute_pixels(model, x, [0, 1], method, n_steps=4)
     assert maps.shape == (2, 32, 32) and torch.isfinite(maps).all()
 
 
@@ -334,8 +334,8 @@ def test_released_table():
 def test_contributions_on_cuda_match_the_cpu():
     model = _tiny("vitc")
     x = _images()
-    cpu = contributions(model, x)
-    cuda = contributions(model.cuda(), x.cuda())
+    cpu = vit_contributions(model, x)
+    cuda = vit_contributions(model.cuda(), x.cuda())
     for a, b in zip(cpu, cuda, strict=True):
         torch.testing.assert_close(b.cpu(), a, rtol=1e-10, atol=1e-12)
 

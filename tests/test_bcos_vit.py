@@ -222,7 +222,7 @@ def test_bad_input_at_fit(digits):
 def test_zoom_out_batches_shrink_every_image_onto_a_black_canvas():
     import torch
 
-    from interpretable.estimators.vision.augmentation import ZoomOutBatches
+    from interpretable.estimators.vision._augmentation import ZoomOutBatches
 
     images = torch.ones(6, 8, 8, 1)
     items = [({"x": img}, torch.tensor(i)) for i, img in enumerate(images)]

@@ -2,8 +2,7 @@
 size: the structure of its results, not the numbers."""
 import json
 
-from interpretable.reproduce import bcos_text
-from interpretable.reproduce import bcosify as repro
+from interpretable.reproduce import bcos_text, bcosify as repro
 
 TINY_BERT = {"vocab_size": 30522, "hidden_size": 16, "num_hidden_layers": 2,
              "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32,

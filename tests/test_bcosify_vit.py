@@ -1,4 +1,4 @@
-"""B-cosification of conventional ViTs (interpretable.nn.bcos.vit_conversion) and fine-tuning
+"""B-cosification of conventional ViTs (interpretable.nn.bcos._vit_conversion) and fine-tuning
 them with BcosSimpleViTClassifier: the formats told apart, the converted network's logits equal
 to the original's, exact explanations (the biases' and class token's share reported), the recipe's
 fine-tuning start, refused checkpoints, and fitted models that no longer need the file. The
@@ -16,17 +16,17 @@ import torch
 from sklearn.base import clone
 
 from interpretable import BcosSimpleViTClassifier
-from interpretable.nn.bcos.layers import encode_image
-from interpretable.nn.bcos.simple_vit import BcosSimpleViT, contributions
-from interpretable.nn.bcos.vit_conversion import (
+from interpretable.nn._library_vit import CHECKPOINT_LAYOUTS, ConventionalViT
+from interpretable.nn.bcos._layers import encode_image
+from interpretable.nn.bcos._simple_vit import BcosSimpleViT, vit_contributions
+from interpretable.nn.bcos._vit_conversion import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     bcosify_vit,
     checkpoint_format,
-    finetuning_start,
+    vit_finetuning_start,
 )
-from interpretable.nn.bcos.zoo import to_bcos_state_dict
-from interpretable.nn.library_vit import LAYOUTS, ConventionalViT
+from interpretable.nn.bcos._zoo import to_bcos_state_dict
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _real_vision import timm_vit, torchvision_vit  # noqa: E402
@@ -58,7 +58,7 @@ def _images(n=3, dtype=torch.float64, seed=0):
 
 def _complete(model, x):
     """The largest |logit - (maps + positional + constants + logit bias)| of x's explanation."""
-    c = contributions(model, encode_image(x))
+    c = vit_contributions(model, encode_image(x))
     explained = c.logits.gather(1, c.target[:, None])[:, 0]
     return (c.maps.sum((1, 2)) + c.positional + c.constants + model.logit_bias
             - explained).abs().max().item(), c
@@ -69,7 +69,7 @@ def checkpoints(tmp_path_factory):
     """{layout: path} of tiny conventional ViT state dicts."""
     folder = tmp_path_factory.mktemp("conventional")
     paths = {}
-    for layout in LAYOUTS:
+    for layout in CHECKPOINT_LAYOUTS:
         paths[layout] = folder / f"{layout}.pth"
         torch.save(real_vit(layout).state_dict(), paths[layout])
     return paths
@@ -94,7 +94,7 @@ def test_formats_are_told_apart():
         checkpoint_format({"weight": torch.zeros(1)})
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("layout", CHECKPOINT_LAYOUTS)
 def test_the_converted_network_computes_the_original_logits(layout):
     original = real_vit(layout).double()
     x = _images()
@@ -111,7 +111,7 @@ def test_the_converted_network_computes_the_original_logits(layout):
     assert from_state.transformer.encoder_0.attn.to_out.b == 1.0
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("layout", CHECKPOINT_LAYOUTS)
 def test_conventional_vit_is_the_real_packages_model(layout):
     """ViTClassifier's ConventionalViT (no real package builds it) has the real model's keys
     and shapes and, with its weights, its logits."""
@@ -125,7 +125,7 @@ def test_conventional_vit_is_the_real_packages_model(layout):
         torch.testing.assert_close(ours(x), real(x), rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("layout", CHECKPOINT_LAYOUTS)
 def test_the_fused_attention_forward_is_the_explicit_one(layout):
     """``forward`` (fused attention in timm's layout) computes ``forward_with_attention``'s
     logits and training gradients; the attention is returned where asked for."""
@@ -141,7 +141,7 @@ def test_the_fused_attention_forward_is_the_explicit_one(layout):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("layout", CHECKPOINT_LAYOUTS)
 def test_explanations_are_exact_at_the_start_and_after_the_recipe_step(layout):
     converted = bcosify_vit(real_vit(layout).double())
     x = _images()
@@ -150,7 +150,7 @@ def test_explanations_are_exact_at_the_start_and_after_the_recipe_step(layout):
     assert c.constants.abs().min() > 1e-3  # the biases' share, which completeness needs
     with pytest.raises(ValueError, match="remove the biases"):
         converted.term_logits(encode_image(x))
-    start = finetuning_start(converted)
+    start = vit_finetuning_start(converted)
     assert converted.transformer.encoder_0.attn.to_qkv.bias is not None  # unchanged
     assert all("bias" not in k for k in start.state_dict())
     assert {m.b for m in start.modules() if hasattr(m, "b")} == {2.0}
@@ -208,7 +208,7 @@ def test_fine_tuning_starts_from_the_recipe_and_explains_exactly(checkpoints, fi
     # finetune="head" trains the head only: the rest is the recipe's start
     head = BcosSimpleViTClassifier(pretrained=checkpoints["torchvision"], finetune="head",
                                    **{**FIT, "architecture": ARCH}).fit(X, y)  # a full dict, too
-    start = finetuning_start(bcosify_vit(torch.load(checkpoints["torchvision"]), num_heads=2))
+    start = vit_finetuning_start(bcosify_vit(torch.load(checkpoints["torchvision"]), num_heads=2))
     tuned = head.module_.state_dict()
     assert all(torch.equal(tuned[k], v) for k, v in start.state_dict().items()
                if not k.startswith("linear_head"))
@@ -281,7 +281,7 @@ def test_hostile_and_mismatched_checkpoints_are_refused_by_the_estimator(checkpo
 
 
 # ---------------------------------------------------------------------------- your own ViT
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("layout", CHECKPOINT_LAYOUTS)
 def test_a_vit_trained_here_in_a_standard_layout_is_b_cosified_from_its_state_dict(layout,
                                                                                    tmp_path):
     """``ViTClassifier(layout=...)`` trains the standard ViT; its state dict is a checkpoint
@@ -322,7 +322,7 @@ def test_standard_layouts_refuse_a_stem_dropout_or_other_images():
                       device="cpu").fit(X[..., :1], y)
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("layout", CHECKPOINT_LAYOUTS)
 def test_the_head_computes_in_the_parameters_precision_under_autocast(layout):
     """bf16 prediction: the classifier head runs in float32 on the class token cast to
     float32, so the logits are float32 and equal to the head's outside autocast."""

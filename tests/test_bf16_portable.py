@@ -15,9 +15,9 @@ import torch
 
 from interpretable import AttentionTextClassifier, SEATClassifier
 from interpretable.estimators.core import _classifier as classifier
-from interpretable.nn import recurrent
-from interpretable.nn.char_lstm import CharLSTM
-from interpretable.nn.recurrent import RecurrentEncoder, autocast_fallbacks
+from interpretable.nn import _recurrent as recurrent
+from interpretable.nn._char_lstm import CharLSTM
+from interpretable.nn._recurrent import RecurrentEncoder, autocast_fallbacks
 
 X = ["a great film", "an awful film", "great acting", "dull acting"] * 4
 Y = ["pos", "neg", "pos", "neg"] * 4
@@ -29,7 +29,7 @@ CHILD = """
 import json, warnings
 import torch
 import interpretable
-from interpretable.nn.recurrent import autocast_failure
+from interpretable.nn._recurrent import autocast_failure
 
 X = ["a great film", "an awful film", "great acting", "dull acting"] * 4
 y = ["pos", "neg", "pos", "neg"] * 4

@@ -31,10 +31,10 @@ from interpretable import (
     EmbeddingBagClassifier,
     ViTClassifier,
 )
-from interpretable.attribution.noise import draw
-from interpretable.estimators.explainers import get_explainer
-from interpretable.nn.embedding_bag import MeanEmbeddingClassifier
-from interpretable.nn.losses import logits_of
+from interpretable.attribution._noise import draw
+from interpretable.estimators.methods import get_explainer
+from interpretable.nn._embedding_bag import MeanEmbeddingClassifier
+from interpretable.nn._losses import logits_of
 
 TINY_BERT = {"vocab_size": 30522, "hidden_size": 16, "num_hidden_layers": 2,
              "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32,
@@ -196,7 +196,7 @@ def test_without_noise_the_tunnel_is_the_method_it_wraps(bert):
 def test_smoothgrad_default_noise_is_a_share_of_each_texts_spread(bag):
     """stdevs=None: 15 % of the spread of the text's real token embeddings, whatever the other
     texts of its batch."""
-    from interpretable.attribution.text import NOISE_LEVEL
+    from interpretable.attribution._tokens import NOISE_LEVEL
 
     X = TEXTS[:2]
     embedded = [bag.embed(_one_batch(bag, [x]))[0].detach() for x in X]
@@ -603,7 +603,7 @@ def test_integrated_gradients_to_a_tolerance_refusals(lstm):
 def test_auto_steps_refine_only_the_texts_that_need_it():
     """A forward whose path integrand is sharp for some texts (a steep tanh): those take more
     steps; every text ends under the tolerance with the attributions of its step count."""
-    from interpretable.attribution.text import attribute_tokens
+    from interpretable.attribution._tokens import attribute_tokens
 
     weights = torch.tensor([[1.0, -0.5, 0.25], [0.5, 0.5, -1.0]])
     steepness = torch.tensor([1.0, 12.0, 30.0])

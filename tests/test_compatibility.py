@@ -5,7 +5,7 @@ explanations as recorded, and the package's import paths are the modules themsel
 recorded (and the SEAT variants), the ``predict_proba`` of the fitted model on the case's test
 inputs and the values and targets of every explanation method of the first three test samples
 (integrated gradients with ``n_steps=8``). The B-cos layers compute their epilogue as the
-reference does while training (``interpretable.nn.bcos.kernels``) so that these fits keep
+reference does while training (``interpretable.nn.bcos._kernels``) so that these fits keep
 their rounding.
 """
 
@@ -92,23 +92,26 @@ def test_fits_reproduce_the_recorded_outputs(case):
     _check_outputs(est, case, slack=REFIT_SLACK.get(case.name, REFIT_SLACK_DEFAULT))
 
 
-def test_family_explainer_modules_import_under_their_short_names():
-    """``explainers.bert`` (B-cos and conventional BERT-family classifiers), ``text``,
-    ``image`` and ``sequence`` are the families' modules, importable by those paths (the API
-    reference documents them so)."""
-    from interpretable.estimators import explainers
-    from interpretable.estimators.bert import explainers as bert
+def test_every_declared_method_is_exported_by_the_methods_package():
+    """Every explainer an estimator declares is a class ``interpretable.estimators.methods``
+    exports, under its own name, and no family's explainer module is a public path."""
+    import interpretable
+    from interpretable.estimators import methods
 
-    assert importlib.import_module("interpretable.estimators.explainers.bert") is bert
-    assert explainers.bert is bert and "bcos_text" not in explainers.__all__
-    for family in ("text", "image", "sequence"):
-        module = importlib.import_module(f"interpretable.estimators.explainers.{family}")
-        assert module is getattr(explainers, family)
+    declared = {type(explainer) for name in interpretable.__all__
+                if isinstance(cls := getattr(interpretable, name), type)
+                for explainer in getattr(cls, "explainers", ())}
+    assert len(declared) > 50
+    for cls in declared:
+        assert getattr(methods, cls.__name__) is cls and cls.__name__ in methods.__all__
+    for family in ("bert", "text", "image", "sequence"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"interpretable.estimators.methods.{family}")
 
 
 @pytest.mark.parametrize("path", ["interpretable.estimators.bcos_text",
                                   "interpretable.estimators.seat_variants",
-                                  "interpretable.estimators.explainers.bcos_text"])
+                                  "interpretable.estimators.methods.bcos_text"])
 def test_no_module_answers_to_another_path(path):
     """Modules import under their own paths only: no import hook maps other names to them."""
     import sys

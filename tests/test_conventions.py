@@ -1,4 +1,4 @@
-"""The metric conventions (:mod:`interpretable.metrics.conventions`).
+"""The metric conventions (:mod:`interpretable.metrics._conventions`).
 
 * ERASER is today's behaviour: its unit sets are those of ``faithfulness._erasure`` (the
   ``_ranks`` logic), AUPRC / F1 / IOU those of :func:`plausibility`, tau that of
@@ -24,9 +24,9 @@ import torch
 from scipy.stats import kendalltau
 from sklearn.metrics import auc, precision_recall_curve
 
-from interpretable.metrics.conventions import ERASER, FERRET, Convention, get_convention
-from interpretable.metrics.faithfulness import ERASER_FRACTIONS, _ranks
-from interpretable.metrics.plausibility import plausibility
+from interpretable.metrics._conventions import ERASER, FERRET, Convention, get_convention
+from interpretable.metrics._faithfulness import ERASER_FRACTIONS, _ranks
+from interpretable.metrics._plausibility import plausibility
 
 DATA = Path(__file__).parent / "data" / "ferret"
 REFERENCE = json.loads((DATA / "reference.json").read_text())

@@ -16,7 +16,7 @@ from interpretable.datasets import (
     make_parentheses,
     shakespeare_plays,
 )
-from interpretable.datasets.packages import package_file
+from interpretable.datasets._packages import package_file
 
 
 def test_rotten_tomatoes_counts():

@@ -6,10 +6,10 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from interpretable import DiversityLSTMClassifier
-from interpretable.metrics.attention_analysis import conicity as conicity_metric
-from interpretable.nn.attention import AttentionOutput, conicity
-from interpretable.nn.losses import DiversityLoss
-from interpretable.nn.recurrent import OrthogonalLSTM
+from interpretable.metrics._attention_analysis import conicity as conicity_metric
+from interpretable.nn._attention import AttentionOutput, conicity
+from interpretable.nn._losses import DiversityLoss
+from interpretable.nn._recurrent import OrthogonalLSTM
 
 SMALL = dict(embed_dim=12, hidden_size=12, batch_size=16, lr=1e-2, device="cpu")
 MASK = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]], dtype=torch.bool)
@@ -92,7 +92,7 @@ def test_diversity_term_lowers_conicity(fits, sentiment_data):
 
 
 def test_cell_selects_encoder(fits):
-    from interpretable.nn.recurrent import OrthogonalLSTM as Cell
+    from interpretable.nn._recurrent import OrthogonalLSTM as Cell
     assert isinstance(fits["orthogonal"].module_.encoder.rnn, Cell)
     assert isinstance(fits["vanilla"].module_.encoder.rnn, torch.nn.LSTM)
 

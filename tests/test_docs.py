@@ -37,10 +37,10 @@ NOT_RUN_MAX = 4
 # Modules whose public names the API reference documents: ``__all__``, or for a package
 # without one the non-module names its __init__ imports.
 PUBLIC_MODULES = ["interpretable", "interpretable.explanation", "interpretable.metrics",
-                  "interpretable.attribution", "interpretable.estimators.explainers",
-                  "interpretable.datasets", "interpretable.text", "interpretable.pipeline",
-                  "interpretable.streaming", "interpretable.scale", "interpretable.tracking",
-                  "interpretable.reproduce", "interpretable.params"]
+                  "interpretable.attribution", "interpretable.estimators.methods",
+                  "interpretable.datasets", "interpretable.preprocessing",
+                  "interpretable.integrations", "interpretable.reproduce", "interpretable.utils",
+                  "interpretable.nn", "interpretable.nn.bcos"]
 
 
 def env(**extra):

@@ -7,17 +7,17 @@ import numpy as np
 import pytest
 import torch
 
-from interpretable.nn.bcos.bcosify import bcosify
-from interpretable.nn.bcos.bert import BcosBertClassifier
-from interpretable.nn.bert_classifier import BertClassifier
-from interpretable.nn.bert_encoder import BertEncoder
-from interpretable.nn.encoder_families import (
+from interpretable.nn._bert_classifier import BertClassifier
+from interpretable.nn._bert_encoder import BertEncoder
+from interpretable.nn._encoder_families import (
     FAMILIES,
     checkpoint_key,
     encoder_family,
     encoder_options,
     usable_positions,
 )
+from interpretable.nn.bcos._bcosify import bcosify
+from interpretable.nn.bcos._bert import BcosBertClassifier
 
 transformers = pytest.importorskip("transformers")
 
@@ -210,8 +210,7 @@ FIT = dict(max_length=32, max_epochs=1, batch_size=3, random_state=0, device="cp
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
-    from families import FAMILIES as TINY_FAMILIES
-    from families import tiny_checkpoint
+    from families import FAMILIES as TINY_FAMILIES, tiny_checkpoint
 
     root = tmp_path_factory.mktemp("checkpoints")
     return {family: tiny_checkpoint(root / family, family) for family in TINY_FAMILIES}
@@ -256,7 +255,7 @@ def test_fit_encodes_ids_only_and_explain_aligns_the_pieces_it_explains(checkpoi
     """Fit reads the ids alone: no text is aligned with its characters (was: every training
     text); explain aligns the texts it explains, once."""
     from interpretable import BertTextClassifier
-    from interpretable.text import WordPieceEncoder
+    from interpretable.preprocessing import WordPieceEncoder
 
     aligned, align = [], WordPieceEncoder.align
 
@@ -383,7 +382,7 @@ def test_checkpoints_with_weights_or_tokenizers_missing_or_broken_are_refused_at
 def test_a_missing_pooler_or_task_head_starts_at_random_with_one_warning(checkpoints,
                                                                          tmp_path):
     from interpretable import BcosTextClassifier
-    from interpretable.nn.bert_encoder import load_sequence_classifier
+    from interpretable.nn._bert_encoder import load_sequence_classifier
 
     def no_pooler(state):
         del state["pooler.dense.weight"], state["pooler.dense.bias"]

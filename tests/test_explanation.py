@@ -20,7 +20,7 @@ from interpretable.explanation import (
     token_offsets,
     weights_to_rgba,
 )
-from interpretable.text.tokenize import word_tokenize
+from interpretable.preprocessing._tokenize import word_tokenize
 
 RED, BLUE, PURPLE = "#b2182b", "#2166ac", "#54278f"
 
@@ -426,7 +426,7 @@ def fitted(sentiment_data):
 
 
 def test_streaming_keeps_the_pandas_index_and_the_dtypes(fitted, sentiment_data, tmp_path):
-    from interpretable.streaming import explanations_to_frame
+    from interpretable.integrations._streaming import explanations_to_frame
 
     X = pd.Series(sentiment_data[0][:9], index=[f"rev_{i}" for i in range(9)])
     whole = explanations_to_frame(fitted, X, chunk_size=4)
@@ -443,7 +443,7 @@ def test_pipeline_keeps_ids_and_original_text(fitted, sentiment_data):
     from sklearn.base import clone
     from sklearn.preprocessing import FunctionTransformer
 
-    from interpretable.pipeline import make_explainable_pipeline
+    from interpretable.integrations._pipeline import make_explainable_pipeline
 
     pipe = make_explainable_pipeline(
         FunctionTransformer(lambda texts: [t.replace("<br>", " ") for t in texts]), clone(fitted))

@@ -23,8 +23,8 @@ from interpretable.metrics import (
     top_k_overlap,
     word_stability,
 )
-from interpretable.metrics.erasure import compact
-from interpretable.text import SynonymSubstitution
+from interpretable.metrics._erasure import compact
+from interpretable.preprocessing import SynonymSubstitution
 
 SMALL = dict(embed_dim=12, hidden_size=12, max_epochs=6, batch_size=16, lr=2e-2, device="cpu",
              random_state=0)
@@ -292,7 +292,7 @@ def test_evaluation_runs_without_dropout(sentiment_data, texts):
     b = sufficiency(clf, texts, fractions=(0.2,)).frame
     assert a.equals(b)
     # the SEAT phase computes w, y(x, w) and the PGD attack without dropout
-    from interpretable.nn.seat import SEATTrainer
+    from interpretable.nn._seat import SEATTrainer
 
     trainer = SEATTrainer(clf.module_, clf.module_.vanilla_attention, 0.1, 2, None, "l2",
                            "bce", 0).train()
@@ -300,7 +300,7 @@ def test_evaluation_runs_without_dropout(sentiment_data, texts):
 
 
 def test_word_pieces_merge_into_words():
-    from interpretable.metrics.stability import _merge_word_pieces
+    from interpretable.metrics._stability import _merge_word_pieces
 
     merged = _merge_word_pieces(["[CLS]", "un", "##watch", "##able", "film", "[SEP]"],
                                 np.array([0.1, 0.2, 0.3, 0.1, 0.2, 0.1]))

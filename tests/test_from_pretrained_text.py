@@ -19,7 +19,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from interpretable import BcosTextClassifier, BertTextClassifier
-from interpretable.estimators.explainers import explainers_for
+from interpretable.estimators.methods import explainers_for
 
 pytest.importorskip("transformers")
 
@@ -220,7 +220,7 @@ def test_from_pretrained_resolves_a_hub_id_and_reads_its_config_once(checkpoints
                                                                      monkeypatch):
     """``max_length=None`` takes the checkpoint's positions from the config read for the
     model, not from a read of its own."""
-    from interpretable.estimators.bert import checkpoint
+    from interpretable.estimators.transformer import _checkpoint as checkpoint
 
     snapshot = _cache_layout(hub_cache, "someone/tiny-sentiment", checkpoints["bert"])
     resolved, resolve = Counter(), checkpoint.resolve_model_folder

@@ -10,18 +10,18 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from interpretable.attribution.vision import inherent
-from interpretable.nn.bcos import kernels as bcos_kernels
-from interpretable.nn.bcos.holistic_vit import BcosViT
-from interpretable.nn.bcos.kernels import ONEDNN_MIN_MACS, linear, resolve_implementation
-from interpretable.nn.bcos.layers import (
+from interpretable.attribution._images import inherent
+from interpretable.nn.bcos import _kernels as bcos_kernels
+from interpretable.nn.bcos._holistic_vit import BcosViT
+from interpretable.nn.bcos._kernels import ONEDNN_MIN_MACS, linear, resolve_implementation
+from interpretable.nn.bcos._layers import (
     BcosConv2d,
     BcosLinear,
     bcos_implementation,
     encode_image,
     explanation_mode,
 )
-from interpretable.nn.bcos.simple_vit import BcosSimpleViT, contributions
+from interpretable.nn.bcos._simple_vit import BcosSimpleViT, vit_contributions
 
 EXACT = dict(rtol=0, atol=1e-10)  # float64: fused and reference differ by rounding only
 
@@ -88,7 +88,7 @@ def _v2(stem):
 def _explanation(model, x):
     """Logits, W(x) and (v2) the positional term, from one batched explanation."""
     if isinstance(model, BcosSimpleViT):
-        result = contributions(model, x)
+        result = vit_contributions(model, x)
         return result.logits, result.weights, result.positional
     _, weights, logits = inherent(model, x)
     return logits, weights
@@ -121,8 +121,8 @@ def test_float32_models_on_the_onednn_path_match_the_reference(onednn_float32):
     x = encode_image(torch.rand(16, 3, 32, 32))
     assert ONEDNN_MIN_MACS <= 16 * 64 * 64 * 256  # the MLP's first layer takes oneDNN
     with bcos_implementation("reference"):
-        expected = contributions(model, x)
-    got = contributions(model, x)
+        expected = vit_contributions(model, x)
+    got = vit_contributions(model, x)
     for a, b in zip(got, expected, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
     explained = got.logits.gather(1, got.target[:, None])[:, 0] - model.logit_bias

@@ -1,5 +1,5 @@
 """Faithfulness (pixel / region flipping: comprehensiveness, sufficiency) and stability of
-image explanations (interpretable.metrics.image_faithfulness)."""
+image explanations (interpretable.metrics._image_faithfulness)."""
 
 import dataclasses
 import math
@@ -10,7 +10,7 @@ import pytest
 from interpretable import BcosViTClassifier, ViTClassifier
 from interpretable.datasets import load_digits_images
 from interpretable.explanation import ImageExplanation
-from interpretable.metrics.image_faithfulness import (
+from interpretable.metrics._image_faithfulness import (
     _crop_to_source,
     image_stability,
     pixel_flipping,
@@ -284,7 +284,7 @@ def test_deletion_curve_equals_quantus_region_perturbation(tiny):
     ours is the original image's per-channel mean, which Quantus takes as an explicit array
     ``(batch, C·p²)`` (one value per index of a patch, in its (channel, row, column) order)."""
     quantus = pytest.importorskip("quantus")
-    from interpretable.attribution.quantus_adapter import QuantusModel
+    from interpretable.attribution._quantus import QuantusModel
 
     clf, X = tiny
     X = X[:16]

@@ -24,9 +24,9 @@ import pytest
 import torch
 
 from interpretable import ImageClassifier
-from interpretable.attribution.feature_maps import spread_cells
-from interpretable.attribution.hooked import deeplift_blockers, deeplift_copy
-from interpretable.attribution.vision import gaussian_blur
+from interpretable.attribution._feature_maps import spread_cells
+from interpretable.attribution._hooked import deeplift_blockers, deeplift_copy
+from interpretable.attribution._images import gaussian_blur
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _real_vision import real_vision  # noqa: E402

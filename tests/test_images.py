@@ -5,7 +5,7 @@ import pytest
 import torch
 from PIL import Image
 
-from interpretable.datasets.images import (
+from interpretable.datasets._images import (
     CropBox,
     eval_crops,
     eval_transform,
@@ -15,7 +15,7 @@ from interpretable.datasets.images import (
     read_images,
     resize_shorter_side,
 )
-from interpretable.datasets.textures import make_textured_digit_grids, make_textured_digits
+from interpretable.datasets._textures import make_textured_digit_grids, make_textured_digits
 
 
 def _photo(h=60, w=90, seed=0) -> np.ndarray:

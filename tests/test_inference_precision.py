@@ -14,7 +14,7 @@ from conformance.cases import _TINY_BERT
 
 from interpretable import BcosTextClassifier, BertTextClassifier, EmbeddingBagClassifier
 from interpretable.estimators.core import _classifier as classifier
-from interpretable.params import InvalidParameterError
+from interpretable.utils._params import InvalidParameterError
 
 
 def sentiment(n=64, seed=0):

@@ -15,10 +15,10 @@ from sklearn.pipeline import make_pipeline
 from interpretable import EmbeddingBagClassifier
 from interpretable._validation import check_documents, check_sequences, check_targets, check_texts
 from interpretable.explanation import read_frame, write_frame
-from interpretable.pipeline import make_explainable_pipeline
-from interpretable.streaming import explanations_to_frame
-from interpretable.text import TextEncoder
-from interpretable.text.perturbation import SynonymSubstitution
+from interpretable.integrations._pipeline import make_explainable_pipeline
+from interpretable.integrations._streaming import explanations_to_frame
+from interpretable.preprocessing import TextEncoder
+from interpretable.preprocessing._perturbation import SynonymSubstitution
 
 pl = pytest.importorskip("polars")
 pa = pytest.importorskip("pyarrow")

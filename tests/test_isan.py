@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from interpretable.nn.affine import AffineScan
-from interpretable.nn.char_lstm import CharLSTM, lstm_parameter_count
-from interpretable.nn.isan import ISAN, isan_parameter_count, readout_basis
+from interpretable.nn._affine import AffineScan
+from interpretable.nn._char_lstm import CharLSTM, lstm_parameter_count
+from interpretable.nn._isan import ISAN, isan_parameter_count, readout_basis
 
 
 def random_isan(S=6, H=10, n_out=None, seed=0, radius=0.95):

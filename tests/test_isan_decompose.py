@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from interpretable.nn.isan import ISAN
+from interpretable.nn._isan import ISAN
 
 S, H, N_OUT = 5, 6, 4
 

@@ -20,8 +20,8 @@ from interpretable import (
     LSTMLanguageModel,
     SequenceExplanation,
 )
-from interpretable.estimators.sequence.alphabet import UNKNOWN, next_symbol_windows
-from interpretable.estimators.sequence.language_model import split_words
+from interpretable.estimators.sequence._alphabet import UNKNOWN, next_symbol_windows
+from interpretable.estimators.sequence._language_model import split_words
 
 WORDS = ["the", "king", "is", "dead", "long", "live", "queen", "my", "lord", "good"]
 
@@ -452,7 +452,7 @@ def test_word_context_effects_match_explanation(isan64):
 
 
 def test_options_validated_at_the_call(isan, monkeypatch):
-    from interpretable.estimators.explainers import sequence
+    from interpretable.estimators.sequence import _explainers as sequence
 
     # a temperature so small that logits / temperature overflows is the greedy limit
     assert isan.generate("the ", 8, temperature=1e-320) == isan.generate("the ", 8, temperature=0)

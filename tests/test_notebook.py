@@ -20,10 +20,10 @@ from interpretable import (
     BcosViTClassifier,
     EmbeddingBagClassifier,
     ISANSequenceTagger,
+    _progress as progress,
 )
-from interpretable import _progress as progress
 from interpretable.explanation import global_explanation
-from interpretable.streaming import explanations_to_frame
+from interpretable.integrations._streaming import explanations_to_frame
 
 ROOT = Path(__file__).resolve().parents[1]
 

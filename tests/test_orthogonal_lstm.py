@@ -3,7 +3,7 @@ import pytest
 import torch
 from orthogonal_lstm_reference import orthogonal_lstm_reference
 
-from interpretable.nn.recurrent import OrthogonalLSTM, orthogonal_lstm
+from interpretable.nn._recurrent import OrthogonalLSTM, orthogonal_lstm
 
 E, H = 3, 5
 MASKS = {  # padding at the end of each row; rows in no particular length order

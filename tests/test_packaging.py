@@ -22,7 +22,7 @@ import tomllib
 from interpretable import __version__
 from interpretable.__main__ import main
 from interpretable._optional import EXTRAS
-from interpretable.datasets.packages import DATA_PACKAGES
+from interpretable.datasets._packages import DATA_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -194,7 +194,7 @@ assert read_frame(write_frame(frame, tmp / "e.csv")).shape == frame.shape
 
 from interpretable import BertTextClassifier
 from interpretable.datasets import load_glove
-from interpretable.text import pos_tag
+from interpretable.preprocessing import pos_tag
 needs = [("parquet", lambda: write_frame(frame, tmp / "e.parquet")),
          ("text-data", load_glove), ("text-data", lambda: pos_tag(["a", "film"])),
          ("bert", lambda: BertTextClassifier(checkpoint=str(tmp / "bert"), max_epochs=1).fit(

@@ -1,4 +1,4 @@
-"""interpretable.params: the constraints, the messages and their use by the estimators."""
+"""interpretable.utils._params: the constraints, the messages and their use by the estimators."""
 
 import inspect
 import os
@@ -10,7 +10,7 @@ import torch
 from conformance.cases import _TINY_BERT
 
 from interpretable import EmbeddingBagClassifier
-from interpretable.params import (
+from interpretable.utils._params import (
     HasMethods,
     Interval,
     InvalidParameterError,

@@ -7,7 +7,7 @@ from nltk.tokenize import NLTKWordTokenizer
 from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 
-from interpretable.text.perturbation import SynonymSubstitution
+from interpretable.preprocessing._perturbation import SynonymSubstitution
 
 WORDS = {
     # word: vector; pairs are nearest neighbours of each other

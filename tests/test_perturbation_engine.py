@@ -4,7 +4,7 @@ import pytest
 import torch
 from captum.attr import FeatureAblation, KernelShap, Lime
 
-from interpretable.attribution.perturbation import draw_coalitions, perturbation_attributions
+from interpretable.attribution._perturbation import draw_coalitions, perturbation_attributions
 
 
 class _Net(torch.nn.Module):
@@ -169,12 +169,12 @@ def captum_occlusion(model, x, baseline, target):
 
 def test_image_patches_must_tile():
     clf, X = _tiny_vit()
-    from interpretable.attribution.vision import attribute
+    from interpretable.attribution import attribute_pixels
 
     x = clf.encode(X[:1]).inputs["x"]
     with pytest.raises(ValueError, match="method='lime' takes patches that tile the image: "
                                          "stride must be None or the window"):
-        attribute(clf.module_, x, 0, "lime", window=4, stride=2)
+        attribute_pixels(clf.module_, x, 0, "lime", window=4, stride=2)
     with pytest.raises(TypeError, match="unexpected option"):
         clf.explain(X[:1], method="lime", stride=2)
     with pytest.raises(ValueError, match="n_samples must be a positive integer"):

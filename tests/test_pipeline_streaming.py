@@ -6,8 +6,8 @@ from sklearn.preprocessing import FunctionTransformer
 
 from interpretable import EmbeddingBagClassifier
 from interpretable.explanation import iter_explanations
-from interpretable.pipeline import ExplainablePipeline, make_explainable_pipeline
-from interpretable.streaming import explanations_to_frame
+from interpretable.integrations._pipeline import ExplainablePipeline, make_explainable_pipeline
+from interpretable.integrations._streaming import explanations_to_frame
 
 
 def _strip_html(texts):

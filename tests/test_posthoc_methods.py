@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from interpretable import BertTextClassifier, EmbeddingBagClassifier, ViTClassifier
-from interpretable.attribution.vision import gaussian_blur
+from interpretable.attribution._images import gaussian_blur
 
 TINY_BERT = {"vocab_size": 30522, "hidden_size": 16, "num_hidden_layers": 2,
              "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32,

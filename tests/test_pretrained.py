@@ -17,13 +17,13 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from interpretable import BcosSimpleViTClassifier, BcosViTClassifier
-from interpretable.datasets.images import eval_crops, imagenet_class_names
+from interpretable.datasets._images import eval_crops, imagenet_class_names
 from interpretable.estimators.core._nets import LearningRateSchedule
-from interpretable.estimators.vision import base as vision_base
-from interpretable.nn.bcos.layers import encode_image
-from interpretable.nn.bcos.simple_vit import BcosSimpleViT
-from interpretable.nn.bcos.zoo import checkpoint_path, to_bcos_state_dict
-from interpretable.nn.losses import OneHotBCE
+from interpretable.estimators.vision import _base as vision_base
+from interpretable.nn._losses import OneHotBCE
+from interpretable.nn.bcos._layers import encode_image
+from interpretable.nn.bcos._simple_vit import BcosSimpleViT
+from interpretable.nn.bcos._zoo import checkpoint_path, to_bcos_state_dict
 
 TINY = dict(dim=16, depth=2, heads=2, mlp_dim=32, patch_size=8)  # token stride 8
 FIT = dict(architecture=TINY, image_size=32, max_epochs=1, batch_size=16, random_state=0,
@@ -378,7 +378,7 @@ def test_explanation_batches_are_bounded_in_memory(imagenet, monkeypatch):
 PEAK_MEMORY = """
 import sys, numpy as np, torch
 from interpretable import BcosSimpleViTClassifier
-from interpretable.estimators.vision import base as vision_base
+from interpretable.estimators.vision import _base as vision_base
 torch.set_num_threads(1)
 vision_base.INFERENCE_MEMORY = 16 * 2**20
 X = np.random.RandomState(0).rand(256, 96, 96, 3).astype(np.float32)

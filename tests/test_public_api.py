@@ -86,7 +86,7 @@ def documented_names(rst: str) -> list[str]:
 
 def resolve(path: str) -> object:
     """The object at a dotted import path, found as autosummary finds it: an attribute of the
-    module before the last dot (``interpretable.metrics.plausibility`` is the function the
+    module before the last dot (``interpretable.metrics._plausibility`` is the function the
     package exports, not its module), else attribute by attribute from the package,
     importing a submodule where no attribute has its name yet."""
     module_name, _, name = path.rpartition(".")
@@ -193,3 +193,35 @@ def test_the_check_catches_both_directions(monkeypatch):
     assert undocumented(public, ["made_up.Thing", "made_up.documented",
                                  "made_up.undocumented"]) == []
     assert not_public(public, ["made_up._impl.Thing"]) == ["made_up._impl.Thing (a private path)"]
+
+
+def test_every_public_module_is_a_package_or_a_reproduction():
+    """Implementation modules are private: the public import paths are the packages (whose
+    ``__init__`` is their face) and the reproductions ``reproduce.load(name)`` returns; a new
+    module is ``_name.py`` unless it is one of those."""
+    modules = public_modules()
+    loose = sorted(module.__name__ for module in modules
+                   if not hasattr(module, "__path__")
+                   and not module.__name__.startswith("interpretable.reproduce."))
+    assert loose == [], f"public modules that are not packages: {loose}"
+    reproductions = sorted(module.__name__.rpartition(".")[2].replace("_", "-")
+                           for module in modules
+                           if module.__name__.startswith("interpretable.reproduce."))
+    assert reproductions == interpretable.reproduce.available()
+    assert len(modules) == 27
+
+
+def test_no_package_exports_a_name_twice():
+    """No two objects share a public name across the packages users import names from
+    (a name means one thing wherever it is imported)."""
+    seen: dict[str, object] = {}
+    clashes = []
+    for module in public_modules():
+        if module.__name__.startswith("interpretable.reproduce"):
+            continue
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if name in seen and seen[name] is not obj:
+                clashes.append(f"{module.__name__}.{name}")
+            seen.setdefault(name, obj)
+    assert not clashes, clashes

@@ -1,4 +1,4 @@
-"""The ranking of explanation methods (interpretable.metrics.ranking) on synthetic per-sample
+"""The ranking of explanation methods (interpretable.metrics._ranking) on synthetic per-sample
 values: the winner, indistinguishable runners-up, the Pareto set, flagged measures, unranked
 methods, the bootstrap's reproducibility and intervals, the plot, errors and speed."""
 
@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from interpretable.metrics import ranking as ranking_module
-from interpretable.metrics.ranking import NOT_RANKED, plot_ranking, rank_methods, verdict
+from interpretable.metrics import _ranking as ranking_module
+from interpretable.metrics._ranking import NOT_RANKED, plot_ranking, rank_methods, verdict
 
 
 def make_samples(spec, n=100, seed=0):

@@ -7,7 +7,7 @@ import pytest
 from conformance.cases import _TINY_VIT, _digits
 
 from interpretable import BcosViTClassifier
-from interpretable.attribution.quantus_adapter import QuantusModel, explain_func
+from interpretable.attribution._quantus import QuantusModel, explain_func
 
 quantus = pytest.importorskip("quantus")
 

@@ -17,7 +17,7 @@ from interpretable.metrics import (
     make_plausibility_scorer,
     plausibility,
 )
-from interpretable.metrics.report import REPORT_COLUMNS, REPORT_METRICS, leave_one_out
+from interpretable.metrics._report import REPORT_COLUMNS, REPORT_METRICS, leave_one_out
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 from interpretable import BertTextClassifier
 from interpretable.explanation import WordPieceExplanation
 from interpretable.metrics import evaluate_explanations
-from interpretable.metrics.erasure import keep_mask, text_units
+from interpretable.metrics._erasure import keep_mask, text_units
 
 FERRET = Path(__file__).parent / "data" / "ferret"
 #: ferret's metric names -> the report's

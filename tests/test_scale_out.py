@@ -19,8 +19,8 @@ from conformance.cases import _TINY_VIT, _digits, _sentiment
 from sklearn.model_selection import GridSearchCV
 
 from interpretable import BcosViTClassifier, EmbeddingBagClassifier
-from interpretable.scale import explain_to_parquet
-from interpretable.streaming import explanations_to_frame
+from interpretable.integrations._scale import explain_to_parquet
+from interpretable.integrations._streaming import explanations_to_frame
 
 dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from interpretable.nn.attacks import embedding_pgd, gold_margin, pgd_attention, project_ball
-from interpretable.nn.losses import prediction_divergence
-from interpretable.nn.seat import (
+from interpretable.nn._attacks import embedding_pgd, gold_margin, pgd_attention, project_ball
+from interpretable.nn._losses import prediction_divergence
+from interpretable.nn._seat import (
     AuthorsSEATCriterion,
     AuthorsSEATTrainer,
     authors_topk_loss,
@@ -217,7 +217,7 @@ def test_authors_topk_loss_is_theirs():
 
 
 def test_authors_loss_equals_a_hand_computation_on_one_batch():
-    from interpretable.nn.attention import AttentionTextModule, lengths_to_mask
+    from interpretable.nn._attention import AttentionTextModule, lengths_to_mask
 
     torch.manual_seed(0)
     core = AttentionTextModule(vocab_size=20, num_classes=2, embed_dim=6, hidden_size=5,
@@ -263,7 +263,7 @@ from interpretable.estimators.seat import (  # noqa: E402
     Vanilla,
     WordAT,
 )
-from interpretable.estimators.seat.variants import VARIANTS  # noqa: E402
+from interpretable.estimators.seat._variants import VARIANTS  # noqa: E402
 from interpretable.explanation import TokenExplanation  # noqa: E402
 
 TINY = dict(encoder="rnn", embed_dim=12, hidden_size=12, max_epochs=6, batch_size=16, lr=2e-2,
@@ -492,8 +492,8 @@ TINY_BERT = dict(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_atte
 
 def test_bert_encoder_module_ignores_padding():
     pytest.importorskip("transformers")
-    from interpretable.nn.attention import AttentionTextModule
-    from interpretable.nn.bert_encoder import BertEncoder
+    from interpretable.nn._attention import AttentionTextModule
+    from interpretable.nn._bert_encoder import BertEncoder
 
     torch.manual_seed(0)
     enc = BertEncoder.from_config({**TINY_BERT, "vocab_size": 40})
@@ -512,7 +512,7 @@ def test_bert_encoder_module_ignores_padding():
 def test_seat_with_tiny_random_bert(sentiment_data):
     pytest.importorskip("transformers")
     from interpretable.metrics import sufficiency
-    from interpretable.nn.bert_encoder import BertEncoder
+    from interpretable.nn._bert_encoder import BertEncoder
 
     X, y = sentiment_data
     torch.manual_seed(0)

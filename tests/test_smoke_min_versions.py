@@ -84,7 +84,7 @@ def test_the_text_data_and_parquet_extras(tmp_path):
     from interpretable import EmbeddingBagClassifier
     from interpretable.datasets import load_glove
     from interpretable.explanation import read_frame, write_frame
-    from interpretable.text import SynonymSubstitution, pos_tag
+    from interpretable.preprocessing import SynonymSubstitution, pos_tag
 
     glove = load_glove()
     assert glove.vector_size == 50 and "film" in glove.key_to_index

@@ -1,10 +1,9 @@
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from interpretable.datasets import load_glove
-from interpretable.text import PAD, UNK, TextEncoder, pos_tag
+from interpretable.preprocessing import PAD, UNK, TextEncoder, pos_tag
 
 
 def test_pos_tag_universal():

@@ -3,13 +3,12 @@
 import re
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from nltk.tokenize import NLTKWordTokenizer
 
 from interpretable.datasets import load_rotten_tomatoes
-from interpretable.text import TextEncoder, tokenize
-from interpretable.text.tokenize import word_tokenize
+from interpretable.preprocessing import TextEncoder, _tokenize as tokenize
+from interpretable.preprocessing._tokenize import word_tokenize
 
 NLTK = NLTKWordTokenizer()
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")  # TextEncoder's sentence split, restated

@@ -13,7 +13,10 @@ pytest.importorskip("transformers")
 
 from families import FAMILIES, TOKENIZER_MODEL, tiny_checkpoint, tiny_tokenizer  # noqa: E402
 
-from interpretable.text import WordPieceEncoder, wordpiece  # noqa: E402
+from interpretable.preprocessing import (
+    WordPieceEncoder,  # noqa: E402
+    _wordpiece as wordpiece,  # noqa: E402
+)
 
 TEXT = "Café  naïve, well-made film!! 😀 ok"
 TEXTS = [TEXT, "A lone \ud800 surrogate.", "  tab\tnewline\nand   repeated spaces  ",

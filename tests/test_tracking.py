@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 from conformance.cases import _sentiment
 
-from interpretable import EmbeddingBagClassifier, tracking
+from interpretable import EmbeddingBagClassifier
 from interpretable.estimators.core._state import trusted_types
+from interpretable.integrations import _tracking as tracking
 
 mlflow = pytest.importorskip("mlflow")
 

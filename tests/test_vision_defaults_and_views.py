@@ -12,8 +12,8 @@ from interpretable import (
     BcosViTClassifier,
     ViTClassifier,
 )
-from interpretable.nn.library_vit import LAYOUTS
-from interpretable.params import StrOptions
+from interpretable.nn._library_vit import CHECKPOINT_LAYOUTS
+from interpretable.utils._params import StrOptions
 
 matplotlib.use("Agg")
 
@@ -25,6 +25,11 @@ REQUIRED = {BcosSimpleViTClassifier: dict(architecture=dict(dim=8, depth=1, head
                                                             patch_size=4)),
             BcosResNetClassifier: dict(architecture=dict(block="basic", layers=[1, 1, 1, 1],
                                                          width=4))}
+#: image sides other than 8: the ResNet's stem and pooling halve the side twice, so an 8-pixel
+#: image is one cell from the second stage on, where the 3 × 3 patches are mostly zero
+#: padding; the first gradient step of a bfloat16 fit then depends on rounding (it diverged in
+#: some processes and not in others)
+SIDES = {BcosResNetClassifier: 32}
 
 
 def _data(n=8, side=8, seed=0):
@@ -55,7 +60,7 @@ CASES = [(cls, name, value)
                          ids=[f"{c.__name__}-{n}={v}" for c, n, v in CASES])
 def test_every_categorical_option_fits_at_the_defaults(cls, name, value):
     """Defaults that depend on an option (``stem_channels`` on ``layout``) resolve per value."""
-    X, y = _data()
+    X, y = _data(side=SIDES.get(cls, 8))
     clf = cls(**REQUIRED.get(cls, {}), **{name: value}, max_epochs=1, device="cpu",
               random_state=0).fit(X, y)
     assert clf.predict(X[:2]).shape == (2,)
@@ -68,7 +73,7 @@ def test_the_categorical_options_are_the_expected_ones():
             ("BcosSimpleViTClassifier", "optimizer")} <= found
 
 
-@pytest.fixture(scope="module", params=LAYOUTS)
+@pytest.fixture(scope="module", params=CHECKPOINT_LAYOUTS)
 def class_token_vit(request):
     X, y = _data(n=16, side=16)
     clf = ViTClassifier(patch_size=4, embed_dim=16, depth=2, num_heads=2, layout=request.param,

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from interpretable import ViTClassifier
-from interpretable.nn.bcos.bcosify import bcosify
-from interpretable.nn.bcos.layers import encode_image
-from interpretable.nn.bcos.vit_conversion import IMAGENET_MEAN, IMAGENET_STD
+from interpretable.nn.bcos._bcosify import bcosify
+from interpretable.nn.bcos._layers import encode_image
+from interpretable.nn.bcos._vit_conversion import IMAGENET_MEAN, IMAGENET_STD
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _real_vision import real_vision, timm_vit, torchvision_vit  # noqa: E402

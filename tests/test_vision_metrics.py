@@ -10,7 +10,7 @@ from interpretable import BcosViTClassifier, ViTClassifier
 from interpretable.datasets import load_digits_images
 from interpretable.explanation import ImageExplanation
 from interpretable.metrics import grid_pointing_game, pixel_perturbation
-from interpretable.metrics.localisation import confident_grids, smoothing_kernel
+from interpretable.metrics._localisation import confident_grids, smoothing_kernel
 
 
 class _ConstantImageClassifier:
@@ -157,7 +157,7 @@ def tiny():
 
 def test_grid_pointing_game_equals_quantus_focus(tiny):
     quantus = pytest.importorskip("quantus")
-    from interpretable.attribution.quantus_adapter import QuantusModel, explain_func
+    from interpretable.attribution._quantus import QuantusModel, explain_func
 
     clf, X, y = tiny
     _, ours = grid_pointing_game(clf, X, y, n_grids=4, smooth=1, return_scores=True)
@@ -173,7 +173,7 @@ def test_grid_pointing_game_equals_quantus_focus(tiny):
 
 def test_quantus_model_randomisation_resets_every_layer(tiny):
     quantus = pytest.importorskip("quantus")
-    from interpretable.attribution.quantus_adapter import QuantusModel, explain_func
+    from interpretable.attribution._quantus import QuantusModel, explain_func
 
     clf, X, _ = tiny
     wrapped = quantus.helpers.model.pytorch_model.PyTorchModel(QuantusModel(clf))

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from interpretable import BcosSimpleViTClassifier, BcosViTClassifier
-from interpretable.nn.bcos.zoo import to_bcos_state_dict
+from interpretable.nn.bcos._zoo import to_bcos_state_dict
 
 TINY = dict(dim=8, depth=1, heads=2, mlp_dim=16, patch_size=8)
 HOLISTIC = dict(patch_size=4, embed_dim=8, depth=1, num_heads=2, stem_channels=(4,))

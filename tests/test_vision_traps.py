@@ -19,8 +19,8 @@ import torch
 
 from interpretable import BcosSimpleViTClassifier, BcosViTClassifier, ViTClassifier
 from interpretable._validation import refuse_single_image
-from interpretable.estimators.vision.base import resize_size
-from interpretable.nn.bcos.vit_conversion import IMAGENET_MEAN, IMAGENET_STD
+from interpretable.estimators.vision._base import resize_size
+from interpretable.nn.bcos._vit_conversion import IMAGENET_MEAN, IMAGENET_STD
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _real_vision import real_vision, torchvision_vit  # noqa: E402

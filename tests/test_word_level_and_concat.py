@@ -12,8 +12,8 @@ from interpretable import (
     ImageExplanation,
     concat_explanations,
 )
-from interpretable.estimators.bert.explainers import BertExplainer
-from interpretable.estimators.explainers import get_explainer
+from interpretable.estimators.methods import get_explainer
+from interpretable.estimators.transformer._explainers import BertExplainer
 
 TINY_BERT = {"vocab_size": 30522, "hidden_size": 16, "num_hidden_layers": 2,
              "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 32,

@@ -410,11 +410,11 @@ class ResultsTable(_Markdown):
 
 class ExplainMethods(_Markdown):
     """``{explain-methods}``: every explanation method of the public estimators, which of them
-    offer it and its options (``interpretable.estimators.explainers.describe_explainers``)."""
+    offer it and its options (``interpretable.estimators.methods.describe_explainers``)."""
 
     def run(self):
         import interpretable
-        from interpretable.estimators.explainers import describe_explainers
+        from interpretable.estimators.methods import describe_explainers
 
         public = [getattr(interpretable, name) for name in interpretable.__all__]
         estimators = [cls for cls in public if hasattr(cls, "explain_methods")]
@@ -435,7 +435,7 @@ def explain_methods_of(app, what, name, obj, options, lines):
         return
     if not getattr(cls, "explainers", None):
         return
-    from interpretable.estimators.explainers import describe_explainers
+    from interpretable.estimators.methods import describe_explainers
 
     lines += ["", f".. rubric:: The methods of {cls_name}", "",
               *describe_explainers([cls]).splitlines(), ""]

@@ -1,4 +1,5 @@
-"""The estimators, one subpackage per model family (:mod:`.text`, :mod:`.seat`, :mod:`.bert`,
-:mod:`.vision`, :mod:`.sequence`) over what they share (:mod:`.core`); the explanation methods
-of every family are listed in :mod:`.explainers`. The public classes are imported from
-:mod:`interpretable`."""
+"""The estimators, one subpackage per model family over what they share (:mod:`.core`): the
+word-token text classifiers (:mod:`.text`), SEAT (:mod:`.seat`), the transformer text
+classifiers (:mod:`.transformer`), the image classifiers (:mod:`.vision`) and the sequence
+models (:mod:`.sequence`); every family's explanation methods are in :mod:`.methods`. The
+estimators themselves are imported from :mod:`interpretable`."""

@@ -24,7 +24,7 @@ columns of :data:`FRAME_COLUMNS` that apply to its input kind (no all-missing co
 Labels (:data:`LABEL_COLUMNS`) keep the dtype of the estimator's classes: int64, float64 or
 bool for numeric classes (int labels stay int, so the table joins the caller's ``y``), str for
 any other; ``to_frame()``, :func:`read_frame` of a CSV or Parquet export and
-:func:`~interpretable.streaming.explanations_to_frame` agree on dtypes and merge.
+:func:`~interpretable.integrations.explanations_to_frame` agree on dtypes and merge.
 :func:`write_frame` writes a table whole or not at all; a CSV gets its dtypes in a
 ``.schema.json`` file beside it (ids such as ``"007"`` read back as strings) and text cells that
 spreadsheets would run as formulas start with ``'`` (``escape_formulas=False``: raw).
@@ -51,7 +51,18 @@ one entry per sample (the table's columns keep each row's), the float fields a m
 (``both[both.method == "gradient"]``).
 """
 
-from interpretable.explanation._base import concat_explanations, with_sample_ids
+from interpretable.explanation._base import (
+    concat_explanations,
+    with_sample_ids,
+)
+from interpretable.explanation._chunked import (
+    citing_samples,
+    iter_explanations,
+)
+from interpretable.explanation._corpus import (
+    GlobalExplanation,
+    global_explanation,
+)
 from interpretable.explanation._frame import (
     FRAME_COLUMNS,
     FRAME_DTYPES,
@@ -61,30 +72,25 @@ from interpretable.explanation._frame import (
     table_writer,
     write_frame,
 )
-from interpretable.explanation.chunked import citing_samples, iter_explanations
-from interpretable.explanation.corpus import GlobalExplanation, global_explanation
-from interpretable.explanation.image import ImageExplanation, weights_to_rgba
-from interpretable.explanation.sequence import SequenceExplanation
-from interpretable.explanation.text import TokenExplanation, WordPieceExplanation, token_offsets
+from interpretable.explanation._image import (
+    ImageExplanation,
+)
+from interpretable.explanation._image_views import (
+    weights_to_rgba,
+)
+from interpretable.explanation._sequence import (
+    SequenceExplanation,
+)
+from interpretable.explanation._text import (
+    TokenExplanation,
+    WordPieceExplanation,
+    token_offsets,
+)
 
 __all__ = [
-    "FRAME_COLUMNS",
-    "FRAME_DTYPES",
-    "LABEL_COLUMNS",
-    "SAMPLE_COLUMNS",
-    "GlobalExplanation",
-    "ImageExplanation",
-    "SequenceExplanation",
-    "TokenExplanation",
-    "WordPieceExplanation",
-    "citing_samples",
-    "concat_explanations",
-    "global_explanation",
-    "iter_explanations",
-    "read_frame",
-    "table_writer",
-    "token_offsets",
-    "weights_to_rgba",
-    "with_sample_ids",
+    "FRAME_COLUMNS", "FRAME_DTYPES", "LABEL_COLUMNS", "SAMPLE_COLUMNS", "GlobalExplanation",
+    "ImageExplanation", "SequenceExplanation", "TokenExplanation", "WordPieceExplanation",
+    "citing_samples", "concat_explanations", "global_explanation", "iter_explanations",
+    "read_frame", "table_writer", "token_offsets", "weights_to_rgba", "with_sample_ids",
     "write_frame",
 ]

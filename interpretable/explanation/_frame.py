@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from interpretable._optional import import_optional
-from interpretable.files import replacing
+from interpretable.utils import replacing
 
 #: Every column an explanation table can have, in table order (a table has those that apply).
 FRAME_COLUMNS = [

@@ -53,7 +53,7 @@ def weights_to_rgba(weights: np.ndarray, contributions: np.ndarray, percentile: 
     Examples
     --------
     >>> import numpy as np
-    >>> from interpretable.explanation.image import weights_to_rgba
+    >>> from interpretable.explanation import weights_to_rgba
     >>> rgba = weights_to_rgba(np.ones((2, 2, 6)), np.array([[0.0, 1.0], [2.0, -1.0]]))
     >>> rgba.shape, rgba[0, 0, :3].tolist()
     ((2, 2, 4), [0.5, 0.5, 0.5])

@@ -18,42 +18,81 @@ public methods (``predict_proba``, ``explain``), so they apply to any estimator 
   :func:`input_bias_analysis`, :func:`offsets_vs_bigram`, :func:`parentheses_state_analysis`,
   :func:`readout_bias_vs_unigram`, :func:`word_context_effects`.
 """
-from interpretable.metrics.attention_analysis import (
+
+# ``__all__`` is the public API; the names imported ``as`` themselves serve the
+# package's other layers only
+from interpretable.metrics._attention_analysis import (
     attribution_agreement,
     conicity,
-    decision_flip_fraction,
     hidden_state_conicity,
-    permutation_tvd,
     pos_attention,
 )
-from interpretable.metrics.conventions import Convention, get_convention
-from interpretable.metrics.faithfulness import (
+from interpretable.metrics._attention_interventions import (
+    decision_flip_fraction,
+    permutation_tvd,
+)
+from interpretable.metrics._common import (
+    AnalysisResult,
+    check_text_model,
+)
+from interpretable.metrics._conventions import (
+    ERASER,
+    FERRET,
+    Convention,
+    get_convention,
+)
+from interpretable.metrics._faithfulness import (
     comprehensiveness,
     sensitivity,
     sufficiency,
     top_k_overlap,
 )
-from interpretable.metrics.image_faithfulness import image_stability, pixel_flipping
-from interpretable.metrics.isan_analysis import (
+from interpretable.metrics._image_faithfulness import (
+    image_stability,
+    pixel_flipping,
+)
+from interpretable.metrics._isan_analysis import (
     bias_similarity,
-    contribution_decay,
     input_bias_analysis,
     offsets_vs_bigram,
-    parentheses_state_analysis,
     readout_bias_vs_unigram,
+)
+from interpretable.metrics._isan_context_analysis import (
+    contribution_decay,
+    parentheses_state_analysis,
     word_context_effects,
 )
-from interpretable.metrics.localisation import grid_pointing_game
-from interpretable.metrics.perturbation import pixel_perturbation
-from interpretable.metrics.plausibility import plausibility
-from interpretable.metrics.ranking import plot_ranking, rank_methods, verdict
-from interpretable.metrics.report import ExplanationReport, evaluate_explanations, loo_kendall_tau
-from interpretable.metrics.scorers import (
+from interpretable.metrics._localisation import (
+    confident_grids,
+    grid_pointing_game,
+    smoothing_kernel as smoothing_kernel,
+)
+from interpretable.metrics._perturbation import (
+    pixel_perturbation,
+)
+from interpretable.metrics._plausibility import (
+    plausibility,
+)
+from interpretable.metrics._ranking import (
+    plot_ranking,
+    rank_methods,
+    verdict,
+)
+from interpretable.metrics._report import (
+    ExplanationReport,
+    evaluate_explanations,
+    loo_kendall_tau,
+)
+from interpretable.metrics._scorers import (
     make_explanation_scorer,
     make_plausibility_scorer,
     make_stability_scorer,
 )
-from interpretable.metrics.stability import embedding_stability, seed_stability, word_stability
+from interpretable.metrics._stability import (
+    embedding_stability,
+    seed_stability,
+    word_stability,
+)
 
 __all__ = [
     "Convention", "ExplanationReport", "attribution_agreement", "bias_similarity",
@@ -64,5 +103,8 @@ __all__ = [
     "offsets_vs_bigram", "parentheses_state_analysis", "permutation_tvd", "pixel_flipping",
     "pixel_perturbation", "plausibility", "plot_ranking", "pos_attention", "rank_methods",
     "readout_bias_vs_unigram", "seed_stability", "sensitivity", "sufficiency", "top_k_overlap",
-    "verdict", "word_context_effects", "word_stability",
+    "verdict", "word_context_effects", "word_stability", "ERASER", "FERRET", "confident_grids",
+    "AnalysisResult", "check_text_model", "ERASER", "FERRET", "confident_grids",
+    "AnalysisResult", "check_text_model", "ERASER", "FERRET", "confident_grids",
+    "AnalysisResult", "check_text_model",
 ]

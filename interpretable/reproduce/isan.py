@@ -26,13 +26,13 @@ import torch
 
 from interpretable._progress import report
 from interpretable.datasets import load_shakespeare, make_parentheses
-from interpretable.estimators.sequence.language_model import (
+from interpretable.estimators.sequence import (
     ISANLanguageModel,
+    ISANSequenceTagger,
     LSTMLanguageModel,
     split_words,
 )
-from interpretable.estimators.sequence.tagger import ISANSequenceTagger
-from interpretable.metrics.isan_analysis import (
+from interpretable.metrics import (
     contribution_decay,
     input_bias_analysis,
     offsets_vs_bigram,
@@ -40,8 +40,7 @@ from interpretable.metrics.isan_analysis import (
     readout_bias_vs_unigram,
     word_context_effects,
 )
-from interpretable.nn.char_lstm import lstm_parameter_count
-from interpretable.nn.isan import isan_parameter_count
+from interpretable.nn import isan_parameter_count, lstm_parameter_count
 from interpretable.reproduce import default_results_dir
 
 logger = logging.getLogger(__name__)

@@ -117,7 +117,7 @@ def _split(n_train, n_test, seed):
 def make_variant(method, encoder, settings):
     """The SEAT variant of ``method`` in :data:`METHODS` with this run's settings
     (``"seat-authors"``: the authors' objective)."""
-    from interpretable.estimators.seat.variants import SEAT, VARIANTS, AuthorsSEAT, WordAT
+    from interpretable.estimators.seat import SEAT, VARIANTS, AuthorsSEAT, WordAT
 
     if method == "seat-authors":
         return AuthorsSEAT(**{**AUTHORS_PARAMS, "epochs": settings["authors_epochs"][encoder],
@@ -134,7 +134,7 @@ def make_estimator(method, encoder, settings, seed, base=None):
     """A SEATClassifier of ``method`` in :data:`METHODS` (see :func:`make_variant`)."""
     from sklearn.frozen import FrozenEstimator
 
-    from interpretable.estimators.seat.estimator import SEATClassifier
+    from interpretable.estimators.seat import SEATClassifier
 
     return SEATClassifier(
         variant=make_variant(method, encoder, settings),
@@ -260,7 +260,7 @@ def run(quick: bool = False, encoder=DEFAULT_ENCODERS, methods=METHODS, epochs=N
         threads=1) -> dict:
     import torch
 
-    from interpretable.text import SynonymSubstitution
+    from interpretable.preprocessing import SynonymSubstitution
 
     torch.set_num_threads(threads)
     settings = dict(SETTINGS["quick" if quick else "full"],

@@ -106,7 +106,7 @@ def _isan_tagger():
 def _seat(variant):
     def make():
         from interpretable import SEATClassifier
-        from interpretable.estimators.seat.variants import VARIANTS
+        from interpretable.estimators.seat._variants import VARIANTS
 
         options = {"epochs": 1, "pgd_steps": 2} if variant == "seat" else {}
         return SEATClassifier(variant=VARIANTS[variant](**options), encoder="rnn", embed_dim=8,

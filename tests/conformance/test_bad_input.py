@@ -253,7 +253,7 @@ def test_blank_texts_are_predicted_from_no_evidence_and_explained_by_no_unit(cas
 
 def test_long_texts_are_truncated_with_a_warning():
     from interpretable import EmbeddingBagClassifier
-    from interpretable.text import TextEncoder
+    from interpretable.preprocessing import TextEncoder
 
     clf = EmbeddingBagClassifier(max_epochs=1, embed_dim=4, random_state=0,
                                  text_encoder=TextEncoder(max_len=50))

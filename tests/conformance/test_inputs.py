@@ -141,7 +141,7 @@ def test_calibration_of_a_frozen_model(case):
 
 # ---------------------------------------------------------------------------- exports
 def test_any_string_that_reached_the_model_can_be_exported(tmp_path):
-    from interpretable.streaming import explanations_to_frame
+    from interpretable.integrations._streaming import explanations_to_frame
 
     case = TEXT[0]
     X, y, _ = case.data()

@@ -18,8 +18,7 @@ from torch import nn
 
 from conformance.cases import _sentiment
 from interpretable import AttentionTextClassifier, EmbeddingBagClassifier
-from interpretable.estimators.core import _model_folder as model_folder
-from interpretable.estimators.core import _persistence as persistence
+from interpretable.estimators.core import _model_folder as model_folder, _persistence as persistence
 from interpretable.estimators.core._base import NeuralEstimator
 
 CONFIG = "config.json"

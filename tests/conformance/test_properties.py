@@ -3,15 +3,14 @@ explanations on random models and inputs."""
 
 import numpy as np
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from interpretable.attribution.vision import inherent
-from interpretable.nn.attention import AdditiveAttention
-from interpretable.nn.bcos.holistic_vit import BcosViT
-from interpretable.nn.bcos.layers import encode_image
-from interpretable.nn.embedding_bag import MeanEmbeddingClassifier
-from interpretable.nn.isan import ISAN
+from interpretable.attribution._images import inherent
+from interpretable.nn._attention import AdditiveAttention
+from interpretable.nn._embedding_bag import MeanEmbeddingClassifier
+from interpretable.nn._isan import ISAN
+from interpretable.nn.bcos._holistic_vit import BcosViT
+from interpretable.nn.bcos._layers import encode_image
 
 SETTINGS = settings(max_examples=25, deadline=None)
 

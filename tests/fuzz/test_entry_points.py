@@ -15,8 +15,7 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from hypothesis import event, given
-from hypothesis import strategies as st
+from hypothesis import event, given, strategies as st
 from hypothesis.control import currently_in_test_context
 
 from fuzz.conftest import examples, fixed_seed

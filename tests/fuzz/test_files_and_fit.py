@@ -8,8 +8,7 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from fuzz.conftest import examples, fixed_seed
 from fuzz.test_entry_points import DOCUMENTED, TEXTS

@@ -153,8 +153,8 @@ def test_other_text_estimators_accept_lone_surrogates():
 def pretrained(tmp_path_factory):
     """A tiny v2 checkpoint loaded with the default 224-pixel crops."""
     from interpretable import BcosSimpleViTClassifier
-    from interpretable.nn.bcos.simple_vit import BcosSimpleViT
-    from interpretable.nn.bcos.zoo import to_bcos_state_dict
+    from interpretable.nn.bcos._simple_vit import BcosSimpleViT
+    from interpretable.nn.bcos._zoo import to_bcos_state_dict
 
     torch.manual_seed(0)
     model = BcosSimpleViT(dim=8, depth=1, heads=2, mlp_dim=8, patch_size=32, num_classes=1000,

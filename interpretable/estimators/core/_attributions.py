@@ -48,7 +48,7 @@ class Attributions:
     Examples
     --------
     >>> import torch
-    >>> from interpretable.estimators.explainers import Attributions
+    >>> from interpretable.estimators.methods import Attributions
     >>> part = Attributions(values=torch.ones(2, 3), logits=torch.zeros(2, 2),
     ...                     target=torch.tensor([0, 1]))
     >>> sorted(part.fields())
@@ -74,7 +74,7 @@ class Attributions:
         Examples
         --------
         >>> import torch
-        >>> from interpretable.estimators.explainers import Attributions
+        >>> from interpretable.estimators.methods import Attributions
         >>> part = Attributions(values=torch.ones(1, 2), logits=torch.zeros(1, 2),
         ...                     target=torch.tensor([1]), extras={"weights": torch.ones(1, 2)})
         >>> sorted(part.fields())

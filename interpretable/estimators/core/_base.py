@@ -40,8 +40,8 @@ from interpretable.estimators.core._training import (
     fit_transactionally,
     warm_started,
 )
-from interpretable.nn.tensors import resolve_device
-from interpretable.params import validate_estimator_parameters
+from interpretable.nn import resolve_device
+from interpretable.utils import validate_estimator_parameters
 
 # TrainingDivergedError (public) and TrainingNet (importable, an implementation detail) are
 # importable from here, beside the estimators that raise and use them. The skorch side (.nets:
@@ -137,7 +137,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.scale`.
+        :mod:`interpretable.integrations._scale`.
 
     See Also
     --------
@@ -149,7 +149,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
     >>> X = ["good movie", "great film", "bad movie", "awful film"]
     >>> y = ["pos", "pos", "neg", "neg"]
     >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0).fit(X, y)
-    >>> from interpretable.estimators.core._base import NeuralEstimator
+    >>> from interpretable.estimators.core import NeuralEstimator
     >>> isinstance(clf, NeuralEstimator)
     True
     """
@@ -241,7 +241,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
     # ------------------------------------------------------------------ validation
     def _validate_parameters(self) -> None:
         """Check the parameters against ``_parameter_constraints`` (merged up the class
-        hierarchy by the subclasses; :mod:`interpretable.params`: no bool where a number is
+        hierarchy by the subclasses; :mod:`interpretable.utils._params`: no bool where a number is
         expected), then the estimator's own :meth:`_check_params`."""
         validate_estimator_parameters(self)
         self._check_params()

@@ -17,8 +17,8 @@ from sklearn.utils.class_weight import compute_class_weight
 from interpretable._validation import warn_caller
 from interpretable.estimators.core._base import NeuralEstimator
 from interpretable.estimators.core._training import checked_autocast
-from interpretable.nn.losses import logits_of
-from interpretable.params import StrOptions, validate_parameters
+from interpretable.nn import logits_of
+from interpretable.utils import StrOptions, validate_parameters
 
 __all__ = ["NeuralClassifier"]
 
@@ -164,7 +164,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.scale`.
+        :mod:`interpretable.integrations._scale`.
 
     Attributes
     ----------

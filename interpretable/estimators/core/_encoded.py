@@ -32,7 +32,7 @@ class EncodedInputs:
         The validated original texts (or ``(text, query)`` pairs).
     alignments : list or None, default=None
         Per sample, how its units map back to its text (the BERT-family models:
-        :class:`~interpretable.text.wordpiece.WordPieces`, computed once by ``encode``).
+        :class:`~interpretable.preprocessing._wordpiece.WordPieces`, computed once by ``encode``).
 
     Examples
     --------

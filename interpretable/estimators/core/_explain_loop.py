@@ -33,7 +33,7 @@ class ExplainLoop:
 
     Examples
     --------
-    >>> from interpretable.estimators.explainers import Explainer
+    >>> from interpretable.estimators.methods import Explainer
     >>> from interpretable.estimators.core._explain_loop import ExplainLoop
     >>> issubclass(Explainer, ExplainLoop)
     True
@@ -55,7 +55,7 @@ class ExplainLoop:
         Examples
         --------
         >>> from interpretable import EmbeddingBagClassifier
-        >>> from interpretable.estimators.explainers import get_explainer
+        >>> from interpretable.estimators.methods import get_explainer
         >>> get_explainer(EmbeddingBagClassifier, "integrated_gradients").options()
         ['n_steps', 'tolerance', 'baseline', 'layer']
         """
@@ -82,7 +82,7 @@ class ExplainLoop:
         Examples
         --------
         >>> from interpretable import EmbeddingBagClassifier
-        >>> from interpretable.estimators.explainers import get_explainer
+        >>> from interpretable.estimators.methods import get_explainer
         >>> gradient = get_explainer(EmbeddingBagClassifier, "gradient")
         >>> gradient.check_options({"n_steps": 8}, public=True)
         Traceback (most recent call last):
@@ -133,7 +133,7 @@ class ExplainLoop:
         Examples
         --------
         >>> from interpretable import EmbeddingBagClassifier
-        >>> from interpretable.estimators.explainers import get_explainer
+        >>> from interpretable.estimators.methods import get_explainer
         >>> X = ["good movie", "great film", "bad movie", "awful film"]
         >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
         >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])

@@ -51,7 +51,7 @@ class Explainer(ExplainLoop):
 
     >>> import torch
     >>> from interpretable import EmbeddingBagClassifier
-    >>> from interpretable.estimators.explainers import Attributions, TokenExplainer
+    >>> from interpretable.estimators.methods import Attributions, TokenExplainer
     >>> class FirstToken(TokenExplainer):
     ...     "Everything to the first token."
     ...     name = "first_token"
@@ -106,7 +106,7 @@ class Explainer(ExplainLoop):
         Examples
         --------
         >>> from interpretable import EmbeddingBagClassifier
-        >>> from interpretable.estimators.explainers import get_explainer
+        >>> from interpretable.estimators.methods import get_explainer
         >>> get_explainer(EmbeddingBagClassifier, "gradient").refusal(EmbeddingBagClassifier)
         """
         return None
@@ -134,7 +134,7 @@ class Explainer(ExplainLoop):
         Examples
         --------
         >>> from interpretable import EmbeddingBagClassifier
-        >>> from interpretable.estimators.explainers import get_explainer
+        >>> from interpretable.estimators.methods import get_explainer
         >>> X = ["good movie", "great film", "bad movie", "awful film"]
         >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
         >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
@@ -170,7 +170,7 @@ class Explainer(ExplainLoop):
         Examples
         --------
         >>> from interpretable import EmbeddingBagClassifier
-        >>> from interpretable.estimators.explainers import get_explainer
+        >>> from interpretable.estimators.methods import get_explainer
         >>> X = ["good movie", "great film", "bad movie", "awful film"]
         >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
         >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
@@ -211,7 +211,7 @@ class Explainer(ExplainLoop):
         Examples
         --------
         >>> from interpretable import EmbeddingBagClassifier
-        >>> from interpretable.estimators.explainers import get_explainer
+        >>> from interpretable.estimators.methods import get_explainer
         >>> X = ["good movie", "great film", "bad movie", "awful film"]
         >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
         >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
@@ -243,7 +243,7 @@ class Explainer(ExplainLoop):
         Examples
         --------
         >>> from interpretable import EmbeddingBagClassifier, ISANLanguageModel
-        >>> from interpretable.estimators.explainers import get_explainer
+        >>> from interpretable.estimators.methods import get_explainer
         >>> gradient = get_explainer(EmbeddingBagClassifier, "gradient")
         >>> gradient.applies(EmbeddingBagClassifier), gradient.applies(ISANLanguageModel)
         (True, False)
@@ -267,7 +267,7 @@ def explainers_for(estimator) -> list[Explainer]:
     Examples
     --------
     >>> from interpretable import EmbeddingBagClassifier
-    >>> from interpretable.estimators.explainers import explainers_for
+    >>> from interpretable.estimators.methods import explainers_for
     >>> [e.name for e in explainers_for(EmbeddingBagClassifier)]  # doctest: +NORMALIZE_WHITESPACE
     ['inherent', 'gradient', 'integrated_gradients', 'input_x_gradient', 'occlusion', 'lime',
      'kernel_shap', 'smoothgrad', 'smoothgrad_integrated_gradients', 'gradient_shap',
@@ -301,7 +301,7 @@ def get_explainer(estimator, method=None) -> Explainer:
     Examples
     --------
     >>> from interpretable import EmbeddingBagClassifier
-    >>> from interpretable.estimators.explainers import get_explainer
+    >>> from interpretable.estimators.methods import get_explainer
     >>> get_explainer(EmbeddingBagClassifier)
     MeanEmbeddingContributions(name='inherent')
     """
@@ -339,7 +339,7 @@ def describe_explainers(estimators) -> str:
     Examples
     --------
     >>> from interpretable import EmbeddingBagClassifier
-    >>> from interpretable.estimators.explainers import describe_explainers
+    >>> from interpretable.estimators.methods import describe_explainers
     >>> print(describe_explainers([EmbeddingBagClassifier]).splitlines()[0][:60])
     - ``inherent`` (EmbeddingBagClassifier): Exact contributions
     """

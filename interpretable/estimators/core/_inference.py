@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from interpretable._progress import SHOW_PROGRESS, interactive, progress_bar
 from interpretable._validation import check_batch_size
 from interpretable.estimators.core._explainer import explainers_for, get_explainer
-from interpretable.params import validate_parameters
+from interpretable.utils import validate_parameters
 
 __all__ = ["BatchedInference"]
 
@@ -80,7 +80,7 @@ class BatchedInference:
     Examples
     --------
     >>> from interpretable import EmbeddingBagClassifier
-    >>> from interpretable.estimators.core._inference import BatchedInference
+    >>> from interpretable.estimators.core import BatchedInference
     >>> issubclass(EmbeddingBagClassifier, BatchedInference)
     True
     """
@@ -296,7 +296,7 @@ class BatchedInference:
             options in the Notes.
         method : str, Explainer or None, default=None
             One of :attr:`explain_methods` (None: the first, the estimator's default), or an
-            explainer object (:mod:`interpretable.estimators.explainers`). The methods and
+            explainer object (:mod:`interpretable.estimators.methods`). The methods and
             their options are listed in the Notes.
         batch_size : int or None, default=None
             Mini-batch size (None: the estimator's ``batch_size``).
@@ -306,7 +306,7 @@ class BatchedInference:
             BERT-family and sequence methods, ``by="head"`` of the B-cos image maps,
             ``dtype="float64"`` of the exact methods, ``positions`` / ``window`` of ISAN. Each
             method's options and defaults are listed in the Notes and documented on its class
-            (:mod:`interpretable.estimators.explainers`).
+            (:mod:`interpretable.estimators.methods`).
 
         Returns
         -------

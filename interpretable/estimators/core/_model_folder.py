@@ -24,7 +24,7 @@ from pathlib import Path
 
 from safetensors.torch import save as serialize
 
-from interpretable.files import exclusive, fsync, open_regular, remove, reporting
+from interpretable.utils import exclusive, fsync, open_regular, remove, reporting
 
 FORMAT_VERSION = 2
 CONFIG_FILE = "config.json"

@@ -29,8 +29,7 @@ from interpretable.estimators.core._training import (
     TrainingDivergedError,
     checked_autocast,
 )
-from interpretable.nn.losses import logits_of
-from interpretable.nn.tensors import make_generator
+from interpretable.nn import logits_of, make_generator
 
 logger = logging.getLogger(__name__)
 

@@ -33,10 +33,10 @@ from interpretable.estimators.core._model_folder import (
     publish,
     read_snapshot,
 )
-from interpretable.files import check_regular
-from interpretable.nn.tensors import resolve_device
-from interpretable.params import (
+from interpretable.nn import resolve_device
+from interpretable.utils import (
     InvalidParameterError,
+    check_regular,
     parameter_names,
     validate_estimator_parameters,
     validate_parameters,

@@ -34,8 +34,8 @@ from sklearn.base import BaseEstimator
 from interpretable.estimators.core._model_folder import FORMAT_VERSION
 from interpretable.estimators.core._persistence import from_jsonable, restore_estimator, to_jsonable
 from interpretable.estimators.core._training import is_fitted_attribute
-from interpretable.nn.tensors import resolve_device
-from interpretable.params import parameter_names, validate_parameters
+from interpretable.nn import resolve_device
+from interpretable.utils import parameter_names, validate_parameters
 
 __all__ = ["trusted_types"]
 
@@ -250,7 +250,7 @@ def trusted_types() -> list[str]:
     >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=2, random_state=0)
     >>> clf = clf.fit(X, ["pos", "pos", "neg", "neg"])
     >>> import skops.io
-    >>> from interpretable.estimators.core._state import trusted_types
+    >>> from interpretable.estimators.core import trusted_types
     >>> skops.io.dump(clf, "model.skops")
     >>> skops.io.load("model.skops", trusted=trusted_types()).classes_
     array(['neg', 'pos'], dtype='<U3')

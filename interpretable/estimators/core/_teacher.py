@@ -1,5 +1,5 @@
 """Teachers for distillation: a fitted classifier whose class probabilities on the training
-inputs a student learns to match (:class:`~interpretable.nn.losses.DistillationLoss`).
+inputs a student learns to match (:class:`~interpretable.nn._losses.DistillationLoss`).
 
 A teacher is read, never changed or stored: :func:`teacher_probabilities` calls its public
 ``predict_proba`` once per fit. It is any fitted scikit-learn classifier over the student's

@@ -30,8 +30,8 @@ import numpy as np
 import torch
 
 from interpretable._validation import warn_caller
-from interpretable.nn.recurrent import autocast_fallbacks
-from interpretable.params import HasMethods, Interval, StrOptions
+from interpretable.nn import autocast_fallbacks
+from interpretable.utils import HasMethods, Interval, StrOptions
 
 __all__ = ["TrainingDivergedError"]
 
@@ -75,7 +75,7 @@ def checked_autocast(estimator, module: torch.nn.Module, option: str,
     (``"precision"`` or ``"inference_precision"``), which asks for ``dtype`` (None: float32).
 
     Where torch has no ``dtype`` kernel of a recurrent layer there (oneDNN's bfloat16 LSTM
-    without AVX-512, see :func:`~interpretable.nn.recurrent.autocast_fallbacks`), the
+    without AVX-512, see :func:`~interpretable.nn._recurrent.autocast_fallbacks`), the
     package's own layers run in float32 and the rest in ``dtype``: returns ``dtype``; a layer
     run by a custom module cannot switch alone: returns None (float32 throughout). Either
     warns once per estimator and option, ``doing`` (e.g. ``"training"``) naming the step.

@@ -1,9 +1,24 @@
-"""Sequence models over symbols: the shared base and ISAN's exact decomposition
-(:mod:`.base`, :mod:`.isan_maps`, :mod:`.alphabet`), the language models and the sequence
-tagger, with the per-step explanation methods (:mod:`.explainers`)."""
-from interpretable.estimators.sequence.base import ISANBase, SequenceEstimator
-from interpretable.estimators.sequence.language_model import ISANLanguageModel, LSTMLanguageModel
-from interpretable.estimators.sequence.tagger import ISANSequenceTagger
+"""Sequence models over symbols: the shared bases (:class:`SequenceEstimator`, ISAN's exact
+decomposition in :class:`ISANBase`), the language models and the sequence tagger."""
 
-__all__ = ["ISANBase", "ISANLanguageModel", "ISANSequenceTagger", "LSTMLanguageModel",
-           "SequenceEstimator"]
+# ``__all__`` is the public API; the names imported ``as`` themselves serve the
+# package's other layers only
+from interpretable.estimators.sequence._base import (
+    ISANBase,
+    SequenceEstimator,
+)
+from interpretable.estimators.sequence._language_model import (
+    ISANLanguageModel,
+    LSTMLanguageModel,
+)
+from interpretable.estimators.sequence._language_model_base import (
+    split_words as split_words,
+)
+from interpretable.estimators.sequence._tagger import (
+    ISANSequenceTagger,
+)
+
+__all__ = [
+    "ISANBase", "ISANLanguageModel", "ISANSequenceTagger", "LSTMLanguageModel",
+    "SequenceEstimator",
+]

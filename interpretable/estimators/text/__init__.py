@@ -1,11 +1,25 @@
-"""Text classifiers over tokens: the shared base, the mean-embedding baseline, attention
-classifiers (RNN / BiLSTM / BERT-like encoders) and the Diversity / Orthogonal LSTM, with the
-token-level explanation methods (:mod:`.explainers`)."""
-from interpretable.estimators.text.attention import AttentionClassifierBase, AttentionTextClassifier
-from interpretable.estimators.text.base import TextClassifierBase, VocabularyClassifierBase
-from interpretable.estimators.text.diversity_lstm import DiversityLSTMClassifier
-from interpretable.estimators.text.embedding_bag import EmbeddingBagClassifier
+"""Text classifiers over word tokens: the base of every text classifier
+(:class:`TextClassifierBase`), of those that learn their vocabulary
+(:class:`VocabularyClassifierBase`) and of the attention classifiers
+(:class:`AttentionClassifierBase`); the mean-embedding baseline, attention classifiers (RNN /
+BiLSTM / BERT-like encoders) and the Diversity / Orthogonal LSTM."""
 
-__all__ = ["AttentionClassifierBase", "AttentionTextClassifier", "DiversityLSTMClassifier",
-           "EmbeddingBagClassifier", "TextClassifierBase",
-           "VocabularyClassifierBase"]
+from interpretable.estimators.text._attention import (
+    AttentionClassifierBase,
+    AttentionTextClassifier,
+)
+from interpretable.estimators.text._base import (
+    TextClassifierBase,
+    VocabularyClassifierBase,
+)
+from interpretable.estimators.text._diversity_lstm import (
+    DiversityLSTMClassifier,
+)
+from interpretable.estimators.text._embedding_bag import (
+    EmbeddingBagClassifier,
+)
+
+__all__ = [
+    "AttentionClassifierBase", "AttentionTextClassifier", "DiversityLSTMClassifier",
+    "EmbeddingBagClassifier", "TextClassifierBase", "VocabularyClassifierBase",
+]
