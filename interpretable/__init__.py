@@ -5,8 +5,41 @@ the package does not import torch-heavy modules that are not used.
 """
 
 from importlib import import_module
+from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from interpretable._version import __version__ as __version__  # the installed version
+
+if TYPE_CHECKING:  # type checkers and editors see the objects themselves
+    from interpretable.estimators.seat import SEATClassifier
+    from interpretable.estimators.sequence import (
+        ISANLanguageModel,
+        ISANSequenceTagger,
+        LSTMLanguageModel,
+    )
+    from interpretable.estimators.text import (
+        AttentionTextClassifier,
+        DiversityLSTMClassifier,
+        EmbeddingBagClassifier,
+    )
+    from interpretable.estimators.transformer import (
+        BcosTextClassifier,
+        BertTextClassifier,
+        TransformersTextClassifier,
+    )
+    from interpretable.estimators.vision import (
+        BcosResNetClassifier,
+        BcosSimpleViTClassifier,
+        BcosViTClassifier,
+        ImageClassifier,
+        ViTClassifier,
+    )
+    from interpretable.explanation import (
+        ImageExplanation,
+        SequenceExplanation,
+        TokenExplanation,
+        concat_explanations,
+    )
+    from interpretable.nn.bcos import bcosify
 
 # public name -> the package that exports it
 _LAZY = {
@@ -32,10 +65,17 @@ _LAZY = {
     "bcosify": "interpretable.nn.bcos",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "AttentionTextClassifier", "BcosResNetClassifier", "BcosSimpleViTClassifier",
+    "BcosTextClassifier", "BcosViTClassifier", "BertTextClassifier", "DiversityLSTMClassifier",
+    "EmbeddingBagClassifier", "ISANLanguageModel", "ISANSequenceTagger", "ImageClassifier",
+    "ImageExplanation", "LSTMLanguageModel", "SEATClassifier", "SequenceExplanation",
+    "TokenExplanation", "TransformersTextClassifier", "ViTClassifier", "bcosify",
+    "concat_explanations",
+]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         value = getattr(import_module(_LAZY[name]), name)
         globals()[name] = value
@@ -43,5 +83,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'interpretable' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))

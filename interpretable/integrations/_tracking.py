@@ -20,8 +20,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from interpretable import __version__
 from interpretable._optional import import_optional
+from interpretable._version import __version__
 
 __all__ = ["log_model", "save_model", "load_model"]
 

@@ -338,9 +338,9 @@ def test_no_private_scikit_learn_names():
 
 
 #: the layers, lowest first: a module may import its own layer and those below it
-LAYERS = [{"__init__", "nn", "_validation", "utils", "_progress", "_optional", "datasets"},
+LAYERS = [{"_version", "nn", "_validation", "utils", "_progress", "_optional", "datasets"},
           {"preprocessing", "attribution"}, {"explanation"}, {"estimators"},
-          {"metrics", "integrations"}, {"reproduce", "__main__"}]
+          {"metrics", "integrations"}, {"reproduce", "__main__", "__init__"}]
 #: estimators/: what every family shares, and one subpackage per model family
 FAMILIES = {"core", "text", "seat", "transformer", "vision", "sequence"}
 
