@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import warnings
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -31,6 +32,9 @@ from interpretable.attribution._hooked import deeplift_copy, deeplift_refusal, o
 from interpretable.attribution._images import image_targets
 from interpretable.attribution._tokens import _layer_swapped_logit
 from interpretable.nn import as_channels_first, logits_of, map_layout
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["layer_attribution", "layer_gradcam", "pixel_deeplift", "pixel_gradient",
            "spread_cells"]
@@ -54,8 +58,10 @@ def named_layer(network: nn.Module, name, owner: str = "the model") -> nn.Module
                      "feature map of the image.")
 
 
-def layer_gradcam(model: nn.Module, x: torch.Tensor, target, layer: str, *, network=None,
-                  grid=None, prefer_channels_last: bool = False) -> torch.Tensor:
+def layer_gradcam(model: nn.Module, x: torch.Tensor, target: torch.Tensor | int | Sequence[int],
+                  layer: str, *, network: nn.Module | None = None,
+                  grid: tuple[int, int] | None = None,
+                  prefer_channels_last: bool = False) -> torch.Tensor:
     """Compute GradCAM (Selvaraju et al., 2017) at a layer, upsampled to the image.
 
     With ``A (B, C, h, w)`` the layer's output on the image grid: channel weights = the
@@ -158,7 +164,8 @@ def _twin_of(model: nn.Module, twin: nn.Module, network: nn.Module) -> nn.Module
     raise ValueError("network must be a submodule of model.")
 
 
-def pixel_gradient(model: nn.Module, x: torch.Tensor, target) -> torch.Tensor:
+def pixel_gradient(model: nn.Module, x: torch.Tensor,
+                   target: torch.Tensor | int | Sequence[int]) -> torch.Tensor:
     """Compute the L2 norm over the channels of the target logit's gradient at the pixels.
 
     As captum's ``Saliency`` with ``abs=False``, then the norm over the channels.
@@ -193,7 +200,7 @@ def pixel_gradient(model: nn.Module, x: torch.Tensor, target) -> torch.Tensor:
     return grads.norm(dim=1)
 
 
-def spread_cells(cells: torch.Tensor, size) -> torch.Tensor:
+def spread_cells(cells: torch.Tensor, size: Sequence[int]) -> torch.Tensor:
     """Spread the values of a map's cells over the image's pixels, keeping their sum.
 
     The bilinear upsampling of ``cells`` (``align_corners=False``, as GradCAM's) divided, cell
@@ -270,10 +277,12 @@ def _baseline_of(x: torch.Tensor, baseline) -> torch.Tensor:
     return torch.zeros_like(x) if baseline is None else baseline.detach().to(x).expand_as(x)
 
 
-def layer_attribution(model: nn.Module, x: torch.Tensor, target, layer: str,
-                      method: str = "integrated_gradients", *, network=None, baseline=None,
-                      n_steps: int = 32, internal_batch_size: int | None = None,
-                      prefer_channels_last: bool = False):
+def layer_attribution(model: nn.Module, x: torch.Tensor,
+                      target: torch.Tensor | int | Sequence[int], layer: str,
+                      method: str = "integrated_gradients", *, network: nn.Module | None = None,
+                      baseline: torch.Tensor | None = None, n_steps: int = 32,
+                      internal_batch_size: int | None = None, prefer_channels_last: bool = False
+                      ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Attribute the target logits to a layer's spatial output with a captum layer method.
 
     ``"integrated_gradients"``: captum ``LayerIntegratedGradients`` (the layer's output moved
@@ -365,7 +374,8 @@ def layer_attribution(model: nn.Module, x: torch.Tensor, target, layer: str,
         return maps, _layer_swapped_logit(forward, part, x, baseline, target, ())
 
 
-def pixel_deeplift(model: nn.Module, x: torch.Tensor, target, baseline=None):
+def pixel_deeplift(model: nn.Module, x: torch.Tensor, target: torch.Tensor | int | Sequence[int],
+                   baseline: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Compute DeepLIFT (captum ``DeepLift``) from ``baseline``, summed over the channels.
 
     captum's rescale rule, computed on

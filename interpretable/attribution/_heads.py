@@ -54,8 +54,9 @@ def _batch_first(mha, x):
 
 
 def head_contributions(mha: nn.MultiheadAttention, x: torch.Tensor, key: torch.Tensor | None = None,
-                       value: torch.Tensor | None = None, *, attn_mask=None,
-                       key_padding_mask=None) -> HeadContributions:
+                       value: torch.Tensor | None = None, *,
+                       attn_mask: torch.Tensor | None = None,
+                       key_padding_mask: torch.Tensor | None = None) -> HeadContributions:
     """Split the output of ``mha(x, key, value)`` into per-head project-then-sum terms.
 
     Dropout is not applied (the identity holds in eval mode or with dropout=0).

@@ -124,7 +124,7 @@ class _EachRun(nn.Module):
         return module(*args, **kwargs)
 
 
-def deeplift_copy(module: nn.Module, *inputs) -> nn.Module:
+def deeplift_copy(module: nn.Module, *inputs: torch.Tensor) -> nn.Module:
     """Return a copy of a network whose modules with a DeepLIFT rule run once, not in place.
 
     captum's DeepLift hooks the modules it has rules for (ReLU, Sigmoid, max pooling, ...)
@@ -294,7 +294,7 @@ def deeplift_refusal(module: nn.Module, owner: str) -> str | None:
             f"{owner}'s network has: " + "; ".join(blockers))
 
 
-def find_layer(module: nn.Module, name, owner: str) -> nn.Module:
+def find_layer(module: nn.Module, name: str, owner: str) -> nn.Module:
     """Return the submodule ``name`` of a network (as ``named_modules()`` names it).
 
     Parameters

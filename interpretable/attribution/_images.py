@@ -51,11 +51,16 @@ size.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import torch
 from torch.nn import functional as F
 
 from interpretable.nn import explained_logits
 from interpretable.nn.bcos import explanation_mode
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["attribute_pixels", "gradcam", "inherent", "inherent_terms", "patch_features"]
 
@@ -97,7 +102,9 @@ def _to_pixels(tokens: torch.Tensor, grid_size, image_size) -> torch.Tensor:
                          align_corners=False)[:, 0]
 
 
-def inherent(model, x: torch.Tensor, target=None, contrast=None
+def inherent(model: torch.nn.Module, x: torch.Tensor,
+             target: torch.Tensor | int | Sequence[int] | None = None,
+             contrast: torch.Tensor | None = None
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Compute the exact B-cos contributions in one forward and one backward pass.
 
@@ -147,15 +154,16 @@ def inherent(model, x: torch.Tensor, target=None, contrast=None
         target = image_targets(x, target)
     x = x.detach().requires_grad_(True)
     with explanation_mode(constant_parameters=True), torch.enable_grad():
-        logits = model(x)
+        logits: torch.Tensor = model(x)
         if target is None:
             target = logits.argmax(1)
         weights, = torch.autograd.grad(explained_logits(logits, target, contrast).sum(), x)
     return (weights * x).sum(1).detach(), weights, logits.detach()
 
 
-def inherent_terms(model, x: torch.Tensor, target, contrast=None
-                   ) -> tuple[torch.Tensor, list[str]]:
+def inherent_terms(model: Any, x: torch.Tensor,
+                   target: torch.Tensor | int | Sequence[int],
+                   contrast: torch.Tensor | None = None) -> tuple[torch.Tensor, list[str]]:
     """Compute the exact contribution maps of every residual-stream term of a B-cos ViT.
 
     The terms are the token embedding, each (layer, head) and each MLP; their maps sum to the
@@ -207,7 +215,7 @@ def inherent_terms(model, x: torch.Tensor, target, contrast=None
     return maps.detach(), model.term_names()
 
 
-def gradcam(model, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+def gradcam(model: Any, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Compute GradCAM (Selvaraju et al., 2017) on the final token map of a vision transformer.
 
     With ``A`` (B, D, h, w) the final token map: channel weights = spatial mean of
@@ -403,7 +411,9 @@ def _noisy(model, x: torch.Tensor, target: torch.Tensor, method: str, baseline, 
                          rows_per_pass=rows_per_pass).sum(1)
 
 
-def attribute_pixels(model, x: torch.Tensor, target, method: str = "inherent", *, n_steps: int = 32,
+def attribute_pixels(model: Any, x: torch.Tensor,
+                     target: torch.Tensor | int | Sequence[int], method: str = "inherent", *,
+                     n_steps: int = 32,
               internal_batch_size: int | None = None,
               baseline: torch.Tensor | None = None, window: int | None = None,
               stride: int | None = None, nt_type: str = "smoothgrad", nt_samples: int = 10,

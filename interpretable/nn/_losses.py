@@ -10,6 +10,8 @@ class distributions (SEAT's D1 / D2)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -22,7 +24,7 @@ __all__ = ["logits_of"]
 IGNORE_INDEX = -100
 
 
-def logits_of(output) -> torch.Tensor:
+def logits_of(output: torch.Tensor | tuple[Any, ...]) -> torch.Tensor:
     """The logits of a module output: the tensor itself or the first element of a tuple."""
     return output[0] if isinstance(output, tuple) else output
 

@@ -397,7 +397,7 @@ class OrthogonalLSTM(nn.Module):
         self.bias = nn.Parameter(torch.empty(4 * hidden_size))
         self.reset_parameters()
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         bound = self.hidden_size ** -0.5
         for p in self.parameters():
             nn.init.uniform_(p, -bound, bound)

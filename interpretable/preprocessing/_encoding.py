@@ -7,6 +7,7 @@ import re
 from collections import Counter
 from itertools import chain, repeat
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -17,6 +18,12 @@ from interpretable.preprocessing._output import TextOutputMixin
 from interpretable.preprocessing._tokenize import sentence_tokens, word_tokenize
 from interpretable.preprocessing._vocabulary import PAD, PAD_TOKEN, UNK, UNK_TOKEN, VocabularyMixin
 from interpretable.utils import Interval, validate_estimator_parameters
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+    from typing_extensions import Self
 
 __all__ = ["TextEncoder", "PAD", "UNK"]
 
@@ -80,7 +87,8 @@ class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstima
                               "max_vocab": [Interval(Integral, 1, None, closed="left"), None],
                               "max_len": [Interval(Integral, 1, None, closed="left"), None]}
 
-    def __init__(self, lowercase=True, min_freq=1, max_vocab=None, max_len=2048):
+    def __init__(self, lowercase: bool = True, min_freq: int = 1, max_vocab: int | None = None,
+                 max_len: int | None = 2048):
         self.lowercase = lowercase
         self.min_freq = min_freq
         self.max_vocab = max_vocab
@@ -108,7 +116,8 @@ class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstima
         tokens = _text_tokens(text.lower() if self.lowercase else text)
         return tokens[: self.max_len] if self.max_len else tokens
 
-    def tokenize_many(self, X, allow_blank: bool = False) -> list[list[str]]:
+    def tokenize_many(self, X: Sequence[str] | ArrayLike, allow_blank: bool = False
+                      ) -> list[list[str]]:
         """Return the tokens of every text (see :meth:`tokenize`).
 
         Parameters
@@ -153,7 +162,7 @@ class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstima
                              f"{texts[empty[0]]!r:.60}.")
         return tokenized
 
-    def fit(self, X, y=None):
+    def fit(self, X: Sequence[str] | ArrayLike, y: ArrayLike | None = None) -> Self:
         """Learn the vocabulary of the texts.
 
         Parameters
@@ -224,7 +233,7 @@ class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstima
         ids[np.arange(ids.shape[1]) < lengths[:, None]] = flat_ids  # row-major, as flattened
         return ids, lengths
 
-    def encode(self, X) -> tuple[np.ndarray, np.ndarray]:
+    def encode(self, X: Sequence[str] | ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Tokenize texts and map them to padded ids and lengths.
 
         Parameters
@@ -250,7 +259,7 @@ class TextEncoder(VocabularyMixin, TextOutputMixin, TransformerMixin, BaseEstima
         check_is_fitted(self, "vocabulary_")
         return self.encode_tokens(self.tokenize_many(X))
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X: Sequence[str] | ArrayLike) -> np.ndarray:
         """Map texts to padded ids (pad = 0, unknown = 1).
 
         Parameters

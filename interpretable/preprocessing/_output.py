@@ -15,9 +15,14 @@ The text transformers output texts or token ids, not numeric features, so the se
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import narwhals.stable.v2 as nw
 import pandas as pd
 from sklearn import get_config
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 OUTPUTS = ("default", "pandas", "polars")
 
@@ -25,7 +30,7 @@ OUTPUTS = ("default", "pandas", "polars")
 class TextOutputMixin:
     """``set_output(transform=...)``: what the container setting means is in :mod:`.output`."""
 
-    def set_output(self, *, transform=None):
+    def set_output(self, *, transform: str | None = None) -> Self:
         """Set the output container of ``transform``.
 
         Parameters

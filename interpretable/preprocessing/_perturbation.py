@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -11,6 +13,15 @@ from sklearn.utils.validation import check_is_fitted
 from interpretable._optional import import_optional
 from interpretable._validation import check_texts
 from interpretable.preprocessing._output import TextOutputMixin
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import pandas as pd
+    import polars as pl
+    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
+    from numpy.typing import ArrayLike
+    from typing_extensions import Self
 
 __all__ = ["SynonymSubstitution"]
 
@@ -59,13 +70,18 @@ class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
     ['A great film.']
     """
 
-    def __init__(self, n_words=1, vectors="glove-50", restrict_vocab=50000, random_state=None):
+    _neighbours: dict[str, Any]  # word -> its substitute (None: it has none)
+    _normed: np.ndarray | None  # the unit-norm vectors searched, computed on first use
+
+    def __init__(self, n_words: int = 1, vectors: str | KeyedVectors = "glove-50",
+                 restrict_vocab: int | None = 50000,
+                 random_state: int | np.random.RandomState | None = None):
         self.n_words = n_words
         self.vectors = vectors
         self.restrict_vocab = restrict_vocab
         self.random_state = random_state
 
-    def fit(self, X=None, y=None):
+    def fit(self, X: Sequence[str] | ArrayLike | None = None, y: ArrayLike | None = None) -> Self:
         """Validate the parameters and load the vectors.
 
         Parameters
@@ -149,7 +165,7 @@ class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
                 cache[word] = next((keys[j] for j in row
                                     if keys[j] != word and _is_content(keys[j])), None)
 
-    def substitute(self, X) -> tuple[list[str], list[np.ndarray]]:
+    def substitute(self, X: Sequence[str] | ArrayLike) -> tuple[list[str], list[np.ndarray]]:
         """Perturb texts and report which tokens were replaced.
 
         Parameters
@@ -204,7 +220,7 @@ class SynonymSubstitution(TextOutputMixin, TransformerMixin, BaseEstimator):
             positions.append(chosen.astype(np.int64))
         return out, positions
 
-    def transform(self, X):
+    def transform(self, X: Sequence[str] | ArrayLike) -> list[str] | pd.DataFrame | pl.DataFrame:
         """Perturb texts.
 
         Parameters

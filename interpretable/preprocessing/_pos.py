@@ -13,9 +13,13 @@ import json
 import os
 import pickle
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from interpretable._optional import import_optional
 from interpretable.datasets import package_file
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["pos_tag"]
 
@@ -72,7 +76,7 @@ def _tagger():
     return tagger
 
 
-def pos_tag(tokens, tagset: str = "universal") -> list[str]:
+def pos_tag(tokens: Sequence[str], tagset: str = "universal") -> list[str]:
     """Tag a list of tokens with their parts of speech (offline perceptron tagger).
 
     Parameters

@@ -180,7 +180,27 @@ _LAST = _Memo(_in_context(" ", "", _FINAL_WORD))
 
 
 def word_tokenize(text: str) -> list[str]:
-    """Tokens of one sentence, exactly ``nltk.tokenize.NLTKWordTokenizer().tokenize(text)``."""
+    """Split one sentence into word tokens, exactly as nltk's word tokenizer does.
+
+    The tokens are those of ``nltk.tokenize.NLTKWordTokenizer().tokenize(text)``, without
+    nltk.
+
+    Parameters
+    ----------
+    text : str
+        The sentence.
+
+    Returns
+    -------
+    list of str
+        Its tokens.
+
+    Examples
+    --------
+    >>> from interpretable.preprocessing import word_tokenize
+    >>> word_tokenize("They'll pay $5, won't they?")
+    ['They', "'ll", 'pay', '$', '5', ',', 'wo', "n't", 'they', '?']
+    """
     return sentence_tokens(text, text.isprintable())
 
 

@@ -4,9 +4,15 @@ pretrained word vectors, a JSON-compatible state and the encoder rebuilt from it
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
+
+if TYPE_CHECKING:
+    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
+    from numpy.typing import ArrayLike
 
 __all__ = ["PAD", "UNK"]
 
@@ -18,7 +24,7 @@ class VocabularyMixin:
     """The methods of :class:`~interpretable.preprocessing.TextEncoder` that read its fitted
     vocabulary (``index_to_token_`` and ``vocabulary_``)."""
 
-    def inverse_transform(self, ids) -> list[list[str]]:
+    def inverse_transform(self, ids: ArrayLike) -> list[list[str]]:
         """Map ids back to tokens (padding dropped; unknown words come back as ``<unk>``).
 
         Parameters
@@ -52,7 +58,8 @@ class VocabularyMixin:
             raise ValueError(f"ids must lie in [0, {n_vocab}), got [{ids.min()}, {ids.max()}].")
         return [[self.index_to_token_[i] for i in row if i != PAD] for row in ids]
 
-    def embedding_matrix(self, vectors, random_state=0) -> np.ndarray:
+    def embedding_matrix(self, vectors: KeyedVectors,
+                         random_state: int | np.random.RandomState | None = 0) -> np.ndarray:
         """Build an embedding matrix of the vocabulary from gensim ``KeyedVectors``.
 
         Known words get their vector; unknown words a normal draw with the vectors' std (seeded by

@@ -15,13 +15,19 @@ import json
 import os
 import re
 from numbers import Integral
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from interpretable._validation import check_texts
 from interpretable.utils import Interval, validate_estimator_parameters
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+    from typing_extensions import Self
 
 __all__ = ["WordPieceEncoder"]
 
@@ -274,11 +280,12 @@ class WordPieceEncoder(BaseEstimator):
                                           None],
                               "checkpoint": [str, os.PathLike, None]}
 
-    def __init__(self, max_len=None, checkpoint=None):
+    def __init__(self, max_len: int | None = None,
+                 checkpoint: str | os.PathLike[str] | None = None):
         self.max_len = max_len
         self.checkpoint = checkpoint
 
-    def fit(self, X=None, y=None):
+    def fit(self, X: Sequence[str] | ArrayLike | None = None, y: ArrayLike | None = None) -> Self:
         """Read the tokenizer of ``checkpoint`` (nothing is learned from ``X``).
 
         Parameters
@@ -314,14 +321,15 @@ class WordPieceEncoder(BaseEstimator):
         if self.checkpoint is None:
             from interpretable.datasets import load_minilm
 
-            folder = load_minilm()
+            folder: str | os.PathLike[str] = load_minilm()
         else:
             folder = self.checkpoint
         return self._hold(load_tokenizer(folder))
 
     @classmethod
-    def from_tokenizer(cls, tokenizer, *, max_len=None, checkpoint=None,
-                       pad_token=None) -> WordPieceEncoder:
+    def from_tokenizer(cls, tokenizer: Any, *, max_len: int | None = None,
+                       checkpoint: str | os.PathLike[str] | None = None,
+                       pad_token: str | None = None) -> WordPieceEncoder:
         """Return the encoder that ``fit`` makes, from a ``transformers`` tokenizer already read.
 
         For a caller that read the tokenizer's folder already (its config too, so that it is
@@ -488,7 +496,7 @@ class WordPieceEncoder(BaseEstimator):
             words=np.concatenate([before, index, after]).astype(np.int64), spans=spans,
             dropped=max(len(encoding.ids) - kept, 0))
 
-    def encode_texts(self, X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def encode_texts(self, X: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Return the ids of texts as the model sees them, without aligning them with the text.
 
         The ids of :meth:`align`'s pieces (what training reads), without their offsets and
@@ -551,7 +559,8 @@ class WordPieceEncoder(BaseEstimator):
         """
         return self.align(text).pieces
 
-    def tokenize_many(self, X, allow_blank: bool = False) -> list[list[str]]:
+    def tokenize_many(self, X: Sequence[str] | ArrayLike, allow_blank: bool = False
+                      ) -> list[list[str]]:
         """Return the pieces of every text.
 
         Parameters
@@ -576,7 +585,7 @@ class WordPieceEncoder(BaseEstimator):
         return [self.tokenize(t) if t.strip() else []
                 for t in check_texts(X, allow_blank=allow_blank)]
 
-    def encode_tokens(self, tokenized) -> tuple[np.ndarray, np.ndarray]:
+    def encode_tokens(self, tokenized: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
         """Map piece lists to padded ids and lengths.
 
         Parameters

@@ -8,6 +8,10 @@ import os
 import pkgutil
 from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __all__ = ["available", "default_results_dir", "load", "write_results"]
 
@@ -33,7 +37,7 @@ def available() -> list[str]:
     )
 
 
-def load(name: str):
+def load(name: str) -> ModuleType:
     """Return the module of a reproduction.
 
     Parameters

@@ -22,15 +22,19 @@ import shutil
 import stat
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from filelock import FileLock
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
 
 __all__ = ["exclusive", "replacing"]
 
 STAGED, REPLACED = "partial", "replaced"
 
 
-def exclusive(lock_file: Path):
+def exclusive(lock_file: Path) -> FileLock:
     """Context manager holding an exclusive lock on ``lock_file`` (created if needed) across
     threads and processes; it waits while another writer holds it."""
     return FileLock(str(lock_file))
@@ -114,7 +118,8 @@ def leftovers(target: Path, kind: str) -> list[Path]:
 
 
 @contextmanager
-def replacing(target, *, folder: bool = False, companions=()):
+def replacing(target: str | os.PathLike[str], *, folder: bool = False,
+              companions: Iterable[str | os.PathLike[str]] = ()) -> Iterator[tuple[Path, ...]]:
     """Yield the staging paths of ``target`` and its ``companions`` (files written with it,
     e.g. its schema), next to them; when the block returns, move each into place in one rename,
     companions first. ``folder``: ``target`` is a folder, created by the block (an existing

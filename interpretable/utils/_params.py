@@ -29,8 +29,14 @@ from __future__ import annotations
 import inspect
 import math
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable
+
+    from sklearn.base import BaseEstimator
 
 __all__ = [
     "HasMethods",
@@ -93,7 +99,7 @@ class Interval:
     an int in the range [1, inf)
     """
 
-    def __init__(self, type, left, right, *, closed):
+    def __init__(self, type: type, left: float | None, right: float | None, *, closed: str):
         if type not in (Integral, Real):
             raise ValueError(f"type must be numbers.Integral or numbers.Real, got {type!r}.")
         if closed not in ("left", "right", "both", "neither"):
@@ -108,7 +114,7 @@ class Interval:
                              f"right={right}.")
         self.type, self.left, self.right, self.closed = type, left, right, closed
 
-    def is_satisfied_by(self, value) -> bool:
+    def is_satisfied_by(self, value: object) -> bool:
         """Whether ``value`` is a number of the interval's type within its bounds.
 
         Parameters
@@ -173,12 +179,12 @@ class StrOptions:
     a str among {'cls', 'mean'}
     """
 
-    def __init__(self, options):
+    def __init__(self, options: Collection[str]):
         if not all(isinstance(option, str) for option in options):
             raise TypeError(f"options must be strings, got {sorted(map(repr, options))}.")
         self.options = set(options)
 
-    def is_satisfied_by(self, value) -> bool:
+    def is_satisfied_by(self, value: object) -> bool:
         """Whether ``value`` is one of the options.
 
         Parameters
@@ -225,10 +231,10 @@ class HasMethods:
     an object implementing 'fit' and 'tokenize_many'
     """
 
-    def __init__(self, methods):
+    def __init__(self, methods: str | Iterable[str]):
         self.methods = [methods] if isinstance(methods, str) else list(methods)
 
-    def is_satisfied_by(self, value) -> bool:
+    def is_satisfied_by(self, value: object) -> bool:
         """Whether ``value`` has every method.
 
         Parameters
@@ -341,7 +347,7 @@ def validate_parameters(constraints: dict, params: dict, caller_name: str) -> No
                                     f"{listed}. Got {value!r} instead.")
 
 
-def validate_estimator_parameters(estimator) -> None:
+def validate_estimator_parameters(estimator: BaseEstimator) -> None:
     """Check an estimator's parameters against its class's ``_parameter_constraints``.
 
     Parameters

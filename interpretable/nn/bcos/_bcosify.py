@@ -30,13 +30,21 @@ architecture=...)``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from torch import nn
+
+if TYPE_CHECKING:
+    import torch
+
+    from interpretable.nn.bcos._bert import EncoderConfig
 
 __all__ = ["bcosify"]
 
 
-def bcosify(model, n_classes: int | None = None, *, config=None, **options) -> nn.Module:
+def bcosify(model: nn.Module | Mapping[str, torch.Tensor], n_classes: int | None = None, *,
+            config: EncoderConfig | Mapping[str, Any] | None = None,
+            **options: Any) -> nn.Module:
     """Convert a conventional network into its B-cos network.
 
     Parameters

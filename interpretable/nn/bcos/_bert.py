@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from numbers import Real
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import torch
 from torch import nn
@@ -47,6 +47,14 @@ from interpretable.nn.bcos._bert_layers import (
     unscaled_bcos_linear,
 )
 from interpretable.nn.bcos._layers import explanation_mode, parameter
+
+if TYPE_CHECKING:
+    import os
+
+    class EncoderConfig(Protocol):
+        """A ``transformers`` config (``PretrainedConfig``): its fields as a dict."""
+
+        def to_dict(self) -> dict[str, Any]: ...
 
 __all__ = ["BcosBertClassifier", "PieceContributions"]
 
@@ -183,7 +191,8 @@ class BcosBertClassifier(nn.Module):
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
-    def from_config(cls, config, n_classes: int, **options) -> BcosBertClassifier:
+    def from_config(cls, config: EncoderConfig | Mapping[str, Any], n_classes: int,
+                    **options: Any) -> BcosBertClassifier:
         """Randomly initialised model with the structure of an encoder ``config`` of a
         supported family (:mod:`~interpretable.nn._encoder_families`: a ``transformers``
         config or the dict of its ``config.json``; no ``model_type``: BERT); ``options`` are
@@ -192,7 +201,8 @@ class BcosBertClassifier(nn.Module):
         return cls(n_classes=n_classes, **{**encoder_options(fields), **options})
 
     @classmethod
-    def from_bert(cls, bert, config, n_classes: int, **options) -> BcosBertClassifier:
+    def from_bert(cls, bert: nn.Module | Mapping[str, torch.Tensor], config: Any,
+                  n_classes: int, **options: Any) -> BcosBertClassifier:
         """Convert a checkpoint of a supported family (BERT, RoBERTa / XLM-RoBERTa,
         DistilBERT, ELECTRA): copy its embeddings, Q/K/V, dense, LayerNorm scale and pooler
         weights into a model of the checkpoint's floating dtype (biases are dropped; a
@@ -248,7 +258,8 @@ class BcosBertClassifier(nn.Module):
         return model
 
     @classmethod
-    def from_pretrained(cls, path, n_classes: int, **options) -> BcosBertClassifier:
+    def from_pretrained(cls, path: str | os.PathLike[str], n_classes: int,
+                        **options: Any) -> BcosBertClassifier:
         """Convert the encoder in a local ``transformers`` folder (never downloads)."""
         from interpretable.nn._bert_encoder import load_encoder
 
@@ -314,7 +325,7 @@ class BcosBertClassifier(nn.Module):
         return mask
 
     def hidden_states(self, summed: torch.Tensor, mask: torch.Tensor,
-                      need_probs: bool = True):
+                      need_probs: bool = True) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Summed embeddings (B, T, H), mask (B, T) -> (hidden states (B, T, H),
         [attention probabilities (B, heads, T, T)] per layer); ``need_probs=False``: no
         probabilities (an empty list), fused attention where it computes the same."""
@@ -350,7 +361,8 @@ class BcosBertClassifier(nn.Module):
                                lengths: torch.Tensor | None = None, *,
                                attention_mask: torch.Tensor | None = None,
                                token_types: torch.Tensor | None = None,
-                               embedded: torch.Tensor | None = None, need_probs: bool = True):
+                               embedded: torch.Tensor | None = None, need_probs: bool = True
+                               ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """As :meth:`forward` -> (logits (B, C), [attention probabilities (B, heads, T, T)]
         per layer), the latter for attention and rollout baselines."""
         mask = self.padding_mask(tokens, lengths, attention_mask)
@@ -373,7 +385,8 @@ class BcosBertClassifier(nn.Module):
 
     # -- explanation -------------------------------------------------------------------------
     def contributions(self, tokens: torch.Tensor, lengths: torch.Tensor | None = None,
-                      target=None, *, attention_mask: torch.Tensor | None = None,
+                      target: int | Sequence[int] | torch.Tensor | None = None, *,
+                      attention_mask: torch.Tensor | None = None,
                       token_types: torch.Tensor | None = None,
                       contrast: torch.Tensor | None = None,
                       embedded: torch.Tensor | None = None) -> PieceContributions:

@@ -13,7 +13,7 @@ convolutions keep the weight in an inner ``linear`` module: our ``p.weight`` of 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,7 +135,8 @@ def _released_file(spec: PretrainedResNet, download: bool, progress: bool) -> Pa
 
 
 def load_resnet_checkpoint(name_or_path: str | Path, *, download: bool = False,
-                           progress: bool = True, image_size=224) -> BcosResNet:
+                           progress: bool = True,
+                           image_size: int | Sequence[int] = 224) -> BcosResNet:
     """A B-cos v2 :class:`BcosResNet` (its checkpoint's dtype, CPU) from a ``bcos`` checkpoint.
 
     Parameters
