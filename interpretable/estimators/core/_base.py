@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from sklearn.base import BaseEstimator
@@ -42,6 +43,12 @@ from interpretable.estimators.core._training import (
 )
 from interpretable.nn import resolve_device
 from interpretable.utils import validate_estimator_parameters
+
+if TYPE_CHECKING:
+    import os
+
+    from numpy.typing import ArrayLike
+    from typing_extensions import Self
 
 # TrainingDivergedError (public) and TrainingNet (importable, an implementation detail) are
 # importable from here, beside the estimators that raise and use them. The skorch side (.nets:
@@ -201,7 +208,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         """Train: set the fitted attributes (``module_``, ``history_``, ...) on ``self``."""
         raise NotImplementedError
 
-    def encode(self, X) -> EncodedInputs:
+    def encode(self, X: ArrayLike) -> EncodedInputs:
         """Validate inputs and encode them as :class:`EncodedInputs` (module inputs, CPU tensors).
 
         Every estimator implements it (text, image and sequence estimators encode differently).
@@ -247,7 +254,8 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         self._check_params()
 
     # ------------------------------------------------------------------ training
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike | None = None,
+            sample_weight: ArrayLike | None = None) -> Self:
         """Fit the model on ``X`` (and ``y``).
 
         Transactional: the estimator is trained as a fresh copy and its fitted attributes
@@ -332,7 +340,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         return net
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the fitted estimator to a folder (JSON config and safetensors weights).
 
         The folder holds ``config.json`` and the safetensors weights file it names, no pickle.
@@ -387,7 +395,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         return save_estimator(self, path)
 
     @classmethod
-    def load(cls, path, device="auto"):
+    def load(cls, path: str | os.PathLike[str], device: str | torch.device = "auto") -> Self:
         """Load an estimator saved with :meth:`save` onto ``device``.
 
         Model files are untrusted input: no code from them runs, and a file that is corrupt,

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -19,6 +20,11 @@ from interpretable.estimators.core._base import NeuralEstimator
 from interpretable.estimators.core._training import checked_autocast
 from interpretable.nn import logits_of
 from interpretable.utils import StrOptions, validate_parameters
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.core._encoded import EncodedInputs
 
 __all__ = ["NeuralClassifier"]
 
@@ -221,8 +227,8 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
                                          y=self.classes_[y])
         return per_class[y] if weight is None else per_class[y] * weight
 
-    def logits(self, inputs: Mapping[str, torch.Tensor], *, batch_size=None, **options
-               ) -> torch.Tensor:
+    def logits(self, inputs: Mapping[str, torch.Tensor], *, batch_size: int | None = None,
+               **options: Any) -> torch.Tensor:
         """Compute the logits of encoded inputs (batches run in the inference order).
 
         Parameters
@@ -257,7 +263,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
             logits[rows] = out
         return logits
 
-    def inference_autocast(self):
+    def inference_autocast(self) -> contextlib.AbstractContextManager[None]:
         """Return the context the predictions run in, ``inference_precision``'s.
 
         That is autocast in bfloat16 on ``device_`` when ``inference_precision`` is ``"bf16"``
@@ -306,7 +312,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
             with self.inference_autocast():
                 return self.logits(inputs)
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Compute the decision function (the logits, or the margin for two classes).
 
         scikit-learn's convention: for two classes, the margin of the positive class
@@ -334,7 +340,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         logits = self._predicted_logits(X).numpy()
         return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Predict class probabilities (the softmax of the logits).
 
         Parameters
@@ -359,7 +365,7 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         logits = self._predicted_logits(X).double()
         return torch.softmax(logits, dim=1).numpy()
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Predict the class of each sample (the largest logit).
 
         Parameters
@@ -384,7 +390,8 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         logits = self._predicted_logits(X)  # raises NotFittedError first
         return self.classes_[logits.numpy().argmax(axis=1)]
 
-    def score(self, X, y, sample_weight=None) -> float:
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+              ) -> float:
         """Return the accuracy on ``X`` and ``y``.
 
         As :meth:`sklearn.base.ClassifierMixin.score`: labels of ``y`` not seen in ``fit``
@@ -418,7 +425,9 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         self._check_fitted()
         return super().score(X, y, sample_weight=sample_weight)
 
-    def target_indices(self, target, logits, what: str = "target") -> np.ndarray:
+    def target_indices(self, target: Hashable | ArrayLike | None,
+                       logits: np.ndarray | torch.Tensor | Sequence[Sequence[float]],
+                       what: str = "target") -> np.ndarray:
         """Return the indices into ``classes_`` of the logits to explain.
 
         Parameters
@@ -466,7 +475,8 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
                              f"model knows classes_ = {_shown(self.classes_)}.")
         return np.searchsorted(self.classes_, labels)
 
-    def explained_targets(self, batch, target) -> np.ndarray | None:
+    def explained_targets(self, batch: EncodedInputs, target: Hashable | ArrayLike | None
+                          ) -> np.ndarray | None:
         """Return the explained class indices of an encoded batch.
 
         Parameters
@@ -493,7 +503,8 @@ class NeuralClassifier(ClassifierMixin, NeuralEstimator):
         """
         return None if target is None else self.target_indices(target, np.empty((len(batch), 0)))
 
-    def contrast_weights(self, contrast, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+    def contrast_weights(self, contrast: Hashable | ArrayLike, n_samples: int
+                         ) -> tuple[np.ndarray, np.ndarray]:
         """Return what a contrastive explanation subtracts from the target's logit.
 
         Parameters

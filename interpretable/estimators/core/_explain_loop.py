@@ -12,11 +12,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from interpretable.explanation import with_sample_ids
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.core._inference import BatchedInference
+    from interpretable.explanation import ImageExplanation, SequenceExplanation, TokenExplanation
 
 
 def _rows(value) -> list:
@@ -95,7 +103,9 @@ class ExplainLoop:
             raise TypeError(f"explain(method={self.name!r}) got unexpected option(s) "
                             f"{unknown}; it takes {accepted or 'no options'}.")
 
-    def explain(self, estimator, X, target=None, *, batch_size=None, **options):
+    def explain(self, estimator: BatchedInference, X: ArrayLike,
+                target: Hashable | ArrayLike | None = None, *, batch_size: int | None = None,
+                **options: Any) -> TokenExplanation | ImageExplanation | SequenceExplanation:
         """Explain ``X`` with this method: the lower-level call behind ``estimator.explain``.
 
         Encode, resolve the targets (and a ``contrast`` option into per-sample weights over the

@@ -7,10 +7,20 @@ batch's attributions hold is :mod:`.attributions`; the options check and the one
 from __future__ import annotations
 
 import inspect
-from typing import ClassVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from interpretable.estimators.core._attributions import Attributions
 from interpretable.estimators.core._explain_loop import ExplainLoop
+
+if TYPE_CHECKING:
+    import torch
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.core._base import NeuralEstimator
+    from interpretable.estimators.core._encoded import EncodedInputs
+    from interpretable.estimators.core._inference import BatchedInference
+    from interpretable.explanation import ImageExplanation, SequenceExplanation, TokenExplanation
 
 __all__ = ["Attributions", "Explainer", "explainers_for", "get_explainer", "describe_explainers"]
 
@@ -86,7 +96,7 @@ class Explainer(ExplainLoop):
         return f"{type(self).__name__}(name={self.name!r})"
 
     @classmethod
-    def refusal(cls, estimator) -> str | None:
+    def refusal(cls, estimator: BatchedInference | type[BatchedInference]) -> str | None:
         """Say why this method cannot explain an estimator, if it knows.
 
         :func:`get_explainer` puts the reason into its error when an estimator does not
@@ -112,7 +122,8 @@ class Explainer(ExplainLoop):
         return None
 
     # ------------------------------------------------------------------ to implement
-    def attribute(self, estimator, batch: dict, target, **options) -> Attributions:
+    def attribute(self, estimator: NeuralEstimator, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, **options: Any) -> Attributions:
         """Compute the attributions of one batch of device tensors.
 
         Parameters
@@ -147,7 +158,9 @@ class Explainer(ExplainLoop):
         """
         raise NotImplementedError
 
-    def assemble(self, estimator, encoded, fields: dict, **options):
+    def assemble(self, estimator: NeuralEstimator, encoded: EncodedInputs,
+                 fields: dict[str, list[Any]], **options: Any
+                 ) -> TokenExplanation | ImageExplanation | SequenceExplanation:
         """Build the explanation of the encoded samples from the fields of their attributions.
 
         Parameters
@@ -185,7 +198,8 @@ class Explainer(ExplainLoop):
         """
         raise NotImplementedError
 
-    def prepare(self, estimator, encoded, target, **options) -> dict:
+    def prepare(self, estimator: NeuralEstimator, encoded: EncodedInputs,
+                target: torch.Tensor | list[Any] | None, **options: Any) -> dict[str, Any]:
         """Check and normalise the options before anything is computed.
 
         Raise a ValueError naming the problem (e.g. an option's value, the memory an explanation
@@ -224,7 +238,7 @@ class Explainer(ExplainLoop):
         return options
 
     # ------------------------------------------------------------------ shared
-    def applies(self, estimator) -> bool:
+    def applies(self, estimator: BatchedInference | type[BatchedInference]) -> bool:
         """Return whether this method explains an estimator.
 
         It does when it is one of the methods the estimator's class declares in
@@ -251,7 +265,7 @@ class Explainer(ExplainLoop):
         return isinstance(self, tuple(type(e) for e in explainers_for(estimator)))
 
 
-def explainers_for(estimator) -> list[Explainer]:
+def explainers_for(estimator: BatchedInference | type[BatchedInference]) -> list[Explainer]:
     """Return the explainers an estimator offers, the default first.
 
     Parameters
@@ -277,7 +291,8 @@ def explainers_for(estimator) -> list[Explainer]:
     return list(getattr(cls, "explainers", ()))
 
 
-def get_explainer(estimator, method=None) -> Explainer:
+def get_explainer(estimator: BatchedInference | type[BatchedInference],
+                  method: str | Explainer | None = None) -> Explainer:
     """Return the explainer behind ``method`` for an estimator.
 
     Parameters
@@ -322,7 +337,7 @@ def get_explainer(estimator, method=None) -> Explainer:
     return chosen[0]
 
 
-def describe_explainers(estimators) -> str:
+def describe_explainers(estimators: Iterable[type[BatchedInference]]) -> str:
     """Describe the methods that estimators offer as a reStructuredText list.
 
     Parameters

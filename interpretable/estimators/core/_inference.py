@@ -14,7 +14,8 @@ import contextvars
 import copy
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import torch
 from sklearn.utils.validation import check_is_fitted
@@ -23,6 +24,14 @@ from interpretable._progress import SHOW_PROGRESS, interactive, progress_bar
 from interpretable._validation import check_batch_size
 from interpretable.estimators.core._explainer import explainers_for, get_explainer
 from interpretable.utils import validate_parameters
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from typing_extensions import Self
+
+    from interpretable.estimators.core._encoded import EncodedInputs
+    from interpretable.estimators.core._explainer import Explainer
+    from interpretable.explanation import ImageExplanation, SequenceExplanation, TokenExplanation
 
 __all__ = ["BatchedInference"]
 
@@ -59,7 +68,8 @@ _DTYPE_COPIES = _DtypeCopies()
 #: (:meth:`BatchedInference._fitted_call`): the public methods it runs on the way (``encode``,
 #: ``iter_batches``, ``astype``) do not check them again, as scikit-learn's
 #: ``prefer_skip_nested_validation`` skips nested parameter validation
-_CHECKED = contextvars.ContextVar("interpretable_checked_fitted", default=frozenset())
+_CHECKED: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "interpretable_checked_fitted", default=frozenset())
 
 
 class _ExplainMethods:
@@ -89,6 +99,9 @@ class BatchedInference:
     #: have changed them after fit)
     _inference_parameters: tuple[str, ...] = ("batch_size", "verbose")
     explain_methods = _ExplainMethods()
+
+    if TYPE_CHECKING:  # what the explainers call of the estimator this is mixed into
+        def encode(self, X: ArrayLike) -> EncodedInputs: ...
 
     def _check_fitted(self) -> None:
         """NotFittedError before fit; a ValueError naming a parameter that inference reads
@@ -124,8 +137,9 @@ class BatchedInference:
         and sequences: longest first, so each trimmed batch holds similar lengths), or None."""
         return None
 
-    def iter_batches(self, inputs: Mapping[str, torch.Tensor], batch_size=None, *,
-                     ordered: bool = False) -> Iterator[tuple[slice | torch.Tensor, dict]]:
+    def iter_batches(self, inputs: Mapping[str, torch.Tensor], batch_size: int | None = None,
+                     *, ordered: bool = False
+                     ) -> Iterator[tuple[slice | torch.Tensor, dict[str, torch.Tensor]]]:
         """Yield the mini-batches of encoded inputs on ``device_``: the one batching loop.
 
         Parameters
@@ -170,7 +184,7 @@ class BatchedInference:
             batch = self._trim_batch({k: v[rows].to(self.device_) for k, v in inputs.items()})
             yield (rows if order is None else order[rows]), batch
 
-    def forward_batch(self, batch: dict, **options):
+    def forward_batch(self, batch: dict[str, torch.Tensor], **options: Any) -> Any:
         """Run the fitted module on one batch of device tensors.
 
         No gradient mode is set; the fitted module is never changed.
@@ -201,9 +215,10 @@ class BatchedInference:
         """
         return self.module_(**batch, **options)
 
-    def forward_batches(self, inputs: Mapping[str, torch.Tensor], *, batch_size=None,
-                        grad: bool = False, ordered: bool = False, **options
-                        ) -> Iterator[tuple[slice | torch.Tensor, dict, object]]:
+    def forward_batches(self, inputs: Mapping[str, torch.Tensor], *,
+                        batch_size: int | None = None, grad: bool = False,
+                        ordered: bool = False, **options: Any
+                        ) -> Iterator[tuple[slice | torch.Tensor, dict[str, torch.Tensor], Any]]:
         """Run the fitted module over the mini-batches of :meth:`iter_batches`.
 
         Parameters
@@ -242,7 +257,7 @@ class BatchedInference:
             for rows, batch in self.iter_batches(inputs, batch_size, ordered=ordered):
                 yield rows, batch, self.forward_batch(batch, **options)
 
-    def astype(self, dtype) -> BatchedInference:
+    def astype(self, dtype: str) -> Self:
         """Return a copy of this fitted estimator whose module computes in ``dtype``.
 
         This estimator is unchanged; the copy shares everything but the module, which is made
@@ -274,8 +289,10 @@ class BatchedInference:
         return new
 
     # ------------------------------------------------------------------ explain
-    def explain(self, X, target=None, *, contrast=None, method=None, batch_size=None,
-                **options):
+    def explain(self, X: ArrayLike, target: Hashable | ArrayLike | None = None, *,
+                contrast: Hashable | ArrayLike | None = None,
+                method: str | Explainer | None = None, batch_size: int | None = None,
+                **options: Any) -> TokenExplanation | ImageExplanation | SequenceExplanation:
         """Explain the ``target`` outputs of ``X`` with ``method``.
 
         Parameters

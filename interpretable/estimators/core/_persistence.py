@@ -18,6 +18,7 @@ import copy
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -41,6 +42,14 @@ from interpretable.utils import (
     validate_estimator_parameters,
     validate_parameters,
 )
+
+if TYPE_CHECKING:
+    import os
+    from typing import TypeVar
+
+    from interpretable.estimators.core._base import NeuralEstimator
+
+    _Estimator = TypeVar("_Estimator", bound=NeuralEstimator)
 
 __all__ = ["save_estimator", "load_estimator"]
 
@@ -117,7 +126,7 @@ def _decode_array(items: list, dtype) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- save
-def save_estimator(estimator, path) -> Path:
+def save_estimator(estimator: NeuralEstimator, path: str | os.PathLike[str]) -> Path:
     """Save a fitted estimator to the folder ``path``; see :meth:`NeuralEstimator.save`."""
     path = Path(path)
     check_target(path)
@@ -159,7 +168,8 @@ def _config(estimator) -> dict:
 
 
 # ---------------------------------------------------------------------------- load
-def load_estimator(cls, path, device="auto"):
+def load_estimator(cls: type[_Estimator], path: str | os.PathLike[str],
+                   device: str | torch.device = "auto") -> _Estimator:
     """Load an estimator saved by :func:`save_estimator`; see :meth:`NeuralEstimator.load`."""
     path = Path(path)
 

@@ -51,7 +51,7 @@ class _Robust(SEATVariant):
     _parameter_constraints = {"epsilon": [Interval(Real, 0, None, closed="neither")]}
     fine_tunes_base = True
 
-    def __init__(self, epsilon=0.1):
+    def __init__(self, epsilon: float = 0.1):
         self.epsilon = epsilon
 
     def first_phase(self, phase: TrainingPhase, seed: int) -> TrainingPhase:
@@ -176,5 +176,5 @@ class WordAT(_Robust):
 
     name = "word-at"
 
-    def __init__(self, epsilon=1.0):
+    def __init__(self, epsilon: float = 1.0):
         self.epsilon = epsilon

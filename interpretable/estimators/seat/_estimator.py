@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -36,6 +37,14 @@ from interpretable.nn import (
 )
 from interpretable.preprocessing import WordPieceEncoder
 from interpretable.utils import HasMethods, StrOptions
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
+    from sklearn.frozen import FrozenEstimator
+    from skorch.callbacks import Callback
+
+    from interpretable.preprocessing import TextEncoder
 
 __all__ = ["SEATClassifier"]
 
@@ -212,13 +221,22 @@ class SEATClassifier(AttentionTextClassifier):
     }
     views = ("model", "vanilla")
 
-    def __init__(self, *, variant="seat", base_estimator=None, encoder="lstm", embeddings=None,
-                 embed_dim=50, hidden_size=128, attention_size=None, freeze_embeddings=False,
-                 dropout=0.0, text_encoder=None, lr=1e-3, max_epochs=10, batch_size=64,
-                 optimizer="adam", weight_decay=0.0, device="auto", random_state=None,
-                 verbose=0, class_weight=None, callbacks=None, validation_fraction=None,
-                 early_stopping=False, n_iter_no_change=5, warm_start=False,
-                 precision="float32", inference_precision="float32", accelerator=None):
+    def __init__(self, *, variant: str | SEATVariant | None = "seat",
+                 base_estimator: AttentionClassifierBase | FrozenEstimator | None = None,
+                 encoder: str | torch.nn.Module = "lstm",
+                 embeddings: str | KeyedVectors | None = None, embed_dim: int = 50,
+                 hidden_size: int = 128, attention_size: int | None = None,
+                 freeze_embeddings: bool = False, dropout: float = 0.0,
+                 text_encoder: TextEncoder | WordPieceEncoder | None = None, lr: float = 1e-3,
+                 max_epochs: int = 10, batch_size: int = 64, optimizer: str = "adam",
+                 weight_decay: float = 0.0, device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 class_weight: str | dict[Any, float] | None = None,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", inference_precision: str = "float32",
+                 accelerator: Accelerator | None = None):
         self.variant = variant
         self.base_estimator = base_estimator
         self.encoder = encoder
@@ -415,7 +433,8 @@ class SEATClassifier(AttentionTextClassifier):
 
     def _diagnostics(self, inputs, vanilla) -> dict:
         """Top-k overlap, prediction TVD and agreement with the ``vanilla`` module."""
-        terms = {"top_k_overlap": [], "prediction_tvd": [], "agreement": []}
+        terms: dict[str, list[torch.Tensor]] = {"top_k_overlap": [], "prediction_tvd": [],
+                                               "agreement": []}
         k = getattr(self.variant_, "k", 4)
         with torch.no_grad():
             for _, batch, out in self.forward_batches(inputs):

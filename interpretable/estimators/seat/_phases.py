@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 from sklearn.base import BaseEstimator
@@ -22,7 +22,37 @@ from skorch.callbacks import Callback
 
 from interpretable.utils import validate_estimator_parameters
 
+if TYPE_CHECKING:
+    from interpretable.estimators.seat._estimator import SEATClassifier
+    from interpretable.nn import AttentionTextModule
+
 __all__ = ["TrainingPhase", "SEATVariant"]
+
+
+def _identity(module: torch.nn.Module) -> torch.nn.Module:
+    """Return the trained module as it is: the default ``finish`` of a :class:`TrainingPhase`.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The trained module.
+
+    Returns
+    -------
+    torch.nn.Module
+        ``module`` itself.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from interpretable.estimators.seat import TrainingPhase
+    >>> phase = TrainingPhase(module_factory=torch.nn.Identity, criterion=torch.nn.MSELoss(),
+    ...                       X={}, y=torch.zeros(1))
+    >>> module = torch.nn.Linear(1, 1)
+    >>> phase.finish(module) is module
+    True
+    """
+    return module
 
 
 @dataclass
@@ -62,7 +92,7 @@ class TrainingPhase:
     X: dict
     y: torch.Tensor
     options: dict = field(default_factory=dict)
-    finish: Callable[[torch.nn.Module], torch.nn.Module] = lambda module: module
+    finish: Callable[[torch.nn.Module], torch.nn.Module] = _identity
     reference: torch.nn.Module | None = None
 
 
@@ -179,7 +209,7 @@ class SEATVariant(BaseEstimator):
 
     __hash__ = None
 
-    def check(self, estimator) -> None:
+    def check(self, estimator: SEATClassifier) -> None:
         """Validate the parameters (and their relations to the estimator's).
 
         Parameters
@@ -231,8 +261,8 @@ class SEATVariant(BaseEstimator):
         """
         return phase
 
-    def second_phase(self, module: torch.nn.Module, inputs: dict, y: torch.Tensor, seed: int,
-                     defaults: dict) -> TrainingPhase | None:
+    def second_phase(self, module: AttentionTextModule, inputs: dict, y: torch.Tensor,
+                     seed: int, defaults: dict) -> TrainingPhase | None:
         """Return a phase after the attention model was trained, or None.
 
         Parameters

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any
 
 from interpretable.estimators.seat._baselines import AttentionAT, AttentionRP, Vanilla, WordAT
 from interpretable.estimators.seat._phases import RecordTerms, SEATVariant, TrainingPhase
@@ -35,6 +36,12 @@ from interpretable.nn import (
     check_clamp,
 )
 from interpretable.utils import Interval, StrOptions
+
+if TYPE_CHECKING:
+    import torch
+
+    from interpretable.estimators.seat._estimator import SEATClassifier
+    from interpretable.nn import AttentionTextModule
 
 __all__ = ["SEAT", "AuthorsSEAT"]
 
@@ -114,8 +121,10 @@ class SEAT(SEATVariant):
     has_second_phase = True
     _parameter_constraints = {**_PGD, "divergence": [StrOptions({"bce", "kl"})]}
 
-    def __init__(self, k=4, lambda_topk=1.0, lambda_stability=1.0, pgd_radius=0.05, pgd_steps=5,
-                 pgd_step_size=None, pgd_norm="l2", divergence="bce", epochs=None, lr=None):
+    def __init__(self, k: int = 4, lambda_topk: float = 1.0, lambda_stability: float = 1.0,
+                 pgd_radius: float = 0.05, pgd_steps: int = 5,
+                 pgd_step_size: float | None = None, pgd_norm: str = "l2",
+                 divergence: str = "bce", epochs: int | None = None, lr: float | None = None):
         self.k = k
         self.lambda_topk = lambda_topk
         self.lambda_stability = lambda_stability
@@ -133,7 +142,8 @@ class SEAT(SEATVariant):
                 "callbacks": [("seat_terms", RecordTerms())], "validation": False,
                 "iterator_train__collate_fn": defaults["collate_fn"]}
 
-    def second_phase(self, module, inputs, y, seed, defaults) -> TrainingPhase:
+    def second_phase(self, module: AttentionTextModule, inputs: dict[str, torch.Tensor],
+                     y: torch.Tensor, seed: int, defaults: dict[str, Any]) -> TrainingPhase:
         """Return the SEAT phase: a copy of the attention trained by objective (6).
 
         Parameters
@@ -239,9 +249,11 @@ class AuthorsSEAT(SEAT):
     keeps_vanilla_attention = False
     _parameter_constraints = {**_PGD, "pgd_clamp": [tuple, None]}
 
-    def __init__(self, k=7, lambda_topk=1000.0, lambda_stability=1.0, pgd_radius=0.01,
-                 pgd_steps=10, pgd_step_size=None, pgd_norm="linf", pgd_clamp=None, epochs=None,
-                 lr=0.01):
+    def __init__(self, k: int = 7, lambda_topk: float = 1000.0, lambda_stability: float = 1.0,
+                 pgd_radius: float = 0.01, pgd_steps: int = 10,
+                 pgd_step_size: float | None = None, pgd_norm: str = "linf",
+                 pgd_clamp: tuple[float, float] | None = None, epochs: int | None = None,
+                 lr: float | None = 0.01):
         self.k = k
         self.lambda_topk = lambda_topk
         self.lambda_stability = lambda_stability
@@ -253,7 +265,7 @@ class AuthorsSEAT(SEAT):
         self.epochs = epochs
         self.lr = lr
 
-    def check(self, estimator) -> None:
+    def check(self, estimator: SEATClassifier) -> None:
         """Validate the parameters and that the estimator trains with Adam or AdamW.
 
         Parameters
@@ -282,7 +294,8 @@ class AuthorsSEAT(SEAT):
                              "code; optimizer must be 'adam' or 'adamw', got "
                              f"{estimator.optimizer!r}.")
 
-    def second_phase(self, module, inputs, y, seed, defaults) -> TrainingPhase:
+    def second_phase(self, module: AttentionTextModule, inputs: dict[str, torch.Tensor],
+                     y: torch.Tensor, seed: int, defaults: dict[str, Any]) -> TrainingPhase:
         """Return the authors' phase: the whole model trained against the PGD attack.
 
         Parameters

@@ -14,7 +14,9 @@ training terms (``_criterion``). Attention and the post-hoc token methods explai
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -24,6 +26,14 @@ from interpretable.estimators.text._base import TextClassifierBase, VocabularyCl
 from interpretable.estimators.text._explainers import Attention
 from interpretable.nn import RECURRENT_KINDS, AttentionTextModule, check_conicity_kind, conicity
 from interpretable.utils import Interval, StrOptions
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
+    from numpy.typing import ArrayLike
+    from skorch.callbacks import Callback
+
+    from interpretable.preprocessing import TextEncoder
 
 __all__ = ["AttentionClassifierBase", "AttentionTextClassifier"]
 
@@ -88,7 +98,10 @@ class AttentionClassifierBase(VocabularyClassifierBase):
         """The attention layer behind ``view`` (None: the module's own)."""
         return None
 
-    def forward_batch(self, batch: dict, *, embedded=None, attention=None, view: str = "model"):
+    def forward_batch(self, batch: dict[str, torch.Tensor], *,
+                      embedded: torch.Tensor | None = None,
+                      attention: torch.Tensor | None = None,
+                      view: str = "model") -> Any:
         """Run the module on a batch, optionally with replaced embeddings or attention.
 
         Parameters
@@ -123,7 +136,7 @@ class AttentionClassifierBase(VocabularyClassifierBase):
         return self.module_(**batch, attention=attention, embedded=embedded,
                             attention_layer=self._attention_layer(view))
 
-    def attention(self, X) -> list:
+    def attention(self, X: Sequence[str] | ArrayLike) -> list[np.ndarray]:
         """Return the attention weights over each text's tokens.
 
         Parameters
@@ -147,14 +160,15 @@ class AttentionClassifierBase(VocabularyClassifierBase):
         [(2,), (1,)]
         """
         inputs = self.encode(X).inputs
-        weights = [None] * len(inputs["lengths"])
+        weights: list[Any] = [None] * len(inputs["lengths"])
         for rows, batch, out in self.forward_batches(inputs, ordered=True):
             for i, w, n in zip(rows.tolist(), out.attention.float().cpu().numpy(),
                                batch["lengths"].tolist(), strict=True):
                 weights[i] = w[:n]
         return weights
 
-    def hidden_conicity(self, X, kind: str = "absolute") -> np.ndarray:
+    def hidden_conicity(self, X: Sequence[str] | ArrayLike, kind: str = "absolute"
+                        ) -> np.ndarray:
         """Return the conicity of each sample's hidden states (Mohankumar et al., sec. 3.1).
 
         Parameters
@@ -316,13 +330,20 @@ class AttentionTextClassifier(AttentionClassifierBase):
         "encoder": [StrOptions(set(RECURRENT_KINDS)), nn.Module],
     }
 
-    def __init__(self, *, encoder="lstm", embeddings=None, embed_dim=50, hidden_size=128,
-                 attention_size=None, freeze_embeddings=False, dropout=0.0, text_encoder=None,
-                 lr=1e-3, max_epochs=10, batch_size=64, optimizer="adam", weight_decay=0.0,
-                 device="auto", random_state=None, verbose=0, class_weight=None,
-                 callbacks=None, validation_fraction=None, early_stopping=False,
-                 n_iter_no_change=5, warm_start=False, precision="float32",
-                 inference_precision="float32", accelerator=None):
+    def __init__(self, *, encoder: str | nn.Module = "lstm",
+                 embeddings: str | KeyedVectors | None = None, embed_dim: int = 50,
+                 hidden_size: int = 128, attention_size: int | None = None,
+                 freeze_embeddings: bool = False, dropout: float = 0.0,
+                 text_encoder: TextEncoder | None = None, lr: float = 1e-3,
+                 max_epochs: int = 10, batch_size: int = 64, optimizer: str = "adam",
+                 weight_decay: float = 0.0, device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 class_weight: str | dict[Any, float] | None = None,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", inference_precision: str = "float32",
+                 accelerator: Accelerator | None = None):
         self.encoder = encoder
         self.embeddings = embeddings
         self.embed_dim = embed_dim

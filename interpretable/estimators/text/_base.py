@@ -4,7 +4,9 @@ embedding-level forward used by every explainer and metric."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Hashable, Sequence
 from numbers import Integral
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -26,6 +28,12 @@ from interpretable.estimators.text._explainers import (
 )
 from interpretable.nn import OutputCrossEntropy
 from interpretable.utils import HasMethods, Interval, StrOptions
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.core._explainer import Explainer
+    from interpretable.explanation import TokenExplanation
 
 __all__ = ["TextClassifierBase", "VocabularyClassifierBase"]
 
@@ -93,6 +101,13 @@ class TextClassifierBase(NeuralClassifier):
     #: model variants :meth:`forward_batch` can run (SEAT adds its vanilla attention)
     views: tuple[str, ...] = ("model",)
 
+    if TYPE_CHECKING:  # BatchedInference.explain, whose explanations are token explanations here
+        def explain(self, X: Sequence[str] | ArrayLike,
+                    target: Hashable | ArrayLike | None = None, *,
+                    contrast: Hashable | ArrayLike | None = None,
+                    method: str | Explainer | None = None, batch_size: int | None = None,
+                    **options: Any) -> TokenExplanation: ...
+
     # ---------------------------------------------------------------- hooks
     def _build_module(self, embeddings=None) -> torch.nn.Module:
         raise NotImplementedError
@@ -140,7 +155,7 @@ class TextClassifierBase(NeuralClassifier):
         ids, lengths = torch.from_numpy(ids), torch.from_numpy(lengths)
         return tokens, {ids_key: ids, lengths_key: lengths.clamp(min=1)}
 
-    def encode(self, X) -> EncodedInputs:
+    def encode(self, X: Sequence[str] | ArrayLike) -> EncodedInputs:
         """Validate and encode texts (or pairs) as module inputs.
 
         Parameters
@@ -204,7 +219,8 @@ class TextClassifierBase(NeuralClassifier):
             raise ValueError(f"view={view!r} is not available for {type(self).__name__}; "
                              f"choose one of {list(self.views)}.")
 
-    def forward_batch(self, batch: dict, *, embedded=None, view: str = "model"):
+    def forward_batch(self, batch: dict[str, torch.Tensor], *,
+                      embedded: torch.Tensor | None = None, view: str = "model") -> Any:
         """Run the module on a batch, optionally on replaced embeddings.
 
         Parameters

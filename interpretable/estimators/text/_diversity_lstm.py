@@ -19,6 +19,7 @@ probability, attention detached
 from __future__ import annotations
 
 from numbers import Real
+from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
@@ -26,6 +27,15 @@ from interpretable.estimators.text._attention import AttentionClassifierBase
 from interpretable.estimators.text._explainers import DetachedGradient
 from interpretable.nn import CONICITY_KINDS, DiversityLoss
 from interpretable.utils import Interval, StrOptions
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
+    from skorch.callbacks import Callback
+
+    from interpretable.preprocessing import TextEncoder
 
 __all__ = ["DiversityLSTMClassifier"]
 
@@ -173,14 +183,20 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
         "conicity": [StrOptions(set(CONICITY_KINDS))],
     }
 
-    def __init__(self, *, cell="diversity", diversity_weight=0.5, conicity="absolute",
-                 embeddings=None, embed_dim=50,
-                 hidden_size=128, attention_size=None, freeze_embeddings=False, dropout=0.0,
-                 text_encoder=None, lr=1e-3, max_epochs=10, batch_size=64, optimizer="adam",
-                 weight_decay=0.0, device="auto", random_state=None, verbose=0,
-                 class_weight=None, callbacks=None, validation_fraction=None, early_stopping=False,
-                 n_iter_no_change=5, warm_start=False, precision="float32",
-                 inference_precision="float32", accelerator=None):
+    def __init__(self, *, cell: str = "diversity", diversity_weight: float = 0.5,
+                 conicity: str = "absolute", embeddings: str | KeyedVectors | None = None,
+                 embed_dim: int = 50, hidden_size: int = 128, attention_size: int | None = None,
+                 freeze_embeddings: bool = False, dropout: float = 0.0,
+                 text_encoder: TextEncoder | None = None, lr: float = 1e-3,
+                 max_epochs: int = 10, batch_size: int = 64, optimizer: str = "adam",
+                 weight_decay: float = 0.0, device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 class_weight: str | dict[Any, float] | None = None,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", inference_precision: str = "float32",
+                 accelerator: Accelerator | None = None):
         self.cell = cell
         self.diversity_weight = diversity_weight
         self.conicity = conicity

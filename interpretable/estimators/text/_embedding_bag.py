@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from interpretable.estimators.text._base import TextClassifierBase, VocabularyClassifierBase
 from interpretable.estimators.text._explainers import DeepLift, MeanEmbeddingContributions
 from interpretable.nn import MeanEmbeddingClassifier
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
+    from skorch.callbacks import Callback
+
+    from interpretable.preprocessing import TextEncoder
 
 __all__ = ["EmbeddingBagClassifier"]
 
@@ -127,12 +138,18 @@ class EmbeddingBagClassifier(VocabularyClassifierBase):
     #: the explanation methods it offers, its default first
     explainers = (MeanEmbeddingContributions(), *TextClassifierBase.explainers, DeepLift())
 
-    def __init__(self, embeddings=None, embed_dim=50, freeze_embeddings=False, text_encoder=None,
-                 *, lr=1e-2, max_epochs=10, batch_size=64, optimizer="adam", weight_decay=0.0,
-                 device="auto", random_state=None, verbose=0, class_weight=None,
-                 callbacks=None, validation_fraction=None, early_stopping=False,
-                 n_iter_no_change=5, warm_start=False, precision="float32",
-                 inference_precision="float32", accelerator=None):
+    def __init__(self, embeddings: str | KeyedVectors | None = None, embed_dim: int = 50,
+                 freeze_embeddings: bool = False, text_encoder: TextEncoder | None = None,
+                 *, lr: float = 1e-2, max_epochs: int = 10, batch_size: int = 64,
+                 optimizer: str = "adam", weight_decay: float = 0.0,
+                 device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 class_weight: str | dict[Any, float] | None = None,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", inference_precision: str = "float32",
+                 accelerator: Accelerator | None = None):
         self.embeddings = embeddings
         self.embed_dim = embed_dim
         self.freeze_embeddings = freeze_embeddings

@@ -55,6 +55,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -71,6 +73,15 @@ from interpretable.estimators.core._explainer import Attributions, Explainer
 from interpretable.explanation import TokenExplanation
 from interpretable.nn import explained_logits, logits_of
 from interpretable.preprocessing import PAD_TOKEN, WordPieceEncoder
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.core._encoded import EncodedInputs
+    from interpretable.estimators.core._inference import BatchedInference
+    from interpretable.estimators.text._attention import AttentionClassifierBase
+    from interpretable.estimators.text._base import TextClassifierBase
+    from interpretable.estimators.text._embedding_bag import EmbeddingBagClassifier
 
 __all__ = ["TokenExplainer", "MeanEmbeddingContributions", "Attention", "VanillaAttention",
            "Gradient", "IntegratedGradients", "InputXGradient", "Occlusion", "Lime", "KernelShap",
@@ -103,7 +114,8 @@ class TokenExplainer(Explainer):
     True
     """
 
-    def assemble(self, estimator, encoded, fields, **options) -> TokenExplanation:
+    def assemble(self, estimator: TextClassifierBase, encoded: EncodedInputs,
+                 fields: dict[str, list[Any]], **options: Any) -> TokenExplanation:
         """Build the explanation of the encoded samples from the fields of their attributions.
 
         Parameters
@@ -153,7 +165,8 @@ class TokenExplainer(Explainer):
             proba=torch.softmax(logits, 1).numpy(), classes=classes,
             class_independent=self.class_independent)
 
-    def embedded(self, estimator, batch: dict, embedding_offset=None) -> torch.Tensor:
+    def embedded(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor],
+                 embedding_offset: ArrayLike | None = None) -> torch.Tensor:
         """Return the batch's token embeddings (detached), plus the offset if given.
 
         Parameters
@@ -204,7 +217,9 @@ class MeanEmbeddingContributions(TokenExplainer):
 
     name = "inherent"
 
-    def attribute(self, estimator, batch, target, *, contrast=None) -> Attributions:
+    def attribute(self, estimator: EmbeddingBagClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, contrast: torch.Tensor | None = None
+                  ) -> Attributions:
         module = estimator.module_
         with torch.no_grad():
             contributions = module.token_contributions(batch["tokens"], batch["lengths"])
@@ -223,7 +238,9 @@ class Attention(TokenExplainer):
     class_independent = True
     per_sample_options = ("embedding_offset",)
 
-    def attribute(self, estimator, batch, target, *, embedding_offset=None) -> Attributions:
+    def attribute(self, estimator: AttentionClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, embedding_offset: ArrayLike | None = None
+                  ) -> Attributions:
         with torch.no_grad():
             embedded = None if embedding_offset is None else \
                 self.embedded(estimator, batch, embedding_offset)
@@ -304,14 +321,16 @@ class _Captum(TokenExplainer):
 
     per_sample_options = ("embedding_offset",)
 
-    def prepare(self, estimator, encoded, target, **options) -> dict:
+    def prepare(self, estimator: TextClassifierBase, encoded: EncodedInputs,
+                target: torch.Tensor | list[Any] | None, **options: Any) -> dict[str, Any]:
         if options.get("layer") is not None and len(encoded):
             _, batch = next(estimator.iter_batches(encoded.inputs, 1))
             self.layer_output(estimator, batch, options["layer"])
         return super().prepare(estimator, encoded, target, **options)
 
-    def baseline_embedding(self, estimator, batch: dict, embedded: torch.Tensor,
-                           baseline="zeros") -> torch.Tensor:
+    def baseline_embedding(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor],
+                           embedded: torch.Tensor, baseline: str | Sequence[str] = "zeros"
+                           ) -> torch.Tensor:
         """The embeddings ``(B, T, E)`` of ``baseline``, one of :data:`BASELINES` (a tuple or
         list of them: ``(B, K, T, E)``, one per baseline)."""
         if isinstance(baseline, (tuple, list)) and self.name == "gradient_shap":
@@ -333,7 +352,8 @@ class _Captum(TokenExplainer):
             return estimator.embed({**batch, "tokens": tokens.masked_fill(replaced, token)}
                                    ).detach().to(embedded)
 
-    def layer_forward(self, estimator, batch: dict):
+    def layer_forward(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor]
+                      ) -> Callable[..., torch.Tensor]:
         """The forward function of a layer method, ``(embedded, *batch.values()) -> logits``,
         on ``estimator`` (an :func:`_own_hooks` copy), along which the embedding module (the
         module whose output ``estimator.embed`` returns) runs with the given embeddings as
@@ -353,7 +373,7 @@ class _Captum(TokenExplainer):
                     handle.remove()
             if calls:  # the network runs it, its output replaced by the embeddings given
                 embedding = None
-        current = {}
+        current: dict[str, torch.Tensor] = {}
         if embedding is not None:
             embedding.register_forward_hook(lambda module, inputs, output: current["embedded"])
 
@@ -365,7 +385,8 @@ class _Captum(TokenExplainer):
 
         return forward
 
-    def layer_output(self, estimator, batch: dict, layer) -> None:
+    def layer_output(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor],
+                     layer: str) -> None:
         """Check that ``layer`` names a module of the network that runs when the batch is
         explained and gives one vector per token (a ValueError saying what it is
         otherwise)."""
@@ -398,8 +419,11 @@ class _Captum(TokenExplainer):
                              "whose output is (B, T, ...), e.g. the module around it or one "
                              "of its submodules.")
 
-    def captum_attributions(self, estimator, batch: dict, target, *, embedding_offset=None,
-                            baseline="zeros", layer=None, **settings) -> Attributions:
+    def captum_attributions(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor],
+                            target: ArrayLike | None, *,
+                            embedding_offset: ArrayLike | None = None,
+                            baseline: str | Sequence[str] = "zeros", layer: str | None = None,
+                            **settings: Any) -> Attributions:
         """The attributions of ``self.name`` (``settings``: the further keyword arguments of
         :func:`~interpretable.attribution.attribute_tokens`; ``layer``: a module name);
         logit and bias where the method is complete against its baseline."""
@@ -441,7 +465,9 @@ class Gradient(_Captum):
 
     name = "gradient"
 
-    def attribute(self, estimator, batch, target, *, embedding_offset=None) -> Attributions:
+    def attribute(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, embedding_offset: ArrayLike | None = None
+                  ) -> Attributions:
         return self.captum_attributions(estimator, batch, target,
                                         embedding_offset=embedding_offset)
 
@@ -457,8 +483,10 @@ class IntegratedGradients(_Captum):
 
     name = "integrated_gradients"
 
-    def attribute(self, estimator, batch, target, *, embedding_offset=None, n_steps=50,
-                  tolerance=1e-4, baseline="zeros", layer=None) -> Attributions:
+    def attribute(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, embedding_offset: ArrayLike | None = None,
+                  n_steps: int | str = 50, tolerance: float = 1e-4, baseline: str = "zeros",
+                  layer: str | None = None) -> Attributions:
         return self.captum_attributions(estimator, batch, target,
                                         embedding_offset=embedding_offset, n_steps=n_steps,
                                         tolerance=tolerance, baseline=baseline, layer=layer)
@@ -471,8 +499,9 @@ class InputXGradient(_Captum):
 
     name = "input_x_gradient"
 
-    def attribute(self, estimator, batch, target, *, embedding_offset=None,
-                  layer=None) -> Attributions:
+    def attribute(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, embedding_offset: ArrayLike | None = None,
+                  layer: str | None = None) -> Attributions:
         return self.captum_attributions(estimator, batch, target,
                                         embedding_offset=embedding_offset, layer=layer)
 
@@ -484,8 +513,9 @@ class Occlusion(_Captum):
 
     name = "occlusion"
 
-    def attribute(self, estimator, batch, target, *, embedding_offset=None,
-                  baseline="zeros") -> Attributions:
+    def attribute(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, embedding_offset: ArrayLike | None = None,
+                  baseline: str = "zeros") -> Attributions:
         return self.captum_attributions(estimator, batch, target,
                                         embedding_offset=embedding_offset, baseline=baseline)
 
@@ -497,8 +527,10 @@ class Lime(_Captum):
 
     name = "lime"
 
-    def attribute(self, estimator, batch, target, *, embedding_offset=None, baseline="zeros",
-                  n_samples=200, random_state=0) -> Attributions:
+    def attribute(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, embedding_offset: ArrayLike | None = None,
+                  baseline: str = "zeros", n_samples: int = 200, random_state: int | None = 0
+                  ) -> Attributions:
         return self.captum_attributions(estimator, batch, target,
                                         embedding_offset=embedding_offset, baseline=baseline,
                                         n_samples=n_samples, random_state=random_state)
@@ -522,9 +554,10 @@ class SmoothGrad(_Captum):
 
     name = "smoothgrad"
 
-    def attribute(self, estimator, batch, target, *, embedding_offset=None,
-                  nt_type="smoothgrad", nt_samples=10, stdevs=None,
-                  random_state=0) -> Attributions:
+    def attribute(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, embedding_offset: ArrayLike | None = None,
+                  nt_type: str = "smoothgrad", nt_samples: int = 10, stdevs: float | None = None,
+                  random_state: int | None = 0) -> Attributions:
         return self.captum_attributions(estimator, batch, target,
                                         embedding_offset=embedding_offset, nt_type=nt_type,
                                         nt_samples=nt_samples, stdevs=stdevs,
@@ -539,9 +572,11 @@ class SmoothGradIntegratedGradients(_Captum):
 
     name = "smoothgrad_integrated_gradients"
 
-    def attribute(self, estimator, batch, target, *, embedding_offset=None, n_steps=20,
-                  baseline="zeros", nt_type="smoothgrad", nt_samples=10, stdevs=None,
-                  random_state=0) -> Attributions:
+    def attribute(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, embedding_offset: ArrayLike | None = None,
+                  n_steps: int | str = 20, baseline: str = "zeros", nt_type: str = "smoothgrad",
+                  nt_samples: int = 10, stdevs: float | None = None,
+                  random_state: int | None = 0) -> Attributions:
         return self.captum_attributions(estimator, batch, target,
                                         embedding_offset=embedding_offset, n_steps=n_steps,
                                         baseline=baseline, nt_type=nt_type,
@@ -559,8 +594,10 @@ class GradientShap(_Captum):
 
     name = "gradient_shap"
 
-    def attribute(self, estimator, batch, target, *, embedding_offset=None, baseline="zeros",
-                  n_samples=10, stdevs=0.0, random_state=0) -> Attributions:
+    def attribute(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, embedding_offset: ArrayLike | None = None,
+                  baseline: str | Sequence[str] = "zeros", n_samples: int = 10,
+                  stdevs: float = 0.0, random_state: int | None = 0) -> Attributions:
         return self.captum_attributions(estimator, batch, target,
                                         embedding_offset=embedding_offset, baseline=baseline,
                                         n_samples=n_samples, stdevs=stdevs,
@@ -576,7 +613,7 @@ class DeepLift(_Captum):
     name = "deeplift"
 
     @classmethod
-    def refusal(cls, estimator) -> str | None:
+    def refusal(cls, estimator: BatchedInference | type[BatchedInference]) -> str | None:
         owner = estimator.__name__ if isinstance(estimator, type) else type(estimator).__name__
         module = None if isinstance(estimator, type) else getattr(estimator, "module_", None)
         if module is None:
@@ -586,15 +623,17 @@ class DeepLift(_Captum):
                     "that prevent it)")
         return deeplift_refusal(module, owner)
 
-    def prepare(self, estimator, encoded, target, **options) -> dict:
+    def prepare(self, estimator: TextClassifierBase, encoded: EncodedInputs,
+                target: torch.Tensor | list[Any] | None, **options: Any) -> dict[str, Any]:
         refusal = self.refusal(estimator)
         if refusal is not None:
             raise ValueError(f"method='deeplift' does not explain {type(estimator).__name__}: "
                              f"{refusal}.")
         return super().prepare(estimator, encoded, target, **options)
 
-    def attribute(self, estimator, batch, target, *, embedding_offset=None,
-                  baseline="zeros") -> Attributions:
+    def attribute(self, estimator: TextClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, embedding_offset: ArrayLike | None = None,
+                  baseline: str = "zeros") -> Attributions:
         return self.captum_attributions(estimator, batch, target,
                                         embedding_offset=embedding_offset, baseline=baseline)
 
@@ -606,7 +645,8 @@ class DetachedGradient(TokenExplainer):
 
     name = "detached_gradient"
 
-    def attribute(self, estimator, batch, target) -> Attributions:
+    def attribute(self, estimator: AttentionClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None) -> Attributions:
         keys = list(batch)
 
         def probabilities(embedded, *args):
