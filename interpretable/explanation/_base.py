@@ -9,11 +9,23 @@ shape ``(n_samples,)``); indexing returns one value again when the selected samp
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from interpretable.explanation._frame import labels, texts
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.explanation._image import ImageExplanation
+    from interpretable.explanation._sequence import SequenceExplanation
+    from interpretable.explanation._text import TokenExplanation
+
+#: an explanation container type, which the helpers below return as they were given
+_E = TypeVar("_E", bound="TokenExplanation | ImageExplanation | SequenceExplanation")
 
 
 def relative_error(total, logit, magnitude):
@@ -224,7 +236,7 @@ def check_kind(kind: str) -> None:
         raise ValueError(f"kind must be 'units' or 'samples', got {kind!r}.")
 
 
-def with_sample_ids(explanation, X, offset: int = 0):
+def with_sample_ids(explanation: _E, X: ArrayLike | Iterable[Any], offset: int = 0) -> _E:
     """Return ``explanation`` with the sample ids of ``X``.
 
     Parameters
@@ -292,7 +304,7 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def concat_explanations(explanations):
+def concat_explanations(explanations: Iterable[_E]) -> _E:
     """Concatenate explanations of the same kind, of one method or several.
 
     Sample ids are kept when every part has them; otherwise samples are renumbered 0..n-1 in

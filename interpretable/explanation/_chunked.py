@@ -5,9 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from interpretable._progress import interactive, progress_bar
 from interpretable.explanation._base import with_sample_ids
+
+if TYPE_CHECKING:
+    from interpretable.explanation._image import ImageExplanation
+    from interpretable.explanation._sequence import SequenceExplanation
+    from interpretable.explanation._text import TokenExplanation
 
 __all__ = ["iter_explanations", "citing_samples"]
 
@@ -15,7 +21,7 @@ _SAMPLE = re.compile(r"\bX\[(\d+)\]")
 
 
 @contextmanager
-def citing_samples(where: Callable[[int], str]):
+def citing_samples(where: Callable[[int], str]) -> Iterator[None]:
     """Make errors of a block that works on a part of the input cite the whole input.
 
     A context manager: a ``ValueError`` / ``TypeError`` of the block (``explain`` on a part
@@ -69,7 +75,11 @@ def _chunks(X, chunk_size: int):
         yield start, chunk
 
 
-def iter_explanations(estimator, X, chunk_size: int = 1000, **explain_kwargs) -> Iterator:
+def iter_explanations(
+        estimator: Any,  # any fitted estimator with explain (duck-typed, pipelines included)
+        X: Any,  # a sequence, array, pandas object or any iterable (read lazily)
+        chunk_size: int = 1000, **explain_kwargs: Any
+        ) -> Iterator[tuple[int, TokenExplanation | ImageExplanation | SequenceExplanation]]:
     """Explain ``X`` chunk by chunk, so that only one chunk is in memory at a time.
 
     Sample ids are global: the pandas index of ``X``, else positions in ``X``; so are the

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +25,10 @@ from interpretable.explanation._style import (
     value_text,
 )
 from interpretable.explanation._text import TokenExplanation
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from numpy.typing import ArrayLike
 
 TABLE_COLUMNS = ["target", "token", "count", "mean_attribution", "mean_abs_attribution"]
 
@@ -156,7 +162,7 @@ class GlobalExplanation:
             ([f"{undefined} token(s) with a NaN mean attribution (not shown)"] if undefined
              else []) + (["±∞ bars end at the axis limit"] if infinite else []))
 
-    def plot(self, k: int = 10, min_count: int = 3):
+    def plot(self, k: int = 10, min_count: int = 3) -> Figure:
         """Draw a bar chart per target of :meth:`top` as a matplotlib figure.
 
         Red bars raise the class's logit on average, blue bars lower it (one purple for
@@ -268,8 +274,10 @@ class GlobalExplanation:
         return self.to_html()
 
 
-def global_explanation(source, X=None, *, chunk_size: int = 1000,
-                       **explain_kwargs) -> GlobalExplanation:
+def global_explanation(
+        source: TokenExplanation | Iterable[TokenExplanation] | Any,  # Any: a text estimator
+        X: Sequence[str] | ArrayLike | None = None, *, chunk_size: int = 1000,
+        **explain_kwargs: Any) -> GlobalExplanation:
     """Aggregate token attributions over a corpus into a :class:`GlobalExplanation`.
 
     Parameters
@@ -314,6 +322,7 @@ def global_explanation(source, X=None, *, chunk_size: int = 1000,
         parts = (e for _, e in iter_explanations(source, X, chunk_size, **explain_kwargs))
     else:
         parts = [source] if isinstance(source, TokenExplanation) else source
+    methods: set[tuple[str, bool]]
     sums, methods, n_samples = None, set(), 0
     for explanation in parts:
         if not isinstance(explanation, TokenExplanation):

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from interpretable._optional import import_optional
 from interpretable.utils import replacing
+
+if TYPE_CHECKING:
+    import os
 
 #: Every column an explanation table can have, in table order (a table has those that apply).
 FRAME_COLUMNS = [
@@ -128,6 +133,7 @@ class _CsvTable:
     """Rows appended to a CSV file; :meth:`schema` records their dtypes."""
 
     def __init__(self, path: Path, escape: bool):
+        self.dtypes: dict[str, str] | None
         self.path, self.escape, self.dtypes = path, escape, None
 
     def write(self, frame: pd.DataFrame) -> None:
@@ -165,7 +171,8 @@ class _ParquetTable:
 
 
 @contextmanager
-def table_writer(path, *, escape_formulas: bool = True):
+def table_writer(path: str | os.PathLike[str], *, escape_formulas: bool = True
+                 ) -> Iterator[Callable[[pd.DataFrame], None]]:
     """Write a table file in parts: a context manager yielding an append function.
 
     The file appears complete when the block ends; on any error an earlier file at ``path``
@@ -210,7 +217,8 @@ def table_writer(path, *, escape_formulas: bool = True):
             staged[1].write_text(table.schema(), encoding="utf-8")
 
 
-def write_frame(frame: pd.DataFrame, path, *, escape_formulas: bool = True) -> Path:
+def write_frame(frame: pd.DataFrame, path: str | os.PathLike[str], *,
+                escape_formulas: bool = True) -> Path:
     """Write an explanation table so that :func:`read_frame` gives it back with its dtypes.
 
     The file is replaced whole (written beside it, then renamed): readers and a failed write
@@ -259,7 +267,7 @@ def write_frame(frame: pd.DataFrame, path, *, escape_formulas: bool = True) -> P
     return Path(path)
 
 
-def read_frame(path) -> pd.DataFrame:
+def read_frame(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read an explanation table written as ``.csv`` or ``.parquet``, with its dtypes.
 
     The dtypes are those ``to_frame()`` gives (labels included: int labels stay int). A CSV is

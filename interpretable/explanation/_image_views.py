@@ -4,6 +4,9 @@ model components) and the HTML view that embeds them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from interpretable.explanation._style import (
@@ -19,12 +22,17 @@ from interpretable.explanation._style import (
     value_text,
 )
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from numpy.typing import ArrayLike
+
 __all__ = ["PLOT_KINDS", "ImageViews", "weights_to_rgba"]
 
 PLOT_KINDS = ("overview", "contributions", "weights", "heads")
 
 
-def weights_to_rgba(weights: np.ndarray, contributions: np.ndarray, percentile: float = 99.9):
+def weights_to_rgba(weights: ArrayLike, contributions: ArrayLike, percentile: float = 99.9
+                    ) -> np.ndarray:
     """Color view of the dynamic weights ``W(x)`` of a ``[x, 1-x]`` encoded input (B-cos).
 
     A pixel's color is ``|w_x| / (|w_x| + |w_{1-x}|)`` per channel: the input color the
@@ -135,8 +143,9 @@ class ImageViews:
     """``plot`` and ``to_html`` of :class:`~interpretable.explanation.ImageExplanation`."""
 
     # ------------------------------------------------------------------ figures
-    def plot(self, kind: str = "overview", *, sample=None, ncols: int = 4,
-             percentile: float = 99.9, evidence: str = "all", split: bool = True):
+    def plot(self, kind: str = "overview", *, sample: int | Sequence[int] | None = None,
+             ncols: int = 4, percentile: float = 99.9, evidence: str = "all",
+             split: bool = True) -> Figure:
         """Draw the explanation as a matplotlib figure.
 
         The figure is not registered with pyplot: display it, save it or add it to a

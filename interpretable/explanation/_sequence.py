@@ -3,6 +3,7 @@ the container, its steps and its tables (the views are in :mod:`._sequence_views
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral
 
@@ -206,7 +207,7 @@ class SequenceExplanation(SequenceViews, Explanation):
         return np.stack([ends - [len(u) for u in self.units[i]], ends], axis=1)
 
     # ------------------------------------------------------------------ tables
-    def to_frame(self, kind: str = "units", *, steps=None,
+    def to_frame(self, kind: str = "units", *, steps: int | Sequence[int] | None = None,
                  max_rows: int | None = 1_000_000) -> pd.DataFrame:
         """Return the explanation as a tidy table.
 

@@ -3,6 +3,9 @@ every explained step and the step × unit matplotlib figure of one sample."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from interpretable.explanation._style import (
@@ -20,6 +23,9 @@ from interpretable.explanation._style import (
     value_text,
 )
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 __all__ = ["SequenceViews", "visible"]
 
 _VISIBLE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
@@ -34,7 +40,8 @@ def visible(symbol) -> str:
 class SequenceViews:
     """``to_html`` and ``plot`` of :class:`~interpretable.explanation.SequenceExplanation`."""
 
-    def to_html(self, steps=None, *, scale="shared", max_steps: int = 40,
+    def to_html(self, steps: int | Sequence[int] | None = None, *,
+                scale: str | float = "shared", max_steps: int = 40,
                 standalone: bool = False) -> str:
         """Return an HTML view: one heat-map row per explained step.
 
@@ -98,7 +105,8 @@ class SequenceViews:
                 for r, s, values in zip(picked, step, self._dense(i, picked, step), strict=True)]
         return {"id": self.ids()[i], "steps": len(self._explained(i)[0]), "rows": rows}
 
-    def plot(self, sample: int = 0, steps=None, *, max_labels: int = 80):
+    def plot(self, sample: int = 0, steps: int | Sequence[int] | None = None, *,
+             max_labels: int = 80) -> Figure:
         """Draw the step × unit heat map of one sample as a matplotlib figure.
 
         Row = explained step (its target symbol on the left), column = unit, color =

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,7 +41,7 @@ def _folded(text: str) -> tuple[str, np.ndarray]:
     return "".join(pieces), np.repeat(np.arange(len(text)), [len(p) for p in pieces])
 
 
-def token_offsets(text: str, tokens) -> np.ndarray:
+def token_offsets(text: str, tokens: Sequence[str]) -> np.ndarray:
     """Find the character spans ``[start, end)`` of tokens in a text.
 
     Tokens are searched in order, case-insensitively, each after the previous one, so spans
@@ -280,7 +281,7 @@ class TokenExplanation(TextViews, ClassifierExplanation):
             **self._method_columns(rows),
         }, FRAME_COLUMNS)
 
-    def to_html(self, scale="shared", *, standalone: bool = False) -> str:
+    def to_html(self, scale: str | float = "shared", *, standalone: bool = False) -> str:
         """Heat map of each sample's text, with a color bar, the method and the target.
 
         Signed methods: red raises the logit of the row's target class, blue lowers it.
@@ -444,7 +445,7 @@ contrast, class_independent, sample_ids, n_steps : as in TokenExplanation
                     frame[name] = np.asarray(getattr(self, name))
         return frame
 
-    def to_html(self, scale="shared", *, standalone: bool = False) -> str:
+    def to_html(self, scale: str | float = "shared", *, standalone: bool = False) -> str:
         """Return the heat map of :meth:`TokenExplanation.to_html`, noting truncated samples.
 
         Parameters
@@ -471,7 +472,8 @@ contrast, class_independent, sample_ids, n_steps : as in TokenExplanation
         True
         """
         html = super().to_html(scale, standalone=standalone)
-        cut = [] if self.truncated is None else np.flatnonzero(np.asarray(self.truncated))
+        cut: Sequence[int] | np.ndarray = [] if self.truncated is None \
+            else np.flatnonzero(np.asarray(self.truncated))
         if len(cut) == 0:
             return html
         names = ", ".join(str(self.ids()[i]) for i in cut[:10]) + (" …" if len(cut) > 10 else "")

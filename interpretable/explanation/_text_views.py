@@ -5,6 +5,8 @@ units."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +25,10 @@ from interpretable.explanation._style import (
     row_scales,
     value_text,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["TextViews"]
 
@@ -46,7 +52,8 @@ def _text_width(renderer, text: str) -> float:
 class TextViews:
     """``plot`` of :class:`~interpretable.explanation.TokenExplanation`."""
 
-    def plot(self, kind: str = "text", *, sample=None, k: int = 10, scale="shared", ax=None):
+    def plot(self, kind: str = "text", *, sample: int | Sequence[int] | None = None,
+             k: int = 10, scale: str | float = "shared", ax: Axes | None = None) -> Figure:
         """Draw the explanation as a matplotlib figure.
 
         ``"text"``: per sample a header (id, target, what is explained and its value,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import narwhals.stable.v2 as nw
 import numpy as np
@@ -11,6 +13,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from interpretable._validation import as_column
 from interpretable.explanation import with_sample_ids
+
+if TYPE_CHECKING:
+    from interpretable.explanation import (
+        ImageExplanation,
+        SequenceExplanation,
+        TokenExplanation,
+    )
 
 __all__ = ["ExplainablePipeline", "make_explainable_pipeline"]
 
@@ -68,7 +77,8 @@ class ExplainablePipeline(Pipeline):
     ([['good', 'film']], ['Good FILM'])
     """
 
-    def explain(self, X, **explain_kwargs):
+    def explain(self, X: Iterable[Any], **explain_kwargs: Any
+                ) -> TokenExplanation | ImageExplanation | SequenceExplanation:
         """Transform ``X`` with the fitted steps and explain the result with the final step.
 
         Parameters
@@ -126,7 +136,9 @@ class ExplainablePipeline(Pipeline):
         return True
 
 
-def make_explainable_pipeline(*steps, memory=None, verbose=False) -> ExplainablePipeline:
+def make_explainable_pipeline(*steps: Any,  # scikit-learn estimators, the last with explain
+                              memory: Any = None,  # a path, or the joblib.Memory interface
+                              verbose: bool = False) -> ExplainablePipeline:
     """Build an :class:`ExplainablePipeline` from its steps, as ``make_pipeline`` does.
 
     Parameters

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -28,12 +29,22 @@ from interpretable.explanation import citing_samples
 from interpretable.integrations._streaming import explanations_to_frame
 from interpretable.utils import replacing, reporting
 
+if TYPE_CHECKING:
+    import os
+
+    import dask.array as da
+    import dask.bag as db
+    import dask.dataframe as dd
+    from distributed import Client
+
+    from interpretable.estimators.core import NeuralEstimator
+
 __all__ = ["save_on_main_process", "explain_to_parquet"]
 
 _PART = re.compile(r"part-\d{5}\.parquet")
 
 
-def save_on_main_process(estimator, path) -> bool:
+def save_on_main_process(estimator: NeuralEstimator, path: str | os.PathLike[str]) -> bool:
     """Save a fitted estimator from the main process only.
 
     Under ``accelerate launch`` every process holds the same fitted model; the others wait
@@ -132,8 +143,11 @@ def _check_folder(folder: Path, overwrite: bool) -> None:
                               f"({others[:3]}); export into a new or empty folder.")
 
 
-def explain_to_parquet(estimator, data, path, *, client=None, chunk_size: int = 1000,
-                       overwrite: bool = False, **explain_kwargs) -> list[Path]:
+def explain_to_parquet(
+        estimator: Any,  # any fitted estimator with explain (duck-typed, pipelines included)
+        data: dd.DataFrame | dd.Series | db.Bag | da.Array, path: str | os.PathLike[str], *,
+        client: Client | None = None, chunk_size: int = 1000, overwrite: bool = False,
+        **explain_kwargs: Any) -> list[Path]:
     """Explain a Dask collection on a Dask cluster, writing one Parquet file per partition.
 
     The files hold the columns of ``explanation.to_frame()`` as

@@ -5,18 +5,36 @@ chunk by chunk (:func:`explanations_to_frame`) from the chunks that
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
 
 import pandas as pd
 
 from interpretable.explanation import iter_explanations, table_writer
+
+if TYPE_CHECKING:
+    import os
 
 __all__ = ["explanations_to_frame"]
 
 EMPTY = "X is empty: at least one sample is required."
 
 
-def explanations_to_frame(estimator, X, path=None, chunk_size: int = 1000, *,
-                          escape_formulas: bool = True, **explain_kwargs):
+@overload
+def explanations_to_frame(estimator: Any, X: Any, path: None = None, chunk_size: int = 1000, *,
+                          escape_formulas: bool = True, **explain_kwargs: Any) -> pd.DataFrame: ...
+
+
+@overload
+def explanations_to_frame(estimator: Any, X: Any, path: str | os.PathLike[str],
+                          chunk_size: int = 1000, *, escape_formulas: bool = True,
+                          **explain_kwargs: Any) -> Path: ...
+
+
+def explanations_to_frame(
+        estimator: Any,  # any fitted estimator with explain (duck-typed, pipelines included)
+        X: Any,  # a sequence, array, pandas object or any iterable (read lazily)
+        path: str | os.PathLike[str] | None = None, chunk_size: int = 1000, *,
+        escape_formulas: bool = True, **explain_kwargs: Any) -> pd.DataFrame | Path:
     """Build the tidy explanation table of all samples of ``X``, explained chunk by chunk.
 
     With ``path`` (``.parquet`` or ``.csv``) each chunk's rows are appended to the file as

@@ -19,9 +19,21 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from interpretable._optional import import_optional
 from interpretable._version import __version__
+
+if TYPE_CHECKING:
+    import os
+
+    import pandas as pd
+    import torch
+    from mlflow.models import ModelSignature
+    from mlflow.models.model import ModelInfo
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.core import NeuralEstimator
 
 __all__ = ["log_model", "save_model", "load_model"]
 
@@ -42,8 +54,10 @@ def _options(estimator, input_example, signature, pip_requirements) -> dict:
             "pip_requirements": pip_requirements}
 
 
-def log_model(estimator, name: str = "model", *, input_example=None, signature=None,
-              pip_requirements=None, **kwargs):
+def log_model(estimator: NeuralEstimator, name: str = "model", *,
+              input_example: ArrayLike | pd.DataFrame | None = None,
+              signature: ModelSignature | None = None, pip_requirements: list[str] | None = None,
+              **kwargs: Any) -> ModelInfo:
     """Log a fitted estimator to the active mlflow run as a model.
 
     One run is started when there is none. The model folder is the package's safe save format
@@ -100,8 +114,10 @@ def log_model(estimator, name: str = "model", *, input_example=None, signature=N
             **_options(estimator, input_example, signature, pip_requirements), **kwargs)
 
 
-def save_model(estimator, path, *, input_example=None, signature=None, pip_requirements=None,
-               **kwargs) -> Path:
+def save_model(estimator: NeuralEstimator, path: str | os.PathLike[str], *,
+               input_example: ArrayLike | pd.DataFrame | None = None,
+               signature: ModelSignature | None = None, pip_requirements: list[str] | None = None,
+               **kwargs: Any) -> Path:
     """Save a fitted estimator as an mlflow model in a new folder.
 
     See :func:`log_model`.
@@ -148,7 +164,8 @@ def save_model(estimator, path, *, input_example=None, signature=None, pip_requi
     return Path(path)
 
 
-def load_model(model_uri: str, *, dst_path=None, device="auto"):
+def load_model(model_uri: str, *, dst_path: str | None = None,
+               device: str | torch.device = "auto") -> NeuralEstimator:
     """Load the estimator of an mlflow model logged by :func:`log_model`.
 
     The estimator is loaded with ``NeuralEstimator.load``: no code from the model's files runs.

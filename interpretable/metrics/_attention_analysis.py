@@ -17,6 +17,9 @@ again, :func:`decision_flip_fraction` and :func:`permutation_tvd`, are re-export
 """
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 import torch
@@ -26,11 +29,17 @@ from interpretable.metrics._common import AnalysisResult
 from interpretable.metrics._divergences import jensen_shannon_rows
 from interpretable.nn import check_conicity_kind, conicity as _conicity_torch
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.text import AttentionClassifierBase
+
 __all__ = ["AnalysisResult", "conicity", "hidden_state_conicity", "decision_flip_fraction",
            "permutation_tvd", "attribution_agreement", "pos_attention"]
 
 
-def conicity(H, mask=None, kind: str = "absolute") -> np.ndarray:
+def conicity(H: ArrayLike | torch.Tensor, mask: ArrayLike | torch.Tensor | None = None,
+             kind: str = "absolute") -> np.ndarray | float:
     """Conicity of sets of vectors: the mean (absolute) cosine of each vector to the set's mean.
 
     Parameters
@@ -78,7 +87,8 @@ def _n_tokens(batch):
     return batch["lengths"].cpu().numpy()
 
 
-def hidden_state_conicity(estimator, X, kind: str = "absolute") -> AnalysisResult:
+def hidden_state_conicity(estimator: AttentionClassifierBase, X: Sequence[str] | ArrayLike,
+                          kind: str = "absolute") -> AnalysisResult:
     """Per-sample conicity of the estimator's hidden states (paper Table 2).
 
     Parameters
@@ -142,7 +152,9 @@ def _stack(arrays):
     return out, mask
 
 
-def attribution_agreement(estimator, X, against: str = "integrated_gradients", target=None,
+def attribution_agreement(estimator: AttentionClassifierBase, X: Sequence[str] | ArrayLike,
+                          against: str = "integrated_gradients",
+                          target: Hashable | ArrayLike | None = None,
                           n_steps: int = 50) -> AnalysisResult:
     """Agreement of attention with a gradient attribution (paper sec. 5.5, Table 4).
 
@@ -204,7 +216,8 @@ def attribution_agreement(estimator, X, against: str = "integrated_gradients", t
     return AnalysisResult(frame, summary)
 
 
-def pos_attention(estimator, X) -> AnalysisResult:
+def pos_attention(estimator: AttentionClassifierBase, X: Sequence[str] | ArrayLike
+                  ) -> AnalysisResult:
     """Attention given to each universal POS tag (paper sec. 3.4 / 5.6, Fig. 5).
 
     Tokens are tagged with :func:`interpretable.preprocessing.pos_tag` (offline perceptron tagger).

@@ -8,6 +8,9 @@ again (Mohankumar et al., ACL 2020, sec. 5; re-exported by
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 import torch
@@ -15,6 +18,11 @@ import torch
 from interpretable._validation import check_random_state_seed
 from interpretable.metrics._common import AnalysisResult
 from interpretable.metrics._divergences import total_variation
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.text import AttentionClassifierBase
 
 __all__ = ["decision_flip_fraction", "permutation_tvd"]
 
@@ -32,7 +40,8 @@ def _ranking(attention, mask, order, generator):
     return keys.argsort(dim=1, descending=True, stable=True)
 
 
-def decision_flip_fraction(estimator, X, order: str = "attention", random_state=0,
+def decision_flip_fraction(estimator: AttentionClassifierBase, X: Sequence[str] | ArrayLike,
+                           order: str = "attention", random_state: int = 0,
                            batch_size: int | None = None) -> AnalysisResult:
     """Fraction of hidden states erased, most important first, until the decision flips.
 
@@ -109,7 +118,8 @@ def decision_flip_fraction(estimator, X, order: str = "attention", random_state=
     return AnalysisResult(frame, summary)
 
 
-def permutation_tvd(estimator, X, n_permutations: int = 100, random_state=0,
+def permutation_tvd(estimator: AttentionClassifierBase, X: Sequence[str] | ArrayLike,
+                    n_permutations: int = 100, random_state: int = 0,
                     batch_size: int | None = None) -> AnalysisResult:
     """Output change when the attention weights are randomly permuted (Jain & Wallace, 2019).
 
@@ -155,7 +165,8 @@ def permutation_tvd(estimator, X, n_permutations: int = 100, random_state=0,
         raise ValueError(f"n_permutations must be a positive integer, got {n_permutations!r}")
     generator = torch.Generator().manual_seed(check_random_state_seed(random_state))
     inputs = estimator.encode(X).inputs
-    cols = {"n_tokens": [], "max_attention": [], "median_tvd": [], "mean_tvd": []}
+    cols: dict[str, list[np.ndarray]] = {"n_tokens": [], "max_attention": [], "median_tvd": [],
+                                         "mean_tvd": []}
     step = batch_size or max(1, min(estimator.batch_size, 8192 // n_permutations))
     for _, _batch, out in estimator.forward_batches(inputs, batch_size=step):
         att, mask = out.attention, out.mask

@@ -4,7 +4,7 @@ view behind an explanation method)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -21,15 +21,73 @@ __all__ = ["AnalysisResult", "check_text_model"]
 TEXT_MODEL_INTERFACE = ("encode", "iter_batches", "embed", "forward_batch", "explain")
 
 
+#: the model :func:`check_text_model` checks, returned as it was given
+_Model = TypeVar("_Model")
+
+
 class AnalysisResult(NamedTuple):
-    """``frame``: one row per sample; ``summary``: aggregates (floats, or small DataFrames)."""
+    """The result of a metric: a table of its values per sample and their aggregates.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One row per sample (or per sample and step, seed, ...), a column per value.
+    summary : dict
+        The aggregates by name: floats, or small DataFrames (e.g. a mean per fraction).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from interpretable.metrics import AnalysisResult
+    >>> result = AnalysisResult(pd.DataFrame({"sample": [0, 1], "aopc": [0.5, 0.25]}),
+    ...                         {"aopc": 0.375})
+    >>> result.frame.columns.tolist(), result.summary["aopc"]
+    (['sample', 'aopc'], 0.375)
+    >>> frame, summary = result  # a named tuple
+    """
     frame: pd.DataFrame
-    summary: dict
+    summary: dict[str, Any]
 
 
-def check_text_model(clf, what: str = "this metric"):
-    """Raise a clear error unless ``clf`` is a fitted text classifier with the public
-    embedding-level interface."""
+def check_text_model(clf: _Model, what: str = "this metric") -> _Model:
+    """Check that ``clf`` is a fitted text classifier with the embedding-level interface.
+
+    The text metrics use its public methods ``encode``, ``iter_batches``, ``embed``,
+    ``forward_batch`` and ``explain`` (every text classifier of
+    :mod:`interpretable.estimators` has them).
+
+    Parameters
+    ----------
+    clf : estimator
+        The model a metric evaluates.
+    what : str, default="this metric"
+        The metric, as the error message names it.
+
+    Returns
+    -------
+    estimator
+        ``clf`` itself.
+
+    Raises
+    ------
+    TypeError
+        If ``clf`` lacks one of those methods.
+    sklearn.exceptions.NotFittedError
+        If ``clf`` is not fitted.
+
+    Examples
+    --------
+    >>> from interpretable import EmbeddingBagClassifier
+    >>> from interpretable.metrics import check_text_model
+    >>> clf = EmbeddingBagClassifier(embed_dim=8, max_epochs=1, random_state=0)
+    >>> clf = clf.fit(["good film", "bad film"], ["pos", "neg"])
+    >>> check_text_model(clf) is clf
+    True
+    >>> check_text_model("a text", "comprehensiveness")
+    Traceback (most recent call last):
+    ...
+    TypeError: comprehensiveness needs a text classifier with ['encode', ...]; str lacks [...].
+    """
     missing = [name for name in TEXT_MODEL_INTERFACE if not hasattr(clf, name)]
     if missing:
         raise TypeError(f"{what} needs a text classifier with {list(TEXT_MODEL_INTERFACE)}; "

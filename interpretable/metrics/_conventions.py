@@ -49,11 +49,16 @@ from __future__ import annotations
 import math
 import statistics
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.stats import kendalltau
 from sklearn.metrics import auc, average_precision_score, precision_recall_curve
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["Convention", "ERASER", "FERRET", "get_convention"]
 
@@ -113,12 +118,12 @@ class Convention:
     """
 
     name: str
-    fractions: tuple
+    fractions: tuple[float, ...]
     rounding: str
     ties: str
     only_positive: bool
     skip_repeated: bool
-    empty_aopc: tuple
+    empty_aopc: tuple[float, float]
     exact_mean: bool
     top_k: int | None
     auprc_curve: str
@@ -137,7 +142,8 @@ class Convention:
         k = max(math.ceil(fraction * n), 1)
         return min(k, n if keep_top else n - 1)
 
-    def erasure_sets(self, scores, keep_top: bool) -> list:
+    def erasure_sets(self, scores: Sequence[float] | np.ndarray, keep_top: bool
+                     ) -> list[np.ndarray | None]:
         """Give the units that each AOPC bin removes or keeps.
 
         Parameters
@@ -164,6 +170,7 @@ class Convention:
         [None, [4], None, [0, 4], None, [0, 1, 4], None, None, None, None]
         """
         scores = np.asarray(scores)
+        sets: list[np.ndarray | None]
         order, sets, last = self._order(scores), [], None
         for fraction in self.fractions:
             k = self._bin_size(fraction, scores.size, keep_top)
@@ -179,7 +186,7 @@ class Convention:
             last = top
         return sets
 
-    def aopc(self, drops, keep_top: bool) -> float:
+    def aopc(self, drops: Sequence[float] | np.ndarray, keep_top: bool) -> float:
         """Average the probability drops of the kept bins (AOPC).
 
         Parameters
@@ -212,7 +219,7 @@ class Convention:
             return float(statistics.mean(list(drops)))
         return float(np.mean(drops))
 
-    def auprc(self, rationale, scores) -> float:
+    def auprc(self, rationale: ArrayLike, scores: Sequence[float] | np.ndarray) -> float:
         """Score how well the soft scores rank the rationale's units (AUPRC).
 
         Parameters
@@ -246,7 +253,8 @@ class Convention:
                                                                               scores, 0))
         return float(auc(recall, precision))
 
-    def hard_rationale(self, scores, rationale_size: int, top_k=None) -> np.ndarray:
+    def hard_rationale(self, scores: Sequence[float] | np.ndarray, rationale_size: int,
+                       top_k: int | None = None) -> np.ndarray:
         """Choose the units of the hard rationale: the top-k that score above 0.
 
         Parameters
@@ -281,7 +289,8 @@ class Convention:
         chosen[top[scores[top] > 0]] = True
         return chosen
 
-    def token_f1_iou(self, rationale, scores, top_k=None) -> tuple:
+    def token_f1_iou(self, rationale: ArrayLike, scores: Sequence[float] | np.ndarray,
+                     top_k: int | None = None) -> tuple[float, float]:
         """Compare the hard rationale with the human one: token F1 and IOU.
 
         Parameters
@@ -321,7 +330,8 @@ class Convention:
         return (float(2 * precision * recall / (precision + recall)),
                 float(hits / (chosen | rationale).sum()))
 
-    def loo_tau(self, scores, drops) -> float:
+    def loo_tau(self, scores: Sequence[float] | np.ndarray, drops: Sequence[float] | np.ndarray
+                ) -> float:
         """Rank-correlate the scores with leave-one-out drops (Kendall's tau-b).
 
         Parameters
@@ -371,7 +381,7 @@ FERRET = Convention(
 _CONVENTIONS = {c.name: c for c in (ERASER, FERRET)}
 
 
-def get_convention(name) -> Convention:
+def get_convention(name: str | Convention) -> Convention:
     """Return the convention of a name (or the convention given).
 
     Parameters

@@ -13,7 +13,9 @@ All model evaluations are batched and run in eval mode.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -31,6 +33,11 @@ from interpretable.metrics._common import (
 from interpretable.metrics._conventions import ERASER
 from interpretable.metrics._erasure import erase, text_units, unit_scores
 from interpretable.nn import embedding_attack, logits_of, top_k_overlap as _top_k_overlap_torch
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.text import TextClassifierBase
 
 __all__ = ["comprehensiveness", "sufficiency", "sensitivity", "top_k_overlap"]
 
@@ -50,7 +57,7 @@ def _ranks(scores: np.ndarray, lengths: np.ndarray) -> torch.Tensor:
     return torch.empty_like(order).scatter_(1, order, torch.arange(s.shape[1]).expand_as(order))
 
 
-def _check_fractions(fractions, name="fractions"):
+def _check_fractions(fractions, name="fractions") -> np.ndarray:
     f = np.asarray(fractions, dtype=np.float64).ravel()
     if f.size == 0 or not np.all((f > 0) & (f <= 1)):
         raise ValueError(f"{name} must be a non-empty sequence of numbers in (0, 1], "
@@ -79,8 +86,10 @@ def _erasure(clf, X, method, explanation, fractions, keep_top: bool, batch_size)
     return AnalysisResult(frame, summary)
 
 
-def comprehensiveness(clf, X, method=None, explanation=None,
-                      fractions=ERASER_FRACTIONS, batch_size=None) -> AnalysisResult:
+def comprehensiveness(clf: TextClassifierBase, X: Sequence[str] | ArrayLike,
+                      method: str | None = None, explanation: TokenExplanation | None = None,
+                      fractions: Sequence[float] | np.ndarray = ERASER_FRACTIONS,
+                      batch_size: int | None = None) -> AnalysisResult:
     r"""ERASER comprehensiveness: how much the top tokens' removal lowers the prediction.
 
     ``p(ŷ|x) − p(ŷ|x \ top-k)`` with the top-k fraction of tokens (by explanation score)
@@ -129,8 +138,10 @@ def comprehensiveness(clf, X, method=None, explanation=None,
     return _erasure(clf, X, method, explanation, fractions, False, batch_size)
 
 
-def sufficiency(clf, X, method=None, explanation=None,
-                fractions=ERASER_FRACTIONS, batch_size=None) -> AnalysisResult:
+def sufficiency(clf: TextClassifierBase, X: Sequence[str] | ArrayLike,
+                method: str | None = None, explanation: TokenExplanation | None = None,
+                fractions: Sequence[float] | np.ndarray = ERASER_FRACTIONS,
+                batch_size: int | None = None) -> AnalysisResult:
     """ERASER sufficiency: the drop of the predicted class's probability with only the top tokens.
 
     ``p(ŷ|x) − p(ŷ|top-k)`` keeping only the top-k fraction of tokens (at least one),
@@ -178,9 +189,11 @@ def sufficiency(clf, X, method=None, explanation=None,
     return _erasure(clf, X, method, explanation, fractions, True, batch_size)
 
 
-def sensitivity(clf, X, method=None, explanation=None,
-                fractions=SENSITIVITY_FRACTIONS, max_radius=1.0, n_search=8, pgd_steps=5,
-                batch_size=None) -> AnalysisResult:
+def sensitivity(clf: TextClassifierBase, X: Sequence[str] | ArrayLike,
+                method: str | None = None, explanation: TokenExplanation | None = None,
+                fractions: Sequence[float] | np.ndarray = SENSITIVITY_FRACTIONS,
+                max_radius: float = 1.0, n_search: int = 8, pgd_steps: int = 5,
+                batch_size: int | None = None) -> AnalysisResult:
     """Sensitivity (Yin et al., 2022): the smallest embedding perturbation flipping a prediction.
 
     Only the embeddings of the top-ranked tokens move. Lower is more faithful. For each
@@ -289,7 +302,8 @@ def _batch_flips(clf, batch, sel, r, y, steps, view) -> torch.Tensor:
         return (logits(delta).argmax(1) != y).cpu()
 
 
-def top_k_overlap(w, w_tilde, k: int = 4) -> np.ndarray:
+def top_k_overlap(w: TokenExplanation | Sequence[ArrayLike],
+                  w_tilde: TokenExplanation | Sequence[ArrayLike], k: int = 4) -> np.ndarray:
     """Compute SEAT's top-k overlap ``V_k(w, w~) = |T_k(w) ∩ T_k(w~)| / k`` of explanations.
 
     Parameters

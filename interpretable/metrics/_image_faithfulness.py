@@ -21,7 +21,9 @@ a crop pixel covers; pixels outside the crop get 0: the model never sees them).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -33,6 +35,9 @@ from interpretable.metrics._common import AnalysisResult
 from interpretable.metrics._divergences import jensen_shannon_rows, total_variation
 from interpretable.metrics._faithfulness import ERASER_FRACTIONS, _check_fractions
 from interpretable.metrics._stability import _result, explanation_distributions
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["pixel_flipping", "image_stability"]
 
@@ -182,8 +187,12 @@ def _removed_counts(fractions: np.ndarray, n_patches: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- pixel flipping
-def pixel_flipping(clf, X, method=None, explanation=None, *, fractions=ERASER_FRACTIONS,
-                   patch_size=None, baseline="mean", batch_size=None) -> AnalysisResult:
+def pixel_flipping(clf: Any,  # any object with predict_proba and explain (duck-typed)
+                   X: ArrayLike, method: str | None = None,
+                   explanation: ImageExplanation | None = None, *,
+                   fractions: Sequence[float] | np.ndarray = ERASER_FRACTIONS,
+                   patch_size: int | None = None, baseline: str | float = "mean",
+                   batch_size: int | None = None) -> AnalysisResult:
     r"""Comprehensiveness and sufficiency of image explanations (pixel / region flipping).
 
     For every image ``x``, its predicted class ``ŷ`` and ``p0 = predict_proba(x)[ŷ]``: the
@@ -338,8 +347,12 @@ def _flip(clf, images, grey, ranks, patches, counts, fill, batch_size) -> np.nda
 
 
 # ---------------------------------------------------------------------------- stability
-def image_stability(clf, X, method=None, explanation=None, *, radius=STABILITY_RADIUS,
-                    random_state=None, batch_size=None) -> AnalysisResult:
+def image_stability(clf: Any,  # any object with predict_proba and explain (duck-typed)
+                    X: ArrayLike, method: str | None = None,
+                    explanation: ImageExplanation | None = None, *,
+                    radius: float = STABILITY_RADIUS,
+                    random_state: int | np.random.RandomState | None = None,
+                    batch_size: int | None = None) -> AnalysisResult:
     """Stability of image explanations and predictions under small random noise.
 
     Every image ``x`` moves by ``δ`` in a uniformly random direction with

@@ -18,6 +18,9 @@ state carries context: :func:`contribution_decay`, :func:`word_context_effects`,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -29,6 +32,9 @@ from interpretable.metrics._isan_context_analysis import (
     word_context_effects,
 )
 from interpretable.metrics._isan_parameters import check_isan, isan_parameters
+
+if TYPE_CHECKING:
+    from interpretable.estimators.sequence import ISANBase, ISANLanguageModel
 
 __all__ = [
     "input_bias_analysis",
@@ -53,7 +59,7 @@ def _pearson(a, b) -> float:
     return float(stats.pearsonr(a, b)[0]) if np.std(a) > 0 and np.std(b) > 0 else float("nan")
 
 
-def input_bias_analysis(model, text) -> tuple[pd.DataFrame, dict]:
+def input_bias_analysis(model: ISANLanguageModel, text: str) -> tuple[pd.DataFrame, dict]:
     """Per symbol: ``|b_c|``, its readout / computational parts, and ``log P(c)`` in a text.
 
     Parameters
@@ -115,7 +121,7 @@ def _kl(p, q) -> np.ndarray:
     return terms.sum(-1)
 
 
-def readout_bias_vs_unigram(model, text) -> dict:
+def readout_bias_vs_unigram(model: ISANLanguageModel, text: str) -> dict:
     """Compare ``softmax(b_ro)`` with the empirical unigram distribution of a text.
 
     Parameters
@@ -156,7 +162,8 @@ def readout_bias_vs_unigram(model, text) -> dict:
     }
 
 
-def offsets_vs_bigram(model, text, min_count: int = 20) -> tuple[pd.DataFrame, dict]:
+def offsets_vs_bigram(model: ISANLanguageModel, text: str, min_count: int = 20
+                      ) -> tuple[pd.DataFrame, dict]:
     """Compare ``softmax(b_ro + W_ro b_c)`` with the empirical ``P(next | c)``.
 
     One row per symbol ``c`` seen at least ``min_count`` times as a predecessor: correlation and
@@ -220,7 +227,8 @@ def offsets_vs_bigram(model, text, min_count: int = 20) -> tuple[pd.DataFrame, d
     return table, summary
 
 
-def bias_similarity(model, subspace: str = "computational", symbols=None) -> pd.DataFrame:
+def bias_similarity(model: ISANBase, subspace: str = "computational",
+                    symbols: Sequence[str] | None = None) -> pd.DataFrame:
     """Cosine similarity of the input biases ``b_c`` projected on a subspace of the state.
 
     Parameters

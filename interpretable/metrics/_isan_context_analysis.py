@@ -11,6 +11,9 @@ ISAN paper's figures (re-exported by :mod:`interpretable.metrics._isan_analysis`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 import torch
@@ -20,10 +23,16 @@ from interpretable.estimators.sequence import ISANSequenceTagger, split_words
 from interpretable.metrics._isan_parameters import check_isan, isan_parameters
 from interpretable.nn import pad_sequences
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.sequence import ISANLanguageModel
+
 __all__ = ["contribution_decay", "parentheses_state_analysis", "word_context_effects"]
 
 
-def contribution_decay(model, texts, max_lag: int = 50) -> pd.DataFrame:
+def contribution_decay(model: ISANLanguageModel, texts: Sequence[str], max_lag: int = 50
+                       ) -> pd.DataFrame:
     """Norm of the contributions to the logits as a function of the lag since the symbol was read.
 
     Mean (and median) Euclidean norm of the full logit contribution κ_s^t over all outputs, as
@@ -57,7 +66,7 @@ def contribution_decay(model, texts, max_lag: int = 50) -> pd.DataFrame:
     """
     check_isan(model)
     W, b, W_ro, _ = isan_parameters(model)
-    norms = [[] for _ in range(max_lag + 1)]
+    norms: list[list[float]] = [[] for _ in range(max_lag + 1)]
     for text in check_documents(texts):
         ids = model.encode_symbols(text)
         C = np.zeros((0, W.shape[1]))  # contributions of the last symbols, newest last
@@ -73,7 +82,8 @@ def contribution_decay(model, texts, max_lag: int = 50) -> pd.DataFrame:
     })
 
 
-def parentheses_state_analysis(model, X, Y, random_state: int = 0) -> dict:
+def parentheses_state_analysis(model: ISANSequenceTagger, X: Sequence[str],
+                               Y: Sequence[ArrayLike], random_state: int = 0) -> dict:
     """Find where a parentheses-counting ISAN tagger keeps the counts.
 
     Hidden states are re-expressed in the readout basis and split into the readout part (what
@@ -134,7 +144,8 @@ def parentheses_state_analysis(model, X, Y, random_state: int = 0) -> dict:
     rng = np.random.RandomState(random_state)
     order = rng.permutation(len(x))
     train, test = order[: len(order) // 2], order[len(order) // 2:]
-    result = {"rank_readout": int(basis.rank), "hidden_size": int(basis.Q.shape[0])}
+    result: dict[str, float] = {"rank_readout": int(basis.rank),
+                                "hidden_size": int(basis.Q.shape[0])}
     for name, Z in parts.items():
         for what, counts in (("delayed", delayed), ("current", current)):
             result[f"{what}_counts_from_{name}"] = _linear_decoding_accuracy(Z, counts, train, test)
@@ -160,7 +171,7 @@ def _linear_decoding_accuracy(Z, counts, train, test) -> float:
     return float(np.all(pred == counts[test].reshape(-1, n_types), axis=1).mean())
 
 
-def word_context_effects(model, text: str, max_rest: int = 30,
+def word_context_effects(model: ISANLanguageModel, text: str, max_rest: int = 30,
                          batch_size: int = 256) -> pd.DataFrame:
     """Predict every position of a text with and without the contribution of the previous word.
 

@@ -10,12 +10,19 @@ each class's next most confident unused image.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import torch
 from sklearn.utils import Bunch
 from torch.nn import functional as F
 
 from interpretable._validation import check_images, check_targets
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.vision import VisionTransformerClassifier
 
 __all__ = ["confident_grids", "grid_pointing_game"]
 
@@ -34,6 +41,7 @@ def most_confident_correct(clf, X, y, n_per_class: int | None = None) -> np.ndar
     order = [i for i in np.argsort(-conf, kind="stable") if correct[i]]
     if n_per_class is None:
         return np.asarray(order, dtype=np.int64)
+    counts: dict[Any, int]
     kept, counts = [], {}
     for i in order:
         if counts.get(y[i], 0) < n_per_class:
@@ -69,22 +77,70 @@ def _confidence(clf, X, y, confidence: str) -> tuple[np.ndarray, np.ndarray]:
     return np.where(known, scores[np.arange(len(y)), index], 0.0), correct
 
 
-def confident_grids(clf, X, y, grid: int = 2, n_grids: int | None = None,
+def confident_grids(clf: Any,  # any fitted classifier, scikit-learn's included
+                    X: ArrayLike, y: ArrayLike, grid: int = 2, n_grids: int | None = None,
                     min_confidence: float = 0.5, confidence: str = "sigmoid",
                     random_state: int = 42) -> Bunch:
-    """The authors' grid images: X (n, H, W[, C]), y (n,) -> Bunch with ``data``
-    ``(n_grids, H, W, C)`` (each grid scaled down to the input size by area interpolation),
-    ``cell_labels`` and ``cell_index`` ``(n_grids, grid²)`` (row-major cells).
+    """Tile confidently and correctly classified images of distinct classes into grids.
 
+    The grid images of the B-cos authors' grid pointing game (:func:`grid_pointing_game`).
     Candidates are the correctly classified images whose confidence in their class exceeds
     ``min_confidence``; ``confidence="sigmoid"`` is ``sigmoid(logit)`` (the authors' choice,
     and the probability a B-cos model trained with binary cross-entropy assigns to the class),
     ``"softmax"`` the ``predict_proba`` column (for softmax-trained models). Each grid draws
     ``grid²`` distinct classes (NumPy ``RandomState(random_state)``; the authors seed 42) among
     the classes with candidates left, as long as more than ``grid²`` classes have some, and
-    takes each class's next most confident unused image. ``n_grids``:
-    the number of grids (ValueError if the candidates do not allow that many); None: as many
-    as they allow.
+    takes each class's next most confident unused image.
+
+    Parameters
+    ----------
+    clf : fitted classifier
+        Any classifier with ``classes_`` and ``decision_function`` (``"sigmoid"``: per-class
+        logits, or a two-class margin and ``logits``) or ``predict_proba`` (``"softmax"``).
+    X : array-like of shape (n, H, W) or (n, H, W, C)
+        The candidate images, float in [0, 1] or uint8; ``grid`` divides ``H`` and ``W``.
+    y : array-like of shape (n,)
+        Their labels.
+    grid : int, default=2
+        Cells per side, at least 2.
+    n_grids : int or None, default=None
+        The number of grids (ValueError if the candidates do not allow that many); None: as
+        many as they allow.
+    min_confidence : float, default=0.5
+        Only images classified with a higher confidence are candidates.
+    confidence : {"sigmoid", "softmax"}, default="sigmoid"
+        The confidence: the sigmoid of the class logit, or the softmax probability.
+    random_state : int, default=42
+        Seeds the choice of the cells' classes.
+
+    Returns
+    -------
+    sklearn.utils.Bunch
+        ``data``: the grids ``(n_grids, H, W, C)``, each scaled down to the input size by area
+        interpolation; ``cell_labels`` and ``cell_index``: the label and the position in ``X``
+        of each cell's image ``(n_grids, grid²)``, cells row-major; ``grid``.
+
+    Raises
+    ------
+    ValueError
+        If ``grid``, ``n_grids`` or ``confidence`` is invalid, ``grid`` does not divide the
+        image size, or the candidates allow fewer grids than ``n_grids``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import FunctionTransformer
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.arange(50) % 5  # five grey levels
+    >>> X = rng.random((50, 4, 4, 1)) * 0.1 + 0.2 * y[:, None, None, None]
+    >>> flat = FunctionTransformer(lambda images: images.reshape(len(images), -1))
+    >>> clf = make_pipeline(flat, LogisticRegression()).fit(X, y)
+    >>> from interpretable.metrics import confident_grids
+    >>> grids = confident_grids(clf, X, y, n_grids=2, min_confidence=0.3)
+    >>> grids.data.shape, grids.cell_labels.shape
+    ((2, 4, 4, 1), (2, 4))
     """
     X = check_images(X)
     y = check_targets(y, len(X))
@@ -102,7 +158,7 @@ def confident_grids(clf, X, y, grid: int = 2, n_grids: int | None = None,
         queues[c] = list(members[np.argsort(-conf[members], kind="stable")])
     cells = grid * grid
     rng = np.random.RandomState(random_state)
-    blocks = []
+    blocks: list[list[int]] = []
     while n_grids is None or len(blocks) < n_grids:
         available = np.array([c for c, q in queues.items() if q])
         if len(available) <= cells:  # the authors stop when grid² classes are left
@@ -127,10 +183,11 @@ def _token_size(clf, height: int) -> int | None:
     return height // grid[0] if grid else getattr(clf, "patch_size", None)
 
 
-def grid_pointing_game(clf, X, y, grid: int = 2, n_grids: int | None = 250,
-                       method: str = "inherent", smooth: int | str = "auto",
-                       min_confidence: float = 0.5, confidence: str = "sigmoid",
-                       random_state: int = 42, return_scores: bool = False):
+def grid_pointing_game(clf: VisionTransformerClassifier, X: ArrayLike, y: ArrayLike,
+                       grid: int = 2, n_grids: int | None = 250, method: str = "inherent",
+                       smooth: int | str = "auto", min_confidence: float = 0.5,
+                       confidence: str = "sigmoid", random_state: int = 42,
+                       return_scores: bool = False) -> float | tuple[float, np.ndarray]:
     """Grid pointing game: the mean share of positive attribution in the correct grid cell.
 
     Confidently and correctly classified images are tiled into ``grid × grid`` images of

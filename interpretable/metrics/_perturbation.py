@@ -4,11 +4,18 @@ first), track the mean confidence in the true class, and report the area between
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
 from interpretable._validation import check_images, check_targets
 from interpretable.metrics._localisation import most_confident_correct
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.vision import VisionTransformerClassifier
 
 __all__ = ["pixel_perturbation"]
 
@@ -16,9 +23,11 @@ __all__ = ["pixel_perturbation"]
 BASELINES = ("encoding", "image")
 
 
-def pixel_perturbation(clf, X, y, method: str | None = None, max_fraction: float = 0.25,
+def pixel_perturbation(clf: VisionTransformerClassifier, X: ArrayLike, y: ArrayLike,
+                       method: str | None = None, max_fraction: float = 0.25,
                        steps: int = 9, n_samples: int | None = 250, batch_size: int | None = None,
-                       baseline: str = "encoding", return_curves: bool = False):
+                       baseline: str = "encoding", return_curves: bool = False
+                       ) -> float | tuple[float, dict[str, np.ndarray]]:
     """Pixel perturbation: the area between the least-first and most-first confidence curves.
 
     Higher is better. Pixels are removed by decreasing (most-first) or increasing (least-first)
@@ -105,7 +114,7 @@ def pixel_perturbation(clf, X, y, method: str | None = None, max_fraction: float
     rank.scatter_(1, order, torch.arange(h * w).expand(n, -1).contiguous())  # 0 = most important
     fractions = np.linspace(0.0, max_fraction, steps)
     t = torch.as_tensor(target)
-    curves = {"most_first": [], "least_first": []}
+    curves: dict[str, list[np.ndarray]] = {"most_first": [], "least_first": []}
     for fraction in fractions:
         k = int(round(fraction * h * w))
         for name, removed in (("most_first", rank < k), ("least_first", rank >= h * w - k)):

@@ -4,12 +4,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 from sklearn.metrics import average_precision_score
 
 from interpretable.explanation import ImageExplanation, TokenExplanation
 from interpretable.metrics._common import AnalysisResult
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["plausibility"]
 
@@ -41,7 +47,8 @@ def _check_rationales(rationales, scores) -> list[np.ndarray]:
     return checked
 
 
-def plausibility(explanation, rationales, top_k=None) -> AnalysisResult:
+def plausibility(explanation: TokenExplanation | ImageExplanation | Sequence[np.ndarray],
+                 rationales: Sequence[ArrayLike], top_k: int | None = None) -> AnalysisResult:
     """Agreement of explanations with human rationales (ERASER; ferret's plausibility).
 
     Per sample, with ``s`` the scores (positive: evidence for the explained class) and ``r``

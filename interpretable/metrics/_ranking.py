@@ -49,9 +49,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_ranking", "rank_methods", "verdict"]
 
@@ -164,8 +169,10 @@ def _undominated(measures: np.ndarray, taking_part: np.ndarray) -> np.ndarray:
     return result
 
 
-def rank_methods(samples, costs=None, *, confidence=0.95, n_bootstrap=1000,
-                 random_state=0) -> pd.DataFrame:
+def rank_methods(samples: pd.DataFrame, costs: Mapping[str, float] | pd.Series | None = None, *,
+                 confidence: float = 0.95, n_bootstrap: int = 1000,
+                 random_state: int | np.random.Generator | np.random.RandomState | None = 0
+                 ) -> pd.DataFrame:
     """Rank explanation methods by their faithfulness score, with bootstrap intervals.
 
     Applies the rule of :mod:`interpretable.metrics._ranking`: the faithfulness score of a
@@ -307,7 +314,7 @@ def rank_methods(samples, costs=None, *, confidence=0.95, n_bootstrap=1000,
     taking_part = ~np.isnan(faithfulness) if len(ranked) else np.ones(len(methods), bool)
     undominated = _undominated(table, taking_part)
 
-    notes = [[] for _ in methods]
+    notes: list[list[str]] = [[] for _ in methods]
     for measure, method in flagged:
         notes[methods.index(method)].append(
             f"{measure} favours {method} by construction (shown, not used)")
@@ -348,7 +355,7 @@ def _listing(names) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def verdict(ranking) -> str:
+def verdict(ranking: pd.DataFrame) -> str:
     """Say in plain sentences which explanation method to trust and why.
 
     Names the first method with its faithfulness score and interval, says whether the
@@ -433,7 +440,7 @@ def verdict(ranking) -> str:
     return " ".join(sentences)
 
 
-def plot_ranking(ranking, *, ax=None):
+def plot_ranking(ranking: pd.DataFrame, *, ax: Axes | None = None) -> Figure:
     """Draw each method's faithfulness score with its interval, undominated methods filled.
 
     One horizontal bar per method in rank order (methods without a faithfulness score are

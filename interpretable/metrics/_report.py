@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -40,6 +42,15 @@ from interpretable.metrics._image_faithfulness import image_stability, pixel_fli
 from interpretable.metrics._plausibility import PLAUSIBILITY_METRICS
 from interpretable.metrics._ranking import plot_ranking, rank_methods, verdict
 from interpretable.metrics._stability import explanation_distributions
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.core import NeuralClassifier
+    from interpretable.estimators.text import TextClassifierBase
+    from interpretable.explanation import ImageExplanation, TokenExplanation
 
 __all__ = ["ExplanationReport", "evaluate_explanations", "loo_kendall_tau"]
 
@@ -78,7 +89,9 @@ def leave_one_out(clf, inputs, batch_size=None, view="model") -> np.ndarray:
     return drops
 
 
-def loo_kendall_tau(clf, X, method=None, explanation=None, batch_size=None) -> AnalysisResult:
+def loo_kendall_tau(clf: TextClassifierBase, X: Sequence[str] | ArrayLike,
+                    method: str | None = None, explanation: TokenExplanation | None = None,
+                    batch_size: int | None = None) -> AnalysisResult:
     """Rank-correlate explanation scores with leave-one-out importance (Kendall's tau-b).
 
     The importance of a unit is the drop of the predicted class's probability when that unit
@@ -242,7 +255,7 @@ class _TextEvaluation(_Evaluation):
         began = time.perf_counter()
         units = text_units(self.estimator, X, level, specials)
         scores = {m: unit_scores(e, units) for m, e in explanations.items()}
-        views = {}
+        views: dict[str, list[str]] = {}
         for method in explanations:
             view = "model" if method in self.given else get_explainer(self.estimator,
                                                                       method).view
@@ -382,14 +395,28 @@ def _check_budget(max_samples, max_seconds):
                          f"{max_seconds!r}.")
 
 
-def evaluate_explanations(estimator, X, y=None, methods=None, rationales=None, *,
-                          explanations=None, level="piece", include_special_tokens=False,
-                          convention="eraser",
-                          batch_size=None, random_state=None, fractions=None,
-                          stability_radius=1e-3, stability_samples=64, top_k=None,
-                          patch_size=None,
-                          max_samples=None, max_seconds=None,
-                          verbose=0) -> ExplanationReport:
+def evaluate_explanations(
+    estimator: NeuralClassifier,
+    X: Sequence[str] | np.ndarray,
+    y: ArrayLike | None = None,
+    methods: str | Sequence[str] | None = None,
+    rationales: Sequence[ArrayLike] | None = None,
+    *,
+    explanations: Mapping[str, TokenExplanation | ImageExplanation] | None = None,
+    level: str = "piece",
+    include_special_tokens: bool = False,
+    convention: str = "eraser",
+    batch_size: int | None = None,
+    random_state: int | np.random.RandomState | None = None,
+    fractions: Sequence[float] | np.ndarray | None = None,
+    stability_radius: float = 1e-3,
+    stability_samples: int | None = 64,
+    top_k: int | None = None,
+    patch_size: int | None = None,
+    max_samples: int | None = None,
+    max_seconds: float | None = None,
+    verbose: int = 0,
+) -> ExplanationReport:
     """Score every explanation method of an estimator: which explanation to trust.
 
     Every method explains the samples (their predicted classes), ``CHUNK_SIZE`` samples at a
@@ -615,11 +642,13 @@ class ExplanationReport:
     ['stability_jsd']
     """
 
-    def __init__(self, frame, samples, skipped, seconds=None):
+    def __init__(self, frame: pd.DataFrame, samples: pd.DataFrame, skipped: pd.DataFrame,
+                 seconds: dict[str, float | dict[str, float]] | None = None):
         self.frame, self.samples, self.skipped = frame, samples, skipped
         self.seconds = seconds
 
-    def summary(self, *, confidence=0.95, n_bootstrap=1000, random_state=0) -> pd.DataFrame:
+    def summary(self, *, confidence: float = 0.95, n_bootstrap: int = 1000,
+                random_state: int = 0) -> pd.DataFrame:
         """Rank the methods: which explanation to trust, and how sure that is.
 
         The rule (:mod:`interpretable.metrics._ranking`): methods are ranked by their mean
@@ -710,7 +739,8 @@ class ExplanationReport:
             html += "<p>Not evaluated:</p>" + self.skipped.to_html(index=False)
         return html
 
-    def plot(self, metrics=None, *, ax=None):
+    def plot(self, metrics: Sequence[str] | None = None, *,
+             ax: Axes | Sequence[Axes] | np.ndarray | None = None) -> Figure:
         """Draw the ranking, or one panel per metric: each method's mean with its 95 % interval.
 
         Parameters

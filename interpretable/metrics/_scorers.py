@@ -15,12 +15,18 @@ samples themselves, and finds those of each cross-validation fold's ``X`` by val
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from interpretable.metrics._faithfulness import comprehensiveness, sensitivity, sufficiency
 from interpretable.metrics._plausibility import PLAUSIBILITY_METRICS, plausibility
 from interpretable.metrics._report import loo_kendall_tau
 from interpretable.metrics._stability import embedding_stability, word_stability
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["make_explanation_scorer", "make_plausibility_scorer", "make_stability_scorer"]
 
@@ -93,7 +99,8 @@ class _PlausibilityScorer(_MetricScorer):
         return float(self.func(estimator, X, rationales, **self.kwargs).summary[self.key])
 
 
-def make_explanation_scorer(metric="sufficiency", method=None, **kwargs):
+def make_explanation_scorer(metric: str = "sufficiency", method: str | None = None,
+                            **kwargs: Any) -> Callable[..., float]:
     """Make a scikit-learn scorer of a faithfulness metric of the explanations.
 
     Parameters
@@ -136,7 +143,8 @@ default="sufficiency"
                          {"method": method, **kwargs})
 
 
-def make_stability_scorer(kind="embedding", quantity="jsd", method=None, **kwargs):
+def make_stability_scorer(kind: str = "embedding", quantity: str = "jsd",
+                          method: str | None = None, **kwargs: Any) -> Callable[..., float]:
     """Make a scikit-learn scorer of the stability of explanations or predictions.
 
     The score is the negated mean JSD (``quantity="jsd"``, explanation stability) or TVD
@@ -193,7 +201,9 @@ def make_stability_scorer(kind="embedding", quantity="jsd", method=None, **kwarg
                          shown={"quantity": quantity}, uses_y=kwargs.get("kind") == "pgd")
 
 
-def make_plausibility_scorer(metric, X, rationales, method=None, top_k=None):
+def make_plausibility_scorer(metric: str, X: Sequence[str] | np.ndarray,
+                             rationales: Sequence[ArrayLike], method: str | None = None,
+                             top_k: int | None = None) -> Callable[..., float]:
     """Make a scikit-learn scorer of the plausibility of explanations against rationales.
 
     The scorer holds the rationale of every sample of ``X`` (the whole data a search splits)
@@ -242,7 +252,7 @@ def make_plausibility_scorer(metric, X, rationales, method=None, top_k=None):
         raise ValueError(f"metric must be one of {list(PLAUSIBILITY_METRICS)}, got {metric!r}.")
     if len(X) != len(rationales):
         raise ValueError(f"X has {len(X)} samples but rationales has {len(rationales)}.")
-    lookup = {}
+    lookup: dict[Hashable, np.ndarray] = {}
     for i, (sample, rationale) in enumerate(zip(X, rationales, strict=True)):
         rationale = np.asarray(rationale)
         known = lookup.setdefault(_sample_key(sample), rationale)

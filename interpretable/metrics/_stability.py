@@ -13,6 +13,9 @@ Estimators and explanation methods as in :mod:`interpretable.metrics._faithfulne
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import pandas as pd
 from sklearn.base import clone
@@ -30,6 +33,11 @@ from interpretable.metrics._common import (
 from interpretable.metrics._divergences import jensen_shannon_rows, total_variation
 from interpretable.metrics._embedding_noise import EMBEDDING_NOISE, embedding_offsets
 from interpretable.nn import check_clamp
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.text import TextClassifierBase
 
 __all__ = ["embedding_stability", "word_stability", "seed_stability"]
 
@@ -61,9 +69,12 @@ def _probabilities(clf, X, view: str) -> np.ndarray:
     return predict_probabilities(clf, clf.encode(X).inputs, view=view).double().numpy()
 
 
-def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=10,
-                        random_state=0, batch_size=None, n_steps=50, *, y=None, norm="linf",
-                        step_size=None, clamp=None, tvd="sum") -> AnalysisResult:
+def embedding_stability(clf: TextClassifierBase, X: Sequence[str] | ArrayLike,
+                        radius: float = 1e-3, method: str | None = None, kind: str = "random",
+                        steps: int = 10, random_state: int = 0, batch_size: int | None = None,
+                        n_steps: int = 50, *, y: ArrayLike | None = None, norm: str = "linf",
+                        step_size: float | None = None, clamp: tuple[float, float] | None = None,
+                        tvd: str = "sum") -> AnalysisResult:
     """Stability of explanations and predictions under perturbation of the word embeddings.
 
     SEAT, Table 1. ``kind``: every token's embedding moves by ``‖δ_t‖₂ = radius`` in a random
@@ -172,7 +183,9 @@ def embedding_stability(clf, X, radius=1e-3, method=None, kind="random", steps=1
 
 
 # ---------------------------------------------------------------------------- words
-def word_stability(clf, X, perturber, method=None) -> AnalysisResult:
+def word_stability(clf: TextClassifierBase, X: Sequence[str] | ArrayLike,
+                   perturber: Any,  # a scikit-learn transformer of texts (duck-typed)
+                   method: str | None = None) -> AnalysisResult:
     """Stability of explanations and predictions under word perturbation (SEAT, Table 3).
 
     ``perturber`` rewrites ``X``; explanations of the clean and perturbed texts (both for the
@@ -273,8 +286,10 @@ def _pad_rows(rows, lengths) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- seeds
-def seed_stability(estimator, X, y, seeds=(0, 1, 2), X_eval=None,
-                   method=None) -> AnalysisResult:
+def seed_stability(estimator: TextClassifierBase, X: Sequence[str] | ArrayLike, y: ArrayLike,
+                   seeds: Sequence[int] = (0, 1, 2),
+                   X_eval: Sequence[str] | ArrayLike | None = None,
+                   method: str | None = None) -> AnalysisResult:
     """Stability of explanations and predictions against training randomness (SEAT, Fig. 2).
 
     ``estimator`` is cloned and fitted on ``(X, y)`` with ``random_state`` = each seed; the
