@@ -10,12 +10,18 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from interpretable.estimators.core._encoded import EncodedInputs
 from interpretable.nn import IGNORE_INDEX, pad_sequences
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Sequence
+
+    from numpy.typing import ArrayLike
 
 UNKNOWN = "<unk>"
 
@@ -85,7 +91,7 @@ class SymbolAlphabet:
         self.vocabulary_ = {c: i for i, c in enumerate(self.symbols_) if i}
         self.n_symbols_ = len(self.symbols_)
 
-    def encode_symbols(self, sequence) -> np.ndarray:
+    def encode_symbols(self, sequence: str | Sequence[Hashable]) -> np.ndarray:
         """Return the ids of the symbols of one sequence.
 
         Parameters
@@ -111,7 +117,7 @@ class SymbolAlphabet:
         return np.fromiter((vocab.get(c, 0) for c in sequence), dtype=np.int64,
                            count=len(sequence))
 
-    def encode(self, X) -> EncodedInputs:
+    def encode(self, X: Sequence[str | Sequence[Hashable]] | ArrayLike) -> EncodedInputs:
         """Validate sequences and encode them as module inputs.
 
         Parameters

@@ -20,6 +20,7 @@ crashes.
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -31,6 +32,14 @@ from interpretable.estimators.sequence._explainers import ISANContributions
 from interpretable.estimators.sequence._isan_maps import ISANMaps
 from interpretable.nn import ISAN, SequenceLoss
 from interpretable.utils import Interval, StrOptions
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Sequence
+
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.core._explainer import Explainer
+    from interpretable.explanation import SequenceExplanation
 
 __all__ = ["SequenceEstimator", "ISANBase"]
 
@@ -169,7 +178,7 @@ class SequenceEstimator(SymbolAlphabet, NeuralEstimator):
         longest = int(batch["lengths"].max())
         return {k: v if v.dim() == 1 else v[:, :longest] for k, v in batch.items()}
 
-    def forward_batch(self, batch: dict, **options):
+    def forward_batch(self, batch: dict[str, torch.Tensor], **options: Any) -> torch.Tensor:
         """Run the module on a batch of device tensors.
 
         Parameters
@@ -212,7 +221,15 @@ class SequenceEstimator(SymbolAlphabet, NeuralEstimator):
         return out
 
     # ---------------------------------------------------------------- explanation
-    def explained_targets(self, batch: EncodedInputs, target) -> list:
+    if TYPE_CHECKING:  # explain (the estimators' own) explains sequences: SequenceExplanation
+        def explain(self, X: Sequence[str | Sequence[Hashable]] | ArrayLike,
+                    target: Hashable | ArrayLike | None = None, *,
+                    contrast: Hashable | ArrayLike | None = None,
+                    method: str | Explainer | None = None, batch_size: int | None = None,
+                    **options: Any) -> SequenceExplanation:
+            ...
+
+    def explained_targets(self, batch: EncodedInputs, target: object) -> list[Any]:
         """Return one explained target per sequence of an encoded batch.
 
         Parameters
@@ -247,7 +264,7 @@ class SequenceEstimator(SymbolAlphabet, NeuralEstimator):
             raise ValueError(f"target has {len(targets)} entries but X has {n} sequences.")
         return targets
 
-    def explained_outputs(self, ids: torch.Tensor, target, predicted: torch.Tensor
+    def explained_outputs(self, ids: torch.Tensor, target: Any, predicted: torch.Tensor
                           ) -> torch.Tensor:
         """Output ids ``(T,)`` to explain at each step of one sequence (ids ``(T,)``), given
         the predicted ones ``(T,)``."""
@@ -257,7 +274,7 @@ class SequenceEstimator(SymbolAlphabet, NeuralEstimator):
         """Names of the outputs (O,), shown as target / prediction in explanations."""
         raise NotImplementedError
 
-    def split_units(self, sequence, level: str) -> list:
+    def split_units(self, sequence: str | Sequence[Hashable], level: str) -> list[Any]:
         """Split a sequence into the units of explanations at ``level``.
 
         Parameters

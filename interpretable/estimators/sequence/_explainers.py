@@ -12,6 +12,8 @@ explained output per step by the estimator's ``explained_outputs``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import torch
 
@@ -19,6 +21,13 @@ from interpretable.attribution import attribute_tokens
 from interpretable.estimators.core._explainer import Attributions, Explainer
 from interpretable.explanation import SequenceExplanation
 from interpretable.nn import pad_sequences
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from interpretable.estimators.core._encoded import EncodedInputs
+    from interpretable.estimators.sequence._base import ISANBase, SequenceEstimator
+    from interpretable.estimators.sequence._language_model import LSTMLanguageModel
 
 __all__ = ["StepExplainer", "ISANContributions", "StepInputXGradient", "StepIntegratedGradients",
            "StepGradient"]
@@ -54,7 +63,8 @@ class StepExplainer(Explainer):
     (2, 2)
     """
 
-    def prepare(self, estimator, encoded, target, *, level="char", **options) -> dict:
+    def prepare(self, estimator: SequenceEstimator, encoded: EncodedInputs, target: object, *,
+                level: str = "char", **options: Any) -> dict[str, Any]:
         """Check ``level`` and the size of the explanation before anything is computed.
 
         Parameters
@@ -95,7 +105,9 @@ class StepExplainer(Explainer):
         self.check_size(encoded, options.get("positions"), options.get("window"))
         return {"level": level, **options}
 
-    def check_size(self, encoded, positions=None, window=None) -> None:
+    def check_size(self, encoded: EncodedInputs,
+                   positions: Sequence[int] | np.ndarray | None = None,
+                   window: int | None = None) -> None:
         """Refuse an explanation too large for memory, before anything is allocated.
 
         An explanation whose (steps × symbols) values would pass :data:`DENSE_EXPLANATION_LIMIT`
@@ -137,8 +149,10 @@ class StepExplainer(Explainer):
                 f"the (steps x symbols) contributions (limit {DENSE_EXPLANATION_LIMIT / 2**30:g} "
                 f"GiB); {avoid}.")
 
-    def assemble(self, estimator, encoded, fields, *, level="char", positions=None,
-                 window=None, **options) -> SequenceExplanation:
+    def assemble(self, estimator: SequenceEstimator, encoded: EncodedInputs,
+                 fields: dict[str, list[Any]], *, level: str = "char",
+                 positions: Sequence[int] | np.ndarray | None = None, window: int | None = None,
+                 **options: Any) -> SequenceExplanation:
         """Build the sequence explanation of the encoded samples from their attributions' fields.
 
         Parameters
@@ -216,8 +230,9 @@ class ISANContributions(StepExplainer):
     name = "inherent"
     dtypes = ("float64",)
 
-    def prepare(self, estimator, encoded, target, *, level="char", positions=None,
-                window=None) -> dict:
+    def prepare(self, estimator: ISANBase, encoded: EncodedInputs, target: object, *,
+                level: str = "char", positions: Sequence[int] | np.ndarray | None = None,
+                window: int | None = None) -> dict[str, Any]:
         if level not in estimator.levels:
             raise ValueError(f"level must be one of {list(estimator.levels)}, got {level!r}.")
         options = {"level": level}
@@ -238,8 +253,10 @@ class ISANContributions(StepExplainer):
         self.check_size(encoded, positions, window)
         return {**options, "positions": positions, "window": window}
 
-    def attribute(self, estimator, batch, target, *, level="char", positions=None,
-                  window=None) -> Attributions:
+    def attribute(self, estimator: ISANBase, batch: dict[str, torch.Tensor],
+                  target: Sequence[Any], *, level: str = "char",
+                  positions: Sequence[int] | np.ndarray | None = None,
+                  window: int | None = None) -> Attributions:
         predicted, explained = _explained(estimator, batch, target)
         x = batch["x"]
         rows = None if positions is None else torch.as_tensor(positions, device=x.device)
@@ -270,7 +287,9 @@ class _StepGradients(StepExplainer):
     characters up to that step (rows = sequence × step, as many per pass as the batch has
     sequences)."""
 
-    def attribute(self, estimator, batch, target, *, level="char", n_steps=50) -> Attributions:
+    def attribute(self, estimator: LSTMLanguageModel, batch: dict[str, torch.Tensor],
+                  target: Sequence[Any], *, level: str = "char", n_steps: int = 50
+                  ) -> Attributions:
         predicted, explained = _explained(estimator, batch, target)
         x, lengths = batch["x"], batch["lengths"].cpu()
         text = torch.repeat_interleave(torch.arange(len(lengths)), lengths)  # row → sequence
@@ -303,7 +322,8 @@ class _StepGradients(StepExplainer):
 
 
 class _NoSteps(_StepGradients):
-    def attribute(self, estimator, batch, target, *, level="char") -> Attributions:
+    def attribute(self, estimator: LSTMLanguageModel, batch: dict[str, torch.Tensor],
+                  target: Sequence[Any], *, level: str = "char") -> Attributions:
         return super().attribute(estimator, batch, target, level=level)
 
 

@@ -6,10 +6,17 @@ estimator: the map of reading a substring (``compose``) and changes of basis of 
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from sklearn.utils import Bunch
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+    from numpy.typing import ArrayLike
+    from typing_extensions import Self
 
 
 class ISANMaps:
@@ -27,14 +34,15 @@ class ISANMaps:
     3
     """
 
-    def _with_module(self, module) -> ISANMaps:
+    def _with_module(self, module) -> Self:
         """A copy of this fitted estimator that runs ``module``."""
         new = copy.copy(self)
         new.module_ = module.eval()
         new.history_ = list(self.history_)
         return new
 
-    def compose(self, substring):
+    def compose(self, substring: str | list[Hashable] | tuple[Hashable, ...]
+                ) -> tuple[np.ndarray, np.ndarray]:
         """Return the affine map ``h → A h + b`` of reading a whole substring.
 
         Parameters
@@ -97,7 +105,7 @@ class ISANMaps:
         Q = Q.cpu().numpy()
         return Bunch(Q=Q, rank=rank, readout=Q[:, :rank], computational=Q[:, rank:])
 
-    def to_basis(self, Q) -> ISANMaps:
+    def to_basis(self, Q: ArrayLike) -> Self:
         """Return a copy of this fitted model in another basis of its state, ``h' = Q⁻¹ h``.
 
         All predictions are identical; the parameters are re-expressed in the new basis.

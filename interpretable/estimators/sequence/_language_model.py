@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -31,6 +32,13 @@ from interpretable.estimators.sequence._explainers import (
 from interpretable.estimators.sequence._language_model_base import LanguageModelBase, split_words
 from interpretable.nn import CharLSTM, pad_sequences
 from interpretable.utils import Interval
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from numpy.typing import ArrayLike
+    from skorch.callbacks import Callback
 
 __all__ = ["ISANLanguageModel", "LSTMLanguageModel"]
 
@@ -147,12 +155,16 @@ class ISANLanguageModel(ISANBase, LanguageModelBase):
     _parameter_constraints = {**ISANBase._parameter_constraints,
                               **LanguageModelBase._parameter_constraints}
 
-    def __init__(self, hidden_size=128, *, seq_len=100, min_count=2, dtype="float32",
-                 clip_grad=1.0, init_gain=1.0, lr=2e-3, max_epochs=10, batch_size=32,
-                 optimizer="adam", weight_decay=0.0, device="auto",
-                 random_state=None, verbose=0, callbacks=None, validation_fraction=None,
-                 early_stopping=False, n_iter_no_change=5, warm_start=False, precision="float32",
-                 accelerator=None):
+    def __init__(self, hidden_size: int = 128, *, seq_len: int = 100, min_count: int = 2,
+                 dtype: str = "float32", clip_grad: float | None = 1.0, init_gain: float = 1.0,
+                 lr: float = 2e-3, max_epochs: int = 10, batch_size: int = 32,
+                 optimizer: str = "adam", weight_decay: float = 0.0,
+                 device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", accelerator: Accelerator | None = None):
         self.hidden_size = hidden_size
         self.seq_len = seq_len
         self.min_count = min_count
@@ -187,7 +199,8 @@ class ISANLanguageModel(ISANBase, LanguageModelBase):
     def _cat_states(self, states):
         return torch.cat(states)
 
-    def word_cache(self, X, n_words: int = 1000) -> dict:
+    def word_cache(self, X: Sequence[str] | ArrayLike, n_words: int = 1000
+                   ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         """Precompute the affine maps of the most frequent words of ``X``.
 
         Words keep their leading whitespace (see :func:`split_words`); the maps are computed
@@ -223,7 +236,9 @@ class ISANLanguageModel(ISANBase, LanguageModelBase):
         A, b = self.module_.compose(x.to(self.device_), lengths.to(self.device_))
         return {w: (A[i], b[i]) for i, w in enumerate(words)}
 
-    def transition(self, text: str, state=None, cache: dict | None = None) -> np.ndarray:
+    def transition(self, text: str, state: ArrayLike | None = None,
+                   cache: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None
+                   ) -> np.ndarray:
         """Return the hidden state after reading ``text``.
 
         Words found in ``cache`` (see :meth:`word_cache`) advance the state in one affine
@@ -388,12 +403,17 @@ class LSTMLanguageModel(LanguageModelBase):
                               "embedding_dim": [Interval(Integral, 1, None, closed="left")],
                               "num_layers": [Interval(Integral, 1, None, closed="left")]}
 
-    def __init__(self, hidden_size=128, *, embedding_dim=32, num_layers=1, seq_len=100,
-                 min_count=2, dtype="float32", clip_grad=1.0, lr=2e-3, max_epochs=10,
-                 batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
-                 random_state=None, verbose=0, callbacks=None,
-                 validation_fraction=None, early_stopping=False, n_iter_no_change=5,
-                 warm_start=False, precision="float32", accelerator=None):
+    def __init__(self, hidden_size: int = 128, *, embedding_dim: int = 32, num_layers: int = 1,
+                 seq_len: int = 100, min_count: int = 2, dtype: str = "float32",
+                 clip_grad: float | None = 1.0, lr: float = 2e-3, max_epochs: int = 10,
+                 batch_size: int = 32,
+                 optimizer: str = "adam", weight_decay: float = 0.0,
+                 device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", accelerator: Accelerator | None = None):
         self.hidden_size = hidden_size
         self.embedding_dim = embedding_dim
         self.num_layers = num_layers

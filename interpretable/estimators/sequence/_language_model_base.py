@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -23,6 +24,11 @@ from interpretable.estimators.sequence._alphabet import UNKNOWN, next_symbol_win
 from interpretable.estimators.sequence._base import SequenceEstimator
 from interpretable.nn import IGNORE_INDEX
 from interpretable.utils import Interval
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
 
 _WORD = re.compile(r"\s*\S+|\s+")
 
@@ -74,7 +80,7 @@ class LanguageModelBase(SequenceEstimator):
         self.classes_ = np.array(self.symbols_, dtype=object)
 
     # ---------------------------------------------------------------- prediction
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: Sequence[str] | ArrayLike) -> np.ndarray:
         """Predict the distribution of the next character after each text.
 
         Parameters
@@ -108,7 +114,7 @@ class LanguageModelBase(SequenceEstimator):
         last = logits[torch.arange(len(logits)), batch["lengths"] - 1]
         return torch.log_softmax(last.double(), -1)
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: Sequence[str] | ArrayLike) -> np.ndarray:
         """Predict the most likely next character after each text.
 
         Parameters
@@ -132,7 +138,7 @@ class LanguageModelBase(SequenceEstimator):
         best = self.predict_proba(X).argmax(1)  # raises NotFittedError first
         return self.classes_[best]
 
-    def bits_per_char(self, X) -> float:
+    def bits_per_char(self, X: Sequence[str] | ArrayLike) -> float:
         """Return the mean cross entropy in bits of each next character of the texts.
 
         Evaluation windows of ``seq_len`` overlap by half so every scored character has at least
@@ -171,7 +177,7 @@ class LanguageModelBase(SequenceEstimator):
             count += int((target != IGNORE_INDEX).sum())
         return total / count / math.log(2)
 
-    def score(self, X, y=None) -> float:
+    def score(self, X: Sequence[str] | ArrayLike, y: None = None) -> float:
         """Return ``-bits_per_char(X)`` (higher is better).
 
         Parameters
@@ -204,7 +210,10 @@ class LanguageModelBase(SequenceEstimator):
         """Concatenate the states of :meth:`_run` along the batch axis."""
         raise NotImplementedError
 
-    def generate(self, prime, n_chars: int = 200, temperature: float = 1.0, random_state=None):
+    def generate(self, prime: str | Sequence[str], n_chars: int = 200,
+                 temperature: float = 1.0,
+                 random_state: int | np.random.RandomState | None = None
+                 ) -> str | list[str]:
         """Sample characters after a prime text.
 
         The unknown symbol is never sampled.
@@ -272,7 +281,7 @@ class LanguageModelBase(SequenceEstimator):
         return out[0] if single else out
 
     # ---------------------------------------------------------------- explanation
-    def split_units(self, sequence, level: str) -> list:
+    def split_units(self, sequence: str, level: str) -> list[str]:
         """Split a text into characters, or words with their leading whitespace.
 
         Parameters
@@ -315,7 +324,7 @@ class LanguageModelBase(SequenceEstimator):
         """
         return self.classes_
 
-    def explained_outputs(self, ids: torch.Tensor, target, predicted: torch.Tensor
+    def explained_outputs(self, ids: torch.Tensor, target: str | None, predicted: torch.Tensor
                           ) -> torch.Tensor:
         """Return the output ids to explain at each step of one text.
 

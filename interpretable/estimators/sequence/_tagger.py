@@ -11,6 +11,7 @@ the policy of :mod:`.base`.
 from __future__ import annotations
 
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -20,6 +21,13 @@ from interpretable.estimators.core._base import TABULAR_CHECKS
 from interpretable.estimators.sequence._base import ISANBase
 from interpretable.nn import IGNORE_INDEX, pad_sequences
 from interpretable.utils import StrOptions
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Sequence
+
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from numpy.typing import ArrayLike
+    from skorch.callbacks import Callback
 
 __all__ = ["ISANSequenceTagger"]
 
@@ -147,12 +155,17 @@ class ISANSequenceTagger(ISANBase):
     _parameter_constraints = {**ISANBase._parameter_constraints,
                               "loss": [StrOptions({"cross_entropy", "squared"})]}
 
-    def __init__(self, hidden_size=128, *, loss="cross_entropy", min_count=2, dtype="float32",
-                 clip_grad=1.0, init_gain=1.0, lr=2e-3, max_epochs=10, batch_size=32,
-                 optimizer="adam", weight_decay=0.0, device="auto",
-                 random_state=None, verbose=0, callbacks=None, validation_fraction=None,
-                 early_stopping=False, n_iter_no_change=5, warm_start=False, precision="float32",
-                 accelerator=None):
+    def __init__(self, hidden_size: int = 128, *, loss: str = "cross_entropy",
+                 min_count: int = 2, dtype: str = "float32", clip_grad: float | None = 1.0,
+                 init_gain: float = 1.0, lr: float = 2e-3, max_epochs: int = 10,
+                 batch_size: int = 32,
+                 optimizer: str = "adam", weight_decay: float = 0.0,
+                 device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", accelerator: Accelerator | None = None):
         self.hidden_size = hidden_size
         self.loss = loss
         self.min_count = min_count
@@ -235,7 +248,7 @@ class ISANSequenceTagger(ISANBase):
                        else list(chunks))
         return out
 
-    def predict_proba(self, X) -> list[np.ndarray]:
+    def predict_proba(self, X: Sequence[str | Sequence[Hashable]] | ArrayLike) -> list[np.ndarray]:
         """Predict the group-wise probabilities at every position of each sequence.
 
         Parameters
@@ -259,7 +272,7 @@ class ISANSequenceTagger(ISANBase):
         """
         return [torch.cat(groups, -1).numpy() for groups in self._group_outputs(X)]
 
-    def predict(self, X) -> list[np.ndarray]:
+    def predict(self, X: Sequence[str | Sequence[Hashable]] | ArrayLike) -> list[np.ndarray]:
         """Predict the labels at every position of each sequence.
 
         Parameters
@@ -287,7 +300,8 @@ class ISANSequenceTagger(ISANBase):
             preds.append(p[:, 0] if p.shape[1] == 1 else p)
         return preds
 
-    def score(self, X, y=None) -> float:
+    def score(self, X: Sequence[str | Sequence[Hashable]] | ArrayLike,
+              y: Sequence[ArrayLike] | None = None) -> float:
         """Return the share of positions whose every target group is predicted correctly.
 
         Parameters
@@ -343,7 +357,7 @@ class ISANSequenceTagger(ISANBase):
         """
         return np.arange(self.n_outputs_)
 
-    def explained_outputs(self, ids: torch.Tensor, target, predicted: torch.Tensor
+    def explained_outputs(self, ids: torch.Tensor, target: int | None, predicted: torch.Tensor
                           ) -> torch.Tensor:
         """Return the output ids to explain at each step of one sequence.
 

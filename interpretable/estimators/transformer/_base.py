@@ -15,6 +15,7 @@ import functools
 import os
 import re
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -24,6 +25,15 @@ from interpretable.estimators.core._base import EncodedInputs
 from interpretable.estimators.text._base import TextClassifierBase, trim_collate
 from interpretable.estimators.transformer._explainers import POST_HOC
 from interpretable.utils import Interval
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Sequence
+
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.core._explainer import Explainer
+    from interpretable.explanation import WordPieceExplanation
+    from interpretable.preprocessing._wordpiece import WordPieces
 
 __all__: list[str] = []  # the shared machinery of the estimators of this folder
 
@@ -125,7 +135,7 @@ class PieceClassifierBase(TextClassifierBase):
                         f"max_length={self.max_length} word pieces: the model sees their first "
                         f"{kept} pieces only.")
 
-    def word_pieces(self, X) -> list:
+    def word_pieces(self, X: Sequence[str] | ArrayLike) -> list[WordPieces]:
         """Return how the model sees each text: its word pieces, aligned with its words.
 
         Parameters
@@ -212,7 +222,17 @@ class PieceClassifierBase(TextClassifierBase):
         return {}
 
     # ------------------------------------------------------------------ forward
-    def forward_with_attention(self, batch: dict, *, embedded=None):
+    if TYPE_CHECKING:  # explain (the estimators' own) explains word pieces
+        def explain(self, X: Sequence[str] | ArrayLike,
+                    target: Hashable | ArrayLike | None = None, *,
+                    contrast: Hashable | ArrayLike | None = None,
+                    method: str | Explainer | None = None, batch_size: int | None = None,
+                    **options: Any) -> WordPieceExplanation:
+            ...
+
+    def forward_with_attention(self, batch: dict[str, torch.Tensor], *,
+                               embedded: torch.Tensor | None = None
+                               ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Run the module, returning the logits and the attention of every layer.
 
         Parameters

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from numbers import Real
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
@@ -59,6 +60,18 @@ from interpretable.nn import (
 from interpretable.nn.bcos import BcosBertClassifier
 from interpretable.preprocessing import WordPieceEncoder
 from interpretable.utils import HasMethods, Interval, StrOptions
+
+if TYPE_CHECKING:
+    import numpy as np
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
+    from skorch.callbacks import Callback
+    from typing_extensions import Self
+
+    from interpretable.estimators.transformer._transformers_model import (
+        TransformersTextClassifier,
+    )
 
 __all__ = ["BcosTextClassifier", "BertTextClassifier"]
 
@@ -294,8 +307,10 @@ class BertTextClassifier(BaseEncoderClassifier):
     _module_class = BertClassifier
 
     @classmethod
-    def from_pretrained(cls, name_or_folder, *, classes=None, max_length=None, device="auto",
-                        **params):
+    def from_pretrained(cls, name_or_folder: str | os.PathLike[str], *,
+                        classes: ArrayLike | None = None, max_length: int | None = None,
+                        device: str | torch.device = "auto", **params: Any
+                        ) -> Self | TransformersTextClassifier:
         """Return a fine-tuned ``transformers`` sequence classifier as a fitted estimator.
 
         No training: the network is the checkpoint's own (encoder and classification head,
@@ -423,12 +438,18 @@ class BertTextClassifier(BaseEncoderClassifier):
         reorder_outputs(module.output_layer, plan)
         return module
 
-    def __init__(self, *, checkpoint=None, pooling="mean", max_length=64, warmup=0.1,
-                 lr=2e-5, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
-                 device="auto", random_state=None, verbose=0, class_weight=None,
-                 callbacks=None, validation_fraction=None, early_stopping=False,
-                 n_iter_no_change=5, warm_start=False, precision="float32",
-                 inference_precision="float32", accelerator=None):
+    def __init__(self, *, checkpoint: str | os.PathLike[str] | dict[str, Any] | None = None,
+                 pooling: str = "mean", max_length: int = 64, warmup: float = 0.1,
+                 lr: float = 2e-5, max_epochs: int = 1, batch_size: int = 32,
+                 optimizer: str = "adamw", weight_decay: float = 0.0,
+                 device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 class_weight: str | dict[Any, float] | None = None,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", inference_precision: str = "float32",
+                 accelerator: Accelerator | None = None):
         self.checkpoint = checkpoint
         self.pooling = pooling
         self.max_length = max_length
@@ -661,15 +682,24 @@ class BcosTextClassifier(BaseEncoderClassifier):
     _module_class = BcosBertClassifier
     _borrowed_params = ("teacher",)
 
-    def __init__(self, b=1.5, *, gain="matched", b_anneal=0.5, row_norms="unit", pooler=True,
-                 gate_biases=True, logit_scale=1.0, head_lr=None, teacher=None,
-                 teacher_weight=0.5, teacher_temperature=2.0, checkpoint=None,
-                 pooling="mean", max_length=64, warmup=0.1,
-                 lr=1e-4, max_epochs=1, batch_size=32, optimizer="adamw", weight_decay=0.0,
-                 device="auto", random_state=None, verbose=0, class_weight=None,
-                 callbacks=None, validation_fraction=None, early_stopping=False,
-                 n_iter_no_change=5, warm_start=False, precision="float32",
-                 inference_precision="float32", accelerator=None):
+    def __init__(self, b: float | list[float] = 1.5, *, gain: str = "matched",
+                 b_anneal: float = 0.5, row_norms: str = "unit", pooler: bool = True,
+                 gate_biases: bool = True, logit_scale: float | Literal["learned"] = 1.0,
+                 head_lr: float | None = None,
+                 teacher: BaseEstimator | str | os.PathLike[str] | None = None,
+                 teacher_weight: float = 0.5, teacher_temperature: float = 2.0,
+                 checkpoint: str | os.PathLike[str] | dict[str, Any] | None = None,
+                 pooling: str = "mean", max_length: int = 64, warmup: float = 0.1,
+                 lr: float = 1e-4, max_epochs: int = 1, batch_size: int = 32,
+                 optimizer: str = "adamw", weight_decay: float = 0.0,
+                 device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 class_weight: str | dict[Any, float] | None = None,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", inference_precision: str = "float32",
+                 accelerator: Accelerator | None = None):
         self.b = b
         self.gain = gain
         self.b_anneal = b_anneal

@@ -57,7 +57,7 @@ flags it.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -79,6 +79,15 @@ from interpretable.explanation import (
     WordPieceExplanation,  # defined here before: pickles name this path
 )
 from interpretable.nn import explained_logits
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.core._encoded import EncodedInputs
+    from interpretable.estimators.transformer._base import PieceClassifierBase
+    from interpretable.estimators.transformer._estimators import BcosTextClassifier
 
 __all__ = [
     "BcosTextContributions",
@@ -113,19 +122,128 @@ def _word_level(values, bias, pieces, text: str, norm: bool = False):
 
 
 class BertExplainer(Explainer):
-    """Token explanations of the BERT-family text classifiers at ``level`` ``"piece"`` or
-    ``"word"`` (see the module docstring)."""
+    """Token attributions of a BERT-family text classifier, per word piece or per word.
+
+    ``level="piece"`` (the default) explains the model's tokens: ``[CLS]``, the word pieces
+    and ``[SEP]`` of ``estimator.encode(X)``. ``level="word"`` pools the pieces of every word
+    of the original text (their sum, or for the saliency methods the L2 norm of their norms)
+    and moves ``[CLS]`` and ``[SEP]`` into ``bias`` or leaves them out (see
+    :mod:`interpretable.estimators.transformer._explainers`). The explanation is a
+    :class:`~interpretable.explanation.WordPieceExplanation`.
+
+    Examples
+    --------
+    >>> from interpretable import BertTextClassifier
+    >>> from interpretable.estimators.methods import BertExplainer, get_explainer
+    >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
+    ...           "num_attention_heads": 2, "intermediate_size": 16,
+    ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+    ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+    >>> X = ["good movie", "great film", "bad movie", "awful film"]
+    >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
+    ...                          random_state=0).fit(X, ["pos", "pos", "neg", "neg"])
+    >>> explainer = get_explainer(clf)  # the default, "attention"
+    >>> isinstance(explainer, BertExplainer)
+    True
+    >>> explainer.explain(clf, ["good film"], level="word").units
+    [['good', 'film']]
+    """
 
     #: whether the piece values are norms, pooled into a word's by the L2 norm (else summed)
     norm_values: ClassVar[bool] = False
 
-    def prepare(self, estimator, encoded, target, *, level="piece", **options) -> dict:
+    def prepare(self, estimator: PieceClassifierBase, encoded: EncodedInputs,
+                target: torch.Tensor | list[Any] | None, *, level: str = "piece",
+                **options: Any) -> dict[str, Any]:
+        """Check ``level`` and the method's other options before anything is computed.
+
+        Parameters
+        ----------
+        estimator : fitted BERT-family text classifier
+            The explained estimator.
+        encoded : EncodedInputs
+            The encoded texts (``estimator.encode(X)``).
+        target : torch.Tensor of shape (n_samples,) or None
+            The explained classes (None: the predicted ones).
+        level : {"piece", "word"}, default="piece"
+            Explain the model's word pieces or the words of the original texts.
+        **options
+            The method's other options.
+
+        Returns
+        -------
+        dict
+            The options, ``level`` included.
+
+        Raises
+        ------
+        ValueError
+            If ``level`` is neither ``"piece"`` nor ``"word"``.
+
+        Examples
+        --------
+        >>> from interpretable import BertTextClassifier
+        >>> from interpretable.estimators.methods import get_explainer
+        >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
+        ...           "num_attention_heads": 2, "intermediate_size": 16,
+        ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+        ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
+        ...                          random_state=0).fit(X, ["pos", "pos", "neg", "neg"])
+        >>> explainer = get_explainer(clf)  # the default, "attention"
+        >>> explainer.prepare(clf, clf.encode(["good film"]), None, level="word")
+        {'level': 'word'}
+        """
         if level not in LEVELS:
             raise ValueError(f"level must be one of {list(LEVELS)}, got {level!r}.")
         return {"level": level, **super().prepare(estimator, encoded, target, **options)}
 
-    def assemble(self, estimator, encoded, fields, *, level="piece",
-                 **options) -> WordPieceExplanation:
+    def assemble(self, estimator: PieceClassifierBase, encoded: EncodedInputs,
+                 fields: dict[str, list[Any]], *, level: str = "piece",
+                 **options: Any) -> WordPieceExplanation:
+        """Build the explanation of the encoded texts from the fields of their attributions.
+
+        Parameters
+        ----------
+        estimator : fitted BERT-family text classifier
+            The explained estimator.
+        encoded : EncodedInputs
+            The encoded texts (``estimator.encode(X)``), with their word-piece alignments.
+        fields : dict of str to list
+            Every field of :class:`Attributions` as a list with one entry per text, in input
+            order.
+        level : {"piece", "word"}, default="piece"
+            The units: the model's tokens, or the words of the texts (the values of a word's
+            pieces pooled; ``[CLS]`` and ``[SEP]`` moved into ``bias`` or left out).
+        **options
+            The method's other options.
+
+        Returns
+        -------
+        WordPieceExplanation
+            The explanation (``explain`` calls this last).
+
+        Examples
+        --------
+        >>> from interpretable import BertTextClassifier
+        >>> from interpretable.estimators.methods import get_explainer
+        >>> config = {"vocab_size": 30522, "hidden_size": 8, "num_hidden_layers": 1,
+        ...           "num_attention_heads": 2, "intermediate_size": 16,
+        ...           "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+        ...           "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+        >>> X = ["good movie", "great film", "bad movie", "awful film"]
+        >>> clf = BertTextClassifier(checkpoint=config, max_length=16, max_epochs=1,
+        ...                          random_state=0).fit(X, ["pos", "pos", "neg", "neg"])
+        >>> explainer = get_explainer(clf)  # the default, "attention"
+        >>> encoded = clf.encode(["good film"])
+        >>> _, batch = next(clf.iter_batches(encoded.inputs))
+        >>> part = explainer.attribute(clf, batch, None)
+        >>> fields = {name: list(value.detach().cpu().numpy())
+        ...           for name, value in part.fields().items()}
+        >>> explainer.assemble(clf, encoded, fields, level="word").units
+        [['good', 'film']]
+        """
         logits = torch.as_tensor(np.stack(fields["logits"]), dtype=torch.float64)
         bias = fields.get("bias")
         aligned = encoded.alignments  # the word pieces encode aligned with the texts
@@ -167,8 +285,10 @@ class BcosTextContributions(BertExplainer):
     dtypes = ("float32", "float64")
     per_sample_options = ("embedding_offset",)
 
-    def attribute(self, estimator, batch, target, *, level="piece", contrast=None,
-                  embedding_offset=None) -> Attributions:
+    def attribute(self, estimator: BcosTextClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, level: str = "piece",
+                  contrast: torch.Tensor | None = None,
+                  embedding_offset: ArrayLike | None = None) -> Attributions:
         """(``level`` is applied by :meth:`assemble`; ``contrast (B, C)``: the weights of the
         subtracted logits; ``embedding_offset (B, T, E)`` is added to the word-piece
         embeddings, for the stability metrics: the explanation of the perturbed input, as
@@ -194,8 +314,9 @@ class _AttentionMaps(BertExplainer):
     class_independent = True
     per_sample_options = ("embedding_offset",)
 
-    def attribute(self, estimator, batch, target, *, level="piece",
-                  embedding_offset=None) -> Attributions:
+    def attribute(self, estimator: PieceClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, level: str = "piece",
+                  embedding_offset: ArrayLike | None = None) -> Attributions:
         """(``level`` is applied by :meth:`assemble`; ``embedding_offset (B, T, E)`` is added
         to the word-piece embeddings, for the perturbation metrics.)"""
         with torch.no_grad():
@@ -261,14 +382,17 @@ class _WordGroups(BertExplainer):
 
     per_sample_options = ("embedding_offset", "words")
 
-    def prepare(self, estimator, encoded, target, *, level="piece", **options) -> dict:
+    def prepare(self, estimator: PieceClassifierBase, encoded: EncodedInputs,
+                target: torch.Tensor | list[Any] | None, *, level: str = "piece",
+                **options: Any) -> dict[str, Any]:
         options = super().prepare(estimator, encoded, target, level=level, **options)
         if level == "word":
             options["words"] = [pieces.words for pieces in encoded.alignments]
         return options
 
     @staticmethod
-    def groups(batch: dict, words) -> torch.Tensor | None:
+    def groups(batch: dict[str, torch.Tensor], words: Sequence[np.ndarray] | None
+               ) -> torch.Tensor | None:
         """The feature of every piece ``(B, T)`` from the batch's ``words`` (None: None, each
         piece alone)."""
         if words is None:
@@ -284,8 +408,10 @@ class BertOcclusion(_WordGroups, Occlusion):
     """Occlusion (leave-one-out) of every piece or, at ``level="word"``, of every word (its
     pieces replaced together by the ``baseline``)."""
 
-    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
-                  baseline="zeros", words=None) -> Attributions:
+    def attribute(self, estimator: PieceClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, level: str = "piece",
+                  embedding_offset: ArrayLike | None = None, baseline: str = "zeros",
+                  words: Sequence[np.ndarray] | None = None) -> Attributions:
         """(``level`` is applied by :meth:`assemble`, ``words`` set by :meth:`prepare`.)"""
         return self.captum_attributions(estimator, batch, target,
                                         embedding_offset=embedding_offset, baseline=baseline,
@@ -296,8 +422,11 @@ class BertLime(_WordGroups, Lime):
     """LIME over the pieces or, at ``level="word"``, the words (``n_samples`` coalitions per
     text, seeded by ``random_state``)."""
 
-    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
-                  baseline="zeros", n_samples=200, random_state=0, words=None) -> Attributions:
+    def attribute(self, estimator: PieceClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, level: str = "piece",
+                  embedding_offset: ArrayLike | None = None, baseline: str = "zeros",
+                  n_samples: int = 200, random_state: int | None = 0,
+                  words: Sequence[np.ndarray] | None = None) -> Attributions:
         """(``level`` is applied by :meth:`assemble`, ``words`` set by :meth:`prepare`.)"""
         return self.captum_attributions(estimator, batch, target,
                                         embedding_offset=embedding_offset, baseline=baseline,
@@ -317,8 +446,9 @@ class BertGradient(BertExplainer, Gradient):
 
     norm_values = True
 
-    def attribute(self, estimator, batch, target, *, level="piece",
-                  embedding_offset=None) -> Attributions:
+    def attribute(self, estimator: PieceClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, level: str = "piece",
+                  embedding_offset: ArrayLike | None = None) -> Attributions:
         """(``level`` is applied by :meth:`assemble`.)"""
         return super().attribute(estimator, batch, target, embedding_offset=embedding_offset)
 
@@ -327,8 +457,10 @@ class BertInputXGradient(BertExplainer, InputXGradient):
     """Gradient × embedding per piece or, at ``level="word"``, summed over the word's
     pieces; ``layer="<module name>"``: gradient × activation at that layer's output."""
 
-    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
-                  layer=None) -> Attributions:
+    def attribute(self, estimator: PieceClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, level: str = "piece",
+                  embedding_offset: ArrayLike | None = None, layer: str | None = None
+                  ) -> Attributions:
         """(``level`` is applied by :meth:`assemble`.)"""
         return super().attribute(estimator, batch, target, embedding_offset=embedding_offset,
                                  layer=layer)
@@ -339,8 +471,11 @@ class BertIntegratedGradients(BertExplainer, IntegratedGradients):
     (``[CLS]`` / ``[SEP]`` join ``bias``, so ``completeness_error`` is the piece level's);
     ``layer="<module name>"``: layer integrated gradients at that layer's output."""
 
-    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
-                  n_steps=50, tolerance=1e-4, baseline="zeros", layer=None) -> Attributions:
+    def attribute(self, estimator: PieceClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, level: str = "piece",
+                  embedding_offset: ArrayLike | None = None, n_steps: int | str = 50,
+                  tolerance: float = 1e-4, baseline: str = "zeros", layer: str | None = None
+                  ) -> Attributions:
         """(``level`` is applied by :meth:`assemble`.)"""
         return super().attribute(estimator, batch, target, embedding_offset=embedding_offset,
                                  n_steps=n_steps, tolerance=tolerance, baseline=baseline,
@@ -353,9 +488,11 @@ class BertSmoothGrad(BertExplainer, SmoothGrad):
 
     norm_values = True
 
-    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
-                  nt_type="smoothgrad", nt_samples=10, stdevs=None,
-                  random_state=0) -> Attributions:
+    def attribute(self, estimator: PieceClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, level: str = "piece",
+                  embedding_offset: ArrayLike | None = None, nt_type: str = "smoothgrad",
+                  nt_samples: int = 10, stdevs: float | None = None,
+                  random_state: int | None = 0) -> Attributions:
         """(``level`` is applied by :meth:`assemble`.)"""
         return super().attribute(estimator, batch, target, embedding_offset=embedding_offset,
                                  nt_type=nt_type, nt_samples=nt_samples, stdevs=stdevs,
@@ -366,9 +503,11 @@ class BertSmoothGradIntegratedGradients(BertExplainer, SmoothGradIntegratedGradi
     """Integrated gradients through a noise tunnel per piece or, at ``level="word"``, summed
     over the word's pieces."""
 
-    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
-                  n_steps=20, baseline="zeros", nt_type="smoothgrad", nt_samples=10,
-                  stdevs=None, random_state=0) -> Attributions:
+    def attribute(self, estimator: PieceClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, level: str = "piece",
+                  embedding_offset: ArrayLike | None = None, n_steps: int | str = 20,
+                  baseline: str = "zeros", nt_type: str = "smoothgrad", nt_samples: int = 10,
+                  stdevs: float | None = None, random_state: int | None = 0) -> Attributions:
         """(``level`` is applied by :meth:`assemble`.)"""
         return super().attribute(estimator, batch, target, embedding_offset=embedding_offset,
                                  n_steps=n_steps, baseline=baseline, nt_type=nt_type,
@@ -380,8 +519,11 @@ class BertGradientShap(BertExplainer, GradientShap):
     """GradientSHAP per piece or, at ``level="word"``, summed over the word's pieces
     (``[CLS]`` / ``[SEP]`` join ``bias``: complete in expectation at both levels)."""
 
-    def attribute(self, estimator, batch, target, *, level="piece", embedding_offset=None,
-                  baseline="zeros", n_samples=10, stdevs=0.0, random_state=0) -> Attributions:
+    def attribute(self, estimator: PieceClassifierBase, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, level: str = "piece",
+                  embedding_offset: ArrayLike | None = None,
+                  baseline: str | Sequence[str] = "zeros", n_samples: int = 10,
+                  stdevs: float = 0.0, random_state: int | None = 0) -> Attributions:
         """(``level`` is applied by :meth:`assemble`.)"""
         return super().attribute(estimator, batch, target, embedding_offset=embedding_offset,
                                  baseline=baseline, n_samples=n_samples, stdevs=stdevs,

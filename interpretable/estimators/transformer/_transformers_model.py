@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import os
 from numbers import Integral
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -46,6 +47,13 @@ from interpretable.nn import (
 )
 from interpretable.preprocessing import WordPieceEncoder
 from interpretable.utils import Interval
+
+if TYPE_CHECKING:
+    import numpy as np
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from numpy.typing import ArrayLike
+    from skorch.callbacks import Callback
+    from typing_extensions import Self
 
 __all__ = ["TransformersTextClassifier"]
 
@@ -231,12 +239,17 @@ class TransformersTextClassifier(PieceClassifierBase):
         "max_length": [Interval(Integral, 3, _MAX_LENGTH, closed="both")],
     }
 
-    def __init__(self, *, checkpoint=None, max_length=64, warmup=0.1, lr=2e-5, max_epochs=1,
-                 batch_size=32, optimizer="adamw", weight_decay=0.0, device="auto",
-                 random_state=None, verbose=0, class_weight=None, callbacks=None,
-                 validation_fraction=None, early_stopping=False, n_iter_no_change=5,
-                 warm_start=False, precision="float32", inference_precision="float32",
-                 accelerator=None):
+    def __init__(self, *, checkpoint: str | os.PathLike[str] | None = None,
+                 max_length: int = 64, warmup: float = 0.1, lr: float = 2e-5,
+                 max_epochs: int = 1, batch_size: int = 32, optimizer: str = "adamw",
+                 weight_decay: float = 0.0, device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 class_weight: str | dict[Any, float] | None = None,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", inference_precision: str = "float32",
+                 accelerator: Accelerator | None = None):
         self.checkpoint = checkpoint
         self.max_length = max_length
         self.warmup = warmup
@@ -260,8 +273,9 @@ class TransformersTextClassifier(PieceClassifierBase):
 
     # ------------------------------------------------------------------ from_pretrained
     @classmethod
-    def from_pretrained(cls, name_or_folder, *, classes=None, max_length=None, device="auto",
-                        **params):
+    def from_pretrained(cls, name_or_folder: str | os.PathLike[str], *,
+                        classes: ArrayLike | None = None, max_length: int | None = None,
+                        device: str | torch.device = "auto", **params: Any) -> Self:
         """Return a fine-tuned ``transformers`` sequence classifier as a fitted estimator.
 
         No training: the network is the checkpoint's own, head included, so

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -44,6 +45,16 @@ from interpretable.estimators.vision._explainers import (
 from interpretable.nn import logits_of, make_generator
 from interpretable.nn.bcos import explanation_mode
 from interpretable.utils import Interval, StrOptions
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Hashable, Iterator, Mapping, Sequence
+
+    from numpy.typing import ArrayLike
+    from PIL import Image
+
+    from interpretable.estimators.core._explainer import Explainer
+    from interpretable.explanation import ImageExplanation
 
 __all__ = ["EncodedImages", "VisionTransformerClassifier", "SizedVisionTransformerClassifier",
            "INFERENCE_MEMORY"]
@@ -270,7 +281,8 @@ class VisionTransformerClassifier(NeuralClassifier):
         self.module_.requires_grad_(True)  # layers frozen for fine-tuning
 
     # ------------------------------------------------------------------ inference
-    def encode(self, X) -> EncodedImages:
+    def encode(self, X: ArrayLike | Sequence[str | os.PathLike[str] | Image.Image | ArrayLike]
+               ) -> EncodedImages:
         """Validate images against the fitted input rules (``image_size``) and encode them.
 
         Parameters
@@ -313,7 +325,9 @@ class VisionTransformerClassifier(NeuralClassifier):
         return EncodedImages({"x": self._encode(images.astype(np.float64) if exact else images)},
                              images=images, crop_boxes=boxes)
 
-    def iter_batches(self, inputs, batch_size=None, *, ordered: bool = False):
+    def iter_batches(self, inputs: Mapping[str, torch.Tensor], batch_size: int | None = None,
+                     *, ordered: bool = False
+                     ) -> Iterator[tuple[slice | torch.Tensor, dict[str, torch.Tensor]]]:
         """Yield the mini-batches of encoded images, bounded in memory.
 
         With ``batch_size=None`` the batches hold at most the estimator's ``batch_size``
@@ -352,6 +366,15 @@ class VisionTransformerClassifier(NeuralClassifier):
             batch_size = min(check_batch_size(None, default=self.batch_size),
                              self._memory_bounded_batch(tuple(inputs["x"].shape[1:])))
         yield from super().iter_batches(inputs, batch_size, ordered=ordered)
+
+    if TYPE_CHECKING:  # explain (the estimators' own) explains images: ImageExplanation
+        def explain(self, X: ArrayLike | Sequence[str | os.PathLike[str] | Image.Image
+                                                   | ArrayLike],
+                    target: Hashable | ArrayLike | None = None, *,
+                    contrast: Hashable | ArrayLike | None = None,
+                    method: str | Explainer | None = None, batch_size: int | None = None,
+                    **options: Any) -> ImageExplanation:
+            ...
 
     def _memory_bounded_batch(self, input_shape: tuple) -> int:
         """The most images per batch whose explanation fits the memory budget."""

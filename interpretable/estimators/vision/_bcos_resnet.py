@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 from numbers import Real
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from torch import nn
@@ -35,6 +36,14 @@ from interpretable.estimators.vision._resnet_pretrained import (
 from interpretable.nn import OneHotBCE
 from interpretable.nn.bcos import encode_image
 from interpretable.utils import Interval, StrOptions
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Sequence
+
+    import numpy as np
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from sklearn.base import BaseEstimator
+    from skorch.callbacks import Callback
 
 __all__ = ["BcosResNetClassifier"]
 
@@ -223,14 +232,24 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
         "warmup": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="left")],
     }
 
-    def __init__(self, architecture=None, *, pretrained=None, finetune="all", logit_bias=None,
-                 teacher=None, teacher_weight=0.5, teacher_temperature=2.0, image_size="auto",
-                 zoom_out=None, zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6,
-                 warmup="auto", max_epochs=15, batch_size=32, optimizer="adam",
-                 weight_decay=0.0, device="auto", random_state=None, verbose=0,
-                 class_weight=None, callbacks=None, validation_fraction=None,
-                 early_stopping=False, n_iter_no_change=5, warm_start=False,
-                 precision="float32", inference_precision="float32", accelerator=None):
+    def __init__(self, architecture: str | dict[str, Any] | None = None, *,
+                 pretrained: str | os.PathLike[str] | None = None, finetune: str = "all",
+                 logit_bias: float | None = None,
+                 teacher: BaseEstimator | str | os.PathLike[str] | None = None,
+                 teacher_weight: float = 0.5, teacher_temperature: float = 2.0,
+                 image_size: int | Literal["auto"] | None = "auto",
+                 zoom_out: tuple[float, float] | None = None,
+                 zoom_out_probability: float = 0.5, lr: float = 2e-3,
+                 lr_decay_at: float | None = 0.6, warmup: float | Literal["auto"] = "auto",
+                 max_epochs: int = 15, batch_size: int = 32, optimizer: str = "adam",
+                 weight_decay: float = 0.0, device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 class_weight: str | dict[Any, float] | None = None,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", inference_precision: str = "float32",
+                 accelerator: Accelerator | None = None):
         self.architecture = architecture
         self.pretrained = pretrained
         self.finetune = finetune
@@ -262,8 +281,9 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
         self.accelerator = accelerator
 
     @classmethod
-    def from_pretrained(cls, name_or_path, *, classes=None, download: bool = False,
-                        **params) -> BcosResNetClassifier:
+    def from_pretrained(cls, name_or_path: str | os.PathLike[str], *,
+                        classes: Sequence[Hashable] | None = None, download: bool = False,
+                        **params: Any) -> BcosResNetClassifier:
         """Build a fitted classifier from a released B-cos v2 ResNet or a ``bcos`` checkpoint.
 
         ``predict`` gives ImageNet class names, ``explain`` exact contribution maps of the

@@ -9,6 +9,7 @@ and B-cosified torchvision / timm ViTs are
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
@@ -17,6 +18,11 @@ from interpretable.estimators.vision._explainers import BcosContributions
 from interpretable.nn import OneHotBCE
 from interpretable.nn.bcos import ATTENTION_PRIORS, BcosViT, encode_image
 from interpretable.utils import Interval, StrOptions
+
+if TYPE_CHECKING:
+    import numpy as np
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from skorch.callbacks import Callback
 
 __all__ = ["BcosViTClassifier"]
 
@@ -224,15 +230,25 @@ class BcosViTClassifier(SizedVisionTransformerClassifier):
         "warmup": [Interval(Real, 0, 1, closed="left")],
     }
 
-    def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
-                 stem_channels=(32,), attention_prior="multiplicative", b=2.0, max_out=2,
-                 scale_factor=None, output_scale=1.0, logit_bias=None, stem_stride=1, *,
-                 image_size="auto", zoom_out=None, zoom_out_probability=0.5, lr=2e-3,
-                 lr_decay_at=0.6, warmup=0.0, max_epochs=15, batch_size=32, optimizer="adam",
-                 weight_decay=0.0, device="auto", random_state=None, verbose=0,
-                 class_weight=None, callbacks=None, validation_fraction=None,
-                 early_stopping=False, n_iter_no_change=5, warm_start=False,
-                 precision="float32", inference_precision="float32", accelerator=None):
+    def __init__(self, patch_size: int = 4, embed_dim: int = 64, depth: int = 4,
+                 num_heads: int = 4, mlp_ratio: float = 2.0,
+                 stem_channels: tuple[int, ...] = (32,),
+                 attention_prior: str = "multiplicative", b: float = 2.0, max_out: int = 2,
+                 scale_factor: float | None = None, output_scale: float = 1.0,
+                 logit_bias: float | None = None, stem_stride: int = 1, *,
+                 image_size: int | Literal["auto"] | None = "auto",
+                 zoom_out: tuple[float, float] | None = None,
+                 zoom_out_probability: float = 0.5, lr: float = 2e-3,
+                 lr_decay_at: float | None = 0.6, warmup: float = 0.0, max_epochs: int = 15,
+                 batch_size: int = 32, optimizer: str = "adam", weight_decay: float = 0.0,
+                 device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 class_weight: str | dict[Any, float] | None = None,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", inference_precision: str = "float32",
+                 accelerator: Accelerator | None = None):
         self.patch_size = patch_size
         self.embed_dim = embed_dim
         self.depth = depth

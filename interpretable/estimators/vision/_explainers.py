@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 from numbers import Real
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -48,6 +49,14 @@ from interpretable.estimators.core._explainer import Attributions, Explainer
 from interpretable.explanation import ImageExplanation
 from interpretable.nn import explained_logits
 from interpretable.nn.bcos import BcosSimpleViT, vit_contributions
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.core._encoded import EncodedInputs
+    from interpretable.estimators.vision._base import VisionTransformerClassifier
 
 __all__ = ["ImageExplainer", "BcosContributions", "Rollout", "FinalAttention",
            "GradSAM", "GradCAM", "PixelInputXGradient", "PixelIntegratedGradients",
@@ -86,7 +95,8 @@ class ImageExplainer(Explainer):
     ('inherent', (2, 8, 8))
     """
 
-    def assemble(self, estimator, encoded, fields, **options) -> ImageExplanation:
+    def assemble(self, estimator: VisionTransformerClassifier, encoded: EncodedInputs,
+                 fields: dict[str, list[Any]], **options: Any) -> ImageExplanation:
         """Build the image explanation of the encoded samples from their attributions' fields.
 
         Parameters
@@ -132,7 +142,8 @@ class ImageExplainer(Explainer):
             crop_boxes=getattr(encoded, "crop_boxes", None),
             class_independent=self.class_independent)
 
-    def component_names(self, estimator, **options) -> list:
+    def component_names(self, estimator: VisionTransformerClassifier, **options: Any
+                        ) -> list[str]:
         """Return the names of the model components of ``components`` (none by default).
 
         Parameters
@@ -187,12 +198,16 @@ class BcosContributions(ImageExplainer):
     name = "inherent"
     dtypes = ("float32", "float64")
 
-    def prepare(self, estimator, encoded, target, *, by=None):
+    def prepare(self, estimator: VisionTransformerClassifier, encoded: EncodedInputs,
+                target: torch.Tensor | list[Any] | None, *, by: str | None = None
+                ) -> dict[str, Any]:
         if by not in (None, "head"):
             raise ValueError(f"by must be None or 'head', got {by!r}.")
         return {"by": by}
 
-    def attribute(self, estimator, batch, target, *, by=None, contrast=None) -> Attributions:
+    def attribute(self, estimator: VisionTransformerClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, by: str | None = None,
+                  contrast: torch.Tensor | None = None) -> Attributions:
         module = estimator.module_
         x = batch["x"].to(next(module.parameters()).dtype)
         chosen = None if target is None else \
@@ -216,7 +231,8 @@ class BcosContributions(ImageExplainer):
                             logit=explained_logits(logits, t, contrast), bias=bias,
                             extras=extras)
 
-    def component_names(self, estimator, *, by=None) -> list:
+    def component_names(self, estimator: VisionTransformerClassifier, *, by: str | None = None
+                        ) -> list[str]:
         return list(estimator.module_.term_names()) if by == "head" else []
 
 
@@ -237,8 +253,10 @@ class _PostHoc(ImageExplainer):
     """A post-hoc map of :func:`~interpretable.attribution._images.attribute` named ``name``
     (``settings``: its further keyword arguments)."""
 
-    def attribute(self, estimator, batch, target, *, baseline="zeros", sigma=5.0,
-                  **settings) -> Attributions:
+    def attribute(self, estimator: VisionTransformerClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *,
+                  baseline: str | float | Sequence[str | float] = "zeros", sigma: float = 5.0,
+                  **settings: Any) -> Attributions:
         with torch.no_grad():
             logits = estimator.forward_batch(batch).float()
         t = _chosen(logits, target)
@@ -259,7 +277,8 @@ class _PostHoc(ImageExplainer):
 
 
 class _NoOptions(_PostHoc):
-    def attribute(self, estimator, batch, target) -> Attributions:
+    def attribute(self, estimator: VisionTransformerClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None) -> Attributions:
         return super().attribute(estimator, batch, target)
 
 
@@ -302,8 +321,9 @@ class PixelIntegratedGradients(_PostHoc):
 
     name = "integrated_gradients"
 
-    def attribute(self, estimator, batch, target, *, n_steps=32, baseline="zeros",
-                  sigma=5.0) -> Attributions:
+    def attribute(self, estimator: VisionTransformerClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, n_steps: int = 32,
+                  baseline: str | float = "zeros", sigma: float = 5.0) -> Attributions:
         return super().attribute(estimator, batch, target, baseline=baseline, sigma=sigma,
                                  n_steps=n_steps)
 
@@ -316,13 +336,16 @@ class PixelOcclusion(_PostHoc):
 
     name = "occlusion"
 
-    def patch_window(self, estimator, batch: dict, window):
+    def patch_window(self, estimator: VisionTransformerClassifier,
+                     batch: dict[str, torch.Tensor], window: int | None) -> int | None:
         """The side of the windows in pixels: ``window``, or None for the default of
         :func:`~interpretable.attribution._images.attribute` (a token's patch)."""
         return window
 
-    def attribute(self, estimator, batch, target, *, window=None, stride=None,
-                  baseline="zeros", sigma=5.0) -> Attributions:
+    def attribute(self, estimator: VisionTransformerClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, window: int | None = None,
+                  stride: int | None = None, baseline: str | float = "zeros",
+                  sigma: float = 5.0) -> Attributions:
         return super().attribute(estimator, batch, target, baseline=baseline, sigma=sigma,
                                  window=self.patch_window(estimator, batch, window),
                                  stride=stride)
@@ -337,8 +360,10 @@ class PixelLime(PixelOcclusion):
 
     name = "lime"
 
-    def attribute(self, estimator, batch, target, *, window=None, baseline="zeros", sigma=5.0,
-                  n_samples=200, random_state=0) -> Attributions:
+    def attribute(self, estimator: VisionTransformerClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, window: int | None = None,
+                  baseline: str | float = "zeros", sigma: float = 5.0, n_samples: int = 200,
+                  random_state: int | None = 0) -> Attributions:
         return _PostHoc.attribute(self, estimator, batch, target, baseline=baseline,
                                   sigma=sigma, window=self.patch_window(estimator, batch, window),
                                   n_samples=n_samples, random_state=random_state)
@@ -363,8 +388,10 @@ class PixelSmoothGrad(_PostHoc):
 
     name = "smoothgrad"
 
-    def attribute(self, estimator, batch, target, *, nt_type="smoothgrad", nt_samples=10,
-                  stdevs=None, random_state=0) -> Attributions:
+    def attribute(self, estimator: VisionTransformerClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, nt_type: str = "smoothgrad",
+                  nt_samples: int = 10, stdevs: float | None = None,
+                  random_state: int | None = 0) -> Attributions:
         return super().attribute(estimator, batch, target, nt_type=nt_type,
                                  nt_samples=nt_samples, stdevs=stdevs,
                                  random_state=random_state)
@@ -379,8 +406,11 @@ class PixelGradientShap(_PostHoc):
 
     name = "gradient_shap"
 
-    def attribute(self, estimator, batch, target, *, baseline="zeros", sigma=5.0,
-                  n_samples=10, stdevs=0.0, random_state=0) -> Attributions:
+    def attribute(self, estimator: VisionTransformerClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *,
+                  baseline: str | float | Sequence[str | float] = "zeros", sigma: float = 5.0,
+                  n_samples: int = 10, stdevs: float = 0.0,
+                  random_state: int | None = 0) -> Attributions:
         return super().attribute(estimator, batch, target, baseline=baseline, sigma=sigma,
                                  n_samples=n_samples, stdevs=stdevs,
                                  random_state=random_state)

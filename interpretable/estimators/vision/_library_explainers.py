@@ -32,6 +32,8 @@ weights.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import torch
 
 from interpretable.attribution import (
@@ -53,6 +55,13 @@ from interpretable.estimators.vision._explainers import (
     _baseline_image,
 )
 from interpretable.nn import LibraryImageModel, channels_last
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.core._encoded import EncodedInputs
+    from interpretable.estimators.core._inference import BatchedInference
+    from interpretable.estimators.vision._library_model import ImageClassifier
 
 __all__ = ["FeatureMapGradCAM", "PixelGradient", "FeatureMapOcclusion", "FeatureMapLime",
            "FeatureMapKernelShap", "FeatureMapIntegratedGradients", "FeatureMapInputXGradient",
@@ -83,7 +92,7 @@ class FeatureMapGradCAM(ImageExplainer):
     name = "gradcam"
 
     @classmethod
-    def refusal(cls, estimator) -> str | None:
+    def refusal(cls, estimator: BatchedInference | type[BatchedInference]) -> str | None:
         """Say why GradCAM cannot explain a fitted network without a spatial feature map.
 
         Parameters
@@ -109,7 +118,9 @@ class FeatureMapGradCAM(ImageExplainer):
                 "module output lies on the image grid before its pooling): pass layer= a "
                 "module whose output does")
 
-    def prepare(self, estimator, encoded, target, *, layer=None) -> dict:
+    def prepare(self, estimator: ImageClassifier, encoded: EncodedInputs,
+                target: torch.Tensor | list[Any] | None, *, layer: str | None = None
+                ) -> dict[str, Any]:
         """Check ``layer`` (a module of the library's model) or that the network has a
         feature map.
 
@@ -137,7 +148,8 @@ class FeatureMapGradCAM(ImageExplainer):
         _check_layer(estimator, layer)
         return {"layer": layer}
 
-    def attribute(self, estimator, batch, target, *, layer=None) -> Attributions:
+    def attribute(self, estimator: ImageClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, layer: str | None = None) -> Attributions:
         logits, t = _logits_and_target(estimator, batch, target)
         module = estimator.module_
         grid = estimator.token_grid_
@@ -154,7 +166,8 @@ class PixelGradient(ImageExplainer):
 
     name = "gradient"
 
-    def attribute(self, estimator, batch, target) -> Attributions:
+    def attribute(self, estimator: ImageClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None) -> Attributions:
         logits, t = _logits_and_target(estimator, batch, target)
         return Attributions(values=pixel_gradient(estimator.module_, batch["x"], t),
                             logits=logits, target=t)
@@ -165,7 +178,8 @@ class _FeatureMapWindow:
     (the image side over the map's, e.g. 32 pixels for a ResNet's 7 × 7 map of a 224-pixel
     image; 8 × 8 cells without a map)."""
 
-    def patch_window(self, estimator, batch: dict, window) -> int:
+    def patch_window(self, estimator: ImageClassifier, batch: dict[str, torch.Tensor],
+                     window: int | None) -> int:
         """``window``, or for None one cell of the last feature map."""
         if window is not None:
             return window
@@ -204,7 +218,8 @@ class _AtLayer:
     """A pixel method with a captum layer version at ``layer=`` (a module name of the library's
     model; :func:`~interpretable.attribution.layer_attribution`)."""
 
-    def prepare(self, estimator, encoded, target, **options) -> dict:
+    def prepare(self, estimator: ImageClassifier, encoded: EncodedInputs,
+                target: torch.Tensor | list[Any] | None, **options: Any) -> dict[str, Any]:
         """Check ``layer`` (a module of the library's model), where given.
 
         Parameters
@@ -248,8 +263,10 @@ class FeatureMapIntegratedGradients(_AtLayer, PixelIntegratedGradients):
     with the logit and, as ``bias``, the logit with the layer's output at its value for the
     baseline (``completeness_error`` measures convergence)."""
 
-    def attribute(self, estimator, batch, target, *, n_steps=32, baseline="zeros", sigma=5.0,
-                  layer=None) -> Attributions:
+    def attribute(self, estimator: ImageClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, n_steps: int = 32,
+                  baseline: str | float = "zeros", sigma: float = 5.0,
+                  layer: str | None = None) -> Attributions:
         if layer is None:
             return super().attribute(estimator, batch, target, n_steps=n_steps,
                                      baseline=baseline, sigma=sigma)
@@ -263,7 +280,8 @@ class FeatureMapInputXGradient(_AtLayer, PixelInputXGradient):
     × activation at that module's output (captum ``LayerGradientXActivation``), summed over
     its channels and spread over the image keeping their sum."""
 
-    def attribute(self, estimator, batch, target, *, layer=None) -> Attributions:
+    def attribute(self, estimator: ImageClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, layer: str | None = None) -> Attributions:
         if layer is None:
             return super().attribute(estimator, batch, target)
         return self._at_layer(estimator, batch, target, layer)
@@ -280,7 +298,7 @@ class PixelDeepLift(ImageExplainer):
     name = "deeplift"
 
     @classmethod
-    def refusal(cls, estimator) -> str | None:
+    def refusal(cls, estimator: BatchedInference | type[BatchedInference]) -> str | None:
         """Say why DeepLIFT would not be exact on a fitted library network.
 
         Parameters
@@ -305,7 +323,8 @@ class PixelDeepLift(ImageExplainer):
             return None
         return deeplift_refusal(module, type(estimator).__name__)  # as the text families'
 
-    def prepare(self, estimator, encoded, target, **options) -> dict:
+    def prepare(self, estimator: ImageClassifier, encoded: EncodedInputs,
+                target: torch.Tensor | list[Any] | None, **options: Any) -> dict[str, Any]:
         """Refuse a network on which DeepLIFT would not be exact, naming the operations.
 
         Parameters
@@ -330,8 +349,9 @@ class PixelDeepLift(ImageExplainer):
                              f"{refusal}.")
         return super().prepare(estimator, encoded, target, **options)
 
-    def attribute(self, estimator, batch, target, *, baseline="zeros",
-                  sigma=5.0) -> Attributions:
+    def attribute(self, estimator: ImageClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, baseline: str | float = "zeros",
+                  sigma: float = 5.0) -> Attributions:
         logits, t = _logits_and_target(estimator, batch, target)
         x = batch["x"]
         maps, baseline_logit = pixel_deeplift(estimator.module_, x, t,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
@@ -62,6 +63,12 @@ from interpretable.nn import (
     token_grid,
 )
 from interpretable.utils import Interval
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable, Sequence
+
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from skorch.callbacks import Callback
 
 __all__ = ["ImageClassifier"]
 
@@ -265,14 +272,24 @@ class ImageClassifier(VisionTransformerClassifier):
         "resize_size": [Interval(Integral, 1, None, closed="left"), None],
     }
 
-    def __init__(self, architecture=None, *, architecture_options=None, pretrained=None,
-                 mean=None, std=None, image_size="auto", resize_size=None, zoom_out=None,
-                 zoom_out_probability=0.5, lr=3e-4, lr_decay_at=None, max_epochs=5,
-                 batch_size=32, optimizer="adamw", weight_decay=0.0, device="auto",
-                 random_state=None, verbose=0, class_weight=None, callbacks=None,
-                 validation_fraction=None, early_stopping=False, n_iter_no_change=5,
-                 warm_start=False, precision="float32", inference_precision="float32",
-                 accelerator=None):
+    def __init__(self, architecture: str | None = None, *,
+                 architecture_options: dict[str, Any] | None = None,
+                 pretrained: (nn.Module | Mapping[str, torch.Tensor] | str | os.PathLike[str]
+                              | None) = None,
+                 mean: Sequence[float] | None = None, std: Sequence[float] | None = None,
+                 image_size: int | Literal["auto"] | None = "auto", resize_size: int | None = None,
+                 zoom_out: tuple[float, float] | None = None,
+                 zoom_out_probability: float = 0.5, lr: float = 3e-4,
+                 lr_decay_at: float | None = None, max_epochs: int = 5,
+                 batch_size: int = 32, optimizer: str = "adamw", weight_decay: float = 0.0,
+                 device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 class_weight: str | dict[Any, float] | None = None,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", inference_precision: str = "float32",
+                 accelerator: Accelerator | None = None):
         self.architecture = architecture
         self.architecture_options = architecture_options
         self.pretrained = pretrained
@@ -303,8 +320,12 @@ class ImageClassifier(VisionTransformerClassifier):
 
     # ------------------------------------------------------------------ from_pretrained
     @classmethod
-    def from_pretrained(cls, model, *, architecture=None, architecture_options=None,
-                        classes=None, mean=None, std=None, **params) -> ImageClassifier:
+    def from_pretrained(cls, model: (nn.Module | Mapping[str, torch.Tensor] | str
+                                     | os.PathLike[str]), *, architecture: str | None = None,
+                        architecture_options: dict[str, Any] | None = None,
+                        classes: Sequence[Hashable] | None = None,
+                        mean: Sequence[float] | None = None, std: Sequence[float] | None = None,
+                        **params: Any) -> ImageClassifier:
         """Return a trained torchvision or timm classifier as a fitted estimator, as it is.
 
         No training: the network is the model's own, rebuilt from its recipe (the library,

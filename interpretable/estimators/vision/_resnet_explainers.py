@@ -7,6 +7,8 @@ post-hoc pixel methods of :mod:`interpretable.estimators.vision._explainers` app
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import torch
 
@@ -14,6 +16,12 @@ from interpretable.estimators.core._explainer import Attributions
 from interpretable.estimators.vision._explainers import ImageExplainer
 from interpretable.nn import explained_logits
 from interpretable.nn.bcos import RESNET_LAYERS, resnet_contributions, spread_to_pixels
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from interpretable.estimators.core._encoded import EncodedInputs
+    from interpretable.estimators.vision._bcos_resnet import BcosResNetClassifier
 
 __all__ = ["BcosResNetContributions"]
 
@@ -49,7 +57,9 @@ class BcosResNetContributions(ImageExplainer):
     name = "inherent"
     dtypes = ("float32", "float64")
 
-    def prepare(self, estimator, encoded, target, *, layer=None):
+    def prepare(self, estimator: BcosResNetClassifier, encoded: EncodedInputs,
+                target: torch.Tensor | list[Any] | None, *, layer: str | None = None
+                ) -> dict[str, Any]:
         """Check ``layer`` (ValueError naming the layers).
 
         Parameters
@@ -82,8 +92,9 @@ class BcosResNetContributions(ImageExplainer):
             raise ValueError(f"layer must be None or one of {list(layers)}, got {layer!r}.")
         return {"layer": layer}
 
-    def attribute(self, estimator, batch, target, *, layer=None, contrast=None
-                  ) -> Attributions:
+    def attribute(self, estimator: BcosResNetClassifier, batch: dict[str, torch.Tensor],
+                  target: ArrayLike | None, *, layer: str | None = None,
+                  contrast: torch.Tensor | None = None) -> Attributions:
         module = estimator.module_
         x = batch["x"].to(next(module.parameters()).dtype)
         chosen = None if target is None else \

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from numbers import Real
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from torch import nn
@@ -21,6 +22,16 @@ from interpretable.estimators.vision._pretrained import head_order, read_weights
 from interpretable.nn import CHECKPOINT_LAYOUTS, ConventionalViT, OutputCrossEntropy, ViT
 from interpretable.nn.bcos import IMAGENET_MEAN, IMAGENET_STD, read_conventional
 from interpretable.utils import Interval, StrOptions
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Hashable, Sequence
+
+    import numpy as np
+    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from skorch.callbacks import Callback
+
+    from interpretable.estimators.vision._library_model import ImageClassifier
 
 __all__ = ["ViTClassifier"]
 
@@ -168,15 +179,22 @@ class ViTClassifier(SizedVisionTransformerClassifier):
         "stem_channels": [tuple, list, None],
     }
 
-    def __init__(self, patch_size=4, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0,
-                 stem_channels=None, dropout=0.0, *, layout="stem", image_size="auto",
-                 zoom_out=None,
-                 zoom_out_probability=0.5, lr=2e-3, lr_decay_at=0.6, max_epochs=15,
-                 batch_size=32, optimizer="adam", weight_decay=0.0, device="auto",
-                 random_state=None, verbose=0, class_weight=None, callbacks=None,
-                 validation_fraction=None, early_stopping=False, n_iter_no_change=5,
-                 warm_start=False, precision="float32", inference_precision="float32",
-                 accelerator=None):
+    def __init__(self, patch_size: int = 4, embed_dim: int = 64, depth: int = 4,
+                 num_heads: int = 4, mlp_ratio: float = 2.0,
+                 stem_channels: tuple[int, ...] | None = None, dropout: float = 0.0, *,
+                 layout: str = "stem", image_size: int | Literal["auto"] | None = "auto",
+                 zoom_out: tuple[float, float] | None = None,
+                 zoom_out_probability: float = 0.5, lr: float = 2e-3,
+                 lr_decay_at: float | None = 0.6, max_epochs: int = 15,
+                 batch_size: int = 32, optimizer: str = "adam", weight_decay: float = 0.0,
+                 device: str | torch.device = "auto",
+                 random_state: int | np.random.RandomState | None = None, verbose: int = 0,
+                 class_weight: str | dict[Any, float] | None = None,
+                 callbacks: list[Callback | tuple[str, Callback]] | None = None,
+                 validation_fraction: float | None = None, early_stopping: bool = False,
+                 n_iter_no_change: int = 5, warm_start: bool = False,
+                 precision: str = "float32", inference_precision: str = "float32",
+                 accelerator: Accelerator | None = None):
         self.patch_size = patch_size
         self.embed_dim = embed_dim
         self.depth = depth
@@ -208,8 +226,13 @@ class ViTClassifier(SizedVisionTransformerClassifier):
         self.accelerator = accelerator
 
     @classmethod
-    def from_pretrained(cls, model, *, classes=None, architecture=None, mean=IMAGENET_MEAN,
-                        std=IMAGENET_STD, **params):
+    def from_pretrained(cls, model: (nn.Module | Mapping[str, torch.Tensor] | str
+                                     | os.PathLike[str]), *,
+                        classes: Sequence[Hashable] | None = None,
+                        architecture: Mapping[str, int] | None = None,
+                        mean: Sequence[float] = IMAGENET_MEAN,
+                        std: Sequence[float] = IMAGENET_STD,
+                        **params: Any) -> ViTClassifier | ImageClassifier:
         """Return a trained torchvision or timm ``VisionTransformer`` as a fitted classifier.
 
         Its logits are the original's on images normalised with ``mean`` and ``std`` (to
