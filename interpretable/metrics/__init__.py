@@ -104,7 +104,5 @@ __all__ = [
     "pixel_perturbation", "plausibility", "plot_ranking", "pos_attention", "rank_methods",
     "readout_bias_vs_unigram", "seed_stability", "sensitivity", "sufficiency", "top_k_overlap",
     "verdict", "word_context_effects", "word_stability", "ERASER", "FERRET", "confident_grids",
-    "AnalysisResult", "check_text_model", "ERASER", "FERRET", "confident_grids",
-    "AnalysisResult", "check_text_model", "ERASER", "FERRET", "confident_grids",
     "AnalysisResult", "check_text_model",
 ]

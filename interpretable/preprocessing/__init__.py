@@ -22,6 +22,7 @@ from interpretable.preprocessing._tokenize import (
 )
 from interpretable.preprocessing._wordpiece import (
     WordPieceEncoder,
+    WordPieces as WordPieces,
 )
 
 __all__ = [

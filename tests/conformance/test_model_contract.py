@@ -278,13 +278,22 @@ def test_scorers_work_with_every_text_estimator_or_fail_clearly():
 PACKAGE = Path(interpretable.__file__).parent
 
 
-def _imports(path: Path):
+def _typing_only(tree: ast.AST) -> set[ast.AST]:
+    """The import statements inside ``if TYPE_CHECKING:`` blocks: annotations only, never run."""
+    return {node for block in ast.walk(tree)
+            if isinstance(block, ast.If) and isinstance(block.test, ast.Name)
+            and block.test.id == "TYPE_CHECKING"
+            for statement in block.body for node in ast.walk(statement)}
+
+
+def _imports(path: Path, runtime_only: bool = False):
     """(module, imported names) of every ``from ... import ...`` in a file, resolved to the
-    absolute module name."""
+    absolute module name (``runtime_only``: not those of ``if TYPE_CHECKING:`` blocks)."""
     tree = ast.parse(path.read_text())
     package = ".".join(("interpretable", *path.relative_to(PACKAGE).parent.parts))
+    skipped = _typing_only(tree) if runtime_only else set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
+        if isinstance(node, ast.ImportFrom) and node not in skipped:
             if node.level:
                 base = package.split(".")
                 base = base[: len(base) - node.level + 1]
@@ -352,12 +361,13 @@ def _layer(module: str) -> int:
 
 def _module_graph() -> dict:
     """``{module: {imported package modules}}`` over the whole package (imports inside
-    functions included: they are dependencies too)."""
+    functions included: they are dependencies too; those only type checkers read, under
+    ``if TYPE_CHECKING:``, are not)."""
     graph = {}
     for path in PACKAGE.rglob("*.py"):
         parts = path.relative_to(PACKAGE).with_suffix("").parts
         name = ".".join(("interpretable", *(parts[:-1] if parts[-1] == "__init__" else parts)))
-        graph[name] = [(module, names) for module, names in _imports(path)
+        graph[name] = [(module, names) for module, names in _imports(path, runtime_only=True)
                        if module.startswith("interpretable")]
     # `from . import text` imports the submodule `text`
     return {name: {f"{m}.{n}" if f"{m}.{n}" in graph else m for m, names in imports

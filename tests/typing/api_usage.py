@@ -49,14 +49,15 @@ def text_workflow(texts: list[str], labels: np.ndarray, folder: str) -> float:
     both = concat_explanations([explanation, fitted.explain(texts[4:8])])
     assert isinstance(both, TokenExplanation)
     save_estimator(fitted, folder)
-    loaded = load_estimator(folder)
+    loaded: EmbeddingBagClassifier = load_estimator(EmbeddingBagClassifier, folder)
     assert loaded is not None and frame is not None and html
     result: AnalysisResult = comprehensiveness(fitted, texts[:8])
     assert sufficiency(fitted, texts[:8]).summary is not None
     report: ExplanationReport = evaluate_explanations(fitted, texts[:8], labels[:8])
     ranking: pd.DataFrame = rank_methods(report)
     assert ranking is not None and result.frame is not None
-    describe_explainers(type(fitted))
+    listing: str = describe_explainers([EmbeddingBagClassifier, BcosViTClassifier])
+    assert listing
     get_explainer(fitted, "gradient")
     return float(proba.sum() + scores.sum() + fitted.score(texts, labels))
 
@@ -74,8 +75,10 @@ def other_estimators(texts: list[str], labels: np.ndarray, images: np.ndarray,
 
 
 def data_and_tables(path: str) -> pd.DataFrame:
-    texts, labels = make_planted_evidence_texts(n_samples=20, random_state=0)
-    images, classes = make_colored_shapes(n_samples=8, size=16, random_state=0)
+    planted = make_planted_evidence_texts(n_samples=20, random_state=0)
+    texts, labels = planted.data, planted.target
+    shapes = make_colored_shapes(n_samples=8, size=16, random_state=0)
+    images, classes = shapes.data, shapes.target
     clf = EmbeddingBagClassifier(max_epochs=1).fit(texts, labels)
     frame = explanations_to_frame(clf, texts)
     write_frame(frame, path)
@@ -88,9 +91,11 @@ def data_and_tables(path: str) -> pd.DataFrame:
     return read_frame(path)
 
 
-def torch_level(model: torch.nn.Module, x: torch.Tensor, embeddings: torch.Tensor) -> None:
+def torch_level(model: torch.nn.Module, x: torch.Tensor, embeddings: torch.Tensor,
+                mask: torch.Tensor) -> None:
     maps: torch.Tensor = attribute_pixels(model, x, 0, method="integrated_gradients")
-    tokens = attribute_tokens(model, embeddings, 0, method="gradient")
+    target = torch.zeros(len(embeddings), dtype=torch.long)
+    tokens = attribute_tokens(model, embeddings, target, method="gradient", mask=mask)
     layer = BcosLinear(4, 2)
     with explanation_mode():
         layer(x)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from interpretable.estimators.core._explainer import Explainer
     from interpretable.explanation import WordPieceExplanation
-    from interpretable.preprocessing._wordpiece import WordPieces
+    from interpretable.preprocessing import WordPieces
 
 __all__: list[str] = []  # the shared machinery of the estimators of this folder
 
@@ -146,7 +146,7 @@ class PieceClassifierBase(TextClassifierBase):
         Returns
         -------
         list of WordPieces
-            One :class:`~interpretable.preprocessing._wordpiece.WordPieces` per text: pieces, their
+            One :class:`~interpretable.preprocessing.WordPieces` per text: pieces, their
             words, the words' characters, pieces cut off.
 
         Examples
