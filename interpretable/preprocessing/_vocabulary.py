@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 if TYPE_CHECKING:
-    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
+    from gensim.models import KeyedVectors
     from numpy.typing import ArrayLike
 
 __all__ = ["PAD", "UNK"]

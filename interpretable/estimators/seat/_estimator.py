@@ -39,8 +39,8 @@ from interpretable.preprocessing import WordPieceEncoder
 from interpretable.utils import HasMethods, StrOptions
 
 if TYPE_CHECKING:
-    from accelerate import Accelerator  # type: ignore[import-untyped]
-    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
+    from accelerate import Accelerator
+    from gensim.models import KeyedVectors
     from sklearn.frozen import FrozenEstimator
     from skorch.callbacks import Callback
 

@@ -36,7 +36,7 @@ from interpretable.utils import Interval
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from accelerate import Accelerator
     from numpy.typing import ArrayLike
     from skorch.callbacks import Callback
 

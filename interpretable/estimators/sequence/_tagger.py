@@ -25,7 +25,7 @@ from interpretable.utils import StrOptions
 if TYPE_CHECKING:
     from collections.abc import Hashable, Sequence
 
-    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from accelerate import Accelerator
     from numpy.typing import ArrayLike
     from skorch.callbacks import Callback
 

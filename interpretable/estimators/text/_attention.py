@@ -28,8 +28,8 @@ from interpretable.nn import RECURRENT_KINDS, AttentionTextModule, check_conicit
 from interpretable.utils import Interval, StrOptions
 
 if TYPE_CHECKING:
-    from accelerate import Accelerator  # type: ignore[import-untyped]
-    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
+    from accelerate import Accelerator
+    from gensim.models import KeyedVectors
     from numpy.typing import ArrayLike
     from skorch.callbacks import Callback
 

@@ -31,8 +31,8 @@ from interpretable.utils import Interval, StrOptions
 if TYPE_CHECKING:
     import numpy as np
     import torch
-    from accelerate import Accelerator  # type: ignore[import-untyped]
-    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
+    from accelerate import Accelerator
+    from gensim.models import KeyedVectors
     from skorch.callbacks import Callback
 
     from interpretable.preprocessing import TextEncoder

@@ -11,8 +11,8 @@ from interpretable.nn import MeanEmbeddingClassifier
 if TYPE_CHECKING:
     import numpy as np
     import torch
-    from accelerate import Accelerator  # type: ignore[import-untyped]
-    from gensim.models import KeyedVectors  # type: ignore[import-untyped]
+    from accelerate import Accelerator
+    from gensim.models import KeyedVectors
     from skorch.callbacks import Callback
 
     from interpretable.preprocessing import TextEncoder

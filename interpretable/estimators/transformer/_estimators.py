@@ -63,7 +63,7 @@ from interpretable.utils import HasMethods, Interval, StrOptions
 
 if TYPE_CHECKING:
     import numpy as np
-    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from accelerate import Accelerator
     from numpy.typing import ArrayLike
     from sklearn.base import BaseEstimator
     from skorch.callbacks import Callback

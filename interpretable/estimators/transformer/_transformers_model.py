@@ -50,7 +50,7 @@ from interpretable.utils import Interval
 
 if TYPE_CHECKING:
     import numpy as np
-    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from accelerate import Accelerator
     from numpy.typing import ArrayLike
     from skorch.callbacks import Callback
     from typing_extensions import Self

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Hashable, Sequence
 
     import numpy as np
-    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from accelerate import Accelerator
     from sklearn.base import BaseEstimator
     from skorch.callbacks import Callback
 

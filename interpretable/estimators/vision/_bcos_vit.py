@@ -21,7 +21,7 @@ from interpretable.utils import Interval, StrOptions
 
 if TYPE_CHECKING:
     import numpy as np
-    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from accelerate import Accelerator
     from skorch.callbacks import Callback
 
 __all__ = ["BcosViTClassifier"]

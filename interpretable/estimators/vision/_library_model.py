@@ -67,7 +67,7 @@ from interpretable.utils import Interval
 if TYPE_CHECKING:
     from collections.abc import Hashable, Sequence
 
-    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from accelerate import Accelerator
     from skorch.callbacks import Callback
 
 __all__ = ["ImageClassifier"]

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Hashable, Sequence
 
     import numpy as np
-    from accelerate import Accelerator  # type: ignore[import-untyped]
+    from accelerate import Accelerator
     from skorch.callbacks import Callback
 
     from interpretable.estimators.vision._library_model import ImageClassifier
