@@ -210,6 +210,10 @@ def test_float64_copies_are_made_once_and_follow_weight_changes():
     again = clf.astype("float64").module_
     assert again is not first
     assert torch.equal(next(again.parameters()), next(clf.module_.parameters()).double())
+    assert clf.astype(torch.float64).module_ is again  # a dtype, or its name
+    for bad in ("float65", "int64", "__name__", torch.int64, 64):
+        with pytest.raises(ValueError, match="floating-point torch dtype or its name"):
+            clf.astype(bad)
 
 
 def test_explain_and_predict_check_fittedness_once_per_call(monkeypatch):

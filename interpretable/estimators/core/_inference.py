@@ -257,7 +257,7 @@ class BatchedInference:
             for rows, batch in self.iter_batches(inputs, batch_size, ordered=ordered):
                 yield rows, batch, self.forward_batch(batch, **options)
 
-    def astype(self, dtype: str) -> Self:
+    def astype(self, dtype: str | torch.dtype) -> Self:
         """Return a copy of this fitted estimator whose module computes in ``dtype``.
 
         This estimator is unchanged; the copy shares everything but the module, which is made
@@ -267,7 +267,8 @@ class BatchedInference:
         Parameters
         ----------
         dtype : str or torch.dtype
-            E.g. ``"float64"``: explanations exact to ~1e-12 instead of float32 rounding.
+            A floating-point dtype or its name, e.g. ``"float64"`` or ``torch.float64``:
+            explanations exact to ~1e-12 instead of float32 rounding.
 
         Returns
         -------
@@ -284,8 +285,13 @@ class BatchedInference:
         torch.float64
         """
         self._check_fitted()
+        resolved = dtype if isinstance(dtype, torch.dtype) else \
+            getattr(torch, dtype, None) if isinstance(dtype, str) else None
+        if not isinstance(resolved, torch.dtype) or not resolved.is_floating_point:
+            raise ValueError(f"dtype must be a floating-point torch dtype or its name (e.g. "
+                             f"'float64' or torch.float64), got {dtype!r}.")
         new = copy.copy(self)
-        new.module_ = _DTYPE_COPIES.get(self.module_, getattr(torch, str(dtype)))
+        new.module_ = _DTYPE_COPIES.get(self.module_, resolved)
         return new
 
     # ------------------------------------------------------------------ explain
