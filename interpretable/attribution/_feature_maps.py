@@ -1,7 +1,7 @@
 """GradCAM and captum's layer methods at any layer of an image classifier, DeepLIFT and the
 pixel gradient: what the package's wrappers of torchvision and timm classifiers
 (:class:`~interpretable.nn.LibraryImageModel`) are explained with besides the
-captum methods of :func:`~interpretable.attribution._images.attribute`.
+captum methods of :func:`~interpretable.attribution.attribute_pixels`.
 
 * :func:`layer_gradcam`: GradCAM at a layer's output, upsampled to the image;
 * :func:`layer_attribution`: captum ``LayerIntegratedGradients`` or

@@ -30,17 +30,17 @@ changes the model (no hooks, no flags), so several threads may explain with one 
   the ``baseline`` images: one, or ``(B, K, C, H, W)``, ``K`` per image) and the image,
   summed over the channels; ``ε`` has standard deviation ``stdevs`` (None: 0, captum's
   default). Both draw from a generator per image seeded with ``random_state``
-  (:mod:`interpretable.attribution._noise`).
+  (:mod:`interpretable.attribution`).
 * ``"occlusion"``: captum ``Occlusion``, a ``window`` × ``window`` square (all channels;
   default: one token's patch) replaced by the ``baseline`` every ``stride`` pixels (default:
   ``window``, the windows tile the image; the last windows of a row or column may be cut by
   the border); a pixel's value is the mean drop of the logit over the windows covering it.
   Where the windows tile the image, every window of every image is evaluated in shared
-  forward passes (:mod:`interpretable.attribution._perturbation`), else by captum;
+  forward passes (:mod:`interpretable.attribution`), else by captum;
 * ``"lime"`` and ``"kernel_shap"``: captum ``Lime`` / ``KernelShap`` with the tiling windows as
   features (patches of ``window`` pixels), ``n_samples`` coalitions per image drawn from a
   generator of its own seeded with ``random_state``, computed by
-  :mod:`interpretable.attribution._perturbation` (equal to captum's on the same coalitions);
+  :mod:`interpretable.attribution` (equal to captum's on the same coalitions);
   every pixel of a patch holds the patch's coefficient, as captum returns it (Kernel SHAP's
   patch values sum to the logit minus the baseline's logit).
 
@@ -380,7 +380,7 @@ def patch_features(x: torch.Tensor, window: int) -> torch.Tensor:
 
 def _noisy(model, x: torch.Tensor, target: torch.Tensor, method: str, baseline, *, nt_type,
            nt_samples, n_samples, stdevs, random_state, rows_per_pass) -> torch.Tensor:
-    """SmoothGrad and GradientSHAP maps (B, H, W) (:mod:`interpretable.attribution._noise`)."""
+    """SmoothGrad and GradientSHAP maps (B, H, W) (:mod:`interpretable.attribution`)."""
     from captum.attr import Saliency
 
     from interpretable.attribution._noise import NT_TYPES, draw, gradient_shap, noise_tunnel

@@ -6,7 +6,7 @@ non-negative); ``"input_x_gradient"`` and ``"integrated_gradients"`` are summed 
 embedding axis (signed; integrated gradients satisfy completeness against their baseline, by
 default the all-zero embedding).
 
-The noise methods (:mod:`interpretable.attribution._noise`: captum's computations, every
+The noise methods (:mod:`interpretable.attribution`: captum's computations, every
 sample's random draws from a generator of its own seeded with ``random_state``):
 
 * ``"smoothgrad"``: captum ``NoiseTunnel`` over ``Saliency`` (SmoothGrad, Smilkov et al.,

@@ -372,7 +372,7 @@ class WordPieceExplanation(TokenExplanation):
     """Per-piece or per-word attributions of a BERT-family classifier, as ``explain`` returns.
 
     A :class:`TokenExplanation` at the level of the model's word pieces or of the words of the
-    text (the explainers of :mod:`interpretable.estimators.transformer._explainers` make it).
+    text (the explainers of :mod:`interpretable.estimators.methods` make it).
 
     Parameters
     ----------

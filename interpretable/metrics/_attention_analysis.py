@@ -13,7 +13,7 @@ They use the public interface of the attention text classifiers
 Defined here: :func:`conicity`, :func:`hidden_state_conicity`, :func:`attribution_agreement`
 and :func:`pos_attention`. The analyses that intervene on the attention weights and decode
 again, :func:`decision_flip_fraction` and :func:`permutation_tvd`, are re-exported from
-:mod:`interpretable.metrics._attention_interventions`.
+:mod:`interpretable.metrics`.
 """
 from __future__ import annotations
 

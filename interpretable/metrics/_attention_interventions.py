@@ -1,6 +1,6 @@
 """Analyses that intervene on a fitted attention text classifier's attention weights and decode
 again (Mohankumar et al., ACL 2020, sec. 5; re-exported by
-:mod:`interpretable.metrics._attention_analysis`, whose conventions they follow).
+:mod:`interpretable.metrics`, whose conventions they follow).
 
 * :func:`decision_flip_fraction` — hidden states erased, most important first, until the
   decision flips.

@@ -1,7 +1,7 @@
 """Conventions of the explanation metrics: ERASER's (this package's default) and ferret's.
 
 A :class:`Convention` answers, for one sample, the questions on which ERASER (DeYoung et al.
-2020, as :mod:`~interpretable.metrics._faithfulness`, :mod:`~interpretable.metrics._plausibility`
+2020, as :mod:`interpretable.metrics`, :mod:`interpretable.metrics`
 and :func:`~interpretable.metrics.loo_kendall_tau` compute it) and ferret 0.4.2's
 ``Benchmark`` (its evaluators' default arguments) disagree. Its methods take the scores of
 the sample's scored units (words or tokens) with the special tokens already left out (ferret

@@ -214,7 +214,7 @@ def pixel_flipping(clf: Any,  # any object with predict_proba and explain (duck-
     The images are perturbed in the caller's pixel space, the array ``X``; the model sees them
     through ``predict_proba``, so an estimator with an ``image_size`` resizes and crops the
     perturbed images as any other (its explanations, on the crop, are carried back to the
-    source pixels, see :mod:`interpretable.metrics._image_faithfulness`). All perturbed images
+    source pixels, see :mod:`interpretable.metrics`). All perturbed images
     of a chunk of images go through one ``predict_proba`` call.
 
     Parameters

@@ -11,7 +11,7 @@ Defined here, the analyses of the input and readout biases against the statistic
   character) against the empirical bigram distribution ``P(next | c)``.
 * :func:`bias_similarity` — cosine similarity of the input biases in either subspace.
 
-Re-exported from :mod:`interpretable.metrics._isan_context_analysis`, the analyses of how the
+Re-exported from :mod:`interpretable.metrics`, the analyses of how the
 state carries context: :func:`contribution_decay`, :func:`word_context_effects`,
 :func:`parentheses_state_analysis`.
 """

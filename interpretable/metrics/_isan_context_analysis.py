@@ -1,6 +1,6 @@
 """Analyses of how a fitted :class:`~interpretable.ISANLanguageModel` (or, for the parentheses
 task, :class:`~interpretable.ISANSequenceTagger`) carries context through its state, behind the
-ISAN paper's figures (re-exported by :mod:`interpretable.metrics._isan_analysis`).
+ISAN paper's figures (re-exported by :mod:`interpretable.metrics`).
 
 * :func:`contribution_decay` — mean norm of κ_s^t as a function of the lag ``t - s``.
 * :func:`parentheses_state_analysis` — how a parentheses-counting ISAN stores the counts in the

@@ -1,5 +1,5 @@
-"""The fitted ISAN behind the ISAN analyses (:mod:`interpretable.metrics._isan_analysis`,
-:mod:`interpretable.metrics._isan_context_analysis`): the check that a model is one, fitted, and
+"""The fitted ISAN behind the ISAN analyses (:mod:`interpretable.metrics`,
+:mod:`interpretable.metrics`): the check that a model is one, fitted, and
 its parameters as float64 arrays."""
 
 from __future__ import annotations

@@ -175,7 +175,7 @@ def rank_methods(samples: pd.DataFrame, costs: Mapping[str, float] | pd.Series |
                  ) -> pd.DataFrame:
     """Rank explanation methods by their faithfulness score, with bootstrap intervals.
 
-    Applies the rule of :mod:`interpretable.metrics._ranking`: the faithfulness score of a
+    Applies the rule of :mod:`interpretable.metrics`: the faithfulness score of a
     sample is ``comprehensiveness − sufficiency``; methods are ranked by its mean; a paired
     percentile bootstrap gives every mean an interval and the difference between the first two
     methods one; a method is undominated when no other is at least as good on faithfulness,

@@ -5,13 +5,13 @@ explanation method of an estimator, in one tidy table and one decision (after fe
 :func:`evaluate_explanations` explains the samples with every method, chunk by chunk, and
 scores each explanation on the same samples; :class:`ExplanationReport` holds the per-sample
 values, one row per (method, metric), and :meth:`ExplanationReport.summary`: the methods
-ranked by the rule of :mod:`interpretable.metrics._ranking`.
+ranked by the rule of :mod:`interpretable.metrics`.
 
 Texts: every erasure of every method and bin, and the leave-one-out variants of every text
 (computed once and shared by the methods), are scored in one batched pass per chunk
-(:mod:`interpretable.metrics._erasure`). Images: deletion and insertion
-(:mod:`interpretable.metrics._image_faithfulness`). ``convention`` chooses ERASER's
-definitions (the default) or ferret's (:mod:`interpretable.metrics._conventions`).
+(:mod:`interpretable.metrics`). Images: deletion and insertion
+(:mod:`interpretable.metrics`). ``convention`` chooses ERASER's
+definitions (the default) or ferret's (:mod:`interpretable.metrics`).
 """
 
 from __future__ import annotations
@@ -441,7 +441,7 @@ def evaluate_explanations(
     * with ``rationales``: ``auprc``, ``token_f1`` and ``token_iou``.
 
     A metric or method that cannot apply is left out and its reason recorded in ``skipped``.
-    :meth:`ExplanationReport.summary` ranks the methods (:mod:`interpretable.metrics._ranking`).
+    :meth:`ExplanationReport.summary` ranks the methods (:mod:`interpretable.metrics`).
 
     Parameters
     ----------
@@ -472,7 +472,7 @@ def evaluate_explanations(
         scored, erased and given rationale entries (``level="piece"`` only); by default they
         stay in every input, unscored.
     convention : {"eraser", "ferret"}, default="eraser"
-        Whose definitions (:mod:`interpretable.metrics._conventions`): ERASER's, or ferret
+        Whose definitions (:mod:`interpretable.metrics`): ERASER's, or ferret
         0.4.2's Benchmark (its bins and bin skipping, only positive scores removed, trapezoid
         AUPRC, top-5 token F1 / IOU; texts only).
     batch_size : int or None, default=None
@@ -651,7 +651,7 @@ class ExplanationReport:
                 random_state: int = 0) -> pd.DataFrame:
         """Rank the methods: which explanation to trust, and how sure that is.
 
-        The rule (:mod:`interpretable.metrics._ranking`): methods are ranked by their mean
+        The rule (:mod:`interpretable.metrics`): methods are ranked by their mean
         faithfulness, comprehensiveness − sufficiency per sample; each mean has a paired
         percentile-bootstrap interval over the samples, and the top two are not
         distinguishable when the interval of their difference contains 0; a method is

@@ -7,7 +7,7 @@ weights are already distributions). Perturbations: random or adversarial noise o
 embeddings (:func:`embedding_stability`), synonym substitution (:func:`word_stability`) and
 retraining with other random seeds (:func:`seed_stability`).
 
-Estimators and explanation methods as in :mod:`interpretable.metrics._faithfulness`; results are
+Estimators and explanation methods as in :mod:`interpretable.metrics`; results are
 :class:`AnalysisResult` ``(frame, summary)``.
 """
 

@@ -1,5 +1,5 @@
 """Conventional BERT-family sequence classifier, the comparison model of the B-cos one
-(:mod:`interpretable.nn.bcos._bert`): a pretrained encoder (``transformers`` ``BertModel``,
+(:mod:`interpretable.nn.bcos`): a pretrained encoder (``transformers`` ``BertModel``,
 fused attention), mean (or ``[CLS]``) pooling, dropout and a linear layer, fine-tuned as a
 whole. ``forward(tokens (B, T), lengths (B,), embedded=None) -> logits (B, C)``; ``embedded``
 replaces the word-piece embeddings (gradient attributions, embedding perturbations)."""

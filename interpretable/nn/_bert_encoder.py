@@ -1,5 +1,5 @@
 """Encoders of the BERT lineage (BERT, RoBERTa / XLM-RoBERTa, DistilBERT, ELECTRA:
-:mod:`~interpretable.nn._encoder_families`) from ``transformers``, as the conventional text
+:mod:`interpretable.nn`) from ``transformers``, as the conventional text
 models use them: :func:`load_encoder` reads a local checkpoint folder once, :class:`BertEncoder`
 wraps its base model for :class:`~interpretable.nn._attention.AttentionTextModule` and
 :class:`~interpretable.nn._bert_classifier.BertClassifier`.

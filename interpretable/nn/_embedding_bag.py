@@ -15,7 +15,7 @@ class MeanEmbeddingClassifier(nn.Module):
     """
 
     #: its forward is linear in the embeddings (masked means and matrix products only), so
-    #: captum's DeepLift is exact on it (:mod:`interpretable.attribution._hooked`)
+    #: captum's DeepLift is exact on it (:mod:`interpretable.attribution`)
     deeplift_linear = True
 
     def __init__(self, vocab_size: int, num_classes: int, embed_dim: int = 50, embeddings=None,

@@ -1,6 +1,6 @@
 """Self-attention of :class:`torch.nn.MultiheadAttention` computed head by head, with the
 attention weights kept in the autograd graph (torch only; the per-head attribution built on it
-is :mod:`interpretable.attribution._heads`)."""
+is :mod:`interpretable.attribution`)."""
 from __future__ import annotations
 
 import math

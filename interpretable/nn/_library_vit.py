@@ -1,12 +1,12 @@
 """A conventional Vision Transformer in the state-dict layouts of torchvision's and timm's
 ``VisionTransformer``, without either package (torchvision's PyPI wheels need a CUDA build of
-torch): what :mod:`interpretable.nn.bcos._vit_conversion` B-cosifies.
+torch): what :mod:`interpretable.nn.bcos` B-cosifies.
 
 Both layouts compute the same network from their documented structure: patch convolution,
 class token first, learned positions, pre-norm blocks (LayerNorm eps 1e-6, multi-head softmax
 attention, GELU MLP), a final LayerNorm and a linear head on the class token. Input:
 normalised images (B, 3, H, W); output: logits (B, num_classes). It offers the interface of
-:func:`~interpretable.attribution._images.attribute` (``grid_size``, ``forward_features``,
+:func:`~interpretable.attribution.attribute_pixels` (``grid_size``, ``forward_features``,
 ``forward_head``, ``forward_with_attention``, and for GradCAM ``last_norm_forward``), so the
 post-hoc methods explain it.
 

@@ -44,7 +44,7 @@ class PretrainedSequenceClassifier(nn.Module):
 
     Args:
         model: a ``transformers`` ``...ForSequenceClassification`` of a supported family
-            (:mod:`~interpretable.nn._encoder_families`), single-label.
+            (:mod:`interpretable.nn`), single-label.
     """
 
     #: the position the head reads (every family's head reads the first token's state)

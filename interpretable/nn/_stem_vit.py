@@ -2,7 +2,7 @@
 :class:`~interpretable.nn.bcos.BcosViT` (the B-cos ViT's baseline, ``layout="stem"``
 of :class:`~interpretable.ViTClassifier`): CNN stem, learned positional embedding,
 pre-LayerNorm blocks with GELU MLPs, mean pooling. The ViTs of torchvision's and timm's layouts
-are :mod:`interpretable.nn._library_vit`."""
+are :mod:`interpretable.nn`."""
 from __future__ import annotations
 
 from collections.abc import Sequence

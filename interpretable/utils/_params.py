@@ -309,7 +309,7 @@ def validate_parameters(constraints: dict, params: dict, caller_name: str) -> No
     Parameters
     ----------
     constraints : dict of str to list
-        For each parameter, the constraints it accepts (see :mod:`interpretable.utils._params`): a
+        For each parameter, the constraints it accepts (see :mod:`interpretable.utils`): a
         value is valid when it satisfies one of them.
     params : dict of str to object
         The parameters to check; those without an entry in ``constraints`` are not checked.

@@ -144,7 +144,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.integrations._scale`.
+        :mod:`interpretable.integrations`.
 
     See Also
     --------
@@ -248,7 +248,7 @@ class NeuralEstimator(BatchedInference, EstimatorState, BaseEstimator):
     # ------------------------------------------------------------------ validation
     def _validate_parameters(self) -> None:
         """Check the parameters against ``_parameter_constraints`` (merged up the class
-        hierarchy by the subclasses; :mod:`interpretable.utils._params`: no bool where a number is
+        hierarchy by the subclasses; :mod:`interpretable.utils`: no bool where a number is
         expected), then the estimator's own :meth:`_check_params`."""
         validate_estimator_parameters(self)
         self._check_params()

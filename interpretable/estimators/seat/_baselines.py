@@ -6,7 +6,7 @@
   adversarial perturbation of the attention, Kitada & Iyatomi 2021; adversarial word
   embeddings, Miyato et al. 2016): the perturbed batch's cross-entropy is added to the clean one.
 
-All are importable from :mod:`interpretable.estimators.seat._variants`, with SEAT itself.
+All are importable from :mod:`interpretable.estimators.seat`, with SEAT itself.
 """
 
 from __future__ import annotations

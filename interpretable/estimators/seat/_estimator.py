@@ -66,7 +66,7 @@ class SEATClassifier(AttentionTextClassifier):
     Parameters
     ----------
     variant : str, a variant object or None, default="seat"
-        The training procedure (:mod:`interpretable.estimators.seat._variants`):
+        The training procedure (:mod:`interpretable.estimators.seat`):
         ``SEAT(...)`` (objective (6); None or ``"seat"``: its defaults), ``AuthorsSEAT(...)``
         (the authors' code), ``Vanilla()`` or a baseline ``AttentionRP(epsilon)``,
         ``AttentionAT(epsilon)``, ``WordAT(epsilon)``; a name (``"authors"``, ``"vanilla"``,
@@ -161,7 +161,7 @@ class SEATClassifier(AttentionTextClassifier):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.integrations._scale`.
+        :mod:`interpretable.integrations`.
 
     Attributes
     ----------

@@ -7,7 +7,7 @@ variants and what its hooks hand the estimator to train.
 * :class:`TrainingPhase` — one phase to train: module, loss, data and training options;
 * :class:`RecordTerms` — the skorch callback recording a criterion's terms in the history.
 
-All three are importable from :mod:`interpretable.estimators.seat._variants` as well.
+All three are importable from :mod:`interpretable.estimators.seat` as well.
 """
 
 from __future__ import annotations

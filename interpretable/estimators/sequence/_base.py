@@ -114,7 +114,7 @@ class SequenceEstimator(SymbolAlphabet, NeuralEstimator):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.integrations._scale`.
+        :mod:`interpretable.integrations`.
 
     Attributes
     ----------
@@ -316,7 +316,7 @@ class ISANBase(ISANMaps, SequenceEstimator):
     Its parameters are those of :class:`SequenceEstimator` (``dtype="float64"`` makes the
     decomposition exact to ~1e-12), plus ``init_gain``: the maps ``W_c`` start at
     ``init_gain · I`` (plus small noise). Explained exactly by
-    :class:`~interpretable.estimators.sequence._explainers.ISANContributions`.
+    :class:`~interpretable.estimators.methods.ISANContributions`.
 
     See Also
     --------

@@ -4,7 +4,7 @@
 forward with attention / embedding overrides, attention weights, hidden-state conicity); its
 subclasses say which encoder they run (:meth:`~AttentionClassifierBase.architecture`) and may add
 training terms (``_criterion``). Attention and the post-hoc token methods explain them all
-(:mod:`interpretable.estimators.text._explainers`):
+(:mod:`interpretable.estimators.methods`):
 
 * :class:`AttentionTextClassifier`: the vanilla attention model of Jain & Wallace (2019), the
   baseline of Mohankumar et al. (2020) and Hu et al. (SEAT, 2023), with a free ``encoder``;
@@ -289,7 +289,7 @@ class AttentionTextClassifier(AttentionClassifierBase):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.integrations._scale`.
+        :mod:`interpretable.integrations`.
 
     Attributes
     ----------

@@ -79,7 +79,7 @@ class TextClassifierBase(NeuralClassifier):
     a vocabulary learned from the texts), ``_build_module(embeddings)`` (an
     ``interpretable.nn`` module with ``embed(tokens)`` and ``forward(tokens, lengths, ...,
     embedded=None)`` returning the logits or a tuple starting with them) and ``_criterion()``.
-    The token explainers of :mod:`interpretable.estimators.text._explainers` apply to every
+    The token explainers of :mod:`interpretable.estimators.methods` apply to every
     text classifier (through :meth:`embed` and :meth:`forward_batch`).
 
     Fitted attributes: ``text_encoder_``, ``classes_``, ``pair_input_``, ``embed_dim_``,

@@ -10,11 +10,11 @@ Three variants of the LSTM + additive attention model, chosen with ``cell``:
 
 Low conicity makes the attention weights faithful: permuting them changes the output, erasing
 the highest-weighted hidden states flips decisions quickly, and attention agrees better with
-gradient attributions (see :mod:`interpretable.metrics._attention_analysis`).
+gradient attributions (see :mod:`interpretable.metrics`).
 Besides attention and the post-hoc token methods, it is explained by the authors' "gradient"
 attribution to compare attention with: gradient × embedding of the explained class's
 probability, attention detached
-(:class:`~interpretable.estimators.text._explainers.DetachedGradient`).
+(:class:`~interpretable.estimators.methods.DetachedGradient`).
 """
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ class DiversityLSTMClassifier(AttentionClassifierBase):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.integrations._scale`.
+        :mod:`interpretable.integrations`.
 
     Attributes
     ----------

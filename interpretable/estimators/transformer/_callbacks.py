@@ -1,6 +1,6 @@
 """The B-cos text classifier's own training callback: the annealing of the B-cos exponent
 (:class:`AnnealExponent`). Its learning-rate schedule and divergence guard are every
-estimator's (:mod:`interpretable.estimators.core._nets`).
+estimator's (:mod:`interpretable.estimators.core`).
 """
 from __future__ import annotations
 

@@ -260,7 +260,7 @@ class BertTextClassifier(BaseEncoderClassifier):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.integrations._scale`.
+        :mod:`interpretable.integrations`.
 
     Attributes
     ----------
@@ -484,7 +484,7 @@ class BcosTextClassifier(BaseEncoderClassifier):
     removed; the dense layers, pooler and classifier B-cos layers (unit-norm rows, exponent
     ``b``); GELU ``x·Φ(x)``, the attention probabilities and the LayerNorm scales dynamic
     weights. ``explain()`` (``"inherent"``) is exact: per word piece or, ``level="word"``, per
-    word of the original text (see :mod:`interpretable.estimators.transformer._explainers`).
+    word of the original text (see :mod:`interpretable.estimators.methods`).
 
     Parameters
     ----------
@@ -623,7 +623,7 @@ class BcosTextClassifier(BaseEncoderClassifier):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.integrations._scale`.
+        :mod:`interpretable.integrations`.
 
     Attributes
     ----------

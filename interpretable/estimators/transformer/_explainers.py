@@ -1,5 +1,5 @@
 """Explainers of the fine-tuned BERT-family text classifiers
-(:mod:`interpretable.estimators.transformer._estimators`), assembled into a
+(:mod:`interpretable.estimators.transformer`), assembled into a
 :class:`~interpretable.explanation.WordPieceExplanation`:
 
 * ``"inherent"`` (:class:`BcosTextContributions`, B-cos models only, their default): the exact
@@ -15,7 +15,7 @@
 
 * ``"occlusion"`` (leave-one-out, :class:`BertOcclusion`), ``"lime"`` (:class:`BertLime`),
   ``"kernel_shap"`` (:class:`BertKernelShap`): the perturbation methods of
-  :mod:`interpretable.estimators.text._explainers` at either ``level``: at ``"word"`` the pieces
+  :mod:`interpretable.estimators.methods` at either ``level``: at ``"word"`` the pieces
   of a word are replaced together (one feature), each piece holds an equal share of the
   word's attribution, so the word's value is the word's own, and ``[CLS]`` / ``[SEP]`` are
   never replaced.
@@ -25,7 +25,7 @@
   ``"smoothgrad"`` (:class:`BertSmoothGrad`), ``"smoothgrad_integrated_gradients"``
   (:class:`BertSmoothGradIntegratedGradients`), ``"gradient_shap"``
   (:class:`BertGradientShap`): the gradient methods of
-  :mod:`interpretable.estimators.text._explainers` at either ``level``. Integrated gradients
+  :mod:`interpretable.estimators.methods` at either ``level``. Integrated gradients
   (also through the noise tunnel), input × gradient and GradientSHAP are additive, so a
   word's value is the sum of its pieces' (integrated gradients and GradientSHAP stay complete
   at word level); the saliency ``"gradient"`` and ``"smoothgrad"``, L2 norms per piece, give
@@ -128,7 +128,7 @@ class BertExplainer(Explainer):
     and ``[SEP]`` of ``estimator.encode(X)``. ``level="word"`` pools the pieces of every word
     of the original text (their sum, or for the saliency methods the L2 norm of their norms)
     and moves ``[CLS]`` and ``[SEP]`` into ``bias`` or leaves them out (see
-    :mod:`interpretable.estimators.transformer._explainers`). The explanation is a
+    :mod:`interpretable.estimators.methods`). The explanation is a
     :class:`~interpretable.explanation.WordPieceExplanation`.
 
     Examples

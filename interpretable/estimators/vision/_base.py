@@ -130,7 +130,7 @@ def activation_bytes(module: nn.Module, input_shape: tuple, dtype: torch.dtype) 
 
 class VisionTransformerClassifier(NeuralClassifier):
     """Shared image-classifier machinery: validation, encoding, training and prediction; the
-    post-hoc pixel explainers of :mod:`interpretable.estimators.vision._explainers` apply to every
+    post-hoc pixel explainers of :mod:`interpretable.estimators.methods` apply to every
     subclass. Subclasses implement ``_make_module``, ``_criterion`` and ``_encode``."""
 
     #: the explanation methods it offers, its default first

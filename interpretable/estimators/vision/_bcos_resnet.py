@@ -175,7 +175,7 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.integrations._scale`.
+        :mod:`interpretable.integrations`.
 
     Attributes
     ----------
@@ -203,7 +203,7 @@ class BcosResNetClassifier(TeacherMixin, VisionTransformerClassifier):
     other classes; with a ``teacher``, the distillation loss). From ``pretrained`` weights the
     new classifier, imprinted with the centred class means of the pretrained features, learns
     at 5 × ``lr``. The default explanation is exact (``layer=`` explains a ResNet layer's
-    input, :class:`~interpretable.estimators.vision._resnet_explainers.BcosResNetContributions`).
+    input, :class:`~interpretable.estimators.methods.BcosResNetContributions`).
 
     Examples
     --------

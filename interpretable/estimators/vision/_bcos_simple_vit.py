@@ -5,8 +5,8 @@ classifiers as they are (:meth:`BcosSimpleViTClassifier.from_pretrained`), and B
 torchvision / timm ViTs fine-tuned from the conventional weights.
 
 It takes images ``(n, H, W)`` (grey) or ``(n, H, W, C)``, float in [0, 1] or uint8, or with
-``image_size`` any images (see :mod:`interpretable.estimators.vision._base`); the checkpoints are
-read and checked by :mod:`interpretable.estimators.vision._pretrained`.
+``image_size`` any images (see :mod:`interpretable.estimators.vision`); the checkpoints are
+read and checked by :mod:`interpretable.estimators.vision`.
 """
 from __future__ import annotations
 
@@ -185,7 +185,7 @@ class BcosSimpleViTClassifier(VisionTransformerClassifier):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.integrations._scale`.
+        :mod:`interpretable.integrations`.
 
     Attributes
     ----------
@@ -222,7 +222,7 @@ class BcosSimpleViTClassifier(VisionTransformerClassifier):
     the batch would need more than about 1 GiB (CPU) or half the free GPU memory.
 
     The default explanation is exact: the contribution maps ``W(x)ᵀ_k ⊙ x``
-    (:class:`~interpretable.estimators.vision._explainers.BcosContributions`); ``bias`` holds the
+    (:class:`~interpretable.estimators.methods.BcosContributions`); ``bias`` holds the
     logit bias plus the contribution of the positional embedding.
 
     Examples

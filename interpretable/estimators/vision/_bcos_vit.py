@@ -2,7 +2,7 @@
 Schiele, :class:`BcosViTClassifier` (network :class:`~interpretable.nn.bcos.BcosViT`).
 
 It takes images ``(n, H, W)`` (grey) or ``(n, H, W, C)``, float in [0, 1] or uint8, or with
-``image_size`` any images (see :mod:`interpretable.estimators.vision._base`). The B-cos v2 ViTs
+``image_size`` any images (see :mod:`interpretable.estimators.vision`). The B-cos v2 ViTs
 and B-cosified torchvision / timm ViTs are
 :class:`~interpretable.estimators.vision.BcosSimpleViTClassifier`.
 """
@@ -163,7 +163,7 @@ class BcosViTClassifier(SizedVisionTransformerClassifier):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.integrations._scale`.
+        :mod:`interpretable.integrations`.
 
     Attributes
     ----------
@@ -194,7 +194,7 @@ class BcosViTClassifier(SizedVisionTransformerClassifier):
     more than about 1 GiB (CPU) or half the free GPU memory.
 
     The default explanation is exact: the contribution maps ``W(x)ᵀ_k ⊙ x``
-    (:class:`~interpretable.estimators.vision._explainers.BcosContributions`).
+    (:class:`~interpretable.estimators.methods.BcosContributions`).
 
     Examples
     --------

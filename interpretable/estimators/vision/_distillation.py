@@ -2,7 +2,7 @@
 ``teacher``, ``teacher_weight`` and ``teacher_temperature`` parameters of
 :class:`~interpretable.BcosTextClassifier` (a fitted classifier whose probabilities of the
 training images the student learns to match beside the labels, Hinton et al. 2015; see
-:mod:`interpretable.estimators.core._teacher`)."""
+:mod:`interpretable.estimators.core`)."""
 from __future__ import annotations
 
 import os

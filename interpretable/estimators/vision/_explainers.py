@@ -8,7 +8,7 @@
 * ``"rollout"``, ``"final_attention"``, ``"gradsam"``, ``"gradcam"``, ``"input_x_gradient"``,
   ``"integrated_gradients"``, ``"occlusion"``, ``"lime"``, ``"kernel_shap"``, ``"smoothgrad"``,
   ``"gradient_shap"``: post-hoc
-  maps of :func:`~interpretable.attribution._images.attribute` (SmoothGrad: captum
+  maps of :func:`~interpretable.attribution.attribute_pixels` (SmoothGrad: captum
   ``NoiseTunnel`` over ``Saliency``, the L2 norm over the channels of the gradient averaged
   over ``nt_samples`` noisy copies; GradientSHAP: captum ``GradientShap`` from the
   ``baseline`` or a tuple of them, ``n_samples`` draws; both seeded by ``random_state``, per
@@ -250,7 +250,7 @@ def _baseline_image(estimator, x: torch.Tensor, baseline, sigma) -> torch.Tensor
 
 
 class _PostHoc(ImageExplainer):
-    """A post-hoc map of :func:`~interpretable.attribution._images.attribute` named ``name``
+    """A post-hoc map of :func:`~interpretable.attribution.attribute_pixels` named ``name``
     (``settings``: its further keyword arguments)."""
 
     def attribute(self, estimator: VisionTransformerClassifier, batch: dict[str, torch.Tensor],
@@ -339,7 +339,7 @@ class PixelOcclusion(_PostHoc):
     def patch_window(self, estimator: VisionTransformerClassifier,
                      batch: dict[str, torch.Tensor], window: int | None) -> int | None:
         """The side of the windows in pixels: ``window``, or None for the default of
-        :func:`~interpretable.attribution._images.attribute` (a token's patch)."""
+        :func:`~interpretable.attribution.attribute_pixels` (a token's patch)."""
         return window
 
     def attribute(self, estimator: VisionTransformerClassifier, batch: dict[str, torch.Tensor],

@@ -8,11 +8,11 @@ timm classifier) that the other image classifiers do not share:
 * ``"gradient"`` (:class:`PixelGradient`): the pixel gradient's L2 norm over the channels;
 * ``"occlusion"``, ``"lime"`` and ``"kernel_shap"`` (:class:`FeatureMapOcclusion`,
   :class:`FeatureMapLime`, :class:`FeatureMapKernelShap`): the patch methods of
-  :mod:`interpretable.estimators.vision._explainers`, their default window one cell of that
+  :mod:`interpretable.estimators.methods`, their default window one cell of that
   feature map;
 * ``"integrated_gradients"`` and ``"input_x_gradient"`` (:class:`FeatureMapIntegratedGradients`,
   :class:`FeatureMapInputXGradient`): the pixel methods of
-  :mod:`interpretable.estimators.vision._explainers`, or with ``layer=`` (a module name of the
+  :mod:`interpretable.estimators.methods`, or with ``layer=`` (a module name of the
   library's model whose output is a spatial map ``(B, C, h, w)``) captum
   ``LayerIntegratedGradients`` / ``LayerGradientXActivation`` at that layer's output, summed
   over its channels and spread over the image keeping their sum
@@ -26,7 +26,7 @@ timm classifier) that the other image classifiers do not share:
   such as torchvision's RegNetX); refused elsewhere, naming the operations that prevent it
   (torchvision's ResNets: their max pooling).
 
-SmoothGrad and GradientSHAP are those of :mod:`interpretable.estimators.vision._explainers`.
+SmoothGrad and GradientSHAP are those of :mod:`interpretable.estimators.methods`.
 None sets anything on the fitted network: the hooking methods hook a copy that shares its
 weights.
 """
@@ -197,12 +197,12 @@ class FeatureMapOcclusion(_FeatureMapWindow, PixelOcclusion):
 
 class FeatureMapLime(_FeatureMapWindow, PixelLime):
     """LIME over patches that tile the image, by default the cells of the network's last
-    feature map (see :class:`~interpretable.estimators.vision._explainers.PixelLime`)."""
+    feature map (see :class:`~interpretable.estimators.methods.PixelLime`)."""
 
 
 class FeatureMapKernelShap(_FeatureMapWindow, PixelKernelShap):
     """Kernel SHAP over patches that tile the image, by default the cells of the network's last
-    feature map (see :class:`~interpretable.estimators.vision._explainers.PixelKernelShap`)."""
+    feature map (see :class:`~interpretable.estimators.methods.PixelKernelShap`)."""
 
 
 def _complete(maps, logits, target, baseline_logit) -> Attributions:

@@ -2,7 +2,7 @@
 
 The network is the library's own module (a ResNet, ConvNeXt, EfficientNet, DenseNet, Swin,
 DeiT, ...: any classification builder of torchvision, any timm model), rebuilt from its
-recipe (:mod:`interpretable.nn._library_image`) and run in eval mode behind
+recipe (:mod:`interpretable.nn`) and run in eval mode behind
 :class:`~interpretable.nn.LibraryImageModel`, on images normalised as it was
 trained. :meth:`ImageClassifier.from_pretrained` takes a model, its state dict or a file as it
 is (checked on the meta device first, :mod:`.library_pretrained`); ``fit`` fine-tunes it or
@@ -207,7 +207,7 @@ class ImageClassifier(VisionTransformerClassifier):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.integrations._scale`.
+        :mod:`interpretable.integrations`.
 
     Attributes
     ----------

@@ -7,7 +7,7 @@ of ``from_pretrained``.
 Checkpoints are read by :func:`interpretable.nn.bcos.load_checkpoint` (no code runs, every
 key and shape is checked before memory is allocated, released files are hash-checked); those of
 conventional torchvision or timm ViTs are B-cosified
-(:mod:`interpretable.nn.bcos._vit_conversion`, checked the same way) and fine-tuned from the
+(:mod:`interpretable.nn.bcos`, checked the same way) and fine-tuned from the
 recipe's start: no biases, B = 2.
 """
 from __future__ import annotations

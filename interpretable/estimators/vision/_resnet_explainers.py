@@ -2,7 +2,7 @@
 :class:`~interpretable.estimators.vision.BcosResNetClassifier`:
 :class:`BcosResNetContributions` (``"inherent"``), the contribution maps ``W(x)ᵀ_k ⊙ x`` of the
 image or of a chosen layer's input (:func:`~interpretable.nn.bcos.resnet_contributions`). The
-post-hoc pixel methods of :mod:`interpretable.estimators.vision._explainers` apply as they are
+post-hoc pixel methods of :mod:`interpretable.estimators.methods` apply as they are
 (GradCAM on the last feature map); the attention methods do not (a ResNet has none).
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@ classifier, imprinted; frozen layers).
 
 A ``pretrained`` file is a released B-cos v2 ResNet or a checkpoint in the ``bcos`` layout
 (read by :func:`~interpretable.nn.bcos.load_resnet_checkpoint`), or the state dict of
-a torchvision ResNet or DenseNet, B-cosified (:mod:`interpretable.nn.bcos._cnn_conversion`) and
+a torchvision ResNet or DenseNet, B-cosified (:mod:`interpretable.nn.bcos`) and
 fine-tuned from the recipe's start: no biases, B = 2, average pooling in the stem. Every key and
 shape is checked before memory is allocated; files are read with ``weights_only=True``.
 

@@ -4,7 +4,7 @@ baseline of the B-cos ViTs, trained here or taken as it is from torchvision or t
 
 It takes images ``(n, H, W)`` (grey) or ``(n, H, W, C)``, float in [0, 1] or uint8, or with
 ``image_size`` any images, those of the model's size as they are (see
-:mod:`interpretable.estimators.vision._base`); one image without its batch axis is refused.
+:mod:`interpretable.estimators.vision`); one image without its batch axis is refused.
 """
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ class ViTClassifier(SizedVisionTransformerClassifier):
         ``accelerate launch`` every process trains on its share of each batch (DDP) and all end
         with the same weights; ``device`` is then the accelerator's. Mixed precision is set on
         the accelerator (``Accelerator(mixed_precision="bf16")``). See
-        :mod:`interpretable.integrations._scale`.
+        :mod:`interpretable.integrations`.
 
     Attributes
     ----------

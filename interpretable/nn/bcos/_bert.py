@@ -194,7 +194,7 @@ class BcosBertClassifier(nn.Module):
     def from_config(cls, config: EncoderConfig | Mapping[str, Any], n_classes: int,
                     **options: Any) -> BcosBertClassifier:
         """Randomly initialised model with the structure of an encoder ``config`` of a
-        supported family (:mod:`~interpretable.nn._encoder_families`: a ``transformers``
+        supported family (:mod:`interpretable.nn`: a ``transformers``
         config or the dict of its ``config.json``; no ``model_type``: BERT); ``options`` are
         the other constructor arguments (dropout defaults to the config's)."""
         fields = config.to_dict() if hasattr(config, "to_dict") else dict(config)

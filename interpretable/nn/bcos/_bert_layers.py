@@ -2,7 +2,7 @@
 pretrained BERT: B-cos linear layers without MaxOut or scale factor, ``x·Φ(x)``, bias-free
 LayerNorm and post-LN attention / feed-forward blocks.
 
-Each is dynamic linear (see :mod:`interpretable.nn.bcos._layers`): the attention probabilities, the
+Each is dynamic linear (see :mod:`interpretable.nn.bcos`): the attention probabilities, the
 GELU gate ``Φ(x)``, the LayerNorm scale ``1/σ`` and the B-cos factors ``|cos|^(B-1)`` are
 dynamic weights, constants inside :func:`~interpretable.nn.bcos.explanation_mode`.
 """

@@ -1,5 +1,5 @@
 """B-cos DenseNets: the B-cosified form of a torchvision DenseNet (Arya et al.,
-"B-cosification", see :mod:`~interpretable.nn.bcos._cnn_conversion`; DenseNet-121 / 161 / 169 /
+"B-cosification", see :mod:`interpretable.nn.bcos`; DenseNet-121 / 161 / 169 /
 201 and any other ``growth_rate``, ``block_config``, ``num_init_features`` and ``bn_size``), one
 network, :class:`BcosDenseNet`, built from the parts of
 :class:`~interpretable.nn.bcos.BcosResNet`.

@@ -1,7 +1,7 @@
 """The holistically explainable B-cos Vision Transformer (Böhle, Fritz & Schiele): a B-cos CNN
 tokenizer, B-cos attention with a learned prior, B-cos MLPs with MaxOut and a B-cos classifier.
 
-Every component is dynamic linear (see :mod:`interpretable.nn.bcos._layers`), so inside
+Every component is dynamic linear (see :mod:`interpretable.nn.bcos`), so inside
 :func:`~interpretable.nn.bcos.explanation_mode` one backward pass gives ``W(x)`` and
 ``W(x) ⊙ x`` sums exactly to the logit minus the fixed logit bias.
 """

@@ -1,4 +1,4 @@
-"""How the B-cos layers of :mod:`interpretable.nn.bcos._layers` compute: the choice between the
+"""How the B-cos layers of :mod:`interpretable.nn.bcos` compute: the choice between the
 reference computation and the fused one, and the kernels the fused one uses.
 
 Implementations (a layer's ``implementation=``, or :func:`bcos_implementation` for the calls of

@@ -5,14 +5,14 @@ the per-thread explanation mode shared by every B-cos network of the package.
 Each layer computes with the implementation chosen at construction (``implementation=``, default
 ``"auto"``) or for the calls of one thread (:func:`~interpretable.nn.bcos._kernels.
 bcos_implementation`): the reference computation, or fused kernels that give the same outputs
-and explanations faster (see :mod:`interpretable.nn.bcos._kernels`).
+and explanations faster (see :mod:`interpretable.nn.bcos`).
 
 Every component is *dynamic linear*: its output is ``W(x) x`` for an input-dependent matrix
 ``W(x)``. Inside :func:`explanation_mode` the dynamic parts of ``W(x)`` (the ``|cos|^(B-1)``
 scales, MaxOut selections, attention matrices, LayerNorm on the query/key path) are treated as
 constants, so one backward pass gives ``x.grad == W(x)`` and ``W(x) ⊙ x`` sums exactly to the
 output (minus the fixed logit bias). Layers with biases (a B-cosified network's start, see
-:mod:`~interpretable.nn.bcos._vit_conversion`) add them through :func:`add_constant`, so that
+:mod:`interpretable.nn.bcos`) add them through :func:`add_constant`, so that
 :func:`recording_constants` can report their exact share too.
 """
 from __future__ import annotations
@@ -531,7 +531,7 @@ class BcosLinear(_BcosBase):
 
     ``b`` is the exponent B (B=1 gives a plain linear layer on unit-norm weights), ``max_out``
     the number of units per output pooled by MaxOut, ``scale`` the factor f in γ = f/√in,
-    ``implementation`` how to compute (:mod:`~interpretable.nn.bcos._kernels`).
+    ``implementation`` how to compute (:mod:`interpretable.nn.bcos`).
     ``normalize=False`` uses the weights as they are and ``bias=True`` adds a bias to the
     responses before MaxOut and the B-cos scale: the layers of a B-cosified network
     (Arya et al., "B-cosification"), a plain ``nn.Linear`` at B = 1 with γ = 1.

@@ -1,7 +1,7 @@
 """B-cos ResNets: the B-cos v2 ResNets of Böhle et al. (``B-cos/B-cos-v2``, PyPI ``bcos``, their
-released ImageNet models in :mod:`~interpretable.nn.bcos._resnet_zoo`) and the B-cosified form of a
+released ImageNet models in :mod:`interpretable.nn.bcos`) and the B-cosified form of a
 torchvision ResNet (Arya et al., "B-cosification", see
-:mod:`~interpretable.nn.bcos._cnn_conversion`), one network, :class:`BcosResNet`.
+:mod:`interpretable.nn.bcos`), one network, :class:`BcosResNet`.
 
 The v2 ResNet: B-cos convolutions (B = 2, no MaxOut, unit-norm weights), bias-free uncentered
 BatchNorms (:class:`BcosBatchNorm2d`), no activation, an average-pooling stem, the classifier a

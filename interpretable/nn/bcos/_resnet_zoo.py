@@ -2,7 +2,7 @@
 PyPI ``bcos`` 0.1.3, ``bcos.models.pretrained.resnet18`` ...) as
 :class:`~interpretable.nn.bcos.BcosResNet`, from local weight files.
 
-A checkpoint is read as :mod:`~interpretable.nn.bcos._zoo` reads the ViTs' (memory-mapped,
+A checkpoint is read as :mod:`interpretable.nn.bcos` reads the ViTs' (memory-mapped,
 ``weights_only=True``), verified against the SHA-256 prefix of its released file name, and every
 key, shape and value is checked against the network built on the meta device before memory is
 allocated. Nothing is downloaded unless asked.

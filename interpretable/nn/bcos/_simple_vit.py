@@ -2,7 +2,7 @@
 ``simple_vit`` (patch-16 linear tokenizer) and ``vitc`` (B-cos convolution stem, patch 1)
 families, built from the project's B-cos layers.
 
-A different design from :mod:`interpretable.nn.bcos._holistic_vit`: a fixed 2-D sin-cos positional
+A different design from :mod:`interpretable.nn.bcos`: a fixed 2-D sin-cos positional
 embedding added to the patch tokens, bias-free mean-subtracting LayerNorms before attention,
 MLP and head, plain bias-free q/k/v projections with a softmax, B-cos output, MLP and head
 layers (B = 2, no MaxOut, no scale factor), mean pooling and a fixed logit bias.
@@ -20,7 +20,7 @@ Module and parameter names follow the ``bcos`` checkpoints (see
 :func:`interpretable.nn.bcos._zoo.bcos_key_map` for the one key mapping).
 
 ``bcosified=True`` builds the B-cosified form of a conventional ViT instead (Arya et al.,
-"B-cosification", see :mod:`~interpretable.nn.bcos._vit_conversion`): a learned class token read
+"B-cosification", see :mod:`interpretable.nn.bcos`): a learned class token read
 by the head, a learned positional embedding, GELU MLPs whose gate is a dynamic weight,
 LayerNorm eps 1e-6 and B-cos layers with the weights as they are; ``bias=True`` gives every
 layer a bias (the conversion's start) and ``b`` sets B. The logit is then also linear in the
